@@ -1,0 +1,300 @@
+// circuitscope: the native command line (train from a recipe, run a model on text, inspect a file).
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io.h"
+#include "model.h"
+#include "train.h"
+
+namespace {
+
+using nlohmann::json;
+
+const char* kUsage =
+    "circuitscope: train, run and inspect attention-only transformers\n"
+    "\n"
+    "usage:\n"
+    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16]\n"
+    "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
+    "  circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
+    "      Per-token loss and the top K next-token predictions for a text.\n"
+    "  circuitscope inspect MODEL.safetensors [--json]\n"
+    "      The config, tokenizer and parameter table of a model file.\n"
+    "  circuitscope help [COMMAND]\n";
+
+const std::map<std::string, std::string> kHelp = {
+    {"train",
+     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16]\n"
+     "  Trains the model a recipe describes (architecture, tokenizer, data, optimizer, schedule,\n"
+     "  steps, batch_size, seed) and writes it as a safetensors model file.\n"
+     "  --out FILE      where to write the model (default: the recipe's \"output\")\n"
+     "  --steps N       override the recipe's number of steps\n"
+     "  --log-every N   print a progress line every N steps (default 50)\n"
+     "  --f16           store the weights as float16 (half the size)\n"
+     "  Snapshots listed in the recipe are written next to the model as NAME.stepN.safetensors.\n"
+     "  Same recipe, same seed, same build: the same weights, bit for bit.\n"},
+    {"run",
+     "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
+     "  Tokenizes the text (a <BOS> token first), runs the model and prints, for every token,\n"
+     "  the loss of predicting it and the model's top K guesses for the next token.\n"
+     "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"},
+    {"inspect",
+     "circuitscope inspect MODEL.safetensors [--json]\n"
+     "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> opts;
+};
+
+Args parse_args(int argc, char** argv, int start, const std::map<std::string, bool>& known /* name -> takes value */) {
+  Args a;
+  for (int i = start; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) == 0) {
+      auto it = known.find(s);
+      if (it == known.end()) throw UsageError("unknown option " + s);
+      if (it->second) {
+        if (i + 1 >= argc) throw UsageError("option " + s + " needs a value");
+        a.opts[s] = argv[++i];
+      } else {
+        a.opts[s] = "1";
+      }
+    } else {
+      a.positional.push_back(s);
+    }
+  }
+  return a;
+}
+
+int to_int(const std::string& s, const std::string& opt, int lo, int hi) {
+  try {
+    std::size_t used = 0;
+    int v = std::stoi(s, &used);
+    if (used != s.size() || v < lo || v > hi) throw std::out_of_range("");
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(opt + " must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not \"" + s + "\"");
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string dirname_of(const std::string& p) {
+  auto k = p.find_last_of('/');
+  return k == std::string::npos ? "" : p.substr(0, k);
+}
+
+std::string snapshot_path(const std::string& out, int step) {
+  std::string stem = out;
+  const std::string ext = ".safetensors";
+  if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0)
+    stem = stem.substr(0, stem.size() - ext.size());
+  return stem + ".step" + std::to_string(step) + ext;
+}
+
+int cmd_train(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--log-every", true}, {"--f16", false}});
+  if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
+  const std::string recipe_path = a.positional[0];
+  json j;
+  try {
+    j = json::parse(read_file(recipe_path));
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error("recipe " + recipe_path + " is not valid JSON: " + e.what());
+  }
+  if (a.opts.count("--steps") && j.is_object()) j["steps"] = to_int(a.opts["--steps"], "--steps", 1, 10000000);
+  cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
+  std::string out = a.opts.count("--out") ? a.opts["--out"] : r.output;
+  if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
+  const int log_every = a.opts.count("--log-every") ? to_int(a.opts["--log-every"], "--log-every", 1, 1000000) : 50;
+  const cs::Dtype dtype = a.opts.count("--f16") ? cs::Dtype::F16 : cs::Dtype::F32;
+  cs::Trainer tr(r);
+  std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d\n",
+              r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
+              cs::param_count(tr.model_file().cfg), r.steps, r.batch_size);
+  auto t0 = std::chrono::steady_clock::now();
+  auto save_snapshot = [&](int step) {
+    cs::ModelFile f = tr.model_file();
+    cs::save_model_file(snapshot_path(out, step), f, cs::Dtype::F16);
+  };
+  for (int s : r.snapshots)
+    if (s == 0) save_snapshot(0);
+  double ema = -1;
+  for (int s = 0; s < r.steps; ++s) {
+    cs::StepMetrics m = tr.step();
+    ema = ema < 0 ? m.loss : 0.95 * ema + 0.05 * m.loss;
+    if (m.step % log_every == 0 || m.step == r.steps) {
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("step %6d  loss %.4f (avg %.4f)  lr %.2e  |g| %.3f", m.step, m.loss, ema, m.lr, m.grad_norm);
+      if (m.loss_repeated >= 0) std::printf("  repeated %.3f fresh %.3f", m.loss_repeated, m.loss_fresh);
+      std::printf("  %.1fs\n", secs);
+      std::fflush(stdout);
+    }
+    for (int snap : r.snapshots)
+      if (snap == m.step && snap != r.steps) save_snapshot(snap);
+  }
+  cs::save_model_file(out, tr.model_file(), dtype);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("wrote %s (%.1f s)\n", out.c_str(), secs);
+  return 0;
+}
+
+int cmd_run(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}});
+  if (a.positional.size() != 1) throw UsageError("run takes one model file");
+  if (a.opts.count("--text") == a.opts.count("--file")) throw UsageError("run needs exactly one of --text TEXT or --file FILE");
+  const std::string text = a.opts.count("--text") ? a.opts["--text"] : read_file(a.opts["--file"]);
+  const int top = a.opts.count("--top") ? to_int(a.opts["--top"], "--top", 1, 1000) : 3;
+  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  std::vector<cs::Token> toks = m.tokenizer.encode(text, m.tokenizer.bos_id() >= 0);
+  if (static_cast<int>(toks.size()) > m.cfg.n_ctx)
+    throw std::runtime_error("the text has " + std::to_string(toks.size()) + " tokens but this model's context holds " +
+                             std::to_string(m.cfg.n_ctx) + "; shorten it");
+  const int T = static_cast<int>(toks.size());
+  std::vector<int> ids;
+  for (const auto& t : toks) ids.push_back(t.id);
+  cs::ActivationCache<float> cache;
+  cs::forward(m.params, ids, 1, T, cache);
+  cs::Batch b;
+  b.B = 1;
+  b.T = T;
+  b.tokens = ids;
+  for (int t = 0; t < T; ++t) {
+    b.targets.push_back(t + 1 < T ? ids[t + 1] : -1);
+    b.mask.push_back(t + 1 < T ? 1.0f : 0.0f);
+  }
+  cs::LossResult lr = cs::loss_from_logits(cache, b);
+  const int V = m.cfg.d_vocab;
+  auto lg = cache.logits.mat();
+  std::vector<std::vector<std::pair<int, double>>> tops(T);
+  for (int t = 0; t < T; ++t) {
+    double mx = lg.row(t).maxCoeff();
+    double z = 0;
+    for (int v = 0; v < V; ++v) z += std::exp(lg(t, v) - mx);
+    std::vector<int> idx(V);
+    for (int v = 0; v < V; ++v) idx[v] = v;
+    std::partial_sort(idx.begin(), idx.begin() + std::min(top, V), idx.end(), [&](int x, int y) { return lg(t, x) > lg(t, y); });
+    for (int k = 0; k < std::min(top, V); ++k) tops[t].push_back({idx[k], std::exp(lg(t, idx[k]) - mx) / z});
+  }
+  if (a.opts.count("--json")) {
+    json out;
+    out["tokens"] = ids;
+    json texts = json::array(), loss = json::array(), logits = json::array(), tj = json::array();
+    for (int t = 0; t < T; ++t) {
+      texts.push_back(m.tokenizer.token_text(ids[t]));
+      // loss[t] is the loss of predicting token t from the tokens before it (null for the first).
+      if (t == 0) loss.push_back(nullptr);
+      else loss.push_back(lr.per_token[t - 1]);
+      json row = json::array();
+      for (int v = 0; v < V; ++v) row.push_back(lg(t, v));
+      logits.push_back(row);
+      json tr = json::array();
+      for (auto& [id, p] : tops[t]) tr.push_back({{"token", m.tokenizer.token_text(id)}, {"id", id}, {"p", p}});
+      tj.push_back(tr);
+    }
+    out["token_text"] = texts;
+    out["loss"] = loss;
+    out["logits"] = logits;
+    out["top"] = tj;
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  auto show = [](const std::string& s) {
+    json j = s;
+    return j.dump();
+  };
+  std::printf("%4s  %-12s %8s   top %d next-token predictions\n", "pos", "token", "loss", top);
+  double sum = 0;
+  for (int t = 0; t < T; ++t) {
+    std::string l = t == 0 ? "" : (std::ostringstream() << std::fixed << std::setprecision(3) << lr.per_token[t - 1]).str();
+    if (t > 0) sum += lr.per_token[t - 1];
+    std::printf("%4d  %-12s %8s  ", t, show(m.tokenizer.token_text(ids[t])).c_str(), l.c_str());
+    for (auto& [id, p] : tops[t]) std::printf(" %s %.2f", show(m.tokenizer.token_text(id)).c_str(), p);
+    std::printf("\n");
+  }
+  if (T > 1) std::printf("mean loss over %d predicted tokens: %.4f nats\n", T - 1, sum / (T - 1));
+  return 0;
+}
+
+int cmd_inspect(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--json", false}});
+  if (a.positional.size() != 1) throw UsageError("inspect takes one model file");
+  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  json tensors = json::array();
+  std::size_t total = 0;
+  cs::for_each_param(m.params, [&](const std::string& name, const cs::Tensor<float>& t) {
+    tensors.push_back({{"name", name}, {"shape", t.shape}, {"numel", t.size()}});
+    total += t.size();
+  });
+  if (a.opts.count("--json")) {
+    json out = {{"config", cs::config_to_json(m.cfg)}, {"tokenizer", m.tokenizer.to_json()}, {"info", m.info},
+                {"tensors", tensors}, {"n_params", total}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("config:\n%s\n", cs::config_to_json(m.cfg).dump(2).c_str());
+  std::printf("tokenizer: %s, %d tokens\n", m.tokenizer.kind() == cs::Tokenizer::Kind::Char ? "char" : "word", m.tokenizer.size());
+  if (m.info.contains("step")) std::printf("trained steps: %s\n", m.info["step"].dump().c_str());
+  std::printf("%-32s %-16s %10s\n", "tensor", "shape", "values");
+  for (auto& t : tensors)
+    std::printf("%-32s %-16s %10zu\n", t["name"].get<std::string>().c_str(), cs::shape_str(t["shape"].get<cs::Shape>()).c_str(),
+                t["numel"].get<std::size_t>());
+  std::printf("total parameters: %zu\n", total);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  try {
+    if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+      if (argc >= 3 && kHelp.count(argv[2])) std::fputs(kHelp.at(argv[2]).c_str(), stdout);
+      else std::fputs(kUsage, stdout);
+      return 0;
+    }
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--help" && kHelp.count(cmd)) {
+        std::fputs(kHelp.at(cmd).c_str(), stdout);
+        return 0;
+      }
+    if (cmd == "train") return cmd_train(argc, argv);
+    if (cmd == "run") return cmd_run(argc, argv);
+    if (cmd == "inspect") return cmd_inspect(argc, argv);
+    std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "circuitscope %s: %s\n\n%s", cmd.c_str(), e.what(), kHelp.count(cmd) ? kHelp.at(cmd).c_str() : kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "circuitscope %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,237 @@
+// Data sources: synthetic induction data, symbolic IOI and text windows.
+#include "data.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace cs {
+
+Tokenizer synthetic_tokenizer(int n_tokens) {
+  if (n_tokens < 2 || n_tokens > 100000) throw std::invalid_argument("data: a synthetic vocabulary needs 2 to 100000 tokens");
+  std::vector<std::string> v{"<BOS>"};
+  for (int i = 0; i < n_tokens; ++i) v.push_back("t" + std::to_string(i));
+  return Tokenizer::build_word(v);
+}
+
+Tokenizer ioi_symbolic_tokenizer(const std::vector<std::string>& names) {
+  std::vector<std::string> v{"<BOS>", "<MID>"};
+  v.insert(v.end(), names.begin(), names.end());
+  return Tokenizer::build_word(v);
+}
+
+namespace {
+
+int get_int(const nlohmann::json& j, const char* key, int def, int lo, int hi) {
+  if (!j.contains(key)) {
+    if (def == INT32_MIN) throw std::invalid_argument(std::string("data: \"") + key + "\" is required");
+    return def;
+  }
+  if (!j[key].is_number_integer()) throw std::invalid_argument(std::string("data: \"") + key + "\" must be an integer");
+  int v = j[key].get<int>();
+  if (v < lo || v > hi)
+    throw std::invalid_argument(std::string("data: \"") + key + "\" must be between " + std::to_string(lo) + " and " +
+                                std::to_string(hi) + ", got " + std::to_string(v));
+  return v;
+}
+
+// Fills targets with the next token and the mask with 1 everywhere but the last position.
+void next_token_targets(Batch& b) {
+  b.targets.assign(b.tokens.size(), -1);
+  b.mask.assign(b.tokens.size(), 0.0f);
+  for (int r = 0; r < b.B; ++r)
+    for (int t = 0; t + 1 < b.T; ++t) {
+      b.targets[r * b.T + t] = b.tokens[r * b.T + t + 1];
+      b.mask[r * b.T + t] = 1.0f;
+    }
+}
+
+class RepeatedSegment : public DataSource {
+ public:
+  RepeatedSegment(int T, int min_len, int max_len, int bos, int first, int n)
+      : T_(T), min_(min_len), max_(max_len), bos_(bos), first_(first), n_(n) {}
+  int seq_len() const override { return T_; }
+  DataBatch next(Rng& rng, int B) override {
+    DataBatch d;
+    d.batch.B = B;
+    d.batch.T = T_;
+    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
+    d.repeated.assign(d.batch.tokens.size(), 0);
+    for (int r = 0; r < B; ++r) {
+      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
+      row[0] = bos_;
+      for (int t = 1; t < T_; ++t) row[t] = first_ + rng.below(n_);
+      // Segment [s1, s1+L) copied to [s2, s2+L), s2 >= s1 + L, inside positions 1..T-1.
+      int L = min_ + rng.below(max_ - min_ + 1);
+      int s1 = 1 + rng.below(T_ - 2 * L);
+      int s2 = s1 + L + rng.below(T_ - s1 - 2 * L + 1);
+      for (int i = 0; i < L; ++i) row[s2 + i] = row[s1 + i];
+      // Position t predicts row[t+1]; copying can predict it when t+1 is in the second copy and t too.
+      for (int t = s2; t + 1 < s2 + L; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
+    }
+    next_token_targets(d.batch);
+    return d;
+  }
+
+ private:
+  int T_, min_, max_, bos_, first_, n_;
+};
+
+class Periodic : public DataSource {
+ public:
+  Periodic(int T, int min_p, int max_p, int bos, int first, int n)
+      : T_(T), min_(min_p), max_(max_p), bos_(bos), first_(first), n_(n) {}
+  int seq_len() const override { return T_; }
+  DataBatch next(Rng& rng, int B) override {
+    DataBatch d;
+    d.batch.B = B;
+    d.batch.T = T_;
+    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
+    d.repeated.assign(d.batch.tokens.size(), 0);
+    for (int r = 0; r < B; ++r) {
+      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
+      int P = min_ + rng.below(max_ - min_ + 1);
+      row[0] = bos_;
+      for (int t = 1; t < T_; ++t) row[t] = t <= P ? first_ + rng.below(n_) : row[t - P];
+      for (int t = P + 1; t + 1 < T_; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
+    }
+    next_token_targets(d.batch);
+    return d;
+  }
+
+ private:
+  int T_, min_, max_, bos_, first_, n_;
+};
+
+class IoiSymbolic : public DataSource {
+ public:
+  explicit IoiSymbolic(const Tokenizer& tok) {
+    int bos = tok.find("<BOS>"), mid = tok.find("<MID>");
+    if (bos < 0 || mid < 0) throw std::invalid_argument("data: the ioi_symbolic task needs <BOS> and <MID> in the vocabulary");
+    std::vector<int> names;
+    for (int i = 0; i < tok.size(); ++i)
+      if (i != bos && i != mid) names.push_back(i);
+    if (names.size() < 2) throw std::invalid_argument("data: the ioi_symbolic task needs at least two names");
+    all_.batch.T = 5;
+    for (int io : names)
+      for (int s : names) {
+        if (io == s) continue;
+        for (int order = 0; order < 2; ++order) {
+          // <BOS> IO S S <MID> (order 0) or <BOS> S IO S <MID> (order 1); target IO at <MID>.
+          std::vector<int> seq = order == 0 ? std::vector<int>{bos, io, s, s, mid} : std::vector<int>{bos, s, io, s, mid};
+          all_.batch.tokens.insert(all_.batch.tokens.end(), seq.begin(), seq.end());
+          for (int t = 0; t < 5; ++t) {
+            all_.batch.targets.push_back(t == 4 ? io : -1);
+            all_.batch.mask.push_back(t == 4 ? 1.0f : 0.0f);
+          }
+          ++all_.batch.B;
+        }
+      }
+    all_.repeated.assign(all_.batch.tokens.size(), 0);
+  }
+  int seq_len() const override { return 5; }
+  // The seed trains on all 60 sequences at once; a batch size below that samples without replacement.
+  DataBatch next(Rng& rng, int B) override {
+    if (B <= 0 || B >= all_.batch.B) return all_;
+    std::vector<int> idx(all_.batch.B);
+    for (int i = 0; i < all_.batch.B; ++i) idx[i] = i;
+    for (int i = 0; i < B; ++i) std::swap(idx[i], idx[i + rng.below(all_.batch.B - i)]);
+    DataBatch d;
+    d.batch.B = B;
+    d.batch.T = 5;
+    for (int i = 0; i < B; ++i)
+      for (int t = 0; t < 5; ++t) {
+        std::size_t k = static_cast<std::size_t>(idx[i]) * 5 + t;
+        d.batch.tokens.push_back(all_.batch.tokens[k]);
+        d.batch.targets.push_back(all_.batch.targets[k]);
+        d.batch.mask.push_back(all_.batch.mask[k]);
+      }
+    d.repeated.assign(d.batch.tokens.size(), 0);
+    return d;
+  }
+  DataBatch all() const override { return all_; }
+
+ private:
+  DataBatch all_;
+};
+
+class TextWindows : public DataSource {
+ public:
+  TextWindows(std::vector<int> ids, int T, double repeat_fraction, int bos)
+      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), bos_(bos) {
+    if (static_cast<int>(ids_.size()) < T_ + 1)
+      throw std::invalid_argument("data: the text is shorter than one window of " + std::to_string(T_) + " tokens");
+  }
+  int seq_len() const override { return T_; }
+  DataBatch next(Rng& rng, int B) override {
+    DataBatch d;
+    d.batch.B = B;
+    d.batch.T = T_;
+    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
+    d.repeated.assign(d.batch.tokens.size(), 0);
+    const int span = static_cast<int>(ids_.size()) - (T_ - 1);
+    for (int r = 0; r < B; ++r) {
+      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
+      int start = rng.below(span);
+      row[0] = bos_;
+      for (int t = 1; t < T_; ++t) row[t] = ids_[start + t - 1];
+      if (frac_ > 0 && rng.uniform() < frac_) {
+        // Repeat a stretch of this window later in it: [s1, s1+L) -> [s2, s2+L).
+        int L = 8 + rng.below(std::max(1, T_ / 4 - 8));
+        if (2 * L + 1 < T_) {
+          int s1 = 1 + rng.below(T_ - 2 * L);
+          int s2 = s1 + L + rng.below(T_ - s1 - 2 * L + 1);
+          for (int i = 0; i < L; ++i) row[s2 + i] = row[s1 + i];
+          for (int t = s2; t + 1 < s2 + L; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
+        }
+      }
+    }
+    next_token_targets(d.batch);
+    return d;
+  }
+
+ private:
+  std::vector<int> ids_;
+  int T_;
+  double frac_;
+  int bos_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const Tokenizer& tok) {
+  if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())
+    throw std::invalid_argument("data: expected an object with a \"kind\"");
+  const std::string kind = spec["kind"].get<std::string>();
+  if (kind == "repeated_segment" || kind == "periodic") {
+    int bos = tok.find("<BOS>");
+    if (bos != 0 || tok.size() < 3)
+      throw std::invalid_argument("data: " + kind + " needs a synthetic vocabulary (\"<BOS>\" first, then the tokens)");
+    int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
+    int n = tok.size() - 1;
+    if (kind == "repeated_segment") {
+      int a = get_int(spec, "min_len", 4, 2, T), b = get_int(spec, "max_len", std::max(4, T / 4), a, T);
+      if (2 * b + 2 > T) throw std::invalid_argument("data: max_len must be at most (seq_len - 2) / 2");
+      return std::make_unique<RepeatedSegment>(T, a, b, bos, 1, n);
+    }
+    int a = get_int(spec, "min_period", 10, 2, T), b = get_int(spec, "max_period", 100, a, T);
+    if (b + 2 > T) throw std::invalid_argument("data: max_period must be at most seq_len - 2");
+    return std::make_unique<Periodic>(T, a, b, bos, 1, n);
+  }
+  if (kind == "ioi_symbolic") return std::make_unique<IoiSymbolic>(tok);
+  if (kind == "text") {
+    if (!spec.contains("path") || !spec["path"].is_string()) throw std::invalid_argument("data: text needs a \"path\"");
+    std::string path = spec["path"].get<std::string>();
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::invalid_argument("data: cannot read the text file " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
+    double frac = spec.value("repeat_fraction", 0.0);
+    if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
+    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, tok.bos_id());
+  }
+  throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, text)");
+}
+
+}  // namespace cs

@@ -1,0 +1,36 @@
+// Model files: safetensors (8-byte little-endian header length, a JSON header, raw tensor data)
+// with the config, the tokenizer and free-form training information as JSON strings in
+// "__metadata__". Tensors are stored as F32 or F16 and always loaded as float32.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "params.h"
+#include "tokenizer.h"
+
+namespace cs {
+
+struct ModelFile {
+  Config cfg;
+  Tokenizer tokenizer;
+  Params<float> params;
+  nlohmann::json info = nlohmann::json::object();  // recipe name, step, losses...: free-form
+};
+
+enum class Dtype { F32, F16 };
+
+// Metadata keys: "format" = "circuitscope", "format_version" = "1", "config", "tokenizer", "info".
+std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dtype::F32);
+// Validates everything it reads and throws std::runtime_error whose message starts with
+// "model file: " and says what is wrong, e.g.
+// "model file: tensor blocks.1.attn.W_Q has shape [4,64,16], config says [8,64,16]".
+ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size);
+
+void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype = Dtype::F32);
+ModelFile load_model_file(const std::string& path);  // "model file <path>: ..." on errors
+
+}  // namespace cs

@@ -1,0 +1,101 @@
+// Model: forward pass with a full activation cache, cross-entropy loss and the hand-written
+// backward pass of an attention-only transformer (no MLP, no LayerNorm).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "params.h"
+#include "tensor.h"
+
+namespace cs {
+
+// A batch of token sequences, all of length T (<= n_ctx).
+struct Batch {
+  int B = 0;
+  int T = 0;
+  std::vector<int> tokens;    // [B, T]
+  std::vector<int> targets;   // [B, T]  next token to predict at each position (any value where mask is 0)
+  std::vector<float> mask;    // [B, T]  1 where the loss counts, 0 elsewhere
+};
+
+// What to change in a forward pass, as plain data (never a callback).
+struct HeadAblation {
+  int layer = 0;
+  int head = 0;
+  bool mean = false;        // false: zero-ablate; true: replace the head's output by `mean_value`
+  std::vector<float> mean_value;  // [D] (same at every position) or [n_ctx, D] (per position)
+};
+
+enum class Input { Q = 0, K = 1, V = 2 };
+
+// Cut the path from the output of head (src_layer, src_head) into input `input` of head
+// (dst_layer, dst_head); src_layer < dst_layer. The residual stream that input reads is
+// recomputed without that head's output.
+struct PathCut {
+  int src_layer = 0, src_head = 0;
+  int dst_layer = 1, dst_head = 0;
+  Input input = Input::Q;
+};
+
+struct Intervention {
+  std::vector<HeadAblation> ablations;
+  std::vector<PathCut> cuts;
+  bool remove_pos = false;  // act as if W_pos were zero
+  bool empty() const { return ablations.empty() && cuts.empty() && !remove_pos; }
+};
+
+// Every intermediate of one forward pass, named as TransformerLens hooks. Filled by forward(),
+// read-only afterwards (backward, analysis and bindings read it). Layouts keep each head's data
+// contiguous; the axis order is given next to each member.
+template <class T>
+struct LayerCache {
+  Tensor<T> resid_pre;    // blocks.l.hook_resid_pre    [B, T, D]
+  Tensor<T> q;            // blocks.l.attn.hook_q       [H, B, T, Dh]
+  Tensor<T> k;            // blocks.l.attn.hook_k       [H, B, T, Dh]  (after smearing)
+  Tensor<T> k_unsmeared;  // blocks.l.attn.hook_k_unsmeared [H, B, T, Dh] (smeared_keys only)
+  Tensor<T> v;            // blocks.l.attn.hook_v       [H, B, T, Dh]
+  Tensor<T> attn_scores;  // blocks.l.attn.hook_attn_scores [B, H, T, T] (scaled; masked = -inf)
+  Tensor<T> pattern;      // blocks.l.attn.hook_pattern [B, H, T, T]
+  Tensor<T> z;            // blocks.l.attn.hook_z       [H, B, T, Dh]
+  Tensor<T> result;       // blocks.l.attn.hook_result  [H, B, T, D]  (after any ablation)
+  Tensor<T> attn_out;     // blocks.l.hook_attn_out     [B, T, D]
+  Tensor<T> resid_post;   // blocks.l.hook_resid_post   [B, T, D]
+};
+
+template <class T>
+struct ActivationCache {
+  int n_batch = 0, n_pos = 0;  // B, T
+  std::vector<int> tokens;  // [B, T]
+  bool intervened = false;  // forward ran with a non-empty intervention
+  Tensor<T> embed;          // hook_embed      [B, T, D]
+  Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
+  std::vector<LayerCache<T>> layers;
+  Tensor<T> resid_final;    // [B, T, D] (= last resid_post, or embed (+pos) for 0 layers)
+  Tensor<T> logits;         // logits [B, T, V]
+};
+
+// Throws std::invalid_argument for tokens out of range, T > n_ctx, or a malformed intervention.
+template <class T>
+void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen, ActivationCache<T>& cache,
+             const Intervention& iv = Intervention());
+
+struct LossResult {
+  double loss = 0;                // mean cross-entropy over masked positions
+  std::vector<float> per_token;   // [B, T] cross-entropy at every position (where the target is valid)
+};
+
+// Mean cross-entropy over the positions the mask selects.
+template <class T>
+LossResult loss_from_logits(const ActivationCache<T>& cache, const Batch& batch);
+
+// Gradient of the mean masked cross-entropy with respect to every parameter (overwrites grads).
+// Requires a cache produced without intervention.
+template <class T>
+void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& batch, Params<T>& grads);
+
+// forward + loss + backward in one call; returns the loss.
+template <class T>
+double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>& cache, Params<T>& grads);
+
+}  // namespace cs

@@ -1,0 +1,381 @@
+// Tokenizer: strict UTF-8 decoding, character- and word-level vocabularies, spans in UTF-16 units.
+#include "tokenizer.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace cs {
+
+namespace {
+
+// One decoded code point: its value, where its bytes are, and where it sits in UTF-16 units.
+struct CodePoint {
+  std::uint32_t cp = 0;
+  std::size_t byte_begin = 0;
+  std::size_t byte_len = 0;
+  int u16_begin = 0;
+  int u16_end = 0;
+};
+
+// Strict UTF-8: rejects stray continuation bytes, truncated sequences, overlong forms,
+// surrogates (U+D800..U+DFFF) and values above U+10FFFF. Returns the byte index of the first
+// bad byte, or npos when the whole string is valid.
+std::size_t decode_utf8(const std::string& s, std::vector<CodePoint>* out) {
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  long long u16 = 0;
+  while (i < n) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    std::uint32_t cp = 0;
+    std::size_t len = 0;
+    std::uint32_t min_cp = 0;
+    if (b0 < 0x80) {
+      cp = b0;
+      len = 1;
+    } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+      cp = b0 & 0x1Fu;
+      len = 2;
+      min_cp = 0x80;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      cp = b0 & 0x0Fu;
+      len = 3;
+      min_cp = 0x800;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      cp = b0 & 0x07u;
+      len = 4;
+      min_cp = 0x10000;
+    } else {
+      return i;  // continuation byte out of place, 0xC0/0xC1 (overlong) or 0xF5..0xFF
+    }
+    for (std::size_t k = 1; k < len; ++k) {
+      if (i + k >= n) return i + k;  // truncated sequence: the byte that is missing
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xC0u) != 0x80u) return i + k;
+      cp = (cp << 6) | (b & 0x3Fu);
+    }
+    if (len > 1 && cp < min_cp) return i;               // overlong encoding
+    if (cp >= 0xD800 && cp <= 0xDFFF) return i;         // UTF-16 surrogate
+    if (cp > 0x10FFFF) return i;                        // beyond Unicode
+    const int units = cp >= 0x10000 ? 2 : 1;
+    if (u16 + units > 0x7FFFFFFF) return i;             // spans are ints; text this long is unusable
+    if (out) {
+      CodePoint c;
+      c.cp = cp;
+      c.byte_begin = i;
+      c.byte_len = len;
+      c.u16_begin = static_cast<int>(u16);
+      c.u16_end = static_cast<int>(u16 + units);
+      out->push_back(c);
+    }
+    u16 += units;
+    i += len;
+  }
+  return std::string::npos;
+}
+
+std::vector<CodePoint> decode_or_throw(const std::string& text) {
+  std::vector<CodePoint> cps;
+  cps.reserve(text.size());
+  const std::size_t bad = decode_utf8(text, &cps);
+  if (bad != std::string::npos)
+    throw std::invalid_argument("text is not valid UTF-8 at byte " + std::to_string(bad));
+  return cps;
+}
+
+std::string encode_utf8(std::uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+bool is_space(std::uint32_t cp) {
+  return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f';
+}
+
+// Letters, digits and apostrophes of ASCII, and every non-ASCII code point.
+bool is_word_char(std::uint32_t cp) {
+  if (cp >= 0x80) return true;
+  return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9') || cp == '\'';
+}
+
+// Text shown in an error message, with control characters made visible.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7F) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+// "an object", "a string", ...: the JSON type of j with its article.
+std::string a_type(const nlohmann::json& j) {
+  const std::string t = j.type_name();
+  return (t == "object" || t == "array" ? "an " : "a ") + t;
+}
+
+// Checks a vocabulary list: non-empty, unique, valid UTF-8 strings.
+void check_vocab(const std::vector<std::string>& vocab) {
+  if (vocab.empty()) throw std::invalid_argument("tokenizer: the vocabulary is empty; give at least one token");
+  std::unordered_set<std::string> seen;
+  for (std::size_t i = 0; i < vocab.size(); ++i) {
+    const std::string& v = vocab[i];
+    if (v.empty())
+      throw std::invalid_argument("tokenizer: vocabulary entry " + std::to_string(i) +
+                                  " is an empty string; every token needs some text");
+    const std::size_t bad = decode_utf8(v, nullptr);
+    if (bad != std::string::npos)
+      throw std::invalid_argument("tokenizer: vocabulary entry " + std::to_string(i) +
+                                  " is not valid UTF-8 at byte " + std::to_string(bad));
+    if (!seen.insert(v).second)
+      throw std::invalid_argument("tokenizer: vocabulary entry " + std::to_string(i) + " \"" + printable(v) +
+                                  "\" appears more than once; tokens must be unique");
+  }
+}
+
+}  // namespace
+
+void Tokenizer::build_index() {
+  index_.clear();
+  index_.reserve(vocab_.size());
+  for (std::size_t i = 0; i < vocab_.size(); ++i) index_.emplace(vocab_[i], static_cast<int>(i));
+  if (kind_ == Kind::Char) {
+    bos_ = vocab_.size() > 0 && vocab_[0] == "<BOS>" ? 0 : -1;
+    unk_ = vocab_.size() > 1 && vocab_[1] == "<UNK>" ? 1 : -1;
+  } else {
+    bos_ = find("<BOS>");
+    unk_ = -1;
+  }
+}
+
+Tokenizer Tokenizer::build_char(const std::string& corpus, int max_chars) {
+  if (max_chars < 0)
+    throw std::invalid_argument("tokenizer: max_chars must be 0 or more, got " + std::to_string(max_chars));
+  std::map<std::uint32_t, std::uint64_t> counts;
+  {
+    const std::vector<CodePoint> cps = decode_or_throw(corpus);
+    for (const CodePoint& c : cps) ++counts[c.cp];
+  }
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> chars(counts.begin(), counts.end());
+  if (chars.size() > static_cast<std::size_t>(max_chars)) {
+    // Keep the most frequent; ties go to the smaller code point. Then back to code-point order.
+    std::sort(chars.begin(), chars.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    chars.resize(static_cast<std::size_t>(max_chars));
+    std::sort(chars.begin(), chars.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  Tokenizer t;
+  t.kind_ = Kind::Char;
+  t.vocab_.reserve(chars.size() + 2);
+  t.vocab_.push_back("<BOS>");
+  t.vocab_.push_back("<UNK>");
+  for (const auto& c : chars) t.vocab_.push_back(encode_utf8(c.first));
+  t.build_index();
+  return t;
+}
+
+Tokenizer Tokenizer::build_word(const std::vector<std::string>& vocab) {
+  check_vocab(vocab);
+  Tokenizer t;
+  t.kind_ = Kind::Word;
+  t.vocab_ = vocab;
+  t.build_index();
+  return t;
+}
+
+const std::string& Tokenizer::token_text(int id) const {
+  if (id < 0 || id >= size())
+    throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(size()) + " tokens (ids 0 to " + std::to_string(size() - 1) + ")");
+  return vocab_[static_cast<std::size_t>(id)];
+}
+
+int Tokenizer::bos_id() const { return bos_; }
+
+int Tokenizer::find(const std::string& text) const {
+  auto it = index_.find(text);
+  return it == index_.end() ? -1 : it->second;
+}
+
+std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  std::vector<Token> out;
+  if (add_bos) {
+    if (bos_ < 0)
+      throw std::invalid_argument("tokenizer: this vocabulary has no <BOS> token, so none can be put first; "
+                                  "add \"<BOS>\" to the vocabulary or encode without it");
+    out.push_back(Token{bos_, 0, 0});
+  }
+  const std::vector<CodePoint> cps = decode_or_throw(text);
+  if (kind_ == Kind::Char) {
+    out.reserve(out.size() + cps.size());
+    for (const CodePoint& c : cps) {
+      int id = find(text.substr(c.byte_begin, c.byte_len));
+      if (id < 0) {
+        if (unk_ < 0)
+          throw std::invalid_argument("tokenizer: character \"" + printable(text.substr(c.byte_begin, c.byte_len)) +
+                                      "\" at character " + std::to_string(c.u16_begin) +
+                                      " is not in the vocabulary and there is no <UNK> token");
+        id = unk_;
+      }
+      out.push_back(Token{id, c.u16_begin, c.u16_end});
+    }
+    return out;
+  }
+
+  // Word level.
+  auto unknown = [&](std::size_t first, std::size_t last) {
+    const std::string word = text.substr(cps[first].byte_begin,
+                                         cps[last].byte_begin + cps[last].byte_len - cps[first].byte_begin);
+    std::string msg = "unknown word \"" + printable(word) + "\" at character " + std::to_string(cps[first].u16_begin) +
+                      "; this model knows: ";
+    const std::size_t shown = std::min<std::size_t>(vocab_.size(), 40);
+    for (std::size_t i = 0; i < shown; ++i) {
+      if (i) msg += ", ";
+      msg += printable(vocab_[i]);
+    }
+    if (vocab_.size() > shown) msg += ", ... (" + std::to_string(vocab_.size()) + " tokens in all)";
+    throw std::invalid_argument(msg);
+  };
+  auto emit = [&](std::size_t first, std::size_t last) {  // code points [first, last] inclusive
+    const std::size_t b = cps[first].byte_begin;
+    const std::size_t e = cps[last].byte_begin + cps[last].byte_len;
+    const int id = find(text.substr(b, e - b));
+    if (id < 0) unknown(first, last);
+    out.push_back(Token{id, cps[first].u16_begin, cps[last].u16_end});
+  };
+  const std::size_t n = cps.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint32_t cp = cps[i].cp;
+    if (is_space(cp)) {
+      ++i;
+      continue;
+    }
+    if (is_word_char(cp)) {
+      std::size_t j = i;
+      while (j + 1 < n && is_word_char(cps[j + 1].cp)) ++j;
+      emit(i, j);
+      i = j + 1;
+      continue;
+    }
+    if (cp == '<') {
+      // "<NAME>" is one token when the vocabulary has it; otherwise '<' is punctuation.
+      std::size_t j = i + 1;
+      while (j < n && cps[j].cp != '>' && cps[j].cp != '<' && !is_space(cps[j].cp)) ++j;
+      if (j < n && cps[j].cp == '>') {
+        const std::size_t b = cps[i].byte_begin;
+        const std::size_t e = cps[j].byte_begin + cps[j].byte_len;
+        const int id = find(text.substr(b, e - b));
+        if (id >= 0) {
+          out.push_back(Token{id, cps[i].u16_begin, cps[j].u16_end});
+          i = j + 1;
+          continue;
+        }
+      }
+    }
+    emit(i, i);  // punctuation (or any other ASCII character) stands alone
+    ++i;
+  }
+  return out;
+}
+
+std::vector<int> Tokenizer::encode_ids(const std::string& text, bool add_bos) const {
+  std::vector<Token> toks = encode(text, add_bos);
+  std::vector<int> ids;
+  ids.reserve(toks.size());
+  for (const Token& t : toks) ids.push_back(t.id);
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  std::string out;
+  bool first = true;
+  for (int id : ids) {
+    const std::string& s = token_text(id);
+    if (id == bos_) continue;
+    if (kind_ == Kind::Word && !first) out += ' ';
+    out += s;
+    first = false;
+  }
+  return out;
+}
+
+nlohmann::json Tokenizer::to_json() const {
+  return nlohmann::json{{"kind", kind_ == Kind::Char ? "char" : "word"}, {"vocab", vocab_}};
+}
+
+Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
+  if (!j.is_object())
+    throw std::invalid_argument(std::string("tokenizer: expected a JSON object with \"kind\" and \"vocab\", got ") +
+                                a_type(j));
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "kind" && it.key() != "vocab")
+      throw std::invalid_argument("tokenizer: unknown field \"" + it.key() + "\"; only \"kind\" and \"vocab\" are allowed");
+  if (!j.contains("kind") || !j["kind"].is_string())
+    throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\" or \"word\"");
+  const std::string kind = j["kind"].get<std::string>();
+  if (kind != "char" && kind != "word")
+    throw std::invalid_argument("tokenizer: kind must be \"char\" or \"word\", not \"" + printable(kind) + "\"");
+  if (!j.contains("vocab") || !j["vocab"].is_array())
+    throw std::invalid_argument("tokenizer: \"vocab\" must be an array of strings");
+  std::vector<std::string> vocab;
+  vocab.reserve(j["vocab"].size());
+  for (const auto& v : j["vocab"]) {
+    if (!v.is_string())
+      throw std::invalid_argument("tokenizer: vocabulary entry " + std::to_string(vocab.size()) + " is " +
+                                  a_type(v) + ", not a string");
+    vocab.push_back(v.get<std::string>());
+  }
+  check_vocab(vocab);
+  Tokenizer t;
+  if (kind == "char") {
+    if (vocab.size() < 2 || vocab[0] != "<BOS>" || vocab[1] != "<UNK>")
+      throw std::invalid_argument("tokenizer: a char vocabulary must start with \"<BOS>\" (id 0) and \"<UNK>\" (id 1)");
+    for (std::size_t i = 2; i < vocab.size(); ++i) {
+      std::vector<CodePoint> cps;
+      decode_utf8(vocab[i], &cps);
+      if (cps.size() != 1)
+        throw std::invalid_argument("tokenizer: char vocabulary entry " + std::to_string(i) + " \"" +
+                                    printable(vocab[i]) + "\" is not a single character");
+    }
+    t.kind_ = Kind::Char;
+  } else {
+    t.kind_ = Kind::Word;
+  }
+  t.vocab_ = std::move(vocab);
+  t.build_index();
+  return t;
+}
+
+}  // namespace cs

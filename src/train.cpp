@@ -1,0 +1,283 @@
+// Training: recipes, AdamW, OneCycle, gradient clipping and the step-wise Trainer.
+#include "train.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace cs {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+std::string join_path(const std::string& base, const std::string& p) {
+  if (base.empty() || p.empty() || p[0] == '/') return p;
+  return base.back() == '/' ? base + p : base + "/" + p;
+}
+
+void reject_unknown(const nlohmann::json& j, const std::set<std::string>& known, const std::string& where) {
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!known.count(it.key())) throw std::invalid_argument("recipe: unknown field \"" + it.key() + "\" in " + where);
+}
+
+double num(const nlohmann::json& j, const char* k, double def, const std::string& where) {
+  if (!j.contains(k)) return def;
+  if (!j[k].is_number()) throw std::invalid_argument("recipe: " + where + "." + k + " must be a number");
+  double v = j[k].get<double>();
+  if (!std::isfinite(v)) throw std::invalid_argument("recipe: " + where + "." + k + " must be finite");
+  return v;
+}
+
+double cos_anneal(double start, double end, double pct) { return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1.0); }
+
+}  // namespace
+
+Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir) {
+  if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())
+    throw std::invalid_argument("recipe: tokenizer must be an object with a \"kind\"");
+  const std::string kind = spec["kind"].get<std::string>();
+  if (kind == "synthetic") {
+    if (!spec.contains("size") || !spec["size"].is_number_integer())
+      throw std::invalid_argument("recipe: a synthetic tokenizer needs an integer \"size\"");
+    return synthetic_tokenizer(spec["size"].get<int>());
+  }
+  if (kind == "ioi_symbolic") {
+    if (spec.contains("names")) return ioi_symbolic_tokenizer(spec["names"].get<std::vector<std::string>>());
+    return ioi_symbolic_tokenizer();
+  }
+  if (kind == "char") {
+    if (!spec.contains("corpus") || !spec["corpus"].is_string())
+      throw std::invalid_argument("recipe: a char tokenizer needs a \"corpus\" file to build its vocabulary from");
+    std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    int max_chars = spec.value("max_chars", 1000);
+    return Tokenizer::build_char(ss.str(), max_chars);
+  }
+  if (kind == "word") return Tokenizer::from_json(spec);
+  throw std::invalid_argument("recipe: unknown tokenizer kind \"" + kind + "\" (synthetic, ioi_symbolic, char, word)");
+}
+
+Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
+  if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object");
+  reject_unknown(j, {"name", "description", "model", "tokenizer", "data", "optimizer", "schedule", "steps", "batch_size",
+                     "seed", "snapshots", "eval_every", "output"},
+                 "the recipe");
+  Recipe r;
+  r.source = j;
+  r.name = j.value("name", std::string("unnamed"));
+  if (!j.contains("model")) throw std::invalid_argument("recipe: \"model\" (the architecture) is required");
+  if (!j.contains("tokenizer")) throw std::invalid_argument("recipe: \"tokenizer\" is required");
+  if (!j.contains("data")) throw std::invalid_argument("recipe: \"data\" is required");
+  r.tokenizer = j["tokenizer"];
+  r.data = j["data"];
+  if (r.data.is_object() && r.data.contains("path") && r.data["path"].is_string())
+    r.data["path"] = join_path(base_dir, r.data["path"].get<std::string>());
+  if (r.tokenizer.is_object() && r.tokenizer.contains("corpus") && r.tokenizer["corpus"].is_string())
+    r.tokenizer["corpus"] = join_path(base_dir, r.tokenizer["corpus"].get<std::string>());
+  nlohmann::json m = j["model"];
+  if (!m.is_object()) throw std::invalid_argument("recipe: \"model\" must be an object");
+  if (!m.contains("d_vocab")) m["d_vocab"] = 1;  // replaced by the tokenizer's size
+  r.model = config_from_json(m);
+  if (j.contains("optimizer")) {
+    const auto& o = j["optimizer"];
+    if (!o.is_object()) throw std::invalid_argument("recipe: \"optimizer\" must be an object");
+    reject_unknown(o, {"kind", "lr", "betas", "eps", "weight_decay", "grad_clip"}, "optimizer");
+    if (o.contains("kind") && o["kind"] != "adamw") throw std::invalid_argument("recipe: the only optimizer is \"adamw\"");
+    r.optim.lr = num(o, "lr", r.optim.lr, "optimizer");
+    if (o.contains("betas")) {
+      if (!o["betas"].is_array() || o["betas"].size() != 2 || !o["betas"][0].is_number() || !o["betas"][1].is_number())
+        throw std::invalid_argument("recipe: optimizer.betas must be two numbers");
+      r.optim.beta1 = o["betas"][0].get<double>();
+      r.optim.beta2 = o["betas"][1].get<double>();
+    }
+    r.optim.eps = num(o, "eps", r.optim.eps, "optimizer");
+    r.optim.weight_decay = num(o, "weight_decay", r.optim.weight_decay, "optimizer");
+    r.optim.grad_clip = num(o, "grad_clip", r.optim.grad_clip, "optimizer");
+    if (!(r.optim.lr > 0)) throw std::invalid_argument("recipe: optimizer.lr must be positive");
+    if (!(r.optim.beta1 >= 0 && r.optim.beta1 < 1 && r.optim.beta2 >= 0 && r.optim.beta2 < 1))
+      throw std::invalid_argument("recipe: optimizer.betas must be in [0, 1)");
+    if (!(r.optim.eps > 0) || r.optim.weight_decay < 0) throw std::invalid_argument("recipe: optimizer.eps must be positive and weight_decay not negative");
+  }
+  if (j.contains("schedule")) {
+    const auto& s = j["schedule"];
+    if (!s.is_object()) throw std::invalid_argument("recipe: \"schedule\" must be an object");
+    reject_unknown(s, {"kind", "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum",
+                       "max_momentum", "warmup_steps"},
+                   "schedule");
+    r.schedule.kind = s.value("kind", std::string("onecycle"));
+    if (r.schedule.kind != "onecycle" && r.schedule.kind != "constant")
+      throw std::invalid_argument("recipe: schedule.kind must be \"onecycle\" or \"constant\"");
+    r.schedule.pct_start = num(s, "pct_start", r.schedule.pct_start, "schedule");
+    r.schedule.div_factor = num(s, "div_factor", r.schedule.div_factor, "schedule");
+    r.schedule.final_div_factor = num(s, "final_div_factor", r.schedule.final_div_factor, "schedule");
+    r.schedule.base_momentum = num(s, "base_momentum", r.schedule.base_momentum, "schedule");
+    r.schedule.max_momentum = num(s, "max_momentum", r.schedule.max_momentum, "schedule");
+    r.schedule.cycle_momentum = s.value("cycle_momentum", r.schedule.cycle_momentum);
+    r.schedule.warmup_steps = static_cast<int>(num(s, "warmup_steps", 0, "schedule"));
+    if (!(r.schedule.pct_start > 0 && r.schedule.pct_start < 1)) throw std::invalid_argument("recipe: schedule.pct_start must be in (0, 1)");
+    if (!(r.schedule.div_factor > 0 && r.schedule.final_div_factor > 0)) throw std::invalid_argument("recipe: schedule div factors must be positive");
+  }
+  r.steps = static_cast<int>(num(j, "steps", r.steps, "recipe"));
+  r.batch_size = static_cast<int>(num(j, "batch_size", r.batch_size, "recipe"));
+  r.seed = static_cast<std::uint64_t>(num(j, "seed", 0, "recipe"));
+  r.eval_every = static_cast<int>(num(j, "eval_every", 0, "recipe"));
+  if (r.steps < 1 || r.steps > 10000000) throw std::invalid_argument("recipe: steps must be between 1 and 10000000");
+  if (r.batch_size < 1 || r.batch_size > 4096) throw std::invalid_argument("recipe: batch_size must be between 1 and 4096");
+  if (j.contains("snapshots")) {
+    if (!j["snapshots"].is_array()) throw std::invalid_argument("recipe: snapshots must be a list of steps");
+    for (const auto& s : j["snapshots"]) {
+      if (!s.is_number_integer() || s.get<int>() < 0 || s.get<int>() > r.steps)
+        throw std::invalid_argument("recipe: every snapshot must be a step between 0 and steps");
+      r.snapshots.push_back(s.get<int>());
+    }
+  }
+  if (j.contains("output")) r.output = join_path(base_dir, j["output"].get<std::string>());
+  return r;
+}
+
+double schedule_lr(const Schedule& s, double max_lr, int step, int total) {
+  if (s.kind == "constant") {
+    if (s.warmup_steps > 0 && step < s.warmup_steps) return max_lr * (step + 1) / s.warmup_steps;
+    return max_lr;
+  }
+  const double initial = max_lr / s.div_factor;
+  const double min_lr = initial / s.final_div_factor;
+  const double end1 = s.pct_start * total - 1.0;
+  const double end2 = total - 1.0;
+  if (step <= end1) return cos_anneal(initial, max_lr, end1 > 0 ? step / end1 : 1.0);
+  return cos_anneal(max_lr, min_lr, end2 > end1 ? (step - end1) / (end2 - end1) : 1.0);
+}
+
+double schedule_beta1(const Schedule& s, double beta1, int step, int total) {
+  if (s.kind != "onecycle" || !s.cycle_momentum) return beta1;
+  const double end1 = s.pct_start * total - 1.0;
+  const double end2 = total - 1.0;
+  if (step <= end1) return cos_anneal(s.max_momentum, s.base_momentum, end1 > 0 ? step / end1 : 1.0);
+  return cos_anneal(s.base_momentum, s.max_momentum, end2 > end1 ? (step - end1) / (end2 - end1) : 1.0);
+}
+
+AdamW::AdamW(const Params<float>& like, const OptimConfig& cfg)
+    : cfg_(cfg), m_(make_params<float>(like.cfg)), v_(make_params<float>(like.cfg)) {}
+
+void AdamW::step(Params<float>& p, const Params<float>& g, double lr, double beta1) {
+  ++t_;
+  b2_pow_ *= cfg_.beta2;
+  const double bc1 = 1.0 - std::pow(beta1, t_);  // PyTorch corrects with the current beta1: 1 - beta1^t
+  const double bc2 = 1.0 - b2_pow_;
+  const float decay = static_cast<float>(1.0 - lr * cfg_.weight_decay);
+  const float step_size = static_cast<float>(lr / bc1);
+  const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(cfg_.beta2), eps = static_cast<float>(cfg_.eps);
+  auto P = named_params(p);
+  auto G = named_params(g);
+  auto M = named_params(m_);
+  auto Vv = named_params(v_);
+  for (std::size_t k = 0; k < P.size(); ++k) {
+    float* pp = P[k].second->ptr();
+    const float* gg = G[k].second->ptr();
+    float* mm = M[k].second->ptr();
+    float* vv = Vv[k].second->ptr();
+    const std::size_t n = P[k].second->size();
+    for (std::size_t i = 0; i < n; ++i) {
+      pp[i] *= decay;
+      mm[i] = b1 * mm[i] + (1 - b1) * gg[i];
+      vv[i] = b2 * vv[i] + (1 - b2) * gg[i] * gg[i];
+      pp[i] -= step_size * mm[i] / (std::sqrt(vv[i]) * inv_sqrt_bc2 + eps);
+    }
+  }
+}
+
+double clip_grad_norm(Params<float>& g, double max_norm) {
+  double sq = 0;
+  for_each_param(g, [&](const std::string&, Tensor<float>& t) {
+    for (float x : t.data) sq += static_cast<double>(x) * x;
+  });
+  const double norm = std::sqrt(sq);
+  if (max_norm > 0 && norm > max_norm) {
+    const float s = static_cast<float>(max_norm / (norm + 1e-6));
+    for_each_param(g, [&](const std::string&, Tensor<float>& t) {
+      for (float& x : t.data) x *= s;
+    });
+  }
+  return norm;
+}
+
+namespace {
+
+void check_finite(const Params<float>& p, const std::string& what, int step) {
+  for_each_param(p, [&](const std::string& name, const Tensor<float>& t) {
+    for (float x : t.data)
+      if (!std::isfinite(x))
+        throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": " + what + " " + name + " contains " +
+                               (std::isnan(x) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
+  });
+}
+
+}  // namespace
+
+Trainer::Trainer(const Recipe& r)
+    : recipe_(r),
+      tok_(make_tokenizer(r.tokenizer)),
+      data_(make_data_source(r.data, tok_)),
+      params_(),
+      opt_(make_params<float>([&] {
+             Config c = r.model;
+             c.d_vocab = tok_.size();
+             return c;
+           }()),
+           r.optim),
+      rng_(r.seed * 0x9E3779B97F4A7C15ULL + 1) {
+  recipe_.model.d_vocab = tok_.size();
+  if (data_->seq_len() > recipe_.model.n_ctx)
+    throw std::invalid_argument("recipe: the data's sequences (" + std::to_string(data_->seq_len()) +
+                                " tokens) are longer than the model's n_ctx (" + std::to_string(recipe_.model.n_ctx) + ")");
+  params_ = init_params<float>(recipe_.model, r.seed);
+  grads_ = make_params<float>(recipe_.model);
+}
+
+StepMetrics Trainer::step() {
+  StepMetrics m;
+  const int step = done_;
+  DataBatch d = data_->next(rng_, recipe_.batch_size);
+  forward(params_, d.batch.tokens, d.batch.B, d.batch.T, cache_);
+  LossResult lr = loss_from_logits(cache_, d.batch);
+  if (!std::isfinite(lr.loss))
+    throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": the loss is " +
+                           (std::isnan(lr.loss) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
+  backward(params_, cache_, d.batch, grads_);
+  check_finite(grads_, "the gradient of", step);
+  m.grad_norm = clip_grad_norm(grads_, recipe_.optim.grad_clip);
+  m.lr = schedule_lr(recipe_.schedule, recipe_.optim.lr, step, recipe_.steps);
+  opt_.step(params_, grads_, m.lr, schedule_beta1(recipe_.schedule, recipe_.optim.beta1, step, recipe_.steps));
+  check_finite(params_, "the weight", step);
+  m.loss = lr.loss;
+  double sr = 0, sf = 0;
+  int nr = 0, nf = 0;
+  for (std::size_t i = 0; i < lr.per_token.size(); ++i) {
+    if (d.batch.mask[i] == 0) continue;
+    if (!d.repeated.empty() && d.repeated[i]) sr += lr.per_token[i], ++nr;
+    else sf += lr.per_token[i], ++nf;
+  }
+  m.loss_repeated = nr ? sr / nr : -1;
+  m.loss_fresh = nf ? sf / nf : -1;
+  last_loss_ = lr.loss;
+  m.step = ++done_;
+  return m;
+}
+
+ModelFile Trainer::model_file() const {
+  ModelFile f;
+  f.cfg = recipe_.model;
+  f.tokenizer = tok_;
+  f.params = params_;
+  f.info = {{"recipe", recipe_.source}, {"step", done_}, {"train_loss", last_loss_}};
+  return f;
+}
+
+}  // namespace cs

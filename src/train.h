@@ -1,0 +1,118 @@
+// Training: AdamW with decoupled weight decay, PyTorch's OneCycle schedule, gradient-norm
+// clipping, recipes (architecture + data + optimiser + schedule + seed) and a step-wise Trainer
+// that the CLI and the WASM module both drive one call per step.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data.h"
+#include "io.h"
+#include "model.h"
+#include "params.h"
+#include "tokenizer.h"
+
+namespace cs {
+
+struct Schedule {
+  std::string kind = "onecycle";  // "onecycle" | "constant"
+  // onecycle, as torch.optim.lr_scheduler.OneCycleLR with anneal_strategy="cos", three_phase=False:
+  double pct_start = 0.3, div_factor = 25.0, final_div_factor = 1e4;
+  bool cycle_momentum = true;  // beta1 goes max_momentum -> base_momentum -> max_momentum
+  double base_momentum = 0.85, max_momentum = 0.95;
+  // constant: linear warm-up from 0 to lr over warmup_steps, then lr.
+  int warmup_steps = 0;
+};
+
+struct OptimConfig {
+  double lr = 1e-3;  // max_lr for onecycle
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double weight_decay = 0.01;
+  double grad_clip = 1.0;  // max global L2 norm; <= 0 disables
+};
+
+struct Recipe {
+  std::string name;
+  Config model;                 // d_vocab is set from the tokenizer
+  nlohmann::json tokenizer;     // {"kind":"synthetic","size":n} | {"kind":"ioi_symbolic","names":[...]} |
+                                // {"kind":"char","corpus":path} | {"kind":"word","vocab":[...]}
+  nlohmann::json data;          // see make_data_source
+  OptimConfig optim;
+  Schedule schedule;
+  int steps = 1000;
+  int batch_size = 16;
+  std::uint64_t seed = 0;
+  std::vector<int> snapshots;   // steps at which the CLI saves a snapshot
+  int eval_every = 0;           // steps between metrics records (0: only at the end)
+  std::string output;           // where the CLI writes the final model
+  nlohmann::json source;        // the recipe as given, stored in the model file
+};
+
+// Parses and validates a recipe; relative paths in it are resolved against base_dir.
+// Throws std::invalid_argument with a sentence naming the field.
+Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir = "");
+Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir = "");
+
+// Learning rate and beta1 at optimiser step `step` (0-based) of `total` steps.
+double schedule_lr(const Schedule& s, double max_lr, int step, int total);
+double schedule_beta1(const Schedule& s, double beta1, int step, int total);
+
+class AdamW {
+ public:
+  AdamW(const Params<float>& like, const OptimConfig& cfg);
+  // p <- p - lr * wd * p ; m <- b1 m + (1-b1) g ; v <- b2 v + (1-b2) g^2 ;
+  // p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+  void step(Params<float>& p, const Params<float>& g, double lr, double beta1);
+  int t() const { return t_; }
+
+ private:
+  OptimConfig cfg_;
+  Params<float> m_, v_;
+  int t_ = 0;
+  double b2_pow_ = 1.0;
+};
+
+// Global L2 norm of all gradients; scales them to max_norm if larger. Returns the norm before.
+double clip_grad_norm(Params<float>& g, double max_norm);
+
+// Thrown when a step produces NaN or Inf; the message names the step and the tensor.
+struct TrainingDiverged : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct StepMetrics {
+  int step = 0;        // steps completed after this one
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  double loss_repeated = -1;  // mean loss on tokens predictable by copying (-1 if none in the batch)
+  double loss_fresh = -1;     // mean loss on the other tokens
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const Recipe& r);
+  StepMetrics step();  // one optimisation step; throws TrainingDiverged
+  int steps_done() const { return done_; }
+  const Recipe& recipe() const { return recipe_; }
+  const Params<float>& params() const { return params_; }
+  const Tokenizer& tokenizer() const { return tok_; }
+  DataSource& data() { return *data_; }
+  ModelFile model_file() const;  // config, tokenizer, weights and training info
+
+ private:
+  Recipe recipe_;
+  Tokenizer tok_;
+  std::unique_ptr<DataSource> data_;
+  Params<float> params_, grads_;
+  AdamW opt_;
+  ActivationCache<float> cache_;
+  Rng rng_;
+  int done_ = 0;
+  double last_loss_ = 0;
+};
+
+}  // namespace cs

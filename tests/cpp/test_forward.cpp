@@ -1,0 +1,280 @@
+// Forward pass: a plain-loop oracle (double precision, no Eigen) against the Eigen forward,
+// and the interventions (head ablations, path cuts, positional-embedding removal).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "model.h"
+#include "test_util.h"
+
+namespace cs {
+namespace {
+
+// The oracle: the maths written as loops. With heads_read_stream_without_heads, heads in
+// layers >= 1 read the residual stream without any earlier head's output (embeddings,
+// positions and output biases only), which is what cutting every composition path means.
+struct Oracle {
+  std::vector<double> logits;                    // [T, V]
+  std::vector<std::vector<double>> patterns;     // per layer: [H, T, T]
+};
+
+Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok, bool heads_read_stream_without_heads) {
+  const Config& c = p.cfg;
+  const int T = static_cast<int>(tok.size()), D = c.d_model, H = c.n_heads, Dh = c.d_head, V = c.d_vocab;
+  auto at = [](const Tensor<float>& t, std::size_t i) { return static_cast<double>(t.data[i]); };
+  std::vector<double> resid(T * D), base(T * D), pos(T * D, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int d = 0; d < D; ++d) {
+      if (c.pos_embed != PosEmbed::None) pos[t * D + d] = at(p.W_pos, t * D + d);
+      resid[t * D + d] = at(p.W_E, tok[t] * D + d) + (c.pos_embed == PosEmbed::Standard ? pos[t * D + d] : 0.0);
+    }
+  base = resid;
+  Oracle o;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const auto& w = p.blocks[l];
+    const std::vector<double>& in = (heads_read_stream_without_heads && l >= 1) ? base : resid;
+    std::vector<double> out(T * D, 0.0), pat(H * T * T, 0.0);
+    for (int h = 0; h < H; ++h) {
+      std::vector<double> q(T * Dh, 0.0), k(T * Dh, 0.0), v(T * Dh, 0.0), ks(T * Dh);
+      for (int t = 0; t < T; ++t)
+        for (int e = 0; e < Dh; ++e) {
+          double sq = 0, sk = 0, sv = 0;
+          for (int d = 0; d < D; ++d) {
+            double xqk = in[t * D + d] + (c.pos_embed == PosEmbed::Shortformer ? pos[t * D + d] : 0.0);
+            sq += xqk * at(w.W_Q, (h * D + d) * Dh + e);
+            sk += xqk * at(w.W_K, (h * D + d) * Dh + e);
+            sv += in[t * D + d] * at(w.W_V, (h * D + d) * Dh + e);
+          }
+          if (c.use_bias) {
+            sq += at(w.b_Q, h * Dh + e);
+            sk += at(w.b_K, h * Dh + e);
+            sv += at(w.b_V, h * Dh + e);
+          }
+          q[t * Dh + e] = sq;
+          k[t * Dh + e] = sk;
+          v[t * Dh + e] = sv;
+        }
+      ks = k;
+      if (c.smeared_keys) {
+        double s = 1.0 / (1.0 + std::exp(-at(w.smear_alpha, h)));
+        for (int t = 1; t < T; ++t)
+          for (int e = 0; e < Dh; ++e) ks[t * Dh + e] = s * k[t * Dh + e] + (1 - s) * k[(t - 1) * Dh + e];
+      }
+      for (int i = 0; i < T; ++i) {
+        std::vector<double> sc(i + 1);
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int e = 0; e < Dh; ++e) s += q[i * Dh + e] * ks[j * Dh + e];
+          sc[j] = s / std::sqrt(static_cast<double>(Dh));
+          mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j <= i; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+        for (int j = 0; j <= i; ++j) pat[(h * T + i) * T + j] = sc[j] / sum;
+        for (int e = 0; e < Dh; ++e) {
+          double z = 0;
+          for (int j = 0; j <= i; ++j) z += pat[(h * T + i) * T + j] * v[j * Dh + e];
+          for (int d = 0; d < D; ++d) out[i * D + d] += z * at(w.W_O, (h * Dh + e) * D + d);
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t)
+      for (int d = 0; d < D; ++d) {
+        double bo = c.use_bias ? at(w.b_O, d) : 0.0;
+        resid[t * D + d] += out[t * D + d] + bo;
+        base[t * D + d] += bo;
+      }
+    o.patterns.push_back(pat);
+  }
+  o.logits.assign(T * V, 0.0);
+  for (int t = 0; t < T; ++t)
+    for (int v = 0; v < V; ++v) {
+      double s = c.use_bias ? at(p.b_U, v) : 0.0;
+      for (int d = 0; d < D; ++d) s += resid[t * D + d] * at(p.W_U, d * V + v);
+      o.logits[t * V + v] = s;
+    }
+  return o;
+}
+
+void expect_close(double got, double want, double rel, const std::string& what) {
+  ASSERT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << what << ": got " << got << ", oracle " << want;
+}
+
+std::vector<int> random_tokens(const Config& c, int T, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int> t(T);
+  for (auto& x : t) x = rng.below(c.d_vocab);
+  return t;
+}
+
+TEST(Forward, EigenMatchesPlainLoopOracle) {
+  int n = 0;
+  std::vector<Config> configs = testing::all_option_configs();
+  // Plus a larger, more realistic shape.
+  Config big;
+  big.n_layers = 2;
+  big.n_heads = 4;
+  big.d_model = 32;
+  big.d_head = 8;
+  big.n_ctx = 40;
+  big.d_vocab = 30;
+  big.smeared_keys = true;
+  big.use_bias = true;
+  configs.push_back(big);
+  for (const Config& c : configs) {
+    SCOPED_TRACE(testing::config_name(c));
+    Params<float> p = testing::random_params<float>(c, 50 + n++);
+    std::vector<int> tok = random_tokens(c, c.n_ctx, n);
+    ActivationCache<float> cache;
+    forward(p, tok, 1, c.n_ctx, cache);
+    Oracle o = oracle_forward(p, tok, false);
+    for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cache.logits.data[i], o.logits[i], 1e-5, "logit");
+    for (int l = 0; l < c.n_layers; ++l)
+      for (std::size_t i = 0; i < o.patterns[l].size(); ++i)
+        expect_close(cache.layers[l].pattern.data[i], o.patterns[l][i], 1e-5, "pattern L" + std::to_string(l));
+  }
+}
+
+TEST(Forward, BatchRowsAreIndependent) {
+  Config c = testing::tiny_config(2, PosEmbed::Shortformer, true, true);
+  Params<float> p = testing::random_params<float>(c, 9);
+  std::vector<int> a = random_tokens(c, 5, 1), b = random_tokens(c, 5, 2), ab = a;
+  ab.insert(ab.end(), b.begin(), b.end());
+  ActivationCache<float> ca, cb, cab;
+  forward(p, a, 1, 5, ca);
+  forward(p, b, 1, 5, cb);
+  forward(p, ab, 2, 5, cab);
+  for (std::size_t i = 0; i < ca.logits.size(); ++i) {
+    EXPECT_FLOAT_EQ(cab.logits.data[i], ca.logits.data[i]);
+    EXPECT_FLOAT_EQ(cab.logits.data[ca.logits.size() + i], cb.logits.data[i]);
+  }
+}
+
+TEST(Forward, RejectsBadInputWithASentence) {
+  Config c = testing::tiny_config(1, PosEmbed::Standard, false, false);
+  Params<float> p = testing::random_params<float>(c, 1);
+  ActivationCache<float> cache;
+  try {
+    forward(p, std::vector<int>(7, 0), 1, 7, cache);
+    FAIL() << "no error for a sequence longer than n_ctx";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("context holds 6"), std::string::npos) << e.what();
+  }
+  try {
+    forward(p, {0, 1, 99}, 1, 3, cache);
+    FAIL() << "no error for a token outside the vocabulary";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("token id 99"), std::string::npos) << e.what();
+  }
+  Intervention iv;
+  iv.cuts.push_back({0, 0, 0, 1, Input::Q});
+  EXPECT_THROW(forward(p, {0, 1}, 1, 2, cache, iv), std::invalid_argument);
+}
+
+// Zero-ablating every head leaves only the direct path: (embed + standard pos + output biases) W_U + b_U.
+TEST(Interventions, ZeroAblatingEveryHeadGivesTheDirectPath) {
+  for (const Config& c : testing::all_option_configs()) {
+    if (c.n_layers == 0) continue;
+    SCOPED_TRACE(testing::config_name(c));
+    Params<float> p = testing::random_params<float>(c, 21);
+    std::vector<int> tok = random_tokens(c, c.n_ctx, 5);
+    Intervention iv;
+    for (int l = 0; l < c.n_layers; ++l)
+      for (int h = 0; h < c.n_heads; ++h) iv.ablations.push_back({l, h, false, {}});
+    ActivationCache<float> cache;
+    forward(p, tok, 1, c.n_ctx, cache, iv);
+    const int D = c.d_model, V = c.d_vocab;
+    for (int t = 0; t < c.n_ctx; ++t)
+      for (int v = 0; v < V; ++v) {
+        double s = c.use_bias ? p.b_U.data[v] : 0.0;
+        for (int d = 0; d < D; ++d) {
+          double x = p.W_E.data[tok[t] * D + d];
+          if (c.pos_embed == PosEmbed::Standard) x += p.W_pos.data[t * D + d];
+          if (c.use_bias)
+            for (int l = 0; l < c.n_layers; ++l) x += p.blocks[l].b_O.data[d];
+          s += x * p.W_U.data[d * V + v];
+        }
+        expect_close(cache.logits.data[t * V + v], s, 1e-5, "direct-path logit");
+      }
+    // The patterns are still computed and visible.
+    EXPECT_GT(cache.layers[0].pattern.data[0], 0.99f);
+  }
+}
+
+TEST(Interventions, CuttingEveryCompositionPathMakesLaterHeadsReadTheEmbeddings) {
+  for (PosEmbed pos : {PosEmbed::None, PosEmbed::Standard, PosEmbed::Shortformer})
+    for (bool bias : {false, true}) {
+      Config c = testing::tiny_config(2, pos, true, bias);
+      SCOPED_TRACE(testing::config_name(c));
+      Params<float> p = testing::random_params<float>(c, 31);
+      std::vector<int> tok = random_tokens(c, c.n_ctx, 6);
+      Intervention iv;
+      for (int h0 = 0; h0 < c.n_heads; ++h0)
+        for (int h1 = 0; h1 < c.n_heads; ++h1)
+          for (Input in : {Input::Q, Input::K, Input::V}) iv.cuts.push_back({0, h0, 1, h1, in});
+      ActivationCache<float> cut, plain;
+      forward(p, tok, 1, c.n_ctx, cut, iv);
+      forward(p, tok, 1, c.n_ctx, plain);
+      Oracle o = oracle_forward(p, tok, true);
+      for (std::size_t i = 0; i < o.patterns[1].size(); ++i)
+        expect_close(cut.layers[1].pattern.data[i], o.patterns[1][i], 1e-5, "layer-1 pattern");
+      for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cut.logits.data[i], o.logits[i], 1e-5, "logit");
+      // And the cut really changed something.
+      double diff = 0;
+      for (std::size_t i = 0; i < plain.layers[1].pattern.size(); ++i)
+        diff += std::abs(plain.layers[1].pattern.data[i] - cut.layers[1].pattern.data[i]);
+      EXPECT_GT(diff, 1e-3);
+    }
+}
+
+TEST(Interventions, CuttingOneInputLeavesTheOthers) {
+  Config c = testing::tiny_config(2, PosEmbed::Shortformer, false, false);
+  Params<float> p = testing::random_params<float>(c, 41);
+  std::vector<int> tok = random_tokens(c, c.n_ctx, 7);
+  ActivationCache<float> plain, vcut;
+  forward(p, tok, 1, c.n_ctx, plain);
+  Intervention iv;
+  iv.cuts.push_back({0, 1, 1, 0, Input::V});
+  forward(p, tok, 1, c.n_ctx, vcut, iv);
+  // A V cut changes values but not the pattern of L1H0; other heads are untouched.
+  for (std::size_t i = 0; i < plain.layers[1].pattern.size(); ++i)
+    EXPECT_FLOAT_EQ(vcut.layers[1].pattern.data[i], plain.layers[1].pattern.data[i]);
+  auto v0 = plain.layers[1].v.slice(0), v0c = vcut.layers[1].v.slice(0);
+  EXPECT_GT((v0 - v0c).norm(), 1e-4);
+  auto v1 = plain.layers[1].v.slice(1), v1c = vcut.layers[1].v.slice(1);
+  EXPECT_EQ((v1 - v1c).norm(), 0.0f);
+}
+
+TEST(Interventions, MeanAblationAndPositionRemoval) {
+  Config c = testing::tiny_config(1, PosEmbed::Standard, false, true);
+  Params<float> p = testing::random_params<float>(c, 51);
+  std::vector<int> tok = random_tokens(c, c.n_ctx, 8);
+  Intervention iv;
+  std::vector<float> mean(c.d_model);
+  for (int d = 0; d < c.d_model; ++d) mean[d] = 0.1f * d;
+  iv.ablations.push_back({0, 1, true, mean});
+  ActivationCache<float> cache;
+  forward(p, tok, 1, c.n_ctx, cache, iv);
+  auto r = cache.layers[0].result.slice(1);
+  for (int t = 0; t < c.n_ctx; ++t)
+    for (int d = 0; d < c.d_model; ++d) EXPECT_FLOAT_EQ(r(t, d), mean[d]);
+  // Removing positions equals a model whose W_pos is zero.
+  Intervention nopos;
+  nopos.remove_pos = true;
+  Params<float> q = p;
+  q.W_pos.zero();
+  ActivationCache<float> a, b;
+  forward(p, tok, 1, c.n_ctx, a, nopos);
+  forward(q, tok, 1, c.n_ctx, b);
+  for (std::size_t i = 0; i < a.logits.size(); ++i) EXPECT_FLOAT_EQ(a.logits.data[i], b.logits.data[i]);
+  // Empty intervention changes nothing.
+  ActivationCache<float> e1, e2;
+  forward(p, tok, 1, c.n_ctx, e1);
+  forward(p, tok, 1, c.n_ctx, e2, Intervention());
+  EXPECT_EQ(e1.logits.data, e2.logits.data);
+}
+
+}  // namespace
+}  // namespace cs

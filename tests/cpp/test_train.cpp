@@ -1,0 +1,159 @@
+// Training: the OneCycle schedule and AdamW against their PyTorch definitions, determinism,
+// divergence reporting, and the induction-heads seed's behaviour on small fast runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "train.h"
+
+namespace cs {
+namespace {
+
+nlohmann::json induction_recipe(int layers, const std::string& pos, bool smear, int steps, int seed) {
+  // Random tokens with one random segment repeated at a random later offset (data.h).
+  // Measured: the 2-layer model's repeated-token loss falls from ~3.9 to ~1 nats between
+  // steps 300 and 450 (batch 64 is needed: batch 16 formed nothing by step 1,500).
+  return {{"name", "induction-test"},
+          {"model", {{"n_layers", layers}, {"n_heads", 4}, {"d_model", 32}, {"d_head", 8}, {"n_ctx", 48},
+                     {"pos_embed", pos}, {"smeared_keys", smear}}},
+          {"tokenizer", {{"kind", "synthetic"}, {"size", 48}}},
+          {"data", {{"kind", "repeated_segment"}, {"seq_len", 48}, {"min_len", 8}, {"max_len", 23}}},
+          {"optimizer", {{"lr", 0.01}, {"weight_decay", 0.01}, {"grad_clip", 1.0}}},
+          {"schedule", {{"kind", "constant"}, {"warmup_steps", 50}}},
+          {"steps", steps},
+          {"batch_size", 64},
+          {"seed", seed}};
+}
+
+struct RepeatLoss {
+  double repeated = 0, fresh = 0;
+};
+
+// Mean loss on tokens predictable by copying versus the others, on fresh held-out sequences.
+RepeatLoss evaluate(Trainer& tr, std::uint64_t seed) {
+  Rng rng(seed);
+  DataBatch d = tr.data().next(rng, 256);
+  ActivationCache<float> cache;
+  forward(tr.params(), d.batch.tokens, d.batch.B, d.batch.T, cache);
+  LossResult lr = loss_from_logits(cache, d.batch);
+  double sr = 0, sf = 0;
+  int nr = 0, nf = 0;
+  for (std::size_t i = 0; i < lr.per_token.size(); ++i) {
+    if (d.batch.mask[i] == 0) continue;
+    if (d.repeated[i]) sr += lr.per_token[i], ++nr;
+    else sf += lr.per_token[i], ++nf;
+  }
+  return {sr / nr, sf / nf};
+}
+
+RepeatLoss train_and_evaluate(int layers, const std::string& pos, bool smear, int steps, int seed) {
+  Trainer tr(recipe_from_json(induction_recipe(layers, pos, smear, steps, seed)));
+  for (int s = 0; s < steps; ++s) tr.step();
+  RepeatLoss r = evaluate(tr, 12345);
+  std::printf("[ behaviour ] %dL %s%s, %d steps, seed %d: loss on repeated tokens %.3f, on fresh tokens %.3f\n", layers,
+              pos.c_str(), smear ? " smeared keys" : "", steps, seed, r.repeated, r.fresh);
+  return r;
+}
+
+TEST(Schedule, OneCycleMatchesPyTorchDefinition) {
+  Schedule s;  // pct_start 0.3, div 25, final_div 1e4, cos, cycle momentum 0.85..0.95
+  const int total = 100;
+  // initial_lr = max_lr / div_factor, peak at step pct_start*total - 1, min_lr = initial / final_div.
+  EXPECT_NEAR(schedule_lr(s, 1.0, 0, total), 0.04, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 1.0, 29, total), 1.0, 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 1.0, 99, total), 0.04 / 1e4, 1e-12);
+  // Half way up the warm-up: (1 + 0.04) / 2.
+  EXPECT_NEAR(schedule_lr(s, 1.0, 14, total), 0.04 + (1.0 - 0.04) / 2 * (std::cos(M_PI * 14 / 29.0 + M_PI) + 1), 1e-12);
+  EXPECT_NEAR(schedule_lr(s, 1.0, 14, total), 0.52 + 0.48 * std::cos(M_PI * (1 - 14 / 29.0)), 1e-12);
+  EXPECT_NEAR(schedule_beta1(s, 0.9, 0, total), 0.95, 1e-12);
+  EXPECT_NEAR(schedule_beta1(s, 0.9, 29, total), 0.85, 1e-12);
+  EXPECT_NEAR(schedule_beta1(s, 0.9, 99, total), 0.95, 1e-12);
+  Schedule c;
+  c.kind = "constant";
+  c.warmup_steps = 10;
+  EXPECT_NEAR(schedule_lr(c, 0.5, 0, total), 0.05, 1e-12);
+  EXPECT_NEAR(schedule_lr(c, 0.5, 50, total), 0.5, 1e-12);
+}
+
+TEST(AdamW, OneStepMatchesTheUpdateRule) {
+  Config cfg;
+  cfg.n_layers = 0;
+  cfg.d_model = 2;
+  cfg.d_vocab = 2;
+  cfg.pos_embed = PosEmbed::None;
+  Params<float> p = make_params<float>(cfg), g = make_params<float>(cfg);
+  p.W_E.data = {1.0f, -2.0f, 0.5f, 0.0f};
+  g.W_E.data = {0.1f, -0.3f, 0.0f, 2.0f};
+  OptimConfig oc;
+  oc.lr = 0.01;
+  oc.weight_decay = 0.5;
+  AdamW opt(p, oc);
+  opt.step(p, g, 0.01, 0.9);
+  // Step 1: m_hat = g, v_hat = g^2, so p <- p (1 - lr wd) - lr g / (|g| + eps).
+  const float want[4] = {1.0f * 0.995f - 0.01f, -2.0f * 0.995f + 0.01f, 0.5f * 0.995f, -0.01f};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(p.W_E.data[i], want[i], 1e-6) << i;
+}
+
+TEST(Train, SameSeedSameWeightsBitForBit) {
+  auto run = [](int seed) {
+    Trainer tr(recipe_from_json(induction_recipe(2, "shortformer", true, 10, seed)));
+    for (int s = 0; s < 10; ++s) tr.step();
+    return tr.params().blocks[1].W_K.data;
+  };
+  auto a = run(3), b = run(3), c = run(4);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(Train, DivergenceNamesTheStepAndTheTensor) {
+  nlohmann::json j = induction_recipe(1, "standard", false, 50, 1);
+  j["optimizer"] = {{"lr", 1e30}, {"grad_clip", 0}};
+  Trainer tr(recipe_from_json(j));
+  try {
+    for (int s = 0; s < 50; ++s) tr.step();
+    FAIL() << "a learning rate of 1e30 did not diverge";
+  } catch (const TrainingDiverged& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("training diverged at step "), std::string::npos) << msg;
+    EXPECT_TRUE(msg.find("NaN") != std::string::npos || msg.find("Inf") != std::string::npos) << msg;
+    EXPECT_NE(msg.find("learning rate"), std::string::npos) << msg;
+  }
+}
+
+TEST(Recipe, BadRecipesGetSentences) {
+  nlohmann::json j = induction_recipe(1, "standard", false, 10, 1);
+  j["optimiser"] = 1;  // typo
+  EXPECT_THROW(recipe_from_json(j), std::invalid_argument);
+  j = induction_recipe(1, "sideways", false, 10, 1);
+  try {
+    recipe_from_json(j);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sideways"), std::string::npos);
+  }
+  j = induction_recipe(1, "standard", false, 10, 1);
+  j["model"]["n_ctx"] = 16;  // shorter than the data's sequences
+  EXPECT_THROW(Trainer(recipe_from_json(j)), std::invalid_argument);
+}
+
+// Induction-heads seed: a 2-layer model learns to predict the repeated segment; a 1-layer model
+// with standard positions cannot (it has no previous-token information to compose with);
+// a 1-layer model with smeared keys can. Thresholds from measured runs (printed above):
+// formed runs reach repeated/fresh ~0.2-0.35 after 500 steps, unformed stay near 0.9-1.0.
+TEST(Behaviour, TwoLayersLearnInduction) {
+  RepeatLoss r = train_and_evaluate(2, "shortformer", false, 500, 1);
+  EXPECT_LT(r.repeated, 0.5 * r.fresh);
+}
+
+TEST(Behaviour, OneLayerDoesNotLearnInduction) {
+  RepeatLoss r = train_and_evaluate(1, "standard", false, 500, 1);
+  EXPECT_GT(r.repeated, 0.8 * r.fresh);
+}
+
+TEST(Behaviour, OneLayerWithSmearedKeysLearnsInduction) {
+  RepeatLoss r = train_and_evaluate(1, "shortformer", true, 500, 1);
+  EXPECT_LT(r.repeated, 0.5 * r.fresh);
+}
+
+}  // namespace
+}  // namespace cs

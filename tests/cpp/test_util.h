@@ -1,0 +1,71 @@
+// Shared helpers for the core's GoogleTest suites: tiny configs, random weights and batches.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "model.h"
+#include "params.h"
+#include "rng.h"
+
+namespace cs::testing {
+
+inline Config tiny_config(int n_layers, PosEmbed pos, bool smear, bool bias) {
+  Config c;
+  c.n_layers = n_layers;
+  c.n_heads = 2;
+  c.d_model = 6;
+  c.d_head = 3;
+  c.n_ctx = 6;
+  c.d_vocab = 7;
+  c.pos_embed = pos;
+  c.smeared_keys = smear;
+  c.use_bias = bias;
+  c.init_std = 0.6f;
+  return c;
+}
+
+inline std::string config_name(const Config& c) {
+  return std::to_string(c.n_layers) + "L_" + pos_embed_name(c.pos_embed) + (c.smeared_keys ? "_smear" : "") +
+         (c.use_bias ? "_bias" : "");
+}
+
+// Every tensor random (biases and smear alphas too, so their gradients are exercised).
+template <class T>
+Params<T> random_params(const Config& c, std::uint64_t seed) {
+  Params<T> p = init_params<T>(c, seed);
+  Rng rng(seed * 7919 + 13);
+  for_each_param(p, [&](const std::string& name, Tensor<T>& t) {
+    if (name.find(".b_") != std::string::npos || name.find("smear_alpha") != std::string::npos)
+      for (auto& x : t.data) x = static_cast<T>(static_cast<float>(0.5 * rng.normal()));
+  });
+  return p;
+}
+
+inline Batch random_batch(const Config& c, int B, int T, std::uint64_t seed, bool random_mask) {
+  Rng rng(seed);
+  Batch b;
+  b.B = B;
+  b.T = T;
+  for (int i = 0; i < B * T; ++i) {
+    b.tokens.push_back(rng.below(c.d_vocab));
+    b.targets.push_back(rng.below(c.d_vocab));
+    b.mask.push_back(random_mask ? static_cast<float>(rng.below(2)) : 1.0f);
+  }
+  if (random_mask) b.mask[0] = 1.0f;
+  return b;
+}
+
+inline std::vector<Config> all_option_configs() {
+  std::vector<Config> out;
+  for (int layers : {0, 1, 2})
+    for (PosEmbed pos : {PosEmbed::None, PosEmbed::Standard, PosEmbed::Shortformer})
+      for (bool smear : {false, true})
+        for (bool bias : {false, true}) {
+          if (layers == 0 && smear) continue;  // no attention, nothing to smear
+          out.push_back(tiny_config(layers, pos, smear, bias));
+        }
+  return out;
+}
+
+}  // namespace cs::testing
