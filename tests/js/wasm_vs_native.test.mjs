@@ -1,0 +1,174 @@
+// Native versus WASM: for every shipped model, the native CLI and the WebAssembly module must
+// tokenize the same text the same way and give the same logits and per-token losses within
+// float tolerance. Also: a corrupt model file must fail with a "model file:" Error.
+// Needs `npm run build` (build/native/circuitscope and build/wasm/circuitscope.js).
+// CIRCUITSCOPE_MODELS=dir runs it on another folder of models (default: models/).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const modelsDir = path.resolve(root, process.env.CIRCUITSCOPE_MODELS ?? 'models');
+const cli = path.join(root, 'build', 'native', 'circuitscope');
+const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+
+const models = existsSync(modelsDir)
+  ? readdirSync(modelsDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => path.join(modelsDir, f))
+  : [];
+
+let csPromise = null;
+function cs() {
+  if (!csPromise) {
+    assert.ok(existsSync(wrapper), `${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+    csPromise = import(pathToFileURL(wrapper).href).then((m) => m.init());
+  }
+  return csPromise;
+}
+
+// A text the model can tokenize, at most maxTokens - 1 tokens long (room for <BOS>).
+function sampleText(model, maxTokens) {
+  if (model.tokenizer.kind === 'word') {
+    const words = model.tokenizer.vocab.filter((w) => !/^<.*>$/.test(w) && /^[\p{L}\p{N}_']+$/u.test(w));
+    const picked = [];
+    for (let i = 0; picked.length < Math.min(12, maxTokens - 1) && words.length; i++) {
+      picked.push(words[(i * 7) % words.length]);
+    }
+    return picked.join(' ');
+  }
+  const text = 'The cat sat on the mat. The cat sat on the mat! 0123 xyz';
+  return text.slice(0, Math.max(1, maxTokens - 1));
+}
+
+function runCli(modelPath, text) {
+  assert.ok(existsSync(cli), `${path.relative(root, cli)} is missing: run \`npm run build\` first`);
+  const out = execFileSync(cli, ['run', modelPath, '--text', text, '--json'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  });
+  return JSON.parse(out);
+}
+
+test('models/ holds at least one model to compare', () => {
+  if (!models.length) console.log(`no ${path.relative(root, modelsDir) || '.'}/*.safetensors: nothing to compare`);
+  assert.ok(models.length > 0, `no *.safetensors in ${modelsDir}: native-versus-WASM comparison cannot run`);
+});
+
+for (const modelPath of models) {
+  const name = modelPath.startsWith(root + path.sep) ? path.relative(root, modelPath) : modelPath;
+
+  test(`${name}: native CLI and WASM agree`, async (t) => {
+    const instance = await cs();
+    const model = instance.load(readFileSync(modelPath));
+    try {
+      const text = sampleText(model, model.config.n_ctx);
+      const native = runCli(modelPath, text);
+      const V = model.config.d_vocab;
+
+      await t.test('same tokens', () => {
+        const toks = model.tokenize(text);
+        assert.deepEqual(Array.from(toks.ids), native.tokens, `tokens of ${JSON.stringify(text)}`);
+      });
+
+      const ids = Int32Array.from(native.tokens);
+      const T = ids.length;
+      const result = model.run(ids);
+
+      await t.test('same logits (|diff| <= 1e-5 * max(1, |logit|))', () => {
+        assert.deepEqual(result.logits.shape, [T, V]);
+        assert.deepEqual(result.logits.axes, ['pos', 'd_vocab']);
+        assert.equal(native.logits.length, T);
+        let worst = { excess: -Infinity };
+        for (let p = 0; p < T; p++) {
+          assert.equal(native.logits[p].length, V, `native logits row ${p}`);
+          for (let v = 0; v < V; v++) {
+            const a = native.logits[p][v];
+            const b = result.logits.data[p * V + v];
+            const tol = 1e-5 * Math.max(1, Math.abs(a));
+            const excess = Math.abs(a - b) - tol;
+            if (excess > worst.excess) worst = { excess, p, v, a, b, tol };
+          }
+        }
+        assert.ok(worst.excess <= 0,
+          `logit [pos ${worst.p}, token ${worst.v}]: native ${worst.a}, WASM ${worst.b}, ` +
+          `|diff| ${Math.abs(worst.a - worst.b)} > ${worst.tol}`);
+      });
+
+      await t.test('same per-token loss', () => {
+        assert.deepEqual(result.loss.shape, [T]);
+        assert.ok(Number.isNaN(result.loss.data[T - 1]), 'the last position has no target: NaN');
+        if (!Array.isArray(native.loss)) return;  // older CLI without losses
+        for (let p = 1; p < T; p++) {
+          const a = native.loss[p];  // CLI: loss of predicting token p
+          const b = result.loss.data[p - 1];  // WASM: loss at position p-1 of predicting token p
+          assert.ok(Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(a)), `loss of token ${p}: native ${a}, WASM ${b}`);
+        }
+      });
+
+      await t.test('patterns are causal probability rows', () => {
+        const { n_layers: L, n_heads: H } = model.config;
+        assert.deepEqual(result.patterns.shape, [L, H, T, T]);
+        assert.deepEqual(result.patterns.axes, ['layer', 'head', 'query_pos', 'key_pos']);
+        const d = result.patterns.data;
+        for (let row = 0; row < L * H * T; row++) {
+          const q = row % T;
+          let s = 0;
+          for (let k = 0; k < T; k++) {
+            const x = d[row * T + k];
+            if (k > q) assert.equal(x, 0, `attention to a later position (row ${row}, key ${k})`);
+            s += x;
+          }
+          assert.ok(Math.abs(s - 1) < 1e-4, `pattern row ${row} sums to ${s}`);
+        }
+      });
+    } finally {
+      model.delete();
+    }
+  });
+}
+
+test('a corrupt model file throws an Error starting with "model file:"', async (t) => {
+  assert.ok(models.length > 0, 'needs a real model file to corrupt');
+  const instance = await cs();
+  const bytes = readFileSync(models[0]);
+  const header = Number(bytes.readBigUInt64LE(0));
+  const cases = {
+    'truncated to half': bytes.subarray(0, Math.floor(bytes.length / 2)),
+    'truncated inside the header': bytes.subarray(0, Math.min(8 + Math.floor(header / 2), bytes.length - 1)),
+    'only 5 bytes': bytes.subarray(0, 5),
+    'empty': new Uint8Array(0),
+    'last tensor cut short': bytes.subarray(0, bytes.length - 4),
+    'garbage header': (() => {
+      const b = Uint8Array.from(bytes);
+      b.fill(0x7b, 8, 8 + Math.min(header, 64));  // '{{{{...'
+      return b;
+    })(),
+  };
+  for (const [what, data] of Object.entries(cases)) {
+    await t.test(what, () => {
+      assert.throws(() => instance.load(data), (e) => {
+        assert.ok(e instanceof Error, `expected an Error, got ${typeof e}: ${String(e)}`);
+        assert.match(e.message, /^model file:/, `message was: ${e.message}`);
+        return true;
+      });
+    });
+  }
+  // The module still works after all those errors.
+  const model = instance.load(bytes);
+  assert.ok(model.run(model.tokenize(sampleText(model, model.config.n_ctx)).ids).logits.data.length > 0);
+  model.delete();
+});
+
+test('run() rejects more tokens than the context with a clear Error', async () => {
+  assert.ok(models.length > 0, 'needs a real model file');
+  const instance = await cs();
+  const model = instance.load(readFileSync(models[0]));
+  try {
+    const n = model.config.n_ctx + 1;
+    assert.throws(() => model.run(new Int32Array(n)), (e) => e instanceof Error && /longer than the model's context/.test(e.message));
+  } finally {
+    model.delete();
+  }
+});
