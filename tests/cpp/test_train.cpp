@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "io.h"
 #include "train.h"
 
 namespace cs {
@@ -104,6 +105,21 @@ TEST(Train, SameSeedSameWeightsBitForBit) {
   auto a = run(3), b = run(3), c = run(4);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+}
+
+TEST(Train, SavedModelGivesIdenticalOutputs) {
+  Trainer tr(recipe_from_json(induction_recipe(2, "shortformer", true, 5, 2)));
+  for (int s = 0; s < 5; ++s) tr.step();
+  std::vector<std::uint8_t> bytes = save_model_bytes(tr.model_file());
+  ModelFile loaded = load_model_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(loaded.info["step"], 5);
+  Rng rng(9);
+  DataBatch d = tr.data().next(rng, 3);
+  ActivationCache<float> a, b;
+  forward(tr.params(), d.batch.tokens, d.batch.B, d.batch.T, a);
+  forward(loaded.params, d.batch.tokens, d.batch.B, d.batch.T, b);
+  EXPECT_EQ(a.logits.data, b.logits.data);
+  for (std::size_t l = 0; l < a.layers.size(); ++l) EXPECT_EQ(a.layers[l].pattern.data, b.layers[l].pattern.data);
 }
 
 TEST(Train, DivergenceNamesTheStepAndTheTensor) {
