@@ -1,6 +1,7 @@
 // Data sources: synthetic induction data, symbolic IOI and text windows.
 #include "data.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -36,15 +37,7 @@ int get_int(const nlohmann::json& j, const char* key, int def, int lo, int hi) {
 }
 
 // Fills targets with the next token and the mask with 1 everywhere but the last position.
-void next_token_targets(Batch& b) {
-  b.targets.assign(b.tokens.size(), -1);
-  b.mask.assign(b.tokens.size(), 0.0f);
-  for (int r = 0; r < b.B; ++r)
-    for (int t = 0; t + 1 < b.T; ++t) {
-      b.targets[r * b.T + t] = b.tokens[r * b.T + t + 1];
-      b.mask[r * b.T + t] = 1.0f;
-    }
-}
+void next_token_targets(Batch& b) { b = next_token_batch(b.tokens, b.B, b.T); }
 
 class RepeatedSegment : public DataSource {
  public:
@@ -157,10 +150,19 @@ class IoiSymbolic : public DataSource {
 
 class TextWindows : public DataSource {
  public:
-  TextWindows(std::vector<int> ids, int T, double repeat_fraction, int bos)
-      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), bos_(bos) {
+  TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, int bos, int unk)
+      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), bos_(bos) {
     if (static_cast<int>(ids_.size()) < T_ + 1)
       throw std::invalid_argument("data: the text is shorter than one window of " + std::to_string(T_) + " tokens");
+    // The characters random rows draw from: those of the text, without the special tokens.
+    std::vector<char> seen;
+    for (int id : ids_) {
+      if (id == bos || id == unk) continue;
+      if (static_cast<std::size_t>(id) >= seen.size()) seen.resize(id + 1, 0);
+      if (!seen[id]) seen[id] = 1, alphabet_.push_back(id);
+    }
+    std::sort(alphabet_.begin(), alphabet_.end());
+    if (random_frac_ > 0 && alphabet_.size() < 2) throw std::invalid_argument("data: the text has too few characters for random rows");
   }
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
@@ -172,8 +174,17 @@ class TextWindows : public DataSource {
     const int span = static_cast<int>(ids_.size()) - (T_ - 1);
     for (int r = 0; r < B; ++r) {
       int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
-      int start = rng.below(span);
       row[0] = bos_;
+      if (random_frac_ > 0 && rng.uniform() < random_frac_) {
+        // Random characters repeated with a random period (the induction-heads paper's repeated
+        // random tokens): only copying predicts them.
+        int P = 10 + rng.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
+        for (int t = 1; t < T_; ++t)
+          row[t] = t <= P ? alphabet_[rng.below(static_cast<int>(alphabet_.size()))] : row[t - P];
+        for (int t = P + 1; t + 1 < T_; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
+        continue;
+      }
+      int start = rng.below(span);
       for (int t = 1; t < T_; ++t) row[t] = ids_[start + t - 1];
       if (frac_ > 0 && rng.uniform() < frac_) {
         // Repeat a stretch of this window later in it: [s1, s1+L) -> [s2, s2+L).
@@ -193,8 +204,9 @@ class TextWindows : public DataSource {
  private:
   std::vector<int> ids_;
   int T_;
-  double frac_;
+  double frac_, random_frac_;
   int bos_;
+  std::vector<int> alphabet_;
 };
 
 }  // namespace
@@ -227,9 +239,10 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     std::stringstream ss;
     ss << f.rdbuf();
     int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
-    double frac = spec.value("repeat_fraction", 0.0);
+    double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0);
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
-    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, tok.bos_id());
+    if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
+    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, tok.bos_id(), tok.unk_id());
   }
   throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, text)");
 }

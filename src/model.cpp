@@ -41,6 +41,25 @@ void check_intervention(const Config& c, const Intervention& iv) {
 
 }  // namespace
 
+Batch next_token_batch(const std::vector<int>& ids, int B, int Tl) {
+  if (B < 1 || Tl < 1 || ids.size() != static_cast<std::size_t>(B) * Tl)
+    throw std::invalid_argument("batch: " + std::to_string(ids.size()) + " token ids do not make a [" + std::to_string(B) +
+                                ", " + std::to_string(Tl) + "] batch");
+  Batch b;
+  b.B = B;
+  b.T = Tl;
+  b.tokens = ids;
+  b.targets.assign(ids.size(), -1);
+  b.mask.assign(ids.size(), 0.0f);
+  for (int r = 0; r < B; ++r)
+    for (int t = 0; t + 1 < Tl; ++t) {
+      const std::size_t n = static_cast<std::size_t>(r) * Tl + t;
+      b.targets[n] = ids[n + 1];
+      b.mask[n] = 1.0f;
+    }
+  return b;
+}
+
 template <class T>
 void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
              const Intervention& iv) {

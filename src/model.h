@@ -19,6 +19,10 @@ struct Batch {
   std::vector<float> mask;    // [B, T]  1 where the loss counts, 0 elsewhere
 };
 
+// A next-token batch: target at position t is token t+1 of the same row; the last position of
+// each row has no target (mask 0). Throws std::invalid_argument if ids is not [B, T].
+Batch next_token_batch(const std::vector<int>& ids, int B, int T);
+
 // What to change in a forward pass, as plain data (never a callback).
 struct HeadAblation {
   int layer = 0;

@@ -307,6 +307,8 @@ std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) cons
     emit(i, i);  // punctuation (or any other ASCII character) stands alone
     ++i;
   }
+  // A <BOS> the user typed first stands for the one add_bos put there: keep one, with its span.
+  if (add_bos && out.size() >= 2 && out[1].id == bos_) out.erase(out.begin());
   return out;
 }
 

@@ -42,7 +42,8 @@ class Tokenizer {
   // text is just five characters. Word: the text is split on white space and punctuation
   // (each punctuation character is its own token); "<NAME>" written literally is one token if
   // it is in the vocabulary; a word not in the vocabulary throws std::invalid_argument
-  // naming the word and its position. With add_bos, a <BOS> token is put first.
+  // naming the word and its position. With add_bos, a <BOS> token is put first (for word-level
+  // text that already starts with a literal "<BOS>", that one token is kept, with its span).
   std::vector<Token> encode(const std::string& text, bool add_bos) const;
   std::vector<int> encode_ids(const std::string& text, bool add_bos) const;
   // Concatenated token texts (char) or space-joined (word); <BOS> is left out.

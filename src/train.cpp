@@ -1,6 +1,7 @@
 // Training: recipes, AdamW, OneCycle, gradient clipping and the step-wise Trainer.
 #include "train.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -142,6 +143,7 @@ Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
 }
 
 double schedule_lr(const Schedule& s, double max_lr, int step, int total) {
+  step = std::max(0, std::min(step, total - 1));  // past the end: hold the final value
   if (s.kind == "constant") {
     if (s.warmup_steps > 0 && step < s.warmup_steps) return max_lr * (step + 1) / s.warmup_steps;
     return max_lr;
@@ -156,6 +158,7 @@ double schedule_lr(const Schedule& s, double max_lr, int step, int total) {
 
 double schedule_beta1(const Schedule& s, double beta1, int step, int total) {
   if (s.kind != "onecycle" || !s.cycle_momentum) return beta1;
+  step = std::max(0, std::min(step, total - 1));
   const double end1 = s.pct_start * total - 1.0;
   const double end2 = total - 1.0;
   if (step <= end1) return cos_anneal(s.max_momentum, s.base_momentum, end1 > 0 ? step / end1 : 1.0);
@@ -243,19 +246,20 @@ Trainer::Trainer(const Recipe& r)
 
 StepMetrics Trainer::step() {
   StepMetrics m;
-  const int step = done_;
+  const int step = done_;         // 0-based, for the schedule
+  const int number = done_ + 1;   // 1-based, as StepMetrics::step and the messages count
   DataBatch d = data_->next(rng_, recipe_.batch_size);
   forward(params_, d.batch.tokens, d.batch.B, d.batch.T, cache_);
   LossResult lr = loss_from_logits(cache_, d.batch);
   if (!std::isfinite(lr.loss))
-    throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": the loss is " +
+    throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
                            (std::isnan(lr.loss) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
   backward(params_, cache_, d.batch, grads_);
-  check_finite(grads_, "the gradient of", step);
+  check_finite(grads_, "the gradient of", number);
   m.grad_norm = clip_grad_norm(grads_, recipe_.optim.grad_clip);
   m.lr = schedule_lr(recipe_.schedule, recipe_.optim.lr, step, recipe_.steps);
   opt_.step(params_, grads_, m.lr, schedule_beta1(recipe_.schedule, recipe_.optim.beta1, step, recipe_.steps));
-  check_finite(params_, "the weight", step);
+  check_finite(params_, "the weight", number);
   m.loss = lr.loss;
   double sr = 0, sf = 0;
   int nr = 0, nf = 0;

@@ -56,7 +56,8 @@ struct Recipe {
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir = "");
 Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir = "");
 
-// Learning rate and beta1 at optimiser step `step` (0-based) of `total` steps.
+// Learning rate and beta1 at optimiser step `step` (0-based) of `total` steps; steps past the end
+// keep the last step's values (training on past the recipe's steps anneals no further).
 double schedule_lr(const Schedule& s, double max_lr, int step, int total);
 double schedule_beta1(const Schedule& s, double beta1, int step, int total);
 
@@ -78,7 +79,8 @@ class AdamW {
 // Global L2 norm of all gradients; scales them to max_norm if larger. Returns the norm before.
 double clip_grad_norm(Params<float>& g, double max_norm);
 
-// Thrown when a step produces NaN or Inf; the message names the step and the tensor.
+// Thrown when a step produces NaN or Inf; the message names the step (1-based, as
+// StepMetrics::step counts) and the tensor.
 struct TrainingDiverged : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

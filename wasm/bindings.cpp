@@ -8,11 +8,15 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "io.h"
 #include "model.h"
+#include "train.h"
 
 using emscripten::val;
 
@@ -137,16 +141,7 @@ class Model {
       cs::ActivationCache<float> cache;
       cs::forward<float>(file_.params, ids, 1, T, cache);
 
-      cs::Batch batch;
-      batch.B = 1;
-      batch.T = T;
-      batch.tokens = ids;
-      batch.targets.assign(T, 0);
-      batch.mask.assign(T, 0.0f);
-      for (int t = 0; t + 1 < T; ++t) {
-        batch.targets[t] = ids[t + 1];
-        batch.mask[t] = 1.0f;
-      }
+      const cs::Batch batch = cs::next_token_batch(ids, 1, T);
       std::vector<float> loss(T, std::numeric_limits<float>::quiet_NaN());
       if (T > 1) {
         const cs::LossResult lr = cs::loss_from_logits<float>(cache, batch);
@@ -170,8 +165,89 @@ class Model {
     });
   }
 
+  // Benchmark entry: one forward pass over a [B, T] batch into this model's own cache (reused
+  // from call to call), returning the mean next-token cross-entropy over the B * (T - 1)
+  // positions that have a target. Nothing bulk is copied out, so a call times the forward pass.
+  double forwardBatch(const val& ids_js, int B, int T) {
+    return guarded([&] {
+      const std::vector<int> ids = copy_in<int>(ids_js, "forwardBatch: token ids");
+      if (B < 1 || T < 1) throw std::invalid_argument("forwardBatch: B and T must be positive");
+      if (ids.size() != static_cast<std::size_t>(B) * static_cast<std::size_t>(T))
+        throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" +
+                                    std::to_string(B) + ", " + std::to_string(T) + "] batch");
+      if (T > file_.cfg.n_ctx)
+        throw std::invalid_argument("forwardBatch: " + std::to_string(T) + " tokens is longer than the model's context of " +
+                                    std::to_string(file_.cfg.n_ctx) + " tokens");
+      cs::forward<float>(file_.params, ids, B, T, cache_);
+      return cs::loss_from_logits<float>(cache_, cs::next_token_batch(ids, B, T)).loss;
+    });
+  }
+
  private:
   cs::ModelFile file_;
+  cs::ActivationCache<float> cache_;  // forwardBatch's, kept between calls
+};
+
+// A training run driven one optimisation step per call (V8 optimises a WASM function only when
+// it is entered again, so the loop over steps stays in JS). The recipe is the CLI's JSON; recipes
+// whose tokenizer or data read files fail here with the C++ sentence ("recipe: cannot read ...").
+class Trainer {
+ public:
+  explicit Trainer(const std::string& recipe_json)
+      : trainer_(guarded([&] {
+          nlohmann::json j;
+          try {
+            j = nlohmann::json::parse(recipe_json);
+          } catch (const nlohmann::json::parse_error& e) {
+            throw std::invalid_argument(std::string("recipe: not valid JSON: ") + e.what());
+          }
+          return std::make_unique<cs::Trainer>(cs::recipe_from_json(j));
+        })) {}
+
+  // {step, loss, lr, grad_norm, loss_repeated, loss_fresh}; step counts the steps completed.
+  // loss_repeated / loss_fresh are -1 when the batch has no such tokens.
+  val step() {
+    return guarded([&] {
+      const cs::StepMetrics m = trainer_->step();
+      val out = val::object();
+      out.set("step", m.step);
+      out.set("loss", m.loss);
+      out.set("lr", m.lr);
+      out.set("grad_norm", m.grad_norm);
+      out.set("loss_repeated", m.loss_repeated);
+      out.set("loss_fresh", m.loss_fresh);
+      return out;
+    });
+  }
+
+  int stepsDone() const { return trainer_->steps_done(); }
+
+  // The model file as it stands (F32 safetensors bytes), copied into a new Uint8Array.
+  val save() const {
+    return guarded([&] {
+      const std::vector<std::uint8_t> bytes = cs::save_model_bytes(trainer_->model_file());
+      return copy_out(bytes.data(), bytes.size(), "Uint8Array");
+    });
+  }
+
+  // {"config", "tokenizer", "recipe", "steps", "batch_size", "seed"} as a JSON string; config has
+  // d_vocab set from the tokenizer, recipe is the recipe as given.
+  std::string config() const {
+    return guarded([&] {
+      const cs::Recipe& r = trainer_->recipe();
+      nlohmann::json j;
+      j["config"] = cs::config_to_json(r.model);
+      j["tokenizer"] = trainer_->tokenizer().to_json();
+      j["recipe"] = r.source;
+      j["steps"] = r.steps;
+      j["batch_size"] = r.batch_size;
+      j["seed"] = r.seed;
+      return j.dump();
+    });
+  }
+
+ private:
+  std::unique_ptr<cs::Trainer> trainer_;
 };
 
 std::string version() { return CIRCUITSCOPE_VERSION; }
@@ -182,5 +258,12 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .constructor<const val&>()
       .function("config", &Model::config)
       .function("tokenize", &Model::tokenize)
-      .function("run", &Model::run);
+      .function("run", &Model::run)
+      .function("forwardBatch", &Model::forwardBatch);
+  emscripten::class_<Trainer>("Trainer")
+      .constructor<const std::string&>()
+      .function("step", &Trainer::step)
+      .function("stepsDone", &Trainer::stepsDone)
+      .function("save", &Trainer::save)
+      .function("config", &Trainer::config);
 }

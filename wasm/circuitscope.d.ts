@@ -58,7 +58,96 @@ export interface LoadedModel {
   tokenize(text: string): Tokens;
   /** One forward pass over one sequence of at most n_ctx tokens. Throws an Error otherwise. */
   run(ids: Int32Array | ArrayLike<number>): RunResult;
+  /**
+   * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, length B * T,
+   * T <= n_ctx) into the model's own cache; returns the mean next-token cross-entropy over the
+   * B * (T - 1) positions that have a target. Copies nothing bulk out.
+   */
+  forwardBatch(ids: Int32Array | ArrayLike<number>, B: number, T: number): number;
   /** Frees the model's memory inside the module; the object is unusable afterwards. */
+  delete(): void;
+}
+
+/**
+ * A training recipe, as the native CLI reads it (see src/train.h). Recipes whose tokenizer or
+ * data read files ("char" corpus, "text" data) cannot run in the module: creating a trainer
+ * from one throws an Error ("recipe: cannot read ...", "data: cannot read ...").
+ */
+export interface Recipe {
+  name?: string;
+  description?: string;
+  /** The architecture; d_vocab may be left out (it is set from the tokenizer). */
+  model: Partial<ModelConfig>;
+  /** {"kind":"synthetic","size":n} | {"kind":"ioi_symbolic","names":[...]} | {"kind":"word","vocab":[...]} */
+  tokenizer: { kind: string; [key: string]: unknown };
+  /** {"kind":"repeated_segment"|"periodic"|"ioi_symbolic", "seq_len": T, ...} */
+  data: { kind: string; [key: string]: unknown };
+  optimizer?: {
+    kind?: 'adamw';
+    lr?: number;
+    betas?: [number, number];
+    eps?: number;
+    weight_decay?: number;
+    /** Max global gradient L2 norm; <= 0 disables clipping. */
+    grad_clip?: number;
+  };
+  schedule?: {
+    kind?: 'onecycle' | 'constant';
+    pct_start?: number;
+    div_factor?: number;
+    final_div_factor?: number;
+    cycle_momentum?: boolean;
+    base_momentum?: number;
+    max_momentum?: number;
+    warmup_steps?: number;
+  };
+  /** Total steps: the schedule's length (the trainer does not stop by itself). */
+  steps?: number;
+  batch_size?: number;
+  seed?: number;
+  snapshots?: number[];
+  eval_every?: number;
+  output?: string;
+}
+
+/** What one optimisation step reports. */
+export interface StepMetrics {
+  /** Steps completed, this one included. */
+  step: number;
+  /** Mean next-token cross-entropy of the batch, before the update. */
+  loss: number;
+  /** The learning rate this step used. */
+  lr: number;
+  /** Global gradient L2 norm before clipping. */
+  grad_norm: number;
+  /** Mean loss on tokens predictable by copying; -1 if the batch has none. */
+  loss_repeated: number;
+  /** Mean loss on the other tokens; -1 if the batch has none. */
+  loss_fresh: number;
+}
+
+export interface Trainer {
+  /** The architecture being trained (d_vocab set from the tokenizer). */
+  config: ModelConfig;
+  tokenizer: TokenizerJson;
+  /** The recipe as given. */
+  recipe: Recipe;
+  /** The recipe's total steps, batch size and seed. */
+  steps: number;
+  batch_size: number;
+  seed: number;
+  /** Steps completed so far. */
+  readonly stepsDone: number;
+  /**
+   * Runs n optimisation steps (default 1), each a separate call into the module, and returns the
+   * metrics of the last one (call it in a loop to record every step). Throws an Error whose
+   * message starts with "training diverged at step" when a loss, gradient or weight becomes
+   * NaN or Inf.
+   */
+  step(n?: number): StepMetrics;
+  /** The model as it stands, as model-file bytes (a new Uint8Array) that load() opens. */
+  save(): Uint8Array;
+  /** Frees the trainer's memory inside the module; the object is unusable afterwards. */
   delete(): void;
 }
 
@@ -72,7 +161,7 @@ export interface InitOptions {
 }
 
 export interface Circuitscope {
-  /** The raw Embind module (Model class, version()). */
+  /** The raw Embind module (Model and Trainer classes, version()). */
   module: unknown;
   version: string;
   /**
@@ -80,9 +169,17 @@ export interface Circuitscope {
    * "model file:" when the file is corrupt or does not match its config.
    */
   load(bytes: Uint8Array | ArrayBuffer): LoadedModel;
+  /**
+   * Starts a training run from a recipe (an object or its JSON text). Throws an Error whose
+   * message starts with "recipe:", "config:", "data:" or "tokenizer:" for a bad recipe.
+   */
+  trainer(recipe: Recipe | string): Trainer;
 }
 
 export function init(options?: InitOptions): Promise<Circuitscope>;
 
 /** Opens a model file with a shared module, initialised on first use. */
 export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions): Promise<LoadedModel>;
+
+/** Starts a training run with the shared module, initialised on first use. */
+export function trainer(recipe: Recipe | string, options?: InitOptions): Promise<Trainer>;

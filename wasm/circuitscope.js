@@ -1,6 +1,7 @@
 // The friendly JS API over the Embind module (circuitscope.mjs + circuitscope.wasm, which sit
 // beside this file): init() loads the WebAssembly once; load(bytes) opens a model file and
-// returns an object with its parsed config, tokenize(), run() and delete().
+// returns an object with its parsed config, tokenize(), run() and delete(); trainer(recipe)
+// starts a training run from a recipe and returns an object with step(), save() and delete().
 import createCircuitscope from './circuitscope.mjs';
 
 const isNode = typeof process === 'object' && process !== null && !!process.versions?.node &&
@@ -61,6 +62,82 @@ function wrap(mod, handle) {
         throw asError(e);
       }
     },
+    /**
+     * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, B * T of them) into
+     * the model's own cache; returns the mean next-token loss. Copies nothing bulk out.
+     */
+    forwardBatch(ids, B, T) {
+      live('forwardBatch');
+      try {
+        return handle.forwardBatch(toInt32(ids), B, T);
+      } catch (e) {
+        throw asError(e);
+      }
+    },
+    delete() {
+      if (alive) {
+        alive = false;
+        handle.delete();
+      }
+    },
+  };
+}
+
+function recipeJson(recipe) {
+  if (typeof recipe === 'string') return recipe;
+  if (recipe !== null && typeof recipe === 'object' && !Array.isArray(recipe)) return JSON.stringify(recipe);
+  throw new TypeError('trainer: expected the recipe as an object or a JSON string');
+}
+
+function wrapTrainer(handle) {
+  let parsed;
+  try {
+    parsed = JSON.parse(handle.config());
+  } catch (e) {
+    handle.delete();
+    throw asError(e);
+  }
+  let alive = true;
+  const live = (what) => {
+    if (!alive) throw new Error(`${what}: this trainer has been deleted`);
+  };
+  return {
+    config: parsed.config,
+    tokenizer: parsed.tokenizer,
+    recipe: parsed.recipe,
+    steps: parsed.steps,
+    batch_size: parsed.batch_size,
+    seed: parsed.seed,
+    /** Steps completed so far. */
+    get stepsDone() {
+      live('stepsDone');
+      return handle.stepsDone();
+    },
+    /**
+     * Runs n optimisation steps (default 1), each its own call into the module, and returns the
+     * metrics of the LAST one: {step, loss, lr, grad_norm, loss_repeated, loss_fresh}. Call it in
+     * a loop to record every step. Throws an Error ("training diverged at step ...") on NaN/Inf.
+     */
+    step(n = 1) {
+      live('step');
+      if (!Number.isInteger(n) || n < 1) throw new RangeError('step: n must be a positive integer');
+      let metrics;
+      try {
+        for (let i = 0; i < n; i++) metrics = handle.step();
+      } catch (e) {
+        throw asError(e);
+      }
+      return metrics;
+    },
+    /** The model as it stands, as model-file bytes (a fresh Uint8Array) that load() accepts. */
+    save() {
+      live('save');
+      try {
+        return handle.save();
+      } catch (e) {
+        throw asError(e);
+      }
+    },
     delete() {
       if (alive) {
         alive = false;
@@ -100,18 +177,35 @@ export async function init(options = {}) {
       }
       return wrap(mod, handle);
     },
+    trainer(recipe) {
+      const json = recipeJson(recipe);
+      let handle;
+      try {
+        handle = new mod.Trainer(json);
+      } catch (e) {
+        throw asError(e);
+      }
+      return wrapTrainer(handle);
+    },
   };
 }
 
-/** Opens a model file with a shared, lazily initialised module. */
-export async function load(bytes, options = {}) {
+async function sharedInstance(options) {
   if (!defaultInstance) defaultInstance = init(options);
-  let instance;
   try {
-    instance = await defaultInstance;
+    return await defaultInstance;
   } catch (e) {
     defaultInstance = null;
     throw e;
   }
-  return instance.load(bytes);
+}
+
+/** Opens a model file with a shared, lazily initialised module. */
+export async function load(bytes, options = {}) {
+  return (await sharedInstance(options)).load(bytes);
+}
+
+/** Starts a training run with the shared, lazily initialised module. */
+export async function trainer(recipe, options = {}) {
+  return (await sharedInstance(options)).trainer(recipe);
 }

@@ -178,15 +178,7 @@ int cmd_run(int argc, char** argv) {
   for (const auto& t : toks) ids.push_back(t.id);
   cs::ActivationCache<float> cache;
   cs::forward(m.params, ids, 1, T, cache);
-  cs::Batch b;
-  b.B = 1;
-  b.T = T;
-  b.tokens = ids;
-  for (int t = 0; t < T; ++t) {
-    b.targets.push_back(t + 1 < T ? ids[t + 1] : -1);
-    b.mask.push_back(t + 1 < T ? 1.0f : 0.0f);
-  }
-  cs::LossResult lr = cs::loss_from_logits(cache, b);
+  cs::LossResult lr = cs::loss_from_logits(cache, cs::next_token_batch(ids, 1, T));
   const int V = m.cfg.d_vocab;
   auto lg = cache.logits.mat();
   std::vector<std::vector<std::pair<int, double>>> tops(T);

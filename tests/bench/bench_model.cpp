@@ -1,66 +1,143 @@
-// Native benchmarks: one forward pass and one training step (forward + backward + AdamW) of the
-// reference model: 2 layers, d_vocab 96, d_model 128, 4 heads of d_head 32, n_ctx 256, batch 16.
+// Native benchmarks of the reference model (tests/bench/reference_recipe.json: 2 layers, d_vocab
+// 96, d_model 128, 4 heads of d_head 32, n_ctx 256, standard positions, no biases, batch 16):
+//   BM_Forward    one forward pass over a [16, 256] batch plus its mean next-token loss: the work
+//                 of the WASM module's Model.forwardBatch (wasm/bindings.cpp), mirrored below.
+//   BM_TrainStep  one cs::Trainer::step() (periodic batch, forward, loss, backward, grad clip,
+//                 AdamW): the same code the WASM module's Trainer.step() runs.
+// tests/bench/bench_wasm.mjs times the same two calls in WASM under node; scripts/bench.sh runs
+// both and prints the comparison.
+//
+// Every iteration is one call (Iterations(1)) and every repetition one sample, so the spread is
+// per call, as in the JS timing. The model, cache and trainer are built and warmed up once.
+//   circuitscope_bench [--forward_reps=N] [--train_reps=N] [Google Benchmark flags]
+// (defaults 30 and 15; these set the repetitions, so --benchmark_repetitions has no effect.)
 #include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "model.h"
 #include "train.h"
 
 namespace {
 
-cs::Config reference_config() {
-  cs::Config c;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.d_model = 128;
-  c.d_head = 32;
-  c.n_ctx = 256;
-  c.d_vocab = 96;
-  c.pos_embed = cs::PosEmbed::Standard;
-  return c;
+constexpr int kWarmupForwards = 3;
+constexpr int kWarmupSteps = 2;
+
+// The recipe sits next to this file; __FILE__ is the absolute path CMake compiled.
+cs::Recipe reference_recipe() {
+  std::string here = __FILE__;
+  const auto slash = here.find_last_of('/');
+  const std::string path = (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) + "/reference_recipe.json";
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("bench: cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return cs::recipe_from_json(nlohmann::json::parse(ss.str()));
 }
 
-cs::Batch reference_batch(const cs::Config& c, int B) {
-  cs::Rng rng(7);
-  cs::Batch b;
-  b.B = B;
-  b.T = c.n_ctx;
-  for (int i = 0; i < B * c.n_ctx; ++i) {
-    b.tokens.push_back(rng.below(c.d_vocab));
-    b.targets.push_back(rng.below(c.d_vocab));
-    b.mask.push_back(1.0f);
-  }
-  return b;
+// The benchmark batch, as bench_wasm.mjs builds it: <BOS> (id 0) at the start of every sequence,
+// then 1 + (i * 37 + 11) mod 95 at flat index i.
+std::vector<int> reference_tokens(int B, int T) {
+  std::vector<int> ids(static_cast<std::size_t>(B) * T);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    ids[i] = (i % T == 0) ? 0 : 1 + static_cast<int>((i * 37 + 11) % 95);
+  return ids;
 }
+
+// Model.forwardBatch of wasm/bindings.cpp: forward into a reused cache, then the mean loss of
+// predicting token t+1 at every position t < T-1.
+double forward_batch(const cs::Params<float>& p, const std::vector<int>& ids, int B, int T,
+                     cs::ActivationCache<float>& cache) {
+  cs::forward<float>(p, ids, B, T, cache);
+  return cs::loss_from_logits<float>(cache, cs::next_token_batch(ids, B, T)).loss;
+}
+
+struct ForwardContext {
+  int B, T;
+  cs::Params<float> params;
+  std::vector<int> ids;
+  cs::ActivationCache<float> cache;
+  ForwardContext() {
+    const cs::Recipe r = reference_recipe();
+    cs::Trainer tr(r);  // the initial weights, exactly as the WASM side gets them (save -> load)
+    params = tr.params();
+    B = r.batch_size;
+    T = r.model.n_ctx;
+    ids = reference_tokens(B, T);
+    for (int i = 0; i < kWarmupForwards; ++i) forward_batch(params, ids, B, T, cache);
+  }
+};
+
+struct TrainContext {
+  std::unique_ptr<cs::Trainer> trainer;
+  TrainContext() : trainer(std::make_unique<cs::Trainer>(reference_recipe())) {
+    for (int i = 0; i < kWarmupSteps; ++i) trainer->step();
+  }
+};
 
 void BM_Forward(benchmark::State& state) {
-  cs::Config c = reference_config();
-  cs::Params<float> p = cs::init_params<float>(c, 1);
-  cs::Batch b = reference_batch(c, 16);
-  cs::ActivationCache<float> cache;
+  static ForwardContext ctx;
   for (auto _ : state) {
-    cs::forward(p, b.tokens, b.B, b.T, cache);
-    benchmark::DoNotOptimize(cache.logits.data.data());
-  }
-}
-
-void BM_TrainStep(benchmark::State& state) {
-  cs::Config c = reference_config();
-  cs::Params<float> p = cs::init_params<float>(c, 1), g;
-  cs::Batch b = reference_batch(c, 16);
-  cs::ActivationCache<float> cache;
-  cs::OptimConfig oc;
-  cs::AdamW opt(p, oc);
-  for (auto _ : state) {
-    double loss = cs::loss_and_grad(p, b, cache, g);
-    cs::clip_grad_norm(g, 1.0);
-    opt.step(p, g, 1e-3, 0.9);
+    double loss = forward_batch(ctx.params, ctx.ids, ctx.B, ctx.T, ctx.cache);
     benchmark::DoNotOptimize(loss);
   }
 }
 
-BENCHMARK(BM_Forward)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_TrainStep)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+void BM_TrainStep(benchmark::State& state) {
+  static TrainContext ctx;
+  for (auto _ : state) {
+    cs::StepMetrics m = ctx.trainer->step();
+    benchmark::DoNotOptimize(m.loss);
+  }
+}
+
+int take_int_flag(int& argc, char** argv, const std::string& name, int def) {
+  const std::string prefix = "--" + name + "=";
+  int value = def;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind(prefix, 0) == 0) {
+      value = std::atoi(a.c_str() + prefix.size());
+      if (value < 1) {
+        std::fprintf(stderr, "bench: %s needs a positive integer\n", prefix.c_str());
+        std::exit(2);
+      }
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return value;
+}
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  const int forward_reps = take_int_flag(argc, argv, "forward_reps", 30);
+  const int train_reps = take_int_flag(argc, argv, "train_reps", 15);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RegisterBenchmark("BM_Forward", BM_Forward)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(forward_reps);
+  benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(train_reps);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -173,6 +173,16 @@ TEST(TokenizerWord, AddBosApostrophesDigitsAndNonAscii) {
   EXPECT_EQ(t.token_text(toks[4].id), ".");
 }
 
+TEST(TokenizerWord, TypedBosIsNotDoubled) {
+  Tokenizer t = ioi_vocab();
+  std::vector<Token> toks = t.encode("<BOS> Mary John John <MID>", true);
+  ASSERT_EQ(toks.size(), 5u);
+  EXPECT_EQ(toks[0].id, t.bos_id());
+  EXPECT_EQ(toks[0].begin, 0);
+  EXPECT_EQ(toks[0].end, 5);
+  EXPECT_EQ(t.encode("Mary <BOS>", true).size(), 3u);  // only a leading one is merged
+}
+
 TEST(TokenizerWord, UnknownSpecialFallsBackToPunctuation) {
   Tokenizer t = ioi_vocab();
   // "<" is in the vocabulary, "<FOO>" is not: '<' is punctuation and FOO is an unknown word.

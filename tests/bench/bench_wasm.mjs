@@ -1,0 +1,102 @@
+// WASM benchmarks under node, the counterpart of bench_model.cpp: the reference model of
+// tests/bench/reference_recipe.json, timed per call with performance.now():
+//   forward     Model.forwardBatch on a [16, 256] batch (forward + mean next-token loss)
+//   train step  Trainer.step() (periodic batch, forward, loss, backward, grad clip, AdamW)
+// Each timed forward or step is its own call from JS (V8 optimises a WASM function only when it
+// is entered again), after a few warm-up calls. Needs `npm run build` (build/wasm).
+//   node tests/bench/bench_wasm.mjs [--forward-reps N] [--train-reps N] [--json]
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+
+const WARMUP_FORWARDS = 5;
+const WARMUP_STEPS = 3;
+
+function intArg(name, def) {
+  const i = process.argv.indexOf(name);
+  if (i < 0) return def;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
+  return v;
+}
+
+// The same batch as bench_model.cpp's reference_tokens(): <BOS> (0) first in every sequence,
+// then 1 + (i * 37 + 11) mod 95 at flat index i.
+function referenceTokens(B, T) {
+  const ids = new Int32Array(B * T);
+  for (let i = 0; i < ids.length; i++) ids[i] = i % T === 0 ? 0 : 1 + ((i * 37 + 11) % 95);
+  return ids;
+}
+
+function summary(times) {
+  const s = [...times].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+  return { n: s.length, median_ms: median, min_ms: s[0], max_ms: s[s.length - 1], times_ms: times };
+}
+
+async function main() {
+  const forwardReps = intArg('--forward-reps', 30);
+  const trainReps = intArg('--train-reps', 15);
+  const json = process.argv.includes('--json');
+  if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  const { init } = await import(pathToFileURL(wrapper).href);
+  const cs = await init();
+  const recipe = JSON.parse(readFileSync(path.join(here, 'reference_recipe.json'), 'utf8'));
+  const B = recipe.batch_size;
+  const T = recipe.model.n_ctx;
+
+  // Forward: the trainer's initial weights (as bench_model.cpp uses them), saved and loaded.
+  const init0 = cs.trainer(recipe);
+  const model = cs.load(init0.save());
+  init0.delete();
+  const ids = referenceTokens(B, T);
+  let loss = 0;
+  for (let i = 0; i < WARMUP_FORWARDS; i++) loss = model.forwardBatch(ids, B, T);
+  const forwardTimes = [];
+  for (let i = 0; i < forwardReps; i++) {
+    const t0 = performance.now();
+    loss = model.forwardBatch(ids, B, T);
+    forwardTimes.push(performance.now() - t0);
+  }
+  const forwardLoss = loss;
+  model.delete();
+
+  // Training steps.
+  const tr = cs.trainer(recipe);
+  for (let i = 0; i < WARMUP_STEPS; i++) tr.step();
+  const trainTimes = [];
+  let metrics;
+  for (let i = 0; i < trainReps; i++) {
+    const t0 = performance.now();
+    metrics = tr.step();
+    trainTimes.push(performance.now() - t0);
+  }
+  tr.delete();
+
+  const result = {
+    node: process.version,
+    v8: process.versions.v8,
+    forward: { ...summary(forwardTimes), warmup: WARMUP_FORWARDS, loss: forwardLoss },
+    train_step: { ...summary(trainTimes), warmup: WARMUP_STEPS, last_loss: metrics.loss, steps_done: metrics.step },
+    shape: { B, T, ...recipe.model, d_vocab: recipe.tokenizer.size + 1 },
+  };
+  if (json) {
+    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    return;
+  }
+  const f = (x) => x.toFixed(2);
+  for (const [name, r] of [['forward', result.forward], ['train step', result.train_step]]) {
+    console.log(`${name.padEnd(10)} median ${f(r.median_ms)} ms (min ${f(r.min_ms)}, max ${f(r.max_ms)}) over ${r.n} calls`);
+  }
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? e.stack : String(e));
+  process.exit(1);
+});
