@@ -1,0 +1,172 @@
+// Corpus statistics and gradient leading terms (seed 002).
+#include "analysis/corpus_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace cs {
+
+namespace {
+
+void check_stream(const std::vector<int>& stream, int V) {
+  if (V < 1) throw std::invalid_argument("corpus statistics: the vocabulary must have at least one token");
+  if (stream.size() < 2) throw std::invalid_argument("corpus statistics: the token stream needs at least 2 tokens");
+  for (std::size_t i = 0; i < stream.size(); ++i)
+    if (stream[i] < 0 || stream[i] >= V)
+      throw std::invalid_argument("corpus statistics: token id " + std::to_string(stream[i]) + " at position " +
+                                  std::to_string(i) + " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
+}
+
+void check_square(const Tensor<float>& m, const char* what) {
+  if (m.shape.size() != 2 || m.shape[0] != m.shape[1])
+    throw std::invalid_argument(std::string("corpus statistics: ") + what + " must be a square [V, V] matrix, got " +
+                                shape_str(m.shape));
+}
+
+}  // namespace
+
+// Seed 002: bigram map B[i, j] = P(next = j | current = i), zero rows for tokens never followed.
+Tensor<float> bigram_map(const std::vector<int>& stream, int V) {
+  check_stream(stream, V);
+  MatRM<double> C = MatRM<double>::Zero(V, V);
+  for (std::size_t t = 0; t + 1 < stream.size(); ++t) C(stream[t], stream[t + 1]) += 1.0;
+  Tensor<float> B({V, V});
+  for (int i = 0; i < V; ++i) {
+    const double n = C.row(i).sum();
+    if (n > 0) B.mat().row(i) = (C.row(i) / n).cast<float>();
+  }
+  return B;
+}
+
+// Seed 002: interchangeability map Sigma_B = B^T B.
+Tensor<float> interchangeability_map(const Tensor<float>& bigram) {
+  check_square(bigram, "the bigram map");
+  const MatRM<double> B = bigram.mat().cast<double>();
+  Tensor<float> I(bigram.shape);
+  I.mat() = (B.transpose() * B).cast<float>();
+  return I;
+}
+
+// Seed 002: context map Phi[j, k] = mean fraction of k among the w tokens before an occurrence of j.
+Tensor<float> context_map(const std::vector<int>& stream, int V, int window) {
+  check_stream(stream, V);
+  if (window < 1) throw std::invalid_argument("corpus statistics: the context window must be at least 1 token");
+  const int N = static_cast<int>(stream.size());
+  MatRM<double> P = MatRM<double>::Zero(V, V);
+  std::vector<double> occ(V, 0.0);
+  for (int t = 1; t < N; ++t) {
+    const int len = std::min(t, window);
+    const int j = stream[t];
+    occ[j] += 1.0;
+    // The window is positions t - len .. t - 1, each weighted 1/len.
+    for (int s = t - len; s < t; ++s) P(j, stream[s]) += 1.0 / len;
+  }
+  Tensor<float> Phi({V, V});
+  for (int j = 0; j < V; ++j)
+    if (occ[j] > 0) Phi.mat().row(j) = (P.row(j) / occ[j]).cast<float>();
+  return Phi;
+}
+
+// Seed 002: the three maps and the token frequencies they are weighted by.
+CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window) {
+  CorpusStats s;
+  s.V = V;
+  s.window = window;
+  s.bigram = bigram_map(stream, V);
+  s.interchange = interchangeability_map(s.bigram);
+  s.context = context_map(stream, V, window);
+  s.current_freq.assign(V, 0.0f);
+  s.next_freq.assign(V, 0.0f);
+  const double n = static_cast<double>(stream.size() - 1);
+  for (std::size_t t = 0; t + 1 < stream.size(); ++t) s.current_freq[stream[t]] += static_cast<float>(1.0 / n);
+  for (std::size_t t = 1; t < stream.size(); ++t) s.next_freq[stream[t]] += static_cast<float>(1.0 / n);
+  return s;
+}
+
+// Seed 002: direct-path leading term row_centred(diag(pi) B).
+Tensor<float> direct_path_leading_term(const CorpusStats& s) {
+  check_square(s.bigram, "the bigram map");
+  Tensor<float> m = s.bigram;
+  for (int i = 0; i < s.V; ++i) m.mat().row(i) *= s.current_freq[i];
+  return row_centred(m);
+}
+
+// Seed 002: OV-circuit leading term row_centred(Phi^T diag(rho)).
+Tensor<float> ov_leading_term(const CorpusStats& s) {
+  check_square(s.context, "the context map");
+  Tensor<float> m({s.V, s.V});
+  for (int k = 0; k < s.V; ++k)
+    for (int j = 0; j < s.V; ++j) m.data[static_cast<std::size_t>(k) * s.V + j] = s.context.data[static_cast<std::size_t>(j) * s.V + k] * s.next_freq[j];
+  return row_centred(m);
+}
+
+// Seed 002: Frobenius cosine similarity, no centring.
+double cosine_similarity(const Tensor<float>& a, const Tensor<float>& b) {
+  if (a.shape != b.shape)
+    throw std::invalid_argument("cosine similarity: the matrices have different shapes " + shape_str(a.shape) + " and " +
+                                shape_str(b.shape));
+  double ab = 0, aa = 0, bb = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a.data[i], y = b.data[i];
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+// Seed 002: remove each row's mean (the part of a logit table softmax ignores).
+Tensor<float> row_centred(const Tensor<float>& m) {
+  if (m.shape.size() != 2) throw std::invalid_argument("row centring: expected a matrix, got shape " + shape_str(m.shape));
+  Tensor<float> out = m;
+  auto x = out.mat();
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const double mean = x.row(i).cast<double>().mean();
+    x.row(i).array() -= static_cast<float>(mean);
+  }
+  return out;
+}
+
+// Seed 002 (and seed 000's direct path): W_E W_U, [V, V].
+Tensor<float> direct_path_table(const Params<float>& p) {
+  const int V = p.cfg.d_vocab;
+  Tensor<float> t({V, V});
+  t.mat().noalias() = p.W_E.mat() * p.W_U.mat();
+  return t;
+}
+
+// Seed 002 (and seed 000's full OV circuit): W_E W_V W_O W_U, [V, V].
+Tensor<float> ov_table(const Params<float>& p, int layer, int head) {
+  const Config& c = p.cfg;
+  if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads)
+    throw std::invalid_argument("OV circuit: there is no head L" + std::to_string(layer) + "H" + std::to_string(head) +
+                                " in a model with " + std::to_string(c.n_layers) + " layers of " +
+                                std::to_string(c.n_heads) + " heads");
+  const int V = c.d_vocab;
+  // Multiply through the small dimensions first: ([V, D] [D, Dh]) ([Dh, D] [D, V]).
+  const MatRM<float> left = p.W_E.mat() * p.blocks[layer].W_V.slice(head);    // [V, Dh]
+  const MatRM<float> right = p.blocks[layer].W_O.slice(head) * p.W_U.mat();  // [Dh, V]
+  Tensor<float> t({V, V});
+  t.mat().noalias() = left * right;
+  return t;
+}
+
+// Seed 002: learned direct path against its bigram leading term.
+double direct_path_cosine(const Params<float>& p, const CorpusStats& s) {
+  if (p.cfg.d_vocab != s.V)
+    throw std::invalid_argument("corpus statistics: computed for a vocabulary of " + std::to_string(s.V) +
+                                " tokens, but the model has " + std::to_string(p.cfg.d_vocab));
+  return cosine_similarity(row_centred(direct_path_table(p)), direct_path_leading_term(s));
+}
+
+// Seed 002: learned OV circuit against its context-map leading term.
+double ov_cosine(const Params<float>& p, const CorpusStats& s, int layer, int head) {
+  if (p.cfg.d_vocab != s.V)
+    throw std::invalid_argument("corpus statistics: computed for a vocabulary of " + std::to_string(s.V) +
+                                " tokens, but the model has " + std::to_string(p.cfg.d_vocab));
+  return cosine_similarity(row_centred(ov_table(p, layer, head)), ov_leading_term(s));
+}
+
+}  // namespace cs

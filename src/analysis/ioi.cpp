@@ -1,0 +1,210 @@
+// IOI analysis of the symbolic task (seed 001): decomposition along the sum and difference
+// directions, logit lens, task accuracy, composition cuts.
+#include "analysis/ioi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "data.h"
+
+namespace cs {
+
+namespace {
+
+using VecD = Eigen::VectorXd;
+
+// Softmax probabilities of entries a and b of a row of logits (computed in double).
+template <class Row>
+void two_probs(const Row& logits, int a, int b, double& pa, double& pb) {
+  const double mx = logits.maxCoeff();
+  double z = 0;
+  for (Eigen::Index j = 0; j < logits.size(); ++j) z += std::exp(static_cast<double>(logits(j)) - mx);
+  pa = std::exp(static_cast<double>(logits(a)) - mx) / z;
+  pb = std::exp(static_cast<double>(logits(b)) - mx) / z;
+}
+
+double cosine(const VecD& c, const VecD& u) {
+  const double n = c.norm() * u.norm();
+  return n > 0 ? c.dot(u) / n : 0.0;
+}
+
+// The analysis of row `row` of a cache at position `pos`.
+IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& cache, int row, int pos) {
+  const Config& c = p.cfg;
+  const int T = cache.n_pos, D = c.d_model, NL = c.n_layers, H = c.n_heads;
+  std::vector<int> toks(cache.tokens.begin() + static_cast<std::size_t>(row) * T,
+                        cache.tokens.begin() + static_cast<std::size_t>(row + 1) * T);
+  IoiNames nm = ioi_names(toks, pos);
+  IoiAnalysis a;
+  a.pos = pos;
+  a.io = nm.io;
+  a.s = nm.s;
+  const int n = row * T + pos;  // row of the flattened [B*T, .] activations
+
+  auto lg = cache.logits.mat().row(n);
+  Eigen::Index arg = 0;
+  lg.maxCoeff(&arg);
+  a.predicted = static_cast<int>(arg);
+  a.logit_io = lg(a.io);
+  a.logit_s = lg(a.s);
+  a.logit_diff = a.logit_io - a.logit_s;
+  two_probs(lg, a.io, a.s, a.prob_io, a.prob_s);
+
+  const MatRM<double> WU = p.W_U.mat().cast<double>();  // [D, V]
+  const VecD u_io = WU.col(a.io), u_s = WU.col(a.s);
+  const VecD u_diff = u_io - u_s, u_sum = u_io + u_s;
+
+  a.head_diff.resize({NL, H});
+  a.head_sum.resize({NL, H});
+  a.head_cos_diff.resize({NL, H});
+  a.head_cos_sum.resize({NL, H});
+  for (int l = 0; l < NL; ++l)
+    for (int h = 0; h < H; ++h) {
+      // hook_result [H, B, T, D]: head h's output at (row, pos).
+      const VecD r = cache.layers[l].result.slice(h).row(n).transpose().cast<double>();
+      a.head_diff.data[l * H + h] = static_cast<float>(r.dot(u_diff));
+      a.head_sum.data[l * H + h] = static_cast<float>(r.dot(u_sum));
+      a.head_cos_diff.data[l * H + h] = static_cast<float>(cosine(r, u_diff));
+      a.head_cos_sum.data[l * H + h] = static_cast<float>(cosine(r, u_sum));
+    }
+  // Direct path: embedding (+ positions added to the residual stream).
+  VecD direct = cache.embed.mat().row(n).transpose().cast<double>();
+  if (c.pos_embed == PosEmbed::Standard) direct += cache.pos_embed.mat().row(pos).transpose().cast<double>();
+  a.direct_diff = direct.dot(u_diff);
+  a.direct_sum = direct.dot(u_sum);
+  if (c.use_bias) {
+    VecD bo = VecD::Zero(D);
+    for (int l = 0; l < NL; ++l) bo += p.blocks[l].b_O.vec().transpose().cast<double>();
+    a.bias_diff = bo.dot(u_diff) + p.b_U.data[a.io] - p.b_U.data[a.s];
+    a.bias_sum = bo.dot(u_sum) + p.b_U.data[a.io] + p.b_U.data[a.s];
+  }
+
+  // Logit lens over resid_pre of layer 0 and resid_post of every layer.
+  std::vector<const Tensor<float>*> stages;
+  if (NL == 0) stages.push_back(&cache.resid_final);
+  else stages.push_back(&cache.layers[0].resid_pre);
+  for (int l = 0; l < NL; ++l) stages.push_back(&cache.layers[l].resid_post);
+  for (const Tensor<float>* st : stages) {
+    RowVecT<double> x = st->mat().row(n).cast<double>() * WU;  // [V]
+    if (c.use_bias) x += p.b_U.vec().cast<double>();
+    double pio, ps;
+    two_probs(x, a.io, a.s, pio, ps);
+    a.lens_logit_io.push_back(static_cast<float>(x(a.io)));
+    a.lens_logit_s.push_back(static_cast<float>(x(a.s)));
+    a.lens_prob_io.push_back(static_cast<float>(pio));
+    a.lens_prob_s.push_back(static_cast<float>(ps));
+  }
+  return a;
+}
+
+}  // namespace
+
+// Seed 001: IO is the name that occurs once before <MID>, S the one that occurs twice.
+IoiNames ioi_names(const std::vector<int>& tokens, int pos) {
+  if (pos < 1 || pos >= static_cast<int>(tokens.size()))
+    throw std::invalid_argument("IOI: the prediction position " + std::to_string(pos) + " is outside a sequence of " +
+                                std::to_string(tokens.size()) + " tokens");
+  std::map<int, int> count;
+  for (int t = 1; t < pos; ++t)
+    if (tokens[t] != tokens[0] && tokens[t] != tokens[pos]) ++count[tokens[t]];
+  IoiNames nm;
+  int ones = 0, twos = 0;
+  for (const auto& kv : count) {
+    if (kv.second == 1) nm.io = kv.first, ++ones;
+    else if (kv.second == 2) nm.s = kv.first, ++twos;
+  }
+  if (ones != 1 || twos != 1 || count.size() != 2)
+    throw std::invalid_argument(
+        "IOI: a sequence must name one person once (IO) and another twice (S) before the prediction position, "
+        "like <BOS> A B B <MID>");
+  return nm;
+}
+
+// Seed 001: residual-stream decomposition at the last position, and the logit lens.
+IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv) {
+  const int T = static_cast<int>(tokens.size());
+  ActivationCache<float> cache;
+  forward(p, tokens, 1, T, cache, iv);
+  return analyse_row(p, cache, 0, T - 1);
+}
+
+// Seed 001: accuracy, logit difference and name probabilities over a set of IOI sequences.
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Intervention& iv) {
+  const int B = seq.B, T = seq.T;
+  if (B < 1 || seq.tokens.size() != static_cast<std::size_t>(B) * T)
+    throw std::invalid_argument("IOI: the sequences do not form a [B, T] batch");
+  ActivationCache<float> cache;
+  forward(p, seq.tokens, B, T, cache, iv);
+  const int NL = p.cfg.n_layers, H = p.cfg.n_heads;
+  IoiEvaluation e;
+  e.n = B;
+  e.mean_head_diff.resize({NL, H});
+  e.mean_head_sum.resize({NL, H});
+  e.mean_head_cos_diff.resize({NL, H});
+  e.mean_head_cos_sum.resize({NL, H});
+  for (int b = 0; b < B; ++b) {
+    int pos = T - 1;
+    if (seq.mask.size() == seq.tokens.size())
+      for (int t = 0; t < T; ++t)
+        if (seq.mask[static_cast<std::size_t>(b) * T + t] != 0) pos = t;
+    IoiAnalysis a = analyse_row(p, cache, b, pos);
+    e.predicted.push_back(a.predicted);
+    e.logit_diff.push_back(static_cast<float>(a.logit_diff));
+    e.prob_io.push_back(static_cast<float>(a.prob_io));
+    e.prob_s.push_back(static_cast<float>(a.prob_s));
+    e.correct += a.predicted == a.io;
+    e.mean_logit_diff += a.logit_diff;
+    e.mean_prob_io += a.prob_io;
+    e.mean_prob_s += a.prob_s;
+    e.mean_loss += -std::log(std::max(a.prob_io, 1e-300));
+    for (std::size_t i = 0; i < a.head_diff.size(); ++i) {
+      e.mean_head_diff.data[i] += a.head_diff.data[i] / B;
+      e.mean_head_sum.data[i] += a.head_sum.data[i] / B;
+      e.mean_head_cos_diff.data[i] += a.head_cos_diff.data[i] / B;
+      e.mean_head_cos_sum.data[i] += a.head_cos_sum.data[i] / B;
+    }
+  }
+  e.accuracy = static_cast<double>(e.correct) / B;
+  e.mean_logit_diff /= B;
+  e.mean_prob_io /= B;
+  e.mean_prob_s /= B;
+  e.mean_loss /= B;
+  return e;
+}
+
+// Seed 001: the 60 sequences of the symbolic task (the ioi_symbolic data source's full set).
+Batch ioi_symbolic_sequences() {
+  return make_data_source({{"kind", "ioi_symbolic"}}, ioi_symbolic_tokenizer())->all().batch;
+}
+
+// Seed 001: evaluation over the whole symbolic task.
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
+  const int V = ioi_symbolic_tokenizer().size();
+  if (p.cfg.d_vocab != V)
+    throw std::invalid_argument("IOI: the symbolic task's vocabulary has " + std::to_string(V) +
+                                " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(p.cfg.d_vocab));
+  return ioi_evaluate(p, ioi_symbolic_sequences(), iv);
+}
+
+// Seed 001 (Q/K/V composition ablation): cut `input` of every later head from every earlier head.
+Intervention cut_composition(const Config& cfg, Input input) {
+  Intervention iv;
+  for (int dl = 1; dl < cfg.n_layers; ++dl)
+    for (int dh = 0; dh < cfg.n_heads; ++dh)
+      for (int sl = 0; sl < dl; ++sl)
+        for (int sh = 0; sh < cfg.n_heads; ++sh) {
+          PathCut k;
+          k.src_layer = sl;
+          k.src_head = sh;
+          k.dst_layer = dl;
+          k.dst_head = dh;
+          k.input = input;
+          iv.cuts.push_back(k);
+        }
+  return iv;
+}
+
+}  // namespace cs

@@ -1,0 +1,100 @@
+// Indirect-object identification on the symbolic task of the IOI seed (seeds/001):
+// <BOS> IO S1 S2 <MID> -> IO. Logit difference, each head's direct contribution along the sum
+// direction (IO + S) and the difference direction (IO - S), the logit lens, accuracy over all 60
+// sequences (optionally under an Intervention), and the interventions that cut Q/K/V composition.
+#pragma once
+#include <vector>
+
+#include "model.h"
+#include "params.h"
+#include "tensor.h"
+
+namespace cs {
+
+// The two names of an IOI sequence: S is the name that occurs twice before the prediction
+// position, IO the name that occurs once.
+struct IoiNames {
+  int io = -1;
+  int s = -1;
+};
+
+// Seed 001 (task definition): reads IO and S from tokens[1 .. pos-1], ignoring tokens equal to
+// tokens[0] (<BOS>) or tokens[pos] (<MID>). Throws std::invalid_argument unless exactly one name
+// occurs once and one occurs twice.
+IoiNames ioi_names(const std::vector<int>& tokens, int pos);
+
+// One sequence, analysed at its prediction position `pos` (the <MID> token, the last position).
+//
+// Directions (columns of W_U, [D] each): u_sum = W_U[:, IO] + W_U[:, S], u_diff = W_U[:, IO] - W_U[:, S].
+// A component c (a [D] vector written into the residual stream at `pos`) is reported two ways:
+//   *_diff = c . u_diff, its direct effect on logit(IO) - logit(S) in logits (nats), and
+//   *_sum  = c . u_sum,  its direct effect on logit(IO) + logit(S);
+//   *_cos_diff / *_cos_sum = the same dot products divided by |c| |u| (cosine, in [-1, 1]; 0 when
+//   c = 0): how well the component is aligned with each direction, whatever its size.
+// The seed's additive head is aligned with u_sum, its contrastive head with u_diff.
+// The dot products add up exactly: sum over heads of head_diff + direct_diff + bias_diff = logit_diff
+// (and likewise for *_sum = logit(IO) + logit(S)), because the final residual stream is the
+// embedding (+ positions when they are added to it) plus every head's output plus the b_O biases.
+struct IoiAnalysis {
+  int pos = 0;              // prediction position (T - 1)
+  int io = -1, s = -1;
+  int predicted = -1;       // argmax of the logits at pos over the whole vocabulary
+  double logit_io = 0, logit_s = 0, logit_diff = 0;  // at pos; logit_diff = logit_io - logit_s
+  double prob_io = 0, prob_s = 0;                    // softmax over the whole vocabulary
+
+  Tensor<float> head_diff;      // [n_layers, n_heads] result_{l,h}[pos] . u_diff
+  Tensor<float> head_sum;       // [n_layers, n_heads] result_{l,h}[pos] . u_sum
+  Tensor<float> head_cos_diff;  // [n_layers, n_heads]
+  Tensor<float> head_cos_sum;   // [n_layers, n_heads]
+  // The direct path: hook_embed[pos] (+ hook_pos_embed[pos] for standard positions).
+  double direct_diff = 0, direct_sum = 0;
+  // Every b_O, plus b_U[IO] -+ b_U[S] (0 for a model without biases).
+  double bias_diff = 0, bias_sum = 0;
+
+  // Logit lens: the residual stream at pos after each stage, unembedded (x W_U + b_U).
+  // Stage 0 is blocks.0.hook_resid_pre (the embedding, + positions if standard); stage l+1 is
+  // blocks.l.hook_resid_post, so the last stage gives the model's logits.
+  std::vector<float> lens_logit_io;  // [n_layers + 1]
+  std::vector<float> lens_logit_s;   // [n_layers + 1]
+  std::vector<float> lens_prob_io;   // [n_layers + 1]
+  std::vector<float> lens_prob_s;    // [n_layers + 1]
+};
+
+// Seed 001 (residual-stream decomposition and logit lens) for one sequence of tokens [T]
+// (T <= n_ctx), predicted at its last position.
+IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv = Intervention());
+
+// Over a set of IOI sequences.
+struct IoiEvaluation {
+  int n = 0;                    // sequences
+  int correct = 0;              // argmax at the prediction position == IO
+  double accuracy = 0;          // correct / n
+  double mean_logit_diff = 0;   // mean of logit(IO) - logit(S)
+  double mean_prob_io = 0, mean_prob_s = 0;
+  double mean_loss = 0;         // mean -log p(IO)
+  std::vector<int> predicted;       // [n]
+  std::vector<float> logit_diff;    // [n]
+  std::vector<float> prob_io;       // [n]
+  std::vector<float> prob_s;        // [n]
+  Tensor<float> mean_head_diff;     // [n_layers, n_heads] mean over sequences of head_diff
+  Tensor<float> mean_head_sum;      // [n_layers, n_heads] mean over sequences of head_sum
+  Tensor<float> mean_head_cos_diff; // [n_layers, n_heads]
+  Tensor<float> mean_head_cos_sum;  // [n_layers, n_heads]
+};
+
+// Seed 001 (accuracy, logit difference and name probabilities over the task, optionally under an
+// intervention). Each row of `sequences` is predicted at the position whose mask is 1 (the last
+// position if the mask is empty or all zero); IO and S come from ioi_names.
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const Intervention& iv = Intervention());
+// Seed 001: over the 60 sequences of the symbolic task with the default vocabulary
+// (ioi_symbolic_tokenizer(): <BOS> <MID> A..F, d_vocab 8). Throws if the model's vocabulary differs.
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv = Intervention());
+// The 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> of the default vocabulary, [60, 5].
+Batch ioi_symbolic_sequences();
+
+// Seed 001 (Q/K/V composition ablation): an Intervention cutting input `input` (Q, K or V) of every
+// head from the output of every head of every earlier layer. For a 2-layer model: all
+// n_heads * n_heads paths from layer 0 into layer 1. Empty for fewer than 2 layers.
+Intervention cut_composition(const Config& cfg, Input input);
+
+}  // namespace cs

@@ -1,0 +1,217 @@
+// Head scores, per-token loss, top-k predictions, ICL score and ablation (seed 004).
+#include "analysis/scores.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "rng.h"
+
+namespace cs {
+
+namespace {
+
+void check_cache_matches(const Params<float>& p, const ActivationCache<float>& cache, const RepeatedTokens& rt) {
+  if (cache.n_batch != rt.B || cache.n_pos != rt.T() || cache.tokens != rt.tokens)
+    throw std::invalid_argument("head scores: the activation cache was not computed on these repeated tokens (cache [" +
+                                std::to_string(cache.n_batch) + ", " + std::to_string(cache.n_pos) + "], tokens [" +
+                                std::to_string(rt.B) + ", " + std::to_string(rt.T()) + "])");
+  if (static_cast<int>(cache.layers.size()) != p.cfg.n_layers)
+    throw std::invalid_argument("head scores: the activation cache has " + std::to_string(cache.layers.size()) +
+                                " layers but the model has " + std::to_string(p.cfg.n_layers));
+}
+
+}  // namespace
+
+// Seed 004: [BOS] + R + R with R random tokens from [first, first + n).
+RepeatedTokens make_repeated_tokens(int B, int L, int first, int n, int bos, std::uint64_t seed, bool distinct) {
+  if (B < 1) throw std::invalid_argument("repeated tokens: the batch needs at least one sequence");
+  if (L < 2) throw std::invalid_argument("repeated tokens: the random segment needs at least 2 tokens, got " + std::to_string(L));
+  if (n < 2 || first < 0) throw std::invalid_argument("repeated tokens: draw from at least 2 token ids starting at id >= 0");
+  RepeatedTokens rt;
+  rt.B = B;
+  rt.L = L;
+  rt.first = first;
+  rt.n = n;
+  rt.bos = bos;
+  const int T = rt.T();
+  rt.tokens.assign(static_cast<std::size_t>(B) * T, bos);
+  Rng rng(seed);
+  std::vector<int> pool(n);
+  for (int r = 0; r < B; ++r) {
+    int* row = &rt.tokens[static_cast<std::size_t>(r) * T];
+    if (distinct && L <= n) {
+      // Partial Fisher-Yates: the first L entries of a random permutation of [first, first + n).
+      std::iota(pool.begin(), pool.end(), first);
+      for (int i = 0; i < L; ++i) std::swap(pool[i], pool[i + rng.below(n - i)]);
+      for (int i = 0; i < L; ++i) row[1 + i] = pool[i];
+    } else {
+      for (int i = 0; i < L; ++i) row[1 + i] = first + rng.below(n);
+    }
+    for (int i = 0; i < L; ++i) row[1 + L + i] = row[1 + i];
+  }
+  return rt;
+}
+
+// Seed 004 (induction-heads paper, definitions of prefix matching and copying on repeated random tokens).
+HeadScores head_scores(const Params<float>& p, const ActivationCache<float>& cache, const RepeatedTokens& rt) {
+  check_cache_matches(p, cache, rt);
+  const Config& c = p.cfg;
+  const int NL = c.n_layers, H = c.n_heads, B = rt.B, T = rt.T(), L = rt.L;
+  if (rt.first + rt.n > c.d_vocab)
+    throw std::invalid_argument("head scores: the token ids [" + std::to_string(rt.first) + ", " +
+                                std::to_string(rt.first + rt.n) + ") are outside the model's vocabulary of " +
+                                std::to_string(c.d_vocab));
+  HeadScores s;
+  s.previous_token.resize({NL, H});
+  s.duplicate_token.resize({NL, H});
+  s.prefix_matching.resize({NL, H});
+  s.copying.resize({NL, H});
+  // The unembedding columns of the tokens R is drawn from: [D, n].
+  const MatRM<float> WU_R = p.W_U.mat().middleCols(rt.first, rt.n);
+  for (int l = 0; l < NL; ++l) {
+    const LayerCache<float>& lc = cache.layers[l];
+    for (int h = 0; h < H; ++h) {
+      // Attention scores: pattern [B, H, T, T].
+      double prev = 0, dup = 0, pm = 0;
+      for (int b = 0; b < B; ++b) {
+        CMapM<float> P(lc.pattern.ptr() + (static_cast<std::size_t>(b) * H + h) * T * T, T, T);
+        for (int i = 1; i < T; ++i) prev += P(i, i - 1);
+        for (int i = L + 1; i < T; ++i) {
+          dup += P(i, i - L);
+          pm += P(i, i - L + 1);
+        }
+      }
+      s.previous_token.data[l * H + h] = static_cast<float>(prev / (static_cast<double>(B) * (T - 1)));
+      s.duplicate_token.data[l * H + h] = static_cast<float>(dup / (static_cast<double>(B) * L));
+      s.prefix_matching.data[l * H + h] = static_cast<float>(pm / (static_cast<double>(B) * L));
+
+      // Copying: u = v_j W_O W_U[:, R ids] for every source position j >= 1.
+      const MatRM<float> OVU = p.blocks[l].W_O.slice(h) * WU_R;  // [Dh, n]
+      const MatRM<float> U = lc.v.slice(h) * OVU;                // [B*T, n]
+      double cs_sum = 0;
+      for (int b = 0; b < B; ++b)
+        for (int j = 1; j < T; ++j) {
+          const int row = b * T + j;
+          const int tok = rt.tokens[row] - rt.first;
+          const double mean = U.row(row).cast<double>().mean();
+          const double mx = U.row(row).maxCoeff(), mn = U.row(row).minCoeff();
+          const double x = U(row, tok) - mean;
+          double cj = 0;
+          if (x >= 0 && mx - mean > 0) cj = x / (mx - mean);
+          else if (x < 0 && mean - mn > 0) cj = x / (mean - mn);
+          cs_sum += std::max(-1.0, std::min(1.0, cj));
+        }
+      s.copying.data[l * H + h] = static_cast<float>(cs_sum / (static_cast<double>(B) * (T - 1)));
+    }
+  }
+  return s;
+}
+
+// Seed 004: forward pass on the repeated tokens, then the scores.
+HeadScores head_scores(const Params<float>& p, const RepeatedTokens& rt) {
+  ActivationCache<float> cache;
+  forward(p, rt.tokens, rt.B, rt.T(), cache);
+  return head_scores(p, cache, rt);
+}
+
+// Seed 004: per-token loss vector (cross-entropy of the next token at every position).
+Tensor<float> per_token_loss(const ActivationCache<float>& cache) {
+  const int B = cache.n_batch, T = cache.n_pos;
+  if (T < 2) throw std::invalid_argument("per-token loss: sequences need at least 2 tokens to have a next token");
+  auto lg = cache.logits.mat();  // [B*T, V]
+  Tensor<float> out({B, T - 1});
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t + 1 < T; ++t) {
+      const int n = b * T + t;
+      const double mx = lg.row(n).maxCoeff();
+      const double lse = mx + std::log((lg.row(n).cast<double>().array() - mx).exp().sum());
+      out.data[static_cast<std::size_t>(b) * (T - 1) + t] = static_cast<float>(lse - lg(n, cache.tokens[n + 1]));
+    }
+  return out;
+}
+
+// Seed 004: the model's most probable next tokens at each position.
+TopK top_k_predictions(const ActivationCache<float>& cache, int k) {
+  auto lg = cache.logits.mat();
+  const int V = static_cast<int>(lg.cols()), N = static_cast<int>(lg.rows());
+  if (k < 1 || k > V)
+    throw std::invalid_argument("top-k: k must be between 1 and the vocabulary size " + std::to_string(V) + ", got " +
+                                std::to_string(k));
+  TopK r;
+  r.k = k;
+  r.ids.resize({cache.n_batch, cache.n_pos, k});
+  r.probs.resize({cache.n_batch, cache.n_pos, k});
+  std::vector<int> idx(V);
+  for (int n = 0; n < N; ++n) {
+    const double mx = lg.row(n).maxCoeff();
+    const double z = (lg.row(n).cast<double>().array() - mx).exp().sum();
+    std::iota(idx.begin(), idx.end(), 0);
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+      return lg(n, a) > lg(n, b) || (lg(n, a) == lg(n, b) && a < b);
+    });
+    for (int i = 0; i < k; ++i) {
+      r.ids.data[static_cast<std::size_t>(n) * k + i] = idx[i];
+      r.probs.data[static_cast<std::size_t>(n) * k + i] = static_cast<float>(std::exp(lg(n, idx[i]) - mx) / z);
+    }
+  }
+  return r;
+}
+
+// Seed 004: ICL score = loss at token index `late` minus loss at token index `early`, batch mean.
+double icl_score(const Tensor<float>& per_token, int early, int late) {
+  if (per_token.shape.size() != 2) throw std::invalid_argument("ICL score: expected per-token losses of shape [B, T-1]");
+  const int B = per_token.shape[0], P = per_token.shape[1];
+  if (early < 0 || late < 0 || early >= P || late >= P)
+    throw std::invalid_argument("ICL score: token indices " + std::to_string(early) + " and " + std::to_string(late) +
+                                " must both be below " + std::to_string(P) +
+                                " (the number of positions with a next token); use a longer context or smaller indices");
+  double s = 0;
+  for (int b = 0; b < B; ++b)
+    s += static_cast<double>(per_token.data[static_cast<std::size_t>(b) * P + late]) -
+         per_token.data[static_cast<std::size_t>(b) * P + early];
+  return s / B;
+}
+
+// Seed 004, argument 3: run with and without an intervention and report the change.
+AblationResult ablate(const Params<float>& p, const std::vector<int>& tokens, int B, int T, const Intervention& iv,
+                      int icl_early, int icl_late) {
+  ActivationCache<float> clean, hit;
+  forward(p, tokens, B, T, clean);
+  forward(p, tokens, B, T, hit, iv);
+  AblationResult r;
+  Tensor<float> clean_pt = per_token_loss(clean);
+  r.per_token = per_token_loss(hit);
+  r.logits = hit.logits;
+  r.logits_delta = hit.logits;
+  for (std::size_t i = 0; i < r.logits_delta.size(); ++i) r.logits_delta.data[i] -= clean.logits.data[i];
+  r.per_token_delta = r.per_token;
+  for (std::size_t i = 0; i < r.per_token_delta.size(); ++i) r.per_token_delta.data[i] -= clean_pt.data[i];
+  auto mean = [](const Tensor<float>& t) {
+    double s = 0;
+    for (float x : t.data) s += x;
+    return t.data.empty() ? 0.0 : s / t.data.size();
+  };
+  r.loss = mean(r.per_token);
+  r.clean_loss = mean(clean_pt);
+  r.icl = icl_score(r.per_token, icl_early, icl_late);
+  r.clean_icl = icl_score(clean_pt, icl_early, icl_late);
+  r.loss_delta = r.loss - r.clean_loss;
+  r.icl_delta = r.icl - r.clean_icl;
+  return r;
+}
+
+// Seed 004, argument 3: zero-ablate one head.
+Intervention zero_ablation(int layer, int head) {
+  Intervention iv;
+  HeadAblation a;
+  a.layer = layer;
+  a.head = head;
+  iv.ablations.push_back(a);
+  return iv;
+}
+
+}  // namespace cs

@@ -1,0 +1,199 @@
+// Corpus statistics (seed 002): B, B^T B and Phi against hand-computed values, the leading terms,
+// the cosine similarity, and briefly trained models whose direct path follows the bigram leading
+// term (0 layers) and whose OV circuit follows the context leading term early on (1 layer).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "analysis/corpus_stats.h"
+#include "rng.h"
+#include "train.h"
+
+namespace cs {
+namespace {
+
+void expect_matrix(const Tensor<float>& m, const std::vector<double>& want, const char* what) {
+  ASSERT_EQ(m.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(m.data[i], want[i], 1e-6) << what << " entry " << i;
+}
+
+// Stream 0 1 0 2 0 1 over a vocabulary of 4 (token 3 never occurs).
+const std::vector<int> kStream = {0, 1, 0, 2, 0, 1};
+
+TEST(CorpusStats, BigramMapIsRowNormalisedNextTokenCounts) {
+  // Bigrams: 0->1 twice, 0->2 once, 1->0, 2->0. Token 3 is never followed: zero row.
+  expect_matrix(bigram_map(kStream, 4),
+                {0, 2.0 / 3, 1.0 / 3, 0,  //
+                 1, 0, 0, 0,              //
+                 1, 0, 0, 0,              //
+                 0, 0, 0, 0},
+                "B");
+}
+
+TEST(CorpusStats, InterchangeabilityIsBTransposeB) {
+  // (B^T B)[j,k] = sum_i B[i,j] B[i,k]: tokens 1 and 2 both follow only 0, so they are interchangeable.
+  expect_matrix(interchangeability_map(bigram_map(kStream, 4)),
+                {2, 0, 0, 0,                      //
+                 0, 4.0 / 9, 2.0 / 9, 0,          //
+                 0, 2.0 / 9, 1.0 / 9, 0,          //
+                 0, 0, 0, 0},
+                "B^T B");
+}
+
+TEST(CorpusStats, ContextMapAveragesTheWindowBeforeEachOccurrence) {
+  // w = 2. Occurrences (position: token, window before it):
+  //   1: 1 {0}      2: 0 {0,1}    3: 2 {1,0}    4: 0 {0,2}    5: 1 {2,0}
+  // Row 0 = mean of (.5,.5,0,0) and (.5,0,.5,0); row 1 = mean of (1,0,0,0) and (.5,0,.5,0); row 2 = (.5,.5,0,0).
+  expect_matrix(context_map(kStream, 4, 2),
+                {0.5, 0.25, 0.25, 0,  //
+                 0.75, 0, 0.25, 0,    //
+                 0.5, 0.5, 0, 0,      //
+                 0, 0, 0, 0},
+                "Phi (w=2)");
+  // w = 1 is the reversed bigram: Phi[j,k] = P(previous = k | current = j).
+  expect_matrix(context_map(kStream, 4, 1),
+                {0, 0.5, 0.5, 0,  //
+                 1, 0, 0, 0,      //
+                 1, 0, 0, 0,      //
+                 0, 0, 0, 0},
+                "Phi (w=1)");
+  EXPECT_THROW(context_map(kStream, 4, 0), std::invalid_argument);
+  EXPECT_THROW(context_map({0, 5}, 4, 1), std::invalid_argument);
+}
+
+TEST(CorpusStats, LeadingTermsAreFrequencyWeightedAndRowCentred) {
+  CorpusStats s = corpus_stats(kStream, 4, 2);
+  // pi: tokens at positions 0..4 = 0 1 0 2 0; rho: positions 1..5 = 1 0 2 0 1.
+  const std::vector<float> pi = {0.6f, 0.2f, 0.2f, 0.0f}, rho = {0.4f, 0.4f, 0.2f, 0.0f};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(s.current_freq[i], pi[i], 1e-6);
+    EXPECT_NEAR(s.next_freq[i], rho[i], 1e-6);
+  }
+  // Direct path: row i = pi_i (B[i,:] - 1/4).
+  expect_matrix(direct_path_leading_term(s),
+                {0.6 * (0 - .25), 0.6 * (2.0 / 3 - .25), 0.6 * (1.0 / 3 - .25), 0.6 * (0 - .25),  //
+                 0.2 * .75, 0.2 * -.25, 0.2 * -.25, 0.2 * -.25,                                   //
+                 0.2 * .75, 0.2 * -.25, 0.2 * -.25, 0.2 * -.25,                                   //
+                 0, 0, 0, 0},
+                "direct leading term");
+  // OV: M[k, j] = rho_j Phi[j, k], then each row k minus its mean.
+  const double m[4][4] = {{0.4 * 0.5, 0.4 * 0.75, 0.2 * 0.5, 0},
+                          {0.4 * 0.25, 0, 0.2 * 0.5, 0},
+                          {0.4 * 0.25, 0.4 * 0.25, 0, 0},
+                          {0, 0, 0, 0}};
+  std::vector<double> want;
+  for (int k = 0; k < 4; ++k) {
+    const double mean = (m[k][0] + m[k][1] + m[k][2] + m[k][3]) / 4;
+    for (int j = 0; j < 4; ++j) want.push_back(m[k][j] - mean);
+  }
+  expect_matrix(ov_leading_term(s), want, "OV leading term");
+}
+
+TEST(CosineSimilarity, SelfIsOneNegativeIsMinusOne) {
+  Tensor<float> a({3, 4}), z({3, 4}), other({4, 3});
+  Rng rng(3);
+  for (auto& x : a.data) x = static_cast<float>(rng.normal());
+  Tensor<float> neg = a;
+  for (auto& x : neg.data) x = -x;
+  Tensor<float> scaled = a;
+  for (auto& x : scaled.data) x *= 7.5f;
+  EXPECT_NEAR(cosine_similarity(a, a), 1.0, 1e-6);
+  EXPECT_NEAR(cosine_similarity(a, scaled), 1.0, 1e-6);
+  EXPECT_NEAR(cosine_similarity(a, neg), -1.0, 1e-6);
+  EXPECT_EQ(cosine_similarity(a, z), 0.0);
+  EXPECT_THROW(cosine_similarity(a, other), std::invalid_argument);
+  // Row centring removes exactly the per-row constant.
+  Tensor<float> shifted = a;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) shifted.data[i * 4 + j] += static_cast<float>(10 * i);
+  EXPECT_NEAR(cosine_similarity(row_centred(shifted), row_centred(a)), 1.0, 1e-6);
+}
+
+// A small deterministic English-like text with strong bigram structure.
+std::string make_text() {
+  const char* sentences[] = {"the cat sat on the mat. ", "a dog ran to the park. ", "the bird sang in the tree. ",
+                             "my mother made a cake. ", "we went to see the sea. ", "the sun was warm and bright. ",
+                             "she read a book by the fire. ", "he drank a cup of tea. "};
+  Rng rng(42);
+  std::string text;
+  while (text.size() < 6000) text += sentences[rng.below(8)];
+  return text;
+}
+
+// Writes the text to a temporary file and returns a recipe training on it (char tokenizer).
+nlohmann::json text_recipe(const std::string& path, int layers) {
+  return {{"name", "leading-terms-test"},
+          {"model", {{"n_layers", layers}, {"n_heads", 1}, {"d_model", 32}, {"d_head", 16}, {"n_ctx", 32},
+                     {"pos_embed", layers ? "shortformer" : "none"}}},
+          {"tokenizer", {{"kind", "char"}, {"corpus", path}}},
+          {"data", {{"kind", "text"}, {"path", path}, {"seq_len", 32}}},
+          {"optimizer", {{"lr", 0.01}, {"weight_decay", 0.01}}},
+          {"schedule", {{"kind", "constant"}, {"warmup_steps", 10}}},
+          {"steps", 50},
+          {"batch_size", 32},
+          {"seed", 0}};
+}
+
+struct TextFile {
+  std::string path, text;
+  TextFile() : path(::testing::TempDir() + "circuitscope_corpus_stats_text.txt"), text(make_text()) {
+    std::ofstream f(path, std::ios::binary);
+    f << text;
+  }
+  ~TextFile() { std::remove(path.c_str()); }
+};
+
+// Row-centred log B (what a fully trained direct path approaches): printed for comparison.
+Tensor<float> centred_log_bigram(const CorpusStats& s) {
+  Tensor<float> m = s.bigram;
+  for (auto& x : m.data) x = std::log(x + 1e-3f);
+  return row_centred(m);
+}
+
+TEST(CorpusStats, TrainedZeroLayerDirectPathFollowsTheBigramLeadingTerm) {
+  TextFile file;
+  Trainer tr(recipe_from_json(text_recipe(file.path, 0)));
+  const std::vector<int> stream = tr.tokenizer().encode_ids(file.text, false);
+  CorpusStats s = corpus_stats(stream, tr.tokenizer().size(), 32);
+  const double at_init = direct_path_cosine(tr.params(), s);
+  std::printf("[ corpus ] %d characters, vocabulary %d; 0-layer direct path vs bigram leading term at init: cosine %+.3f\n",
+              static_cast<int>(stream.size()), tr.tokenizer().size(), at_init);
+  double cos = at_init;
+  for (int step = 1; step <= 50; ++step) {
+    StepMetrics m = tr.step();
+    if (step == 10 || step == 25 || step == 50) {
+      cos = direct_path_cosine(tr.params(), s);
+      std::printf("[ corpus ] 0-layer, step %2d (loss %.3f): cosine(row-centred W_E W_U, diag(pi)(B - 1/V)) %.3f; "
+                  "with row-centred log B %.3f\n",
+                  step, m.loss, cos, cosine_similarity(row_centred(direct_path_table(tr.params())), centred_log_bigram(s)));
+    }
+  }
+  EXPECT_LT(std::fabs(at_init), 0.3);
+  EXPECT_GT(cos, 0.5);
+}
+
+TEST(CorpusStats, TrainedOneLayerOvCircuitFollowsTheContextLeadingTermEarly) {
+  TextFile file;
+  Trainer tr(recipe_from_json(text_recipe(file.path, 1)));
+  const std::vector<int> stream = tr.tokenizer().encode_ids(file.text, false);
+  CorpusStats s = corpus_stats(stream, tr.tokenizer().size(), 32);
+  const double at_init = ov_cosine(tr.params(), s, 0, 0);
+  double ov = at_init;
+  for (int step = 1; step <= 25; ++step) {
+    StepMetrics m = tr.step();
+    if (step == 10 || step == 25) {
+      ov = ov_cosine(tr.params(), s, 0, 0);
+      std::printf("[ corpus ] 1-layer 1-head, step %2d (loss %.3f): cosine(row-centred W_E W_V W_O W_U, "
+                  "row-centred Phi^T diag(rho)) %.3f (at init %+.3f); direct path vs bigram term %.3f\n",
+                  step, m.loss, ov, at_init, direct_path_cosine(tr.params(), s));
+    }
+  }
+  EXPECT_LT(std::fabs(at_init), 0.3);
+  EXPECT_GT(ov, 0.3);
+}
+
+}  // namespace
+}  // namespace cs

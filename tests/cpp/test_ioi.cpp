@@ -1,0 +1,175 @@
+// IOI analysis (seed 001) on models trained by cs::Trainer on the symbolic task: 1L2H solves it and
+// its heads' direct contributions add up to the logit difference; 1L1H does not; composition cuts
+// on a 2L1H model.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "analysis/ioi.h"
+#include "data.h"
+#include "train.h"
+
+namespace cs {
+namespace {
+
+// The seed's recipe (FACTS.md: weight decay 1.0 makes 1L2H and 2L1H reach 100% on 10 of 10 seeds).
+nlohmann::json ioi_recipe(int layers, int heads, int seed = 0) {
+  return {{"name", "ioi-test"},
+          {"model", {{"n_layers", layers}, {"n_heads", heads}, {"d_model", 32}, {"d_head", 16}, {"n_ctx", 5},
+                     {"pos_embed", "standard"}}},
+          {"tokenizer", {{"kind", "ioi_symbolic"}}},
+          {"data", {{"kind", "ioi_symbolic"}}},
+          {"optimizer", {{"lr", 0.01}, {"weight_decay", 1.0}, {"grad_clip", 1.0}}},
+          {"schedule", {{"kind", "onecycle"}, {"pct_start", 0.3}}},
+          {"steps", 2000},
+          {"batch_size", 60},
+          {"seed", seed}};
+}
+
+// Trains each architecture once per test binary.
+const Params<float>& trained(int layers, int heads) {
+  static std::map<std::pair<int, int>, Params<float>> cache;
+  auto key = std::make_pair(layers, heads);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Trainer tr(recipe_from_json(ioi_recipe(layers, heads)));
+  StepMetrics m;
+  for (int s = 0; s < tr.recipe().steps; ++s) m = tr.step();
+  std::printf("[ ioi ] trained %dL%dH for %d steps: final training loss %.4f\n", layers, heads, m.step, m.loss);
+  return cache.emplace(key, tr.params()).first->second;
+}
+
+void print_eval(const char* what, const IoiEvaluation& e) {
+  std::printf("[ ioi ] %s: accuracy %d/%d (%.3f), mean logit diff %.3f, mean p(IO) %.3f, mean p(S) %.3f, loss %.3f\n", what,
+              e.correct, e.n, e.accuracy, e.mean_logit_diff, e.mean_prob_io, e.mean_prob_s, e.mean_loss);
+}
+
+TEST(IoiNames, ReadsTheOnceAndTwiceNames) {
+  // <BOS>=0 <MID>=1, names 2..7.
+  IoiNames a = ioi_names({0, 2, 3, 3, 1}, 4);
+  EXPECT_EQ(a.io, 2);
+  EXPECT_EQ(a.s, 3);
+  IoiNames b = ioi_names({0, 5, 4, 5, 1}, 4);
+  EXPECT_EQ(b.io, 4);
+  EXPECT_EQ(b.s, 5);
+  EXPECT_THROW(ioi_names({0, 2, 3, 4, 1}, 4), std::invalid_argument);
+  EXPECT_THROW(ioi_names({0, 2, 2, 2, 1}, 4), std::invalid_argument);
+  Batch all = ioi_symbolic_sequences();
+  EXPECT_EQ(all.B, 60);
+  EXPECT_EQ(all.T, 5);
+  for (int b = 0; b < all.B; ++b) {
+    std::vector<int> row(all.tokens.begin() + b * 5, all.tokens.begin() + b * 5 + 5);
+    EXPECT_EQ(ioi_names(row, 4).io, all.targets[b * 5 + 4]);
+  }
+}
+
+TEST(Ioi, OneLayerTwoHeadsSolvesTheTaskAndItsContributionsAddUp) {
+  const Params<float>& p = trained(1, 2);
+  IoiEvaluation e = ioi_evaluate(p);
+  print_eval("1L2H", e);
+  EXPECT_EQ(e.n, 60);
+  EXPECT_EQ(e.accuracy, 1.0);
+  EXPECT_GT(e.mean_logit_diff, 0.0);
+  for (int h = 0; h < 2; ++h)
+    std::printf("[ ioi ] 1L2H L0H%d: mean contribution to logit(IO)-logit(S) %+.3f, to logit(IO)+logit(S) %+.3f; "
+                "mean cosine with IO-S %+.3f, with IO+S %+.3f\n",
+                h, e.mean_head_diff.data[h], e.mean_head_sum.data[h], e.mean_head_cos_diff.data[h],
+                e.mean_head_cos_sum.data[h]);
+  // The seed's division of labour: an additive head (aligned with IO+S, next to nothing along IO-S)
+  // and a contrastive head that carries the logit difference.
+  const int contrastive = e.mean_head_diff.data[1] > e.mean_head_diff.data[0] ? 1 : 0, additive = 1 - contrastive;
+  EXPECT_GT(e.mean_head_diff.data[contrastive], 0.5 * e.mean_logit_diff);
+  EXPECT_LT(std::fabs(e.mean_head_diff.data[additive]), 0.1 * e.mean_logit_diff);
+  EXPECT_GT(e.mean_head_cos_sum.data[additive], 0.3);
+
+  Batch all = ioi_symbolic_sequences();
+  double worst = 0, worst_sum = 0;
+  for (int b = 0; b < all.B; ++b) {
+    std::vector<int> row(all.tokens.begin() + b * 5, all.tokens.begin() + b * 5 + 5);
+    IoiAnalysis a = ioi_analyse(p, row);
+    EXPECT_EQ(a.predicted, a.io);
+    EXPECT_NEAR(a.logit_diff, e.logit_diff[b], 1e-4);
+    double diff = a.direct_diff + a.bias_diff, sum = a.direct_sum + a.bias_sum;
+    for (float x : a.head_diff.data) diff += x;
+    for (float x : a.head_sum.data) sum += x;
+    worst = std::max(worst, std::fabs(diff - a.logit_diff));
+    worst_sum = std::max(worst_sum, std::fabs(sum - (a.logit_io + a.logit_s)));
+    // The lens's last stage is the model's output; its first stage is the direct path alone.
+    ASSERT_EQ(a.lens_logit_io.size(), 2u);
+    EXPECT_NEAR(a.lens_logit_io.back(), a.logit_io, 1e-4);
+    EXPECT_NEAR(a.lens_logit_s.back(), a.logit_s, 1e-4);
+    EXPECT_NEAR(a.lens_prob_io.back(), a.prob_io, 1e-5);
+    EXPECT_NEAR(a.lens_logit_io[0] - a.lens_logit_s[0], a.direct_diff, 1e-4);
+    for (int h = 0; h < 2; ++h) {
+      EXPECT_LE(std::fabs(a.head_cos_diff.data[h]), 1.0f + 1e-6f);
+      EXPECT_LE(std::fabs(a.head_cos_sum.data[h]), 1.0f + 1e-6f);
+    }
+    if (b == 0)
+      std::printf("[ ioi ] 1L2H on the first sequence: logit diff %.3f = heads %+.3f %+.3f + direct %+.3f; "
+                  "lens p(IO) %.3f -> %.3f, p(S) %.3f -> %.3f\n",
+                  a.logit_diff, a.head_diff.data[0], a.head_diff.data[1], a.direct_diff, a.lens_prob_io[0],
+                  a.lens_prob_io[1], a.lens_prob_s[0], a.lens_prob_s[1]);
+  }
+  std::printf("[ ioi ] 1L2H decomposition: largest error %.2e (difference), %.2e (sum)\n", worst, worst_sum);
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_LT(worst_sum, 1e-4);
+
+  // Ablating both heads leaves only the direct path, which cannot tell IO from S (1/6 at best).
+  Intervention both;
+  for (int h = 0; h < 2; ++h) {
+    HeadAblation a;
+    a.layer = 0;
+    a.head = h;
+    both.ablations.push_back(a);
+  }
+  IoiEvaluation ab = ioi_evaluate(p, both);
+  print_eval("1L2H with both heads zero-ablated", ab);
+  EXPECT_LT(ab.accuracy, 0.5);
+}
+
+TEST(Ioi, OneLayerOneHeadDoesNotSolveTheTask) {
+  const Params<float>& p = trained(1, 1);
+  IoiEvaluation e = ioi_evaluate(p);
+  print_eval("1L1H", e);
+  // The seed: near 50%, with near-equal probability on both names (FACTS.md: ~1 seed in 10 solves it).
+  EXPECT_LT(e.accuracy, 0.8);
+}
+
+TEST(Ioi, CutCompositionBuildsEveryPathAndMeasuresTheDrop) {
+  Config c;
+  c.n_layers = 3;
+  c.n_heads = 2;
+  Intervention iv = cut_composition(c, Input::K);
+  // Layer 1 reads 2 earlier heads, layer 2 reads 4, each for 2 heads: 2*2 + 2*4 = 12 paths.
+  ASSERT_EQ(iv.cuts.size(), 12u);
+  for (const PathCut& k : iv.cuts) {
+    EXPECT_LT(k.src_layer, k.dst_layer);
+    EXPECT_EQ(k.input, Input::K);
+  }
+  c.n_layers = 1;
+  EXPECT_TRUE(cut_composition(c, Input::Q).empty());
+
+  const Params<float>& p = trained(2, 1);
+  IoiEvaluation clean = ioi_evaluate(p);
+  print_eval("2L1H", clean);
+  EXPECT_EQ(clean.accuracy, 1.0);
+  const char* names[3] = {"Q", "K", "V"};
+  double worst = 1.0;
+  for (int i = 0; i < 3; ++i) {
+    IoiEvaluation cut = ioi_evaluate(p, cut_composition(p.cfg, static_cast<Input>(i)));
+    char what[64];
+    std::snprintf(what, sizeof what, "2L1H with %s-composition cut", names[i]);
+    print_eval(what, cut);
+    std::printf("[ ioi ] 2L1H: cutting %s-composition drops accuracy by %.1f points\n", names[i],
+                100.0 * (clean.accuracy - cut.accuracy));
+    worst = std::min(worst, cut.accuracy);
+  }
+  // The seed: the 2-layer model solves the task through composition, so some cut must hurt.
+  EXPECT_LT(worst, 0.9);
+}
+
+}  // namespace
+}  // namespace cs
