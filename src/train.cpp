@@ -67,7 +67,7 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
   if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object");
   reject_unknown(j, {"name", "description", "model", "tokenizer", "data", "optimizer", "schedule", "steps", "batch_size",
-                     "seed", "snapshots", "eval_every", "output"},
+                     "seed", "snapshots", "eval_every", "eval", "output"},
                  "the recipe");
   Recipe r;
   r.source = j;
@@ -139,6 +139,8 @@ Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
     }
   }
   if (j.contains("output")) r.output = join_path(base_dir, j["output"].get<std::string>());
+  if (j.contains("eval")) r.eval = j["eval"];
+  r.base_dir = base_dir;
   return r;
 }
 

@@ -48,6 +48,8 @@ struct Recipe {
   std::vector<int> snapshots;   // steps at which the CLI saves a snapshot
   int eval_every = 0;           // steps between metrics records (0: only at the end)
   std::string output;           // where the CLI writes the final model
+  nlohmann::json eval;          // metrics to record while training (analysis/training_metrics.h), or null
+  std::string base_dir;         // the recipe's folder (relative paths in it are resolved against it)
   nlohmann::json source;        // the recipe as given, stored in the model file
 };
 

@@ -7,12 +7,14 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/training_metrics.h"
 #include "io.h"
 #include "model.h"
 #include "train.h"
@@ -142,10 +144,29 @@ int cmd_train(int argc, char** argv) {
   };
   for (int s : r.snapshots)
     if (s == 0) save_snapshot(0);
+  // Metrics recorded during training, written beside the model as NAME.metrics.json.
+  std::unique_ptr<cs::Evaluator> evaluator;
+  std::vector<cs::EvalRecord> records;
+  double loss_sum = 0;
+  int loss_n = 0;
+  if (!r.eval.is_null()) {
+    cs::EvalSpec spec = cs::eval_spec_from_json(r.eval, r.base_dir);
+    if (spec.every > 0) {
+      evaluator = std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data());
+      records.push_back(evaluator->evaluate(tr.params(), 0, std::nan("")));
+    }
+  }
   double ema = -1;
   for (int s = 0; s < r.steps; ++s) {
     cs::StepMetrics m = tr.step();
     ema = ema < 0 ? m.loss : 0.95 * ema + 0.05 * m.loss;
+    loss_sum += m.loss;
+    ++loss_n;
+    if (evaluator && (m.step % evaluator->spec().every == 0 || m.step == r.steps)) {
+      records.push_back(evaluator->evaluate(tr.params(), m.step, loss_sum / loss_n));
+      loss_sum = 0;
+      loss_n = 0;
+    }
     if (m.step % log_every == 0 || m.step == r.steps) {
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("step %6d  loss %.4f (avg %.4f)  lr %.2e  |g| %.3f", m.step, m.loss, ema, m.lr, m.grad_norm);
@@ -157,6 +178,16 @@ int cmd_train(int argc, char** argv) {
       if (snap == m.step && snap != r.steps) save_snapshot(snap);
   }
   cs::save_model_file(out, tr.model_file(), dtype);
+  if (evaluator) {
+    std::string path = snapshot_path(out, 0);
+    path = path.substr(0, path.size() - std::string(".step0.safetensors").size()) + ".metrics.json";
+    std::ofstream f(path);
+    nlohmann::json mj = cs::metrics_json(evaluator->spec(), records);
+    mj["recipe"] = r.name;
+    f << mj.dump() << "\n";
+    if (!f) throw std::runtime_error("cannot write " + path);
+    std::printf("wrote %s (%zu records)\n", path.c_str(), records.size());
+  }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s (%.1f s)\n", out.c_str(), secs);
   return 0;

@@ -1,0 +1,539 @@
+// Circuits: path expansion, factored full QK/OV circuits, eigenvalues, composition scores and
+// skip-trigrams (see circuits.h for the definitions each function implements).
+#include "analysis/circuits.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "rng.h"
+
+namespace cs {
+
+namespace {
+
+std::string head_name(int l, int h) { return "L" + std::to_string(l) + "H" + std::to_string(h); }
+
+void check_head(const Config& c, int layer, int head, const char* what) {
+  if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads)
+    throw std::invalid_argument(std::string(what) + ": there is no head L" + std::to_string(layer) + "H" +
+                                std::to_string(head) + " in a model with " + std::to_string(c.n_layers) +
+                                " layer(s) of " + std::to_string(c.n_heads) + " head(s)");
+}
+
+template <class M>
+MatRM<double> dbl(const M& m) {
+  return m.template cast<double>();
+}
+
+// Row r of a matrix view, as a double row vector.
+template <class M>
+RowVecT<double> drow(const M& m, Eigen::Index r) {
+  return m.row(r).template cast<double>();
+}
+
+void put_rows(Tensor<float>& t, const std::vector<RowVecT<double>>& rows, int cols) {
+  t.resize({static_cast<int>(rows.size()), cols});
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (int j = 0; j < cols; ++j) t.data[i * cols + j] = static_cast<float>(rows[i](j));
+}
+
+// ||A1 B1 A2 B2||_F / (||A1 B1||_F ||A2 B2||_F) through k x k Gram matrices:
+// ||A B||_F^2 = sum((A^T A) o (B B^T)) and ||A1 B1 A2 B2||_F^2 = sum((G M) o (M G')) with
+// G = A1^T A1, M = B1 A2, G' = B2 B2^T (o = elementwise product; G, G' symmetric).
+struct LowRank {
+  MatRM<double> A, B;         // the matrix A B
+  MatRM<double> GA, GB;       // A^T A, B B^T
+  double norm = 0;            // ||A B||_F
+  LowRank() = default;
+  LowRank(MatRM<double> a, MatRM<double> b) : A(std::move(a)), B(std::move(b)) {
+    GA = A.transpose() * A;
+    GB = B * B.transpose();
+    norm = std::sqrt(std::max(0.0, GA.cwiseProduct(GB).sum()));
+  }
+};
+
+double lowrank_score(const LowRank& L, const LowRank& R) {
+  if (L.norm == 0 || R.norm == 0) return 0.0;
+  MatRM<double> M = L.B * R.A;
+  double prod2 = (L.GA * M).cwiseProduct(M * R.GB).sum();
+  return std::sqrt(std::max(0.0, prod2)) / (L.norm * R.norm);
+}
+
+// Orders entries best first: larger key, then lower row, then lower column.
+struct EntryKey {
+  double key;
+  int row, col;
+  bool operator<(const EntryKey& o) const {
+    if (key != o.key) return key > o.key;
+    if (row != o.row) return row < o.row;
+    return col < o.col;
+  }
+};
+
+// Indices of the kk best entries of v (larger first; ties: lower index first).
+std::vector<int> best_indices(const RowVecT<double>& v, int kk) {
+  std::vector<int> idx(v.size());
+  for (int i = 0; i < static_cast<int>(v.size()); ++i) idx[i] = i;
+  kk = std::min<int>(kk, static_cast<int>(idx.size()));
+  std::partial_sort(idx.begin(), idx.begin() + kk, idx.end(), [&](int a, int b) {
+    if (v(a) != v(b)) return v(a) > v(b);
+    return a < b;
+  });
+  idx.resize(kk);
+  return idx;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// 1. Path expansion
+// ---------------------------------------------------------------------------------------------
+
+// Framework paper, "Path Expansion of Logits" / seed 000.
+Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
+                        const Intervention& iv) {
+  const Config& c = p.cfg;
+  const int L = c.n_layers, H = c.n_heads, D = c.d_model, V = c.d_vocab;
+  const int B = cache.n_batch, T = cache.n_pos;
+  if (static_cast<int>(cache.layers.size()) != L || cache.logits.shape != Shape{B, T, V} ||
+      cache.embed.shape != Shape{B, T, D})
+    throw std::invalid_argument("attribution: the activation cache does not come from this model (shapes differ)");
+  if (batch_row < 0 || batch_row >= B)
+    throw std::invalid_argument("attribution: batch row " + std::to_string(batch_row) + " is outside the batch (0.." +
+                                std::to_string(B - 1) + ")");
+  if (pos < 0 || pos >= T)
+    throw std::invalid_argument("attribution: position " + std::to_string(pos) + " is outside the sequence (0.." +
+                                std::to_string(T - 1) + ")");
+  if (cache.intervened && iv.empty())
+    throw std::invalid_argument(
+        "attribution: this cache came from a forward pass with an intervention; pass that same intervention so "
+        "ablated heads and cut paths are accounted for");
+  for (const auto& a : iv.ablations) check_head(c, a.layer, a.head, "attribution: intervention");
+  for (const auto& k : iv.cuts) {
+    check_head(c, k.src_layer, k.src_head, "attribution: intervention");
+    check_head(c, k.dst_layer, k.dst_head, "attribution: intervention");
+  }
+
+  const int n = batch_row * T + pos;
+  const MatRM<double> WU = dbl(p.W_U.mat());  // [D, V]
+  const bool standard = c.pos_embed == PosEmbed::Standard;
+
+  Attribution out;
+  out.batch_row = batch_row;
+  out.pos = pos;
+  out.token = cache.tokens[n];
+  out.logits.resize({V});
+  for (int v = 0; v < V; ++v) out.logits.data[v] = cache.logits.data[static_cast<std::size_t>(n) * V + v];
+
+  std::vector<RowVecT<double>> parts;
+  RowVecT<double> zero = RowVecT<double>::Zero(V);
+  out.names = {"embed", "pos_embed", "bias"};
+  parts.push_back(drow(cache.embed.mat(), n) * WU);
+  parts.push_back(standard ? RowVecT<double>(drow(cache.pos_embed.mat(), pos) * WU) : zero);
+  RowVecT<double> bias = zero;
+  if (c.use_bias) {
+    RowVecT<double> bo = RowVecT<double>::Zero(D);
+    for (int l = 0; l < L; ++l) bo += p.blocks[l].b_O.vec().cast<double>();
+    bias = bo * WU + p.b_U.vec().cast<double>();
+  }
+  parts.push_back(bias);
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) {
+      out.names.push_back(head_name(l, h));
+      parts.push_back(drow(cache.layers[l].result.slice(h), n) * WU);
+    }
+  put_rows(out.parts, parts, V);
+
+  // Virtual heads: split every head of layer >= 1 by what its value input is made of.
+  std::vector<RowVecT<double>> paths;
+  for (int l2 = 1; l2 < L; ++l2) {
+    const LayerParams<float>& w = p.blocks[l2];
+    for (int h2 = 0; h2 < H; ++h2) {
+      bool ablated = false;
+      for (const auto& a : iv.ablations) ablated |= (a.layer == l2 && a.head == h2);
+      if (ablated) continue;
+      const int part_row = 3 + l2 * H + h2;
+      const std::string nm = head_name(l2, h2) + "<-";
+      // a = hook_pattern[batch_row, h2, pos, :]
+      const float* a = cache.layers[l2].pattern.ptr() + ((static_cast<std::size_t>(batch_row) * H + h2) * T + pos) * T;
+      auto mix = [&](const CMapM<float>& X, int row0) {  // sum_j a_j X[row0 + j]
+        RowVecT<double> m = RowVecT<double>::Zero(D);
+        for (int j = 0; j <= pos; ++j) m += static_cast<double>(a[j]) * drow(X, row0 + j);
+        return m;
+      };
+      const MatRM<double> OU = dbl(w.W_O.slice(h2)) * WU;  // [Dh, V]
+      const MatRM<double> WV = dbl(w.W_V.slice(h2));       // [D, Dh]
+      const MatRM<double> OVU = WV * OU;                   // [D, V]
+      auto add = [&](const std::string& what, RowVecT<double> row) {
+        out.path_names.push_back(nm + what);
+        out.path_part.push_back(part_row);
+        paths.push_back(std::move(row));
+      };
+      add("embed", mix(cache.embed.mat(), batch_row * T) * OVU);
+      add("pos_embed", standard ? RowVecT<double>(mix(cache.pos_embed.mat(), 0) * OVU) : zero);
+      RowVecT<double> vb = zero;
+      if (c.use_bias) {
+        RowVecT<double> bo = RowVecT<double>::Zero(D);
+        for (int l = 0; l < l2; ++l) bo += p.blocks[l].b_O.vec().cast<double>();
+        vb = (bo * WV + w.b_V.row(h2).cast<double>()) * OU;
+      }
+      add("bias", vb);
+      for (int l1 = 0; l1 < l2; ++l1)
+        for (int h1 = 0; h1 < H; ++h1) {
+          // A cut subtracts h1's output from h2's value input (once per listed cut).
+          int ncut = 0;
+          for (const auto& k : iv.cuts)
+            ncut += (k.input == Input::V && k.src_layer == l1 && k.src_head == h1 && k.dst_layer == l2 && k.dst_head == h2);
+          RowVecT<double> r = zero;
+          if (ncut != 1) r = (1.0 - ncut) * (mix(cache.layers[l1].result.slice(h1), batch_row * T) * OVU);
+          add(head_name(l1, h1), r);
+        }
+    }
+  }
+  put_rows(out.paths, paths, V);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Factored full circuits
+// ---------------------------------------------------------------------------------------------
+
+// Framework paper, one-layer section / seed 000: W_E W_Q W_K^T W_E^T.
+Factored full_qk(const Params<float>& p, int layer, int head) {
+  check_head(p.cfg, layer, head, "full QK circuit");
+  const MatRM<double> WE = dbl(p.W_E.mat());
+  Factored f;
+  f.A = WE * dbl(p.blocks[layer].W_Q.slice(head));
+  f.B = (WE * dbl(p.blocks[layer].W_K.slice(head))).transpose();
+  return f;
+}
+
+// Seed 000/003, positional analogue: W_pos W_Q W_K^T W_pos^T.
+Factored pos_qk(const Params<float>& p, int layer, int head) {
+  check_head(p.cfg, layer, head, "positional QK circuit");
+  if (p.cfg.pos_embed == PosEmbed::None)
+    throw std::invalid_argument("positional QK circuit: this model has no positional embedding (pos_embed none)");
+  const MatRM<double> WP = dbl(p.W_pos.mat());
+  Factored f;
+  f.A = WP * dbl(p.blocks[layer].W_Q.slice(head));
+  f.B = (WP * dbl(p.blocks[layer].W_K.slice(head))).transpose();
+  return f;
+}
+
+// Framework paper, one-layer section / seed 000: W_E W_V W_O W_U.
+Factored full_ov(const Params<float>& p, int layer, int head) {
+  check_head(p.cfg, layer, head, "full OV circuit");
+  Factored f;
+  f.A = dbl(p.W_E.mat()) * dbl(p.blocks[layer].W_V.slice(head));
+  f.B = dbl(p.blocks[layer].W_O.slice(head)) * dbl(p.W_U.mat());
+  return f;
+}
+
+// TransformerLens FactoredMatrix.AB.
+MatRM<double> materialize(const Factored& f) { return f.A * f.B; }
+
+double entry(const Factored& f, int row, int col) {
+  if (row < 0 || row >= f.rows() || col < 0 || col >= f.cols())
+    throw std::invalid_argument("factored matrix: entry (" + std::to_string(row) + ", " + std::to_string(col) +
+                                ") is outside its " + std::to_string(f.rows()) + " x " + std::to_string(f.cols()) +
+                                " shape");
+  return f.A.row(row).dot(f.B.col(col));
+}
+
+RowVecT<double> row_of(const Factored& f, int row) {
+  if (row < 0 || row >= f.rows())
+    throw std::invalid_argument("factored matrix: row " + std::to_string(row) + " is outside 0.." +
+                                std::to_string(f.rows() - 1));
+  return f.A.row(row) * f.B;
+}
+
+// TransformerLens FactoredMatrix, read row by row.
+std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest) {
+  if (k < 0) throw std::invalid_argument("top-k: k must be 0 or more, got " + std::to_string(k));
+  RowVecT<double> r = row_of(f, row);
+  RowVecT<double> key = largest ? r : RowVecT<double>(-r);
+  std::vector<Entry> out;
+  for (int j : best_indices(key, k)) out.push_back({r(j), row, j});
+  return out;
+}
+
+// TransformerLens FactoredMatrix, read row by row (never forms A B).
+std::vector<Entry> topk(const Factored& f, int k, bool largest) {
+  if (k < 0) throw std::invalid_argument("top-k: k must be 0 or more, got " + std::to_string(k));
+  std::vector<EntryKey> cand;
+  const double sign = largest ? 1.0 : -1.0;
+  for (int i = 0; i < f.rows(); ++i) {
+    RowVecT<double> key = sign * (f.A.row(i) * f.B);
+    for (int j : best_indices(key, k)) cand.push_back({key(j), i, j});
+  }
+  const std::size_t kk = std::min<std::size_t>(k, cand.size());
+  std::partial_sort(cand.begin(), cand.begin() + kk, cand.end());
+  std::vector<Entry> out;
+  for (std::size_t i = 0; i < kk; ++i) out.push_back({sign * cand[i].key, cand[i].row, cand[i].col});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Eigenvalues
+// ---------------------------------------------------------------------------------------------
+
+// Framework paper, "Summarizing OV/QK Matrices" / seed 000: eig(A B) \ {0} = eig(B A) \ {0}.
+Spectrum spectrum(const Factored& f) {
+  if (f.rows() != f.cols())
+    throw std::invalid_argument("eigenvalues: the circuit is " + std::to_string(f.rows()) + " x " +
+                                std::to_string(f.cols()) + ", not square");
+  Spectrum s;
+  const int k = f.inner();
+  if (k == 0) return s;
+  Eigen::MatrixXd M = f.B * f.A;  // [k, k]
+  Eigen::EigenSolver<Eigen::MatrixXd> es(M, false);
+  if (es.info() != Eigen::Success) throw std::runtime_error("eigenvalues: the eigen-solver did not converge");
+  for (int i = 0; i < k; ++i) s.eigenvalues.push_back(es.eigenvalues()(i));
+  std::sort(s.eigenvalues.begin(), s.eigenvalues.end(), [](const std::complex<double>& a, const std::complex<double>& b) {
+    if (std::abs(a) != std::abs(b)) return std::abs(a) > std::abs(b);
+    if (a.real() != b.real()) return a.real() > b.real();
+    return a.imag() > b.imag();
+  });
+  double sum_re = 0, sum_abs = 0, mx = 0;
+  for (const auto& l : s.eigenvalues) {
+    sum_re += l.real();
+    sum_abs += std::abs(l);
+    mx = std::max(mx, std::abs(l));
+  }
+  s.copying_score = sum_abs > 0 ? sum_re / sum_abs : 0.0;
+  int nz = 0, pos = 0;
+  for (const auto& l : s.eigenvalues) {
+    if (std::abs(l) <= 1e-9 * mx || mx == 0) continue;
+    ++nz;
+    pos += l.real() > 0;
+  }
+  s.positive_fraction = nz ? static_cast<double>(pos) / nz : 0.0;
+  return s;
+}
+
+// Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V.
+Spectrum ov_spectrum(const Params<float>& p, int layer, int head) { return spectrum(full_ov(p, layer, head)); }
+
+// Seed 001 (spectral analysis): eigenvalues of W_K^T W_E^T W_E W_Q.
+Spectrum qk_spectrum(const Params<float>& p, int layer, int head) { return spectrum(full_qk(p, layer, head)); }
+
+std::vector<Spectrum> ov_spectra(const Params<float>& p) {
+  std::vector<Spectrum> out;
+  for (int l = 0; l < p.cfg.n_layers; ++l)
+    for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(ov_spectrum(p, l, h));
+  return out;
+}
+
+std::vector<Spectrum> qk_spectra(const Params<float>& p) {
+  std::vector<Spectrum> out;
+  for (int l = 0; l < p.cfg.n_layers; ++l)
+    for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(qk_spectrum(p, l, h));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Composition scores
+// ---------------------------------------------------------------------------------------------
+
+// ARENA 1.2 get_comp_score.
+double composition_score(const MatRM<double>& L, const MatRM<double>& R) {
+  if (L.cols() != R.rows())
+    throw std::invalid_argument("composition score: the matrices do not chain (" + std::to_string(L.rows()) + " x " +
+                                std::to_string(L.cols()) + " times " + std::to_string(R.rows()) + " x " +
+                                std::to_string(R.cols()) + ")");
+  const double nl = L.norm(), nr = R.norm();
+  if (nl == 0 || nr == 0) return 0.0;
+  return (L * R).norm() / (nl * nr);
+}
+
+// ARENA 1.2 generate_single_random_comp_score, Gaussian factors from the portable Rng.
+double random_composition_baseline(int d_model, int d_head, int samples, std::uint64_t seed, double* std_out) {
+  if (samples < 1) throw std::invalid_argument("composition baseline: need at least 1 sample, got " + std::to_string(samples));
+  if (d_model < 1 || d_head < 1) throw std::invalid_argument("composition baseline: d_model and d_head must be positive");
+  Rng rng(seed);
+  auto gauss = [&](int r, int c) {
+    MatRM<double> m(r, c);
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < c; ++j) m(i, j) = rng.normal();
+    return m;
+  };
+  double sum = 0, sum2 = 0;
+  for (int s = 0; s < samples; ++s) {
+    MatRM<double> al = gauss(d_model, d_head), ar = gauss(d_model, d_head);
+    MatRM<double> bl = gauss(d_model, d_head), br = gauss(d_model, d_head);
+    double x = lowrank_score(LowRank(al, ar.transpose()), LowRank(bl, br.transpose()));
+    sum += x;
+    sum2 += x * x;
+  }
+  const double mean = sum / samples;
+  if (std_out) *std_out = std::sqrt(std::max(0.0, sum2 / samples - mean * mean));
+  return mean;
+}
+
+// Framework paper, composition / seed 003; ARENA 1.2's Q/K/V composition-score definitions.
+CompositionScores composition_scores(const Params<float>& p, int baseline_samples, std::uint64_t seed) {
+  const Config& c = p.cfg;
+  const int L = c.n_layers, H = c.n_heads;
+  // Per head: OV = W_V W_O, QK = W_Q W_K^T, QK^T = W_K W_Q^T, each as factors [D, Dh] x [Dh, D].
+  std::vector<LowRank> ov(L * H), qk(L * H), qkT(L * H);
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < H; ++h) {
+      const auto& w = p.blocks[l];
+      MatRM<double> WQ = dbl(w.W_Q.slice(h)), WK = dbl(w.W_K.slice(h));
+      ov[l * H + h] = LowRank(dbl(w.W_V.slice(h)), dbl(w.W_O.slice(h)));
+      qk[l * H + h] = LowRank(WQ, WK.transpose());
+      qkT[l * H + h] = LowRank(WK, WQ.transpose());
+    }
+  CompositionScores out;
+  out.scores.resize({3, L, H, L, H});
+  auto at = [&](int kind, int l1, int h1, int l2, int h2) -> float& {
+    return out.scores.data[(((static_cast<std::size_t>(kind) * L + l1) * H + h1) * L + l2) * H + h2];
+  };
+  for (int l1 = 0; l1 < L; ++l1)
+    for (int h1 = 0; h1 < H; ++h1)
+      for (int l2 = l1 + 1; l2 < L; ++l2)
+        for (int h2 = 0; h2 < H; ++h2) {
+          const LowRank& left = ov[l1 * H + h1];
+          at(0, l1, h1, l2, h2) = static_cast<float>(lowrank_score(left, qk[l2 * H + h2]));
+          at(1, l1, h1, l2, h2) = static_cast<float>(lowrank_score(left, qkT[l2 * H + h2]));
+          at(2, l1, h1, l2, h2) = static_cast<float>(lowrank_score(left, ov[l2 * H + h2]));
+        }
+  out.baseline_samples = baseline_samples;
+  out.baseline = random_composition_baseline(c.d_model, c.d_head, baseline_samples, seed, &out.baseline_std);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Skip-trigrams
+// ---------------------------------------------------------------------------------------------
+
+// Framework paper, one-layer section, "Skip-Trigram" tables and their "bugs" / seed 000.
+SkipTrigrams skip_trigrams(const Params<float>& p, int layer, int head, int k, int bos, int max_bugs) {
+  const Config& c = p.cfg;
+  check_head(c, layer, head, "skip-trigrams");
+  const int V = c.d_vocab;
+  if (k < 1) throw std::invalid_argument("skip-trigrams: ask for at least 1 triple, got " + std::to_string(k));
+  if (max_bugs < 0) throw std::invalid_argument("skip-trigrams: max_bugs must be 0 or more");
+  if (bos < -1 || bos >= V)
+    throw std::invalid_argument("skip-trigrams: the BOS token " + std::to_string(bos) + " is outside the vocabulary (0.." +
+                                std::to_string(V - 1) + "), use -1 for none");
+  const int len = bos >= 0 ? 3 : 2;
+  if (max_bugs > 0 && c.n_ctx < len)
+    throw std::invalid_argument("skip-trigrams: the probe sequence needs " + std::to_string(len) +
+                                " positions but the context holds " + std::to_string(c.n_ctx));
+
+  const Factored QK = full_qk(p, layer, head);  // [V_dest, V_src]
+  const Factored OV = full_ov(p, layer, head);  // [V_src, V_out]
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.d_head));
+  // mean_s QK[d, s] = A[d] . mean of B's columns ; mean_o OV[s, o] = A[s] . mean of B's columns
+  const VecT<double> qk_rowmean = QK.A * QK.B.rowwise().mean();  // [V_dest]
+  const VecT<double> ov_rowmean = OV.A * OV.B.rowwise().mean();  // [V_src]
+  auto score_of = [&](int s, int d, int o) {
+    return (entry(QK, d, s) - qk_rowmean(d)) * scale + (entry(OV, s, o) - ov_rowmean(s));
+  };
+
+  SkipTrigrams out;
+  out.layer = layer;
+  out.head = head;
+  struct Cand {
+    double score;
+    int s, d, o;
+    double qk, ov;
+  };
+  auto better = [](const Cand& a, const Cand& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return std::tie(a.s, a.d, a.o) < std::tie(b.s, b.d, b.o);
+  };
+  std::vector<Cand> cand;
+  for (int s = 0; s < V; ++s) {
+    RowVecT<double> col = (QK.A * QK.B.col(s)).transpose();  // QK[:, s] over destinations
+    RowVecT<double> qc = (col - qk_rowmean.transpose()) * scale;
+    RowVecT<double> ovr = OV.A.row(s) * OV.B;  // OV[s, :]
+    RowVecT<double> oc = ovr.array() - ov_rowmean(s);
+    std::vector<int> ds = best_indices(qc, k), os = best_indices(oc, k);
+    for (int d : ds)
+      for (int o : os) cand.push_back({qc(d) + oc(o), s, d, o, col(d), ovr(o)});
+  }
+  const std::size_t kk = std::min<std::size_t>(k, cand.size());
+  std::partial_sort(cand.begin(), cand.begin() + kk, cand.end(), better);
+  std::set<std::tuple<int, int, int>> in_top;
+  for (std::size_t i = 0; i < kk; ++i) {
+    const Cand& x = cand[i];
+    out.top.push_back({x.s, x.d, x.o, x.qk, x.ov, x.score});
+    in_top.insert({x.s, x.d, x.o});
+  }
+  if (max_bugs == 0) return out;
+
+  // Pairs of top triples sharing a source, with different destinations and outputs, strongest
+  // (by the weaker of the two scores) first.
+  struct Pair {
+    double strength;
+    int i, j;
+  };
+  std::vector<Pair> pairs;
+  for (int i = 0; i < static_cast<int>(out.top.size()); ++i)
+    for (int j = i + 1; j < static_cast<int>(out.top.size()); ++j) {
+      const SkipTrigram &a = out.top[i], &b = out.top[j];
+      if (a.source == b.source && a.dest != b.dest && a.out != b.out)
+        pairs.push_back({std::min(a.score, b.score), i, j});
+    }
+  std::stable_sort(pairs.begin(), pairs.end(), [](const Pair& a, const Pair& b) { return a.strength > b.strength; });
+  std::set<std::tuple<int, int, int>> seen;
+  for (const Pair& pr : pairs) {
+    const SkipTrigram &a = out.top[pr.i], &b = out.top[pr.j];
+    for (int side = 0; side < 2 && static_cast<int>(out.bugs.size()) < max_bugs; ++side) {
+      const SkipTrigram& own = side == 0 ? a : b;
+      const SkipTrigram& lender = side == 0 ? b : a;
+      auto key = std::make_tuple(own.source, own.dest, lender.out);
+      if (!seen.insert(key).second) continue;
+      SkipTrigramBug g;
+      g.source = own.source;
+      g.dest = own.dest;
+      g.out = lender.out;
+      g.own_out = own.out;
+      g.partner_dest = lender.dest;
+      g.score = score_of(g.source, g.dest, g.out);
+      g.crossed_in_top = in_top.count(key) > 0;
+      out.bugs.push_back(g);
+    }
+    if (static_cast<int>(out.bugs.size()) >= max_bugs) break;
+  }
+  if (out.bugs.empty()) return out;
+
+  // One batched forward pass over the distinct probe sequences [bos] x d.
+  std::map<std::pair<int, int>, int> seq_row;
+  std::vector<int> tokens;
+  auto want = [&](int x, int d) {
+    auto key = std::make_pair(x, d);
+    if (seq_row.count(key)) return;
+    seq_row[key] = static_cast<int>(seq_row.size());
+    if (bos >= 0) tokens.push_back(bos);
+    tokens.push_back(x);
+    tokens.push_back(d);
+  };
+  for (const auto& g : out.bugs) {
+    want(g.source, g.dest);
+    want(g.dest, g.dest);
+  }
+  ActivationCache<float> cache;
+  const int nseq = static_cast<int>(seq_row.size());
+  forward(p, tokens, nseq, len, cache);
+  auto prob = [&](int x, int d, int o) {
+    const int n = seq_row.at({x, d}) * len + len - 1;
+    RowVecT<double> lg = drow(cache.logits.mat(), n);
+    const double mx = lg.maxCoeff();
+    return std::exp(lg(o) - mx) / (lg.array() - mx).exp().sum();
+  };
+  for (auto& g : out.bugs) {
+    g.p_own = prob(g.source, g.dest, g.own_out);
+    g.p_crossed = prob(g.source, g.dest, g.out);
+    g.p_crossed_without_source = prob(g.dest, g.dest, g.out);
+  }
+  return out;
+}
+
+}  // namespace cs

@@ -1,0 +1,217 @@
+// Circuits: path expansion (direct logit attribution with virtual heads), full QK/OV circuits
+// kept in factored low-rank form, OV/QK eigenvalues (copying), Q/K/V composition scores with a
+// random baseline, and skip-trigrams with the "bug" their factorisation forces.
+//
+// Dimension legend (tensor.h's, plus the names used here):
+//   B = batch, T = pos, V = d_vocab, D = d_model, H = n_heads, Dh = d_head, L = n_layers,
+//   C = n_ctx, P = attribution parts (3 + L*H), Q = virtual-head paths, k = requested count.
+//
+// Row vectors multiply from the left (params.h): a head's QK circuit is W_Q W_K^T and its OV
+// circuit is W_V W_O, the transposes of the papers' column-vector W_QK and W_OV. So the paper's
+// full OV table W_U W_OV W_E ([V_out, V_src]) is here W_E W_V W_O W_U ([V_src, V_out]), and its
+// full QK table W_E^T W_QK W_E is here W_E W_Q W_K^T W_E^T ([V_query, V_key]).
+//
+// Everything is computed in double from the float parameters; bulk results are Tensor<float>.
+// Bad layer/head/position arguments throw std::invalid_argument with a sentence naming them.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model.h"
+#include "params.h"
+#include "tensor.h"
+
+namespace cs {
+
+// ---------------------------------------------------------------------------------------------
+// 1. Direct logit attribution and path expansion
+// ---------------------------------------------------------------------------------------------
+
+// The logits at one position split into additive parts (attention patterns held at the values
+// the forward pass computed, so every part is linear in the residual stream).
+//
+// parts (rows sum to `logits` exactly, up to float rounding):
+//   "embed"      W_E[token] W_U                               (token direct path: the bigram table)
+//   "pos_embed"  W_pos[pos] W_U for Standard; zero for None and Shortformer (and when the
+//                forward pass removed positions)
+//   "bias"       sum_l b_O^l W_U + b_U                         (zero without use_bias)
+//   "L{l}H{h}"   hook_result[l][h][batch_row, pos] W_U         (the head's whole contribution)
+//
+// paths (virtual heads, one group per head in layer >= 1, pattern a = hook_pattern[l2][h2] row
+// `pos` of batch_row; X = the rows 0..pos of batch_row):
+//   "L{l2}H{h2}<-embed"      (a . embed_X) W_V W_O W_U          token embeddings read through h2
+//   "L{l2}H{h2}<-pos_embed"  (a . W_pos[0..pos]) W_V W_O W_U    Standard only; zero otherwise
+//   "L{l2}H{h2}<-bias"       (b_V + sum_{l<l2} b_O^l W_V) W_O W_U  (rows of a sum to 1; zero
+//                                                              without use_bias)
+//   "L{l2}H{h2}<-L{l1}H{h1}" (a . result_{l1,h1}) W_V W_O W_U   for every l1 < l2: the part of
+//                            h2's output that flows through h1's output by V-composition;
+//                            zero if the intervention cut h1 -> V of h2
+// (W_V, W_O, b_V of head h2.) Since h2's value input is exactly embed (+ pos) + sum_{l<l2}
+// (sum_h result_{l,h} + b_O^l), each head's group sums to its row of `parts`. Every earlier
+// head's result is its *total* output (for 3+ layers, paths are one composition step deep;
+// expand an earlier head by reading its own group). A head the intervention ablates outputs a
+// constant, so it gets no group.
+struct Attribution {
+  int batch_row = 0, pos = 0, token = 0;
+  Tensor<float> logits;                 // [V]     the forward pass's logits at (batch_row, pos)
+  std::vector<std::string> names;       // [P]     "embed", "pos_embed", "bias", then "L{l}H{h}" l-major
+  Tensor<float> parts;                  // [P, V]
+  std::vector<std::string> path_names;  // [Q]     "L{l2}H{h2}<-..." as above
+  std::vector<int> path_part;           // [Q]     row of `parts` (the head h2) each path belongs to
+  Tensor<float> paths;                  // [Q, V]
+};
+
+// Framework paper, "Path Expansion of Logits" / seed 000 (T = W_U W_E + sum_h A^h (x) W_U W_OV^h W_E).
+// `iv` must be the intervention the cache was produced with (it tells which heads are ablated
+// and which value paths are cut); throws if the cache was intervened and `iv` is empty, or if
+// batch_row/pos are outside the cache.
+Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
+                        const Intervention& iv = Intervention());
+
+// ---------------------------------------------------------------------------------------------
+// 2. Full circuits in factored form (TransformerLens FactoredMatrix)
+// ---------------------------------------------------------------------------------------------
+
+// The matrix A B, kept as its two factors (inner dimension k small, usually d_head).
+struct Factored {
+  MatRM<double> A;  // [rows, k]
+  MatRM<double> B;  // [k, cols]
+  int rows() const { return static_cast<int>(A.rows()); }
+  int cols() const { return static_cast<int>(B.cols()); }
+  int inner() const { return static_cast<int>(A.cols()); }
+};
+
+struct Entry {
+  double value = 0;
+  int row = 0, col = 0;
+};
+
+// Framework paper, one-layer section / seed 000: full QK table W_E W_Q W_K^T W_E^T
+// [V_query(destination), V_key(source)], unscaled (attention scores divide by sqrt(d_head)).
+// For layer > 0 this is the direct-path term (token embeddings straight into Q and K).
+Factored full_qk(const Params<float>& p, int layer, int head);
+// Seed 000/003 positional analogue: W_pos W_Q W_K^T W_pos^T [C_query, C_key], unscaled.
+// Throws for pos_embed none. (Standard models also have token-position cross terms, not here.)
+Factored pos_qk(const Params<float>& p, int layer, int head);
+// Framework paper, one-layer section / seed 000: full OV table W_E W_V W_O W_U [V_src, V_out]
+// (direct-path term for layer > 0).
+Factored full_ov(const Params<float>& p, int layer, int head);
+
+// TransformerLens FactoredMatrix.AB: the explicit [rows, cols] product (only when asked).
+MatRM<double> materialize(const Factored& f);
+// One entry / one row of A B without forming it.
+double entry(const Factored& f, int row, int col);
+RowVecT<double> row_of(const Factored& f, int row);  // [cols]
+// The k largest (largest=false: smallest) entries of one row, best first; k is capped at cols.
+std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest = true);
+// The k largest (or smallest) entries of the whole product, best first, computed row by row.
+std::vector<Entry> topk(const Factored& f, int k, bool largest = true);
+
+// ---------------------------------------------------------------------------------------------
+// 3. Eigenvalues
+// ---------------------------------------------------------------------------------------------
+
+struct Spectrum {
+  std::vector<std::complex<double>> eigenvalues;  // [k] eigenvalues of B A, by decreasing |lambda|
+  double copying_score = 0;      // Re(sum lambda) / sum |lambda|, in [-1, 1] (0 if all are zero)
+  double positive_fraction = 0;  // share of the non-zero eigenvalues (|lambda| > 1e-9 max|lambda|)
+                                 // with Re lambda > 0
+};
+
+// Framework paper, "Summarizing OV/QK Matrices" / seed 000: the non-zero eigenvalues of the
+// square product A B are those of the small k x k product B A. Throws if A B is not square.
+Spectrum spectrum(const Factored& f);
+// Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V [Dh, Dh] = the non-zero eigenvalues
+// of the full OV table W_E W_V W_O W_U.
+Spectrum ov_spectrum(const Params<float>& p, int layer, int head);
+// Seed 001 (spectral analysis of QK): eigenvalues of W_K^T W_E^T W_E W_Q [Dh, Dh] = the non-zero
+// eigenvalues of the full QK table W_E W_Q W_K^T W_E^T.
+Spectrum qk_spectrum(const Params<float>& p, int layer, int head);
+// Every head's spectrum, index l * H + h.
+std::vector<Spectrum> ov_spectra(const Params<float>& p);  // [L*H]
+std::vector<Spectrum> qk_spectra(const Params<float>& p);  // [L*H]
+
+// ---------------------------------------------------------------------------------------------
+// 4. Composition scores
+// ---------------------------------------------------------------------------------------------
+
+enum class Composition { Q = 0, K = 1, V = 2 };
+
+// With OV^h = W_V^h W_O^h [D, D] and QK^h = W_Q^h W_K^h^T [D, D] (row-vector forms, as
+// TransformerLens stores them), for an earlier head h1 and a later head h2:
+//   Q-composition  score(OV^{h1}, QK^{h2})     h1 writes x OV^{h1} into the stream the query reads:
+//                                              (x OV^{h1}) W_Q W_K^T y^T
+//   K-composition  score(OV^{h1}, QK^{h2}^T)   the key reads it: y W_Q W_K^T (x OV^{h1})^T
+//                                              = y (OV^{h1} QK^{h2}^T)^T x^T
+//   V-composition  score(OV^{h1}, OV^{h2})     the value reads it: (x OV^{h1}) W_V W_O
+// where score(L, R) = ||L R||_F / (||L||_F ||R||_F) (ARENA 1.2; the same calls ARENA makes on
+// TransformerLens's W_OV, W_QK). Norms are computed exactly through the factors (d_head x d_head
+// Gram matrices), never forming D x D products.
+struct CompositionScores {
+  Tensor<float> scores;  // [3, L, H, L, H] (kind Q/K/V, src_layer, src_head, dst_layer, dst_head);
+                         // zero unless src_layer < dst_layer
+  double baseline = 0;      // mean score of random low-rank pairs (random_composition_baseline)
+  double baseline_std = 0;  // standard deviation of those scores
+  int baseline_samples = 0;
+};
+
+// ||L R||_F / (||L||_F ||R||_F) for explicit matrices (0 if either norm is 0).
+double composition_score(const MatRM<double>& L, const MatRM<double>& R);
+// ARENA 1.2 random baseline: mean of score(A_l A_r^T, B_l B_r^T) with A_l, A_r, B_l, B_r [D, Dh]
+// i.i.d. standard Gaussian (the score is scale-free), from the portable cs::Rng(seed).
+double random_composition_baseline(int d_model, int d_head, int samples, std::uint64_t seed, double* std_out = nullptr);
+// Framework paper, "Virtual Attention Heads / composition" / seed 003; ARENA's definitions above.
+CompositionScores composition_scores(const Params<float>& p, int baseline_samples = 200, std::uint64_t seed = 0);
+
+// ---------------------------------------------------------------------------------------------
+// 5. Skip-trigrams and the factorisation "bug"
+// ---------------------------------------------------------------------------------------------
+
+// A skip-trigram "source ... dest -> out" read from one head's tables:
+//   qk    = full QK[dest, source]   (W_E W_Q W_K^T W_E^T, unscaled)
+//   ov    = full OV[source, out]    (W_E W_V W_O W_U)
+//   score = (qk - mean_{s'} QK[dest, s']) / sqrt(d_head)  +  (ov - mean_{o'} OV[source, o'])
+// i.e. how much more than an average key the destination's attention logit favours the source,
+// plus how much more than an average output the source's OV row raises `out` (both in nats).
+struct SkipTrigram {
+  int source = 0, dest = 0, out = 0;
+  double qk = 0, ov = 0, score = 0;
+};
+
+// Seed 000's "bug": two strong triples sharing the source, (s, d1, o1) and (s, d2, o2) with
+// d1 != d2 and o1 != o2, force the crossed triples (s, d1, o2) and (s, d2, o1), because the
+// head's effect is QK[d, s] times OV[s, o] and no entry ties o to d. One record per crossed
+// triple (source, dest, out):
+struct SkipTrigramBug {
+  int source = 0, dest = 0, out = 0;  // the crossed triple
+  int own_out = 0;       // the strong triple (source, dest, own_out) it comes from
+  int partner_dest = 0;  // the strong triple (source, partner_dest, out) that lends `out`
+  double score = 0;      // the crossed triple's table score (as SkipTrigram::score)
+  bool crossed_in_top = false;  // the crossed triple is itself among the returned top triples
+  // The whole model run on the minimal sequence [bos] source dest (bos only if given), softmax
+  // of the logits at the last position (dest):
+  double p_own = 0;      // probability of own_out
+  double p_crossed = 0;  // probability of out (the leak)
+  // The same run with the source replaced by dest ([bos] dest dest): p(out) with no source.
+  double p_crossed_without_source = 0;
+};
+
+struct SkipTrigrams {
+  int layer = 0, head = 0;
+  std::vector<SkipTrigram> top;      // [<= k] by decreasing score (ties: lower source, dest, out first)
+  std::vector<SkipTrigramBug> bugs;  // [<= max_bugs] pairs of top triples by decreasing min score;
+                                     // empty when no two top triples share a source with different
+                                     // destinations and outputs (e.g. an untrained head whose top
+                                     // triples are one (source, out) with many destinations): ask
+                                     // for a larger k
+};
+
+// Framework paper, one-layer section "Skip-Trigram" and "bugs" / seed 000. Meant for 1-layer
+// models (for deeper ones the tables are the head's direct-path terms). The top triples are
+// exact (per source: top-k destinations x top-k outputs, then a global top-k); no V x V table is
+// formed. bos: a token id to put first in the probe sequences, or -1 for none.
+SkipTrigrams skip_trigrams(const Params<float>& p, int layer, int head, int k, int bos = -1, int max_bugs = 32);
+
+}  // namespace cs

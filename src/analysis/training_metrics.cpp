@@ -1,0 +1,161 @@
+// Training metrics: validation loss, ICL score, head scores and the per-token-loss PCA trajectory.
+#include "analysis/training_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "analysis/scores.h"
+#include "model.h"
+
+namespace cs {
+
+EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_dir) {
+  EvalSpec s;
+  if (!j.is_object()) throw std::invalid_argument("recipe: \"eval\" must be an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static const char* known[] = {"every", "valid_path", "batch", "icl_early", "icl_late", "repeat_len", "seed"};
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
+      throw std::invalid_argument("recipe: unknown field \"" + it.key() + "\" in eval");
+  }
+  auto get = [&](const char* k, int def) {
+    if (!j.contains(k)) return def;
+    if (!j[k].is_number_integer()) throw std::invalid_argument(std::string("recipe: eval.") + k + " must be an integer");
+    return j[k].get<int>();
+  };
+  s.every = get("every", 0);
+  s.batch = get("batch", 8);
+  s.icl_early = get("icl_early", 20);
+  s.icl_late = get("icl_late", 200);
+  s.repeat_len = get("repeat_len", 0);
+  s.seed = static_cast<std::uint64_t>(get("seed", 1));
+  if (j.contains("valid_path")) {
+    std::string p = j["valid_path"].get<std::string>();
+    s.valid_path = (base_dir.empty() || p.empty() || p[0] == '/') ? p : base_dir + "/" + p;
+  }
+  if (s.every < 0 || s.batch < 1 || s.batch > 1024) throw std::invalid_argument("recipe: eval.every must be >= 0 and eval.batch 1..1024");
+  if (s.icl_early < 0 || s.icl_late <= s.icl_early) throw std::invalid_argument("recipe: eval needs 0 <= icl_early < icl_late");
+  return s;
+}
+
+Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer& tok, DataSource& train_data)
+    : spec_(spec) {
+  const Config& c = recipe.model;
+  T_ = train_data.seq_len();
+  // Validation set: windows of held-out text, or a fixed batch of the training source.
+  if (!spec.valid_path.empty()) {
+    std::ifstream f(spec.valid_path, std::ios::binary);
+    if (!f) throw std::invalid_argument("recipe: cannot read eval.valid_path " + spec.valid_path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::vector<int> ids = tok.encode_ids(ss.str(), false);
+    if (static_cast<int>(ids.size()) < T_) throw std::invalid_argument("recipe: the validation text is shorter than one window");
+    // Evenly spaced windows, each [BOS] + T-1 tokens of text.
+    std::vector<int> rows;
+    const int span = static_cast<int>(ids.size()) - (T_ - 1);
+    for (int r = 0; r < spec.batch; ++r) {
+      int start = static_cast<int>(static_cast<long long>(r) * span / spec.batch);
+      rows.push_back(tok.bos_id() >= 0 ? tok.bos_id() : ids[start]);
+      rows.insert(rows.end(), ids.begin() + start, ids.begin() + start + T_ - 1);
+    }
+    valid_ = next_token_batch(rows, spec.batch, T_);
+  } else {
+    DataBatch all = train_data.all();
+    if (all.batch.B > 0) {
+      valid_ = all.batch;
+    } else {
+      Rng rng(spec.seed);
+      valid_ = train_data.next(rng, spec.batch).batch;
+    }
+  }
+  has_icl_ = spec.icl_late < valid_.T - 1;
+  // Repeated random tokens for the head scores: ids other than the special tokens.
+  bos_ = std::max(0, tok.bos_id());
+  first_ = 0;
+  while (first_ < tok.size() && tok.token_text(first_).size() > 1 && tok.token_text(first_).front() == '<' &&
+         tok.token_text(first_).back() == '>')
+    ++first_;
+  n_ = tok.size() - first_;
+  L_ = spec.repeat_len > 0 ? spec.repeat_len : std::min(n_, (c.n_ctx - 1) / 2);
+  if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("recipe: eval.repeat_len must be at least 2 and fit 2L+1 <= n_ctx");
+  L_ = std::min(L_, n_);
+}
+
+EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_loss) const {
+  EvalRecord r;
+  r.step = step;
+  r.train_loss = train_loss;
+  ActivationCache<float> cache;
+  forward(p, valid_.tokens, valid_.B, valid_.T, cache);
+  LossResult lr = loss_from_logits(cache, valid_);
+  r.valid_loss = lr.loss;
+  Tensor<float> pt = per_token_loss(cache);
+  if (has_icl_) r.icl = icl_score(pt, spec_.icl_early, spec_.icl_late);
+  // The per-token vector over the positions that carry a loss.
+  for (std::size_t i = 0; i < lr.per_token.size(); ++i)
+    if (valid_.mask[i] != 0) r.per_token.push_back(lr.per_token[i]);
+  const int LH = p.cfg.n_layers * p.cfg.n_heads;
+  if (LH > 0 && n_ >= 2) {
+    RepeatedTokens rt = make_repeated_tokens(spec_.batch, L_, first_, n_, bos_, spec_.seed + 17);
+    ActivationCache<float> rc;
+    forward(p, rt.tokens, rt.B, rt.T(), rc);
+    HeadScores hs = head_scores(p, rc, rt);
+    r.prefix_matching = hs.prefix_matching.data;
+    r.copying = hs.copying.data;
+    r.previous_token = hs.previous_token.data;
+    Tensor<float> rl = per_token_loss(rc);  // [B, 2L]; index t predicts token t+1
+    double s = 0;
+    int n = 0;
+    for (int b = 0; b < rt.B; ++b)
+      for (int t = L_ + 1; t < 2 * L_; ++t) s += rl.data[static_cast<std::size_t>(b) * (2 * L_) + t], ++n;
+    r.repeated_loss = n ? s / n : 0;
+  }
+  return r;
+}
+
+nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>& records, int n_components) {
+  nlohmann::json out;
+  out["icl_indices"] = {{"early", spec.icl_early}, {"late", spec.icl_late},
+                        {"note", "ICL score = loss at token index late minus loss at token index early (the paper uses 500 and 50)"}};
+  out["every"] = spec.every;
+  nlohmann::json recs = nlohmann::json::array();
+  for (const auto& r : records)
+    recs.push_back({{"step", r.step}, {"train_loss", r.train_loss}, {"valid_loss", r.valid_loss}, {"icl", r.icl},
+                    {"repeated_loss", r.repeated_loss}, {"prefix_matching", r.prefix_matching}, {"copying", r.copying},
+                    {"previous_token", r.previous_token}});
+  out["records"] = recs;
+  // PCA of the per-token-loss vectors across records (seed 004's trajectory view), via the
+  // records' Gram matrix: with X centred (records x positions), X X^T = U S^2 U^T and the
+  // projection of record i on component k is U[i,k] S[k].
+  const int R = static_cast<int>(records.size());
+  if (R >= 2 && !records[0].per_token.empty()) {
+    const int P = static_cast<int>(records[0].per_token.size());
+    Eigen::MatrixXd X(R, P);
+    for (int i = 0; i < R; ++i) {
+      if (static_cast<int>(records[i].per_token.size()) != P) throw std::logic_error("metrics: per-token vectors differ in length");
+      for (int j = 0; j < P; ++j) X(i, j) = records[i].per_token[j];
+    }
+    X.rowwise() -= X.colwise().mean();
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(X * X.transpose());
+    const int K = std::min(n_components, R);
+    double total = es.eigenvalues().sum();
+    nlohmann::json proj = nlohmann::json::array(), var = nlohmann::json::array();
+    for (int k = 0; k < K; ++k) {
+      int idx = R - 1 - k;  // eigenvalues ascend
+      double ev = std::max(0.0, es.eigenvalues()(idx));
+      Eigen::VectorXd u = es.eigenvectors().col(idx);
+      // Fix the sign so the first record projects to a non-positive value (stable across runs).
+      if (u(0) > 0) u = -u;
+      std::vector<double> col(R);
+      for (int i = 0; i < R; ++i) col[i] = u(i) * std::sqrt(ev);
+      proj.push_back(col);
+      var.push_back(total > 0 ? ev / total : 0.0);
+    }
+    out["pca"] = {{"components", proj}, {"explained_variance", var}, {"n_positions", P}};
+  }
+  return out;
+}
+
+}  // namespace cs
