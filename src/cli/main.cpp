@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <algorithm>
 #include <fstream>
 #include <iomanip>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/ioi.h"
 #include "analysis/training_metrics.h"
 #include "io.h"
 #include "model.h"
@@ -33,6 +35,8 @@ const char* kUsage =
     "      Per-token loss and the top K next-token predictions for a text.\n"
     "  circuitscope inspect MODEL.safetensors [--json]\n"
     "      The config, tokenizer and parameter table of a model file.\n"
+    "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
+    "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
     "  circuitscope help [COMMAND]\n";
 
 const std::map<std::string, std::string> kHelp = {
@@ -44,13 +48,21 @@ const std::map<std::string, std::string> kHelp = {
      "  --steps N       override the recipe's number of steps\n"
      "  --log-every N   print a progress line every N steps (default 50)\n"
      "  --f16           store the weights as float16 (half the size)\n"
-     "  Snapshots listed in the recipe are written next to the model as NAME.stepN.safetensors.\n"
+     "  Snapshots listed in the recipe are written as float16 files DIR/snapshots/NAME/stepN.safetensors\n"
+     "  beside the model DIR/NAME.safetensors; a recipe with \"eval\" also writes DIR/NAME.metrics.json.\n"
      "  Same recipe, same seed, same build: the same weights, bit for bit.\n"},
     {"run",
      "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
      "  Tokenizes the text (a <BOS> token first), runs the model and prints, for every token,\n"
      "  the loss of predicting it and the model's top K guesses for the next token.\n"
      "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"},
+    {"sweep",
+     "circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
+     "  Trains a recipe on the symbolic IOI task once per seed 0..N-1 (default 10), measures each\n"
+     "  model's accuracy and mean logit difference over all 60 sequences, writes the model of the\n"
+     "  median seed (ranked by accuracy, then mean logit difference; the lower middle for an even\n"
+     "  count) to FILE (default: the recipe's \"output\") and every seed's figures to\n"
+     "  FILE-without-extension.seeds.json. The shipped model is the median, not the luckiest.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -109,24 +121,36 @@ std::string dirname_of(const std::string& p) {
   return k == std::string::npos ? "" : p.substr(0, k);
 }
 
-std::string snapshot_path(const std::string& out, int step) {
-  std::string stem = out;
+// The model file's name without its extension: models/char-2l.safetensors -> models/char-2l.
+std::string output_stem(const std::string& out) {
   const std::string ext = ".safetensors";
-  if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0)
-    stem = stem.substr(0, stem.size() - ext.size());
-  return stem + ".step" + std::to_string(step) + ext;
+  if (out.size() > ext.size() && out.compare(out.size() - ext.size(), ext.size(), ext) == 0)
+    return out.substr(0, out.size() - ext.size());
+  return out;
+}
+
+// Snapshots go to DIR/snapshots/NAME/stepN.safetensors beside the model DIR/NAME.safetensors.
+std::string snapshot_path(const std::string& out, int step) {
+  std::string stem = output_stem(out);
+  auto k = stem.find_last_of('/');
+  std::string dir = k == std::string::npos ? "" : stem.substr(0, k + 1);
+  std::string name = k == std::string::npos ? stem : stem.substr(k + 1);
+  return dir + "snapshots/" + name + "/step" + std::to_string(step) + ".safetensors";
+}
+
+json read_recipe_json(const std::string& path) {
+  try {
+    return json::parse(read_file(path));
+  } catch (const json::parse_error& e) {
+    throw std::runtime_error("recipe " + path + " is not valid JSON: " + e.what());
+  }
 }
 
 int cmd_train(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--log-every", true}, {"--f16", false}});
   if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
   const std::string recipe_path = a.positional[0];
-  json j;
-  try {
-    j = json::parse(read_file(recipe_path));
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error("recipe " + recipe_path + " is not valid JSON: " + e.what());
-  }
+  json j = read_recipe_json(recipe_path);
   if (a.opts.count("--steps") && j.is_object()) j["steps"] = to_int(a.opts["--steps"], "--steps", 1, 10000000);
   cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
   std::string out = a.opts.count("--out") ? a.opts["--out"] : r.output;
@@ -138,6 +162,10 @@ int cmd_train(int argc, char** argv) {
               r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
               cs::param_count(tr.model_file().cfg), r.steps, r.batch_size);
   auto t0 = std::chrono::steady_clock::now();
+  if (!r.snapshots.empty()) {
+    const std::string dir = snapshot_path(out, 0).substr(0, snapshot_path(out, 0).find_last_of('/'));
+    std::filesystem::create_directories(dir);
+  }
   auto save_snapshot = [&](int step) {
     cs::ModelFile f = tr.model_file();
     cs::save_model_file(snapshot_path(out, step), f, cs::Dtype::F16);
@@ -179,8 +207,7 @@ int cmd_train(int argc, char** argv) {
   }
   cs::save_model_file(out, tr.model_file(), dtype);
   if (evaluator) {
-    std::string path = snapshot_path(out, 0);
-    path = path.substr(0, path.size() - std::string(".step0.safetensors").size()) + ".metrics.json";
+    const std::string path = output_stem(out) + ".metrics.json";
     std::ofstream f(path);
     nlohmann::json mj = cs::metrics_json(evaluator->spec(), records);
     mj["recipe"] = r.name;
@@ -190,6 +217,65 @@ int cmd_train(int argc, char** argv) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s (%.1f s)\n", out.c_str(), secs);
+  return 0;
+}
+
+int cmd_sweep(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--seeds", true}, {"--out", true}});
+  if (a.positional.size() != 1) throw UsageError("sweep takes one recipe file");
+  const std::string recipe_path = a.positional[0];
+  const int n = a.opts.count("--seeds") ? to_int(a.opts["--seeds"], "--seeds", 1, 1000) : 10;
+  json j = read_recipe_json(recipe_path);
+  struct Run {
+    int seed;
+    cs::IoiEvaluation ev;
+    cs::ModelFile model;
+  };
+  std::vector<Run> runs;
+  std::string out;
+  for (int seed = 0; seed < n; ++seed) {
+    j["seed"] = seed;
+    cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
+    if (!r.data.is_object() || r.data.value("kind", "") != "ioi_symbolic")
+      throw std::runtime_error("sweep measures the symbolic IOI task; this recipe's data is not \"ioi_symbolic\"");
+    out = a.opts.count("--out") ? a.opts["--out"] : r.output;
+    if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
+    cs::Trainer tr(r);
+    for (int s = 0; s < r.steps; ++s) tr.step();
+    cs::IoiEvaluation ev = cs::ioi_evaluate(tr.params());
+    std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
+                ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
+    runs.push_back({seed, ev, tr.model_file()});
+  }
+  std::vector<int> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    if (runs[x].ev.accuracy != runs[y].ev.accuracy) return runs[x].ev.accuracy < runs[y].ev.accuracy;
+    if (runs[x].ev.mean_logit_diff != runs[y].ev.mean_logit_diff) return runs[x].ev.mean_logit_diff < runs[y].ev.mean_logit_diff;
+    return runs[x].seed < runs[y].seed;
+  });
+  const Run& median = runs[order[(order.size() - 1) / 2]];
+  cs::save_model_file(out, median.model);
+  json seeds = json::array();
+  double acc_sum = 0;
+  int solved = 0;
+  for (const Run& r : runs) {
+    seeds.push_back({{"seed", r.seed}, {"correct", r.ev.correct}, {"n", r.ev.n}, {"accuracy", r.ev.accuracy},
+                     {"mean_logit_diff", r.ev.mean_logit_diff}, {"mean_prob_io", r.ev.mean_prob_io},
+                     {"mean_prob_s", r.ev.mean_prob_s}});
+    acc_sum += r.ev.accuracy;
+    solved += r.ev.correct == r.ev.n;
+  }
+  json summary = {{"recipe", j.value("name", "")}, {"seeds", seeds}, {"median_seed", median.seed},
+                  {"mean_accuracy", acc_sum / runs.size()}, {"min_accuracy", runs[order.front()].ev.accuracy},
+                  {"max_accuracy", runs[order.back()].ev.accuracy}, {"solved", solved}, {"runs", runs.size()}};
+  const std::string summary_path = output_stem(out) + ".seeds.json";
+  std::ofstream f(summary_path);
+  f << summary.dump(2) << "\n";
+  if (!f) throw std::runtime_error("cannot write " + summary_path);
+  std::printf("%d of %zu seeds solved the task; mean accuracy %.3f (min %.3f, max %.3f); median seed %d -> %s\n", solved,
+              runs.size(), acc_sum / runs.size(), runs[order.front()].ev.accuracy, runs[order.back()].ev.accuracy,
+              median.seed, out.c_str());
   return 0;
 }
 
@@ -311,6 +397,7 @@ int main(int argc, char** argv) {
     if (cmd == "train") return cmd_train(argc, argv);
     if (cmd == "run") return cmd_run(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);
+    if (cmd == "sweep") return cmd_sweep(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {
