@@ -1,6 +1,17 @@
 // Types for circuitscope.js, the friendly API over the WebAssembly core.
 
-/** A bulk array copied out of the module, tagged with its shape and axis names (row-major). */
+/**
+ * A bulk array copied out of the module (a fresh typed array: it stays valid after the model is
+ * deleted or the module's memory grows), tagged with its row-major shape and one name per axis:
+ * data.length === product(shape) and axes.length === shape.length.
+ *
+ * Axis names: "layer", "head", "pos" (sequence position), "query_pos"/"key_pos" (attention),
+ * "d_vocab" (a logit per vocabulary entry), "d_model" (residual-stream dimension), "stage"
+ * (residual stream stage: 0 = blocks.0.hook_resid_pre, l+1 = blocks.l.hook_resid_post), "batch",
+ * "rank" (top-k), "sequence", "kind" (q, k, v), "src_layer"/"src_head"/"dst_layer"/"dst_head",
+ * "dest_token"/"src_token"/"out_token" (token ids of a circuit table), "inner" (a factor's inner
+ * dimension, d_head), "eigenvalue", "part"/"path" (attribution rows).
+ */
 export interface Tagged<D extends Float32Array | Int32Array = Float32Array> {
   data: D;
   shape: number[];
@@ -37,18 +48,354 @@ export interface Tokens {
   ends: Int32Array;
 }
 
+/**
+ * Tokens to run: text (tokenized with tokenize(), so <BOS> comes first when the vocabulary has
+ * one) or token ids (integers in 0..d_vocab-1, at most n_ctx of them).
+ */
+export type TokensIn = string | Int32Array | ArrayLike<number>;
+
+/**
+ * What to change in a forward pass, as plain data. Heads are [layer, head]. Errors (a head that
+ * does not exist, a cut that does not go from an earlier layer to a later one, a mean of the
+ * wrong length, an unknown field) are thrown as Errors naming the field, e.g.
+ * "run: the intervention: ablate[0].layer must be an integer, got \"x\"" or
+ * "intervention: there is no head L5H0 in a model with 2 layers of 4 heads".
+ */
+export interface Intervention {
+  /**
+   * Heads whose output is replaced: by zero, or by `mean` (d_model values, the same at every
+   * position, or n_ctx * d_model values, one row per position) for a mean-ablation.
+   */
+  ablate?: { layer: number; head: number; mean?: Float32Array | ArrayLike<number> }[];
+  /**
+   * Paths removed: the output of head `from` no longer reaches input `input` (query, key or
+   * value) of head `to`, a head of a later layer (the residual stream that input reads is
+   * recomputed without that head's output).
+   */
+  cut?: { from: [number, number]; to: [number, number]; input: 'q' | 'k' | 'v' }[];
+  /** Act as if W_pos were zero. */
+  removePos?: boolean;
+}
+
+export interface RunOptions {
+  /** Also return the residual stream at every stage (default false). */
+  resid?: boolean;
+  /** Also return every head's output, hook_result (default false). */
+  result?: boolean;
+}
+
 export interface RunResult {
+  /** The token ids that were run (a copy). */
+  tokens: Int32Array;
   /** shape [T, d_vocab], axes ["pos", "d_vocab"] */
   logits: Tagged;
-  /** shape [n_layers, n_heads, T, T], axes ["layer", "head", "query_pos", "key_pos"] */
+  /** hook_pattern of every layer: shape [n_layers, n_heads, T, T], axes ["layer", "head", "query_pos", "key_pos"] */
   patterns: Tagged;
   /**
    * Cross-entropy of predicting token t+1 at position t; shape [T], axes ["pos"].
    * The last position has no target and holds NaN.
    */
   loss: Tagged;
+  /**
+   * With {resid: true}: shape [n_layers + 1, T, d_model], axes ["stage", "pos", "d_model"]; stage 0
+   * is blocks.0.hook_resid_pre (the embedding, plus W_pos for standard positions), stage l+1 is
+   * blocks.l.hook_resid_post (so the last stage times W_U (+ b_U) gives the logits).
+   */
+  resid?: Tagged;
+  /** With {result: true}: blocks.l.attn.hook_result, shape [n_layers, n_heads, T, d_model], axes ["layer", "head", "pos", "d_model"]. */
+  result?: Tagged;
 }
 
+/**
+ * Direct logit attribution / path expansion of the logits at one position (Framework paper,
+ * "Path Expansion of Logits"). Every row of `parts` sums with the others to `logits`; each head's
+ * group of `paths` (virtual heads, one composition step deep) sums to that head's row of parts.
+ */
+export interface Attribution {
+  pos: number;
+  /** The token id at pos. */
+  token: number;
+  /** The logits at pos: shape [d_vocab], axes ["d_vocab"]. */
+  logits: Tagged;
+  /** Row names of parts (P = 3 + n_layers * n_heads): "embed", "pos_embed", "bias", then "L{l}H{h}". */
+  names: string[];
+  /** shape [P, d_vocab], axes ["part", "d_vocab"] */
+  parts: Tagged;
+  /** Row names of paths: "L{l2}H{h2}<-embed" | "<-pos_embed" | "<-bias" | "<-L{l1}H{h1}". */
+  path_names: string[];
+  /** For each path, the row of parts (the head h2) it belongs to: [Q]. */
+  path_part: Int32Array;
+  /** shape [Q, d_vocab], axes ["path", "d_vocab"] */
+  paths: Tagged;
+}
+
+export interface CircuitOptions {
+  /** How many top and bottom entries to list (default 10). */
+  k?: number;
+  /** Materialise the whole table (default true). */
+  table?: boolean;
+  /** Also return the factors A and B, table = A B (default false). */
+  factors?: boolean;
+}
+
+/**
+ * A full circuit kept as two factors A B, with its largest and smallest entries. Entry objects
+ * name the row and column by the circuit's kind: qk {dest, src, value}, ov {src, out, value},
+ * posQk {query, key, value}.
+ */
+export interface Circuit<E> {
+  /** [rows, cols] of the table */
+  shape: [number, number];
+  axes: [string, string];
+  /** The k largest entries, largest first. */
+  top: E[];
+  /** The k smallest (most negative) entries, smallest first. */
+  bottom: E[];
+  /** The table (unless {table: false}), shape and axes as above. */
+  table?: Tagged;
+  /** With {factors: true}: shape [rows, d_head], axes [rows axis, "inner"]. */
+  A?: Tagged;
+  /** With {factors: true}: shape [d_head, cols], axes ["inner", cols axis]. */
+  B?: Tagged;
+}
+
+/** Eigenvalues of one circuit (the non-zero ones of the table, from the small d_head x d_head product). */
+export interface Spectrum {
+  /** Real parts, by decreasing |lambda|: [d_head]. */
+  re: Float64Array;
+  /** Imaginary parts, same order: [d_head]. */
+  im: Float64Array;
+  /** Re(sum lambda) / sum |lambda|, in [-1, 1]: near 1 for a copying (OV) / same-token-matching (QK) head. */
+  copying: number;
+  /** Share of the non-zero eigenvalues with a positive real part. */
+  positive_fraction: number;
+}
+
+export interface Spectra {
+  /** shape [n_layers, n_heads], axes ["layer", "head"] */
+  copying: Tagged;
+  /** shape [n_layers, n_heads], axes ["layer", "head"] */
+  positive_fraction: Tagged;
+  /** shape [n_layers, n_heads, d_head], axes ["layer", "head", "eigenvalue"], by decreasing |lambda| */
+  re: Tagged;
+  im: Tagged;
+}
+
+export interface CompositionResult {
+  /**
+   * ||L R||_F / (||L||_F ||R||_F) for every pair of heads (ARENA 1.2 definitions):
+   * shape [3, n_layers, n_heads, n_layers, n_heads],
+   * axes ["kind", "src_layer", "src_head", "dst_layer", "dst_head"]; kind 0/1/2 = Q/K/V
+   * composition; zero unless src_layer < dst_layer (all zeros for a 1-layer model).
+   */
+  scores: Tagged;
+  kinds: ['q', 'k', 'v'];
+  /** Mean score of random matrix pairs of the same shapes, and its standard deviation. */
+  baseline: number;
+  baseline_std: number;
+  baseline_samples: number;
+}
+
+export interface HeadScoreOptions {
+  /** Length of the random segment R (rows are [BOS] R R, T = 2L + 1 <= n_ctx); default min(n, (n_ctx - 1) / 2). */
+  L?: number;
+  /** Rows (default 16). */
+  batch?: number;
+  /** Seed of the portable generator (default 0). */
+  seed?: number;
+  /** R is drawn from ids [first, first + n): by default the ids after the leading <...> special tokens. */
+  first?: number;
+  n?: number;
+  /** The id put at position 0 (default the <BOS> id, else 0). */
+  bos?: number;
+}
+
+/** Induction-heads paper scores on repeated random tokens; each [n_layers, n_heads], axes ["layer", "head"]. */
+export interface HeadScores {
+  /** Mean attention from position i to i - 1. */
+  previous_token: Tagged;
+  /** Mean attention from a second-copy position to its earlier copy. */
+  duplicate_token: Tagged;
+  /** The induction score: mean attention from a second-copy position to the token after its earlier copy. */
+  prefix_matching: Tagged;
+  /** Signed rank of the attended token among the OV circuit's logits, in [-1, 1]. */
+  copying: Tagged;
+  /** The repeated-token batch used: shape [batch, 2L + 1], axes ["batch", "pos"]. */
+  tokens: Tagged<Int32Array>;
+  L: number;
+  batch: number;
+  seed: number;
+  first: number;
+  n: number;
+  bos: number;
+}
+
+export interface TopKResult {
+  /** Most probable next tokens, most probable first: shape [T, k], axes ["pos", "rank"]. */
+  ids: Tagged<Int32Array>;
+  /** Their softmax probabilities: shape [T, k], axes ["pos", "rank"]. */
+  probs: Tagged;
+}
+
+export interface AblateOptions {
+  /** Token indices of the ICL score (loss at late - loss at early; indices into the T-1 losses).
+   *  Defaults: late = min(500, T - 2), early = min(50, floor(late / 2)). */
+  iclEarly?: number;
+  iclLate?: number;
+  /** Rows when the tokens are a flat [B * T] array (default 1; a tagged [B, T] input gives its own). */
+  batch?: number;
+}
+
+/** A forward pass under an intervention compared with the clean one (induction-heads paper, argument 3). */
+export interface AblationResult {
+  /** shape [B, T, d_vocab], axes ["batch", "pos", "d_vocab"] */
+  logits: Tagged;
+  /** Next-token losses: shape [B, T - 1], axes ["batch", "pos"] */
+  per_token: Tagged;
+  /** intervened - clean: shape [B, T, d_vocab], axes ["batch", "pos", "d_vocab"] */
+  logits_delta: Tagged;
+  /** intervened - clean: shape [B, T - 1], axes ["batch", "pos"] */
+  per_token_delta: Tagged;
+  loss: number;
+  icl: number;
+  clean_loss: number;
+  clean_icl: number;
+  loss_delta: number;
+  icl_delta: number;
+  icl_early: number;
+  icl_late: number;
+}
+
+/** One IOI sequence analysed at its last position (IOI seed: residual decomposition and logit lens). */
+export interface IoiAnalysis {
+  tokens: Int32Array;
+  pos: number;
+  /** The name said once (the answer) and the name said twice. */
+  io: number;
+  s: number;
+  /** argmax of the logits at pos. */
+  predicted: number;
+  logit_io: number;
+  logit_s: number;
+  /** logit_io - logit_s = sum(head_diff) + direct_diff + bias_diff */
+  logit_diff: number;
+  prob_io: number;
+  prob_s: number;
+  /** Each head's direct effect on logit(IO) - logit(S): shape [n_layers, n_heads], axes ["layer", "head"] */
+  head_diff: Tagged;
+  /** ... on logit(IO) + logit(S): [n_layers, n_heads] */
+  head_sum: Tagged;
+  /** Cosines of each head's output with W_U[:, IO] - W_U[:, S] and with the sum: [n_layers, n_heads] */
+  head_cos_diff: Tagged;
+  head_cos_sum: Tagged;
+  direct_diff: number;
+  direct_sum: number;
+  bias_diff: number;
+  bias_sum: number;
+  /** Logit lens at pos, each shape [n_layers + 1], axes ["stage"]. */
+  lens: { logit_io: Tagged; logit_s: Tagged; prob_io: Tagged; prob_s: Tagged };
+}
+
+/** Over the 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> (names A..F). */
+export interface IoiEvaluation {
+  n: number;
+  correct: number;
+  accuracy: number;
+  mean_logit_diff: number;
+  mean_prob_io: number;
+  mean_prob_s: number;
+  /** mean -log p(IO) */
+  mean_loss: number;
+  /** Each [n], axes ["sequence"] (order of ioiSequences()). */
+  predicted: Tagged<Int32Array>;
+  logit_diff: Tagged;
+  prob_io: Tagged;
+  prob_s: Tagged;
+  /** Means over the sequences, each [n_layers, n_heads], axes ["layer", "head"]. */
+  mean_head_diff: Tagged;
+  mean_head_sum: Tagged;
+  mean_head_cos_diff: Tagged;
+  mean_head_cos_sum: Tagged;
+}
+
+/** A skip-trigram "source ... dest -> out" of one head, scored in nats. */
+export interface SkipTrigram {
+  source: number;
+  dest: number;
+  out: number;
+  /** Full QK table [dest, source] (unscaled). */
+  qk: number;
+  /** Full OV table [source, out]. */
+  ov: number;
+  /** (qk - row mean) / sqrt(d_head) + (ov - row mean) */
+  score: number;
+}
+
+/** A crossed triple forced by two strong triples sharing a source (the factorisation "bug"). */
+export interface SkipTrigramBug {
+  source: number;
+  dest: number;
+  out: number;
+  own_out: number;
+  partner_dest: number;
+  score: number;
+  crossed_in_top: boolean;
+  /** Whole-model probabilities on [<BOS>] source dest: of own_out, of out (the leak), and of out on [<BOS>] dest dest. */
+  p_own: number;
+  p_crossed: number;
+  p_crossed_without_source: number;
+}
+
+export interface SkipTrigrams {
+  layer: number;
+  head: number;
+  /** Best first. */
+  top: SkipTrigram[];
+  bugs: SkipTrigramBug[];
+}
+
+export interface CorpusStatsOptions {
+  /** Context window w of the context map (default 8). */
+  window?: number;
+  /** Also return the two predicted leading terms (default false). */
+  leadingTerms?: boolean;
+}
+
+/** Gradient-leading-terms seed: corpus maps of a token stream and their cosines with the model's tables. */
+export interface CorpusStats {
+  window: number;
+  /** P(next = j | current = i): shape [V, V], axes ["current_token", "next_token"] */
+  bigram: Tagged;
+  /** B^T B: shape [V, V], axes ["next_token", "next_token_2"] */
+  interchange: Tagged;
+  /** Context map Phi (rows sum to 1): shape [V, V], axes ["token", "context_token"] */
+  context: Tagged;
+  /** Token frequencies: shape [V], axes ["token"] */
+  current_freq: Tagged;
+  next_freq: Tagged;
+  /** cosine(row_centred(W_E W_U), direct-path leading term) */
+  direct_path_cosine: number;
+  /** cosine(row_centred(full OV table), OV leading term) per head: [n_layers, n_heads], axes ["layer", "head"] */
+  ov_cosine: Tagged;
+  /** With {leadingTerms: true}: [V, V], axes ["current_token", "next_token"] */
+  direct_path_leading_term?: Tagged;
+  /** With {leadingTerms: true}: [V, V], axes ["src_token", "out_token"] */
+  ov_leading_term?: Tagged;
+}
+
+/** An intervention as returned by cutComposition() (every field present). */
+export interface InterventionOut {
+  ablate: { layer: number; head: number; mean?: Float32Array }[];
+  cut: { from: [number, number]; to: [number, number]; input: 'q' | 'k' | 'v' }[];
+  removePos: boolean;
+}
+
+/**
+ * An open model. Every method throws an Error with a sentence for bad arguments ("qk: head must
+ * be an integer, got 1.5", "full QK circuit: there is no head L0H9 in a model with 2 layer(s) of
+ * 4 head(s)", "run: 301 tokens is longer than the model's context of 256 tokens") and after
+ * delete() ("run: this model has been deleted"). Heads are (layer, head), 0-based.
+ */
 export interface LoadedModel {
   config: ModelConfig;
   tokenizer: TokenizerJson;
@@ -56,15 +403,84 @@ export interface LoadedModel {
   info: Record<string, unknown>;
   /** Throws an Error (e.g. a word not in a word-level vocabulary). */
   tokenize(text: string): Tokens;
-  /** One forward pass over one sequence of at most n_ctx tokens. Throws an Error otherwise. */
-  run(ids: Int32Array | ArrayLike<number>): RunResult;
+  /** The vocabulary entries of some ids ("#id" for an id outside it). */
+  tokenText(ids: ArrayLike<number>): string[];
+  /**
+   * One forward pass over one sequence of at most n_ctx tokens, optionally under an
+   * intervention. The tokens and intervention are remembered for attribution().
+   */
+  run(tokens: TokensIn, intervention?: Intervention, options?: RunOptions): RunResult;
+  /**
+   * Path expansion of the logits at `pos` (default the last position; negative counts from the
+   * end). Uses the tokens and intervention of the last run() unless options.tokens is given
+   * (then options.intervention, default none, applies).
+   */
+  attribution(pos?: number, options?: { tokens?: TokensIn; intervention?: Intervention }): Attribution;
+  /**
+   * Full QK circuit W_E W_Q W_K^T W_E^T (unscaled: attention scores divide by sqrt(d_head)):
+   * table shape [d_vocab, d_vocab], axes ["dest_token", "src_token"]; entries {dest, src, value}.
+   * For layer > 0 this is the direct-path term.
+   */
+  qk(layer: number, head: number, options?: CircuitOptions): Circuit<{ dest: number; src: number; value: number }>;
+  /**
+   * Full OV circuit W_E W_V W_O W_U: table shape [d_vocab, d_vocab], axes ["src_token", "out_token"];
+   * entries {src, out, value}. (The transpose of the papers' W_U W_OV W_E.)
+   */
+  ov(layer: number, head: number, options?: CircuitOptions): Circuit<{ src: number; out: number; value: number }>;
+  /**
+   * Positional QK circuit W_pos W_Q W_K^T W_pos^T (unscaled): table shape [n_ctx, n_ctx], axes
+   * ["query_pos", "key_pos"]; entries {query, key, value}. Throws for pos_embed "none".
+   */
+  posQk(layer: number, head: number, options?: CircuitOptions): Circuit<{ query: number; key: number; value: number }>;
+  /** Eigenvalues of one head's full OV and QK circuits. */
+  eigen(layer: number, head: number): { ov: Spectrum; qk: Spectrum };
+  /** Every head's eigenvalue summary. */
+  spectra(): { ov: Spectra; qk: Spectra };
+  /** Q/K/V composition scores with a random baseline (default 200 samples, seed 0). */
+  composition(options?: { samples?: number; seed?: number }): CompositionResult;
+  /** Previous-token, duplicate-token, prefix-matching (induction) and copying scores. */
+  headScores(options?: HeadScoreOptions): HeadScores;
+  /** The k (default 5) most probable next tokens at every position. */
+  topK(tokens: TokensIn, k?: number): TopKResult;
+  /**
+   * A forward pass over tokens (one sequence, a flat [B * T] array with {batch: B}, or a tagged
+   * [B, T] batch such as headScores().tokens) under an intervention, compared with the clean pass.
+   */
+  ablate(tokens: TokensIn | Tagged<Int32Array>, intervention?: Intervention, options?: AblateOptions): AblationResult;
+  /**
+   * IOI analysis at the last position of one sequence (text such as "A B B <MID>" or ids), or,
+   * with no tokens, of each of the 60 symbolic sequences. Throws unless the sequence names one
+   * person once and another twice.
+   */
+  ioi(tokens: TokensIn, intervention?: Intervention): IoiAnalysis;
+  ioi(tokens?: undefined | null, intervention?: Intervention): IoiAnalysis[];
+  /** The 60 symbolic IOI sequences: shape [60, 5], axes ["sequence", "pos"]. */
+  ioiSequences(): Tagged<Int32Array>;
+  /**
+   * Accuracy and logit differences over the 60 symbolic IOI sequences, optionally under an
+   * intervention. Throws "IOI: the symbolic task's vocabulary has 8 tokens (<BOS> <MID> A..F) but
+   * this model's has N" for a model of another vocabulary.
+   */
+  ioiEvaluate(intervention?: Intervention): IoiEvaluation;
+  /** The intervention cutting input q, k or v of every head from all heads of earlier layers (empty for 1 layer). */
+  cutComposition(input: 'q' | 'k' | 'v'): InterventionOut;
+  /** Top skip-trigrams of one head (default k 20) and the "bugs" they force (default at most 32). */
+  skipTrigrams(layer: number, head: number, options?: { k?: number; maxBugs?: number }): SkipTrigrams;
+  /** Corpus statistics of a token stream (text is tokenized without the leading <BOS>) over this model's vocabulary. */
+  corpusStats(tokens: TokensIn, options?: CorpusStatsOptions): CorpusStats;
+  /** The model file as bytes (a new Uint8Array, F32 safetensors) that load() opens again. */
+  save(): Uint8Array;
   /**
    * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, length B * T,
    * T <= n_ctx) into the model's own cache; returns the mean next-token cross-entropy over the
    * B * (T - 1) positions that have a target. Copies nothing bulk out.
    */
   forwardBatch(ids: Int32Array | ArrayLike<number>, B: number, T: number): number;
-  /** Frees the model's memory inside the module; the object is unusable afterwards. */
+  /**
+   * Frees the model's memory inside the module; the object is unusable afterwards. Call it when
+   * done: the module's memory is not garbage-collected with the JS object. Results already
+   * returned stay valid (they are copies).
+   */
   delete(): void;
 }
 
@@ -174,6 +590,11 @@ export interface Circuitscope {
    * message starts with "recipe:", "config:", "data:" or "tokenizer:" for a bad recipe.
    */
   trainer(recipe: Recipe | string): Trainer;
+  /**
+   * {heapSize, allocated} in bytes: the module's linear memory (it grows and never shrinks) and
+   * the bytes malloc has handed out and not freed. For leak checks.
+   */
+  memory(): { heapSize: number; allocated: number };
 }
 
 export function init(options?: InitOptions): Promise<Circuitscope>;
@@ -183,3 +604,13 @@ export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions): Pr
 
 /** Starts a training run with the shared module, initialised on first use. */
 export function trainer(recipe: Recipe | string, options?: InitOptions): Promise<Trainer>;
+
+/** The induction-heads paper's ICL score token indices (50 and 500). */
+export const PAPER_ICL_EARLY: number;
+export const PAPER_ICL_LATE: number;
+
+/** One element of a tagged array, one index per axis. Throws a RangeError otherwise. */
+export function at<D extends Float32Array | Int32Array>(t: Tagged<D>, ...index: number[]): number;
+
+/** The index (one entry per axis) and value of the largest element of a tagged array. */
+export function argmax<D extends Float32Array | Int32Array>(t: Tagged<D>): { index: number[]; value: number };

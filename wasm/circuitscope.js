@@ -1,13 +1,20 @@
 // The friendly JS API over the Embind module (circuitscope.mjs + circuitscope.wasm, which sit
 // beside this file): init() loads the WebAssembly once; load(bytes) opens a model file and
-// returns an object with its parsed config, tokenize(), run() and delete(); trainer(recipe)
-// starts a training run from a recipe and returns an object with step(), save() and delete().
+// returns an object with its parsed config and every analysis (run, attribution, qk, ov, eigen,
+// composition, headScores, ablate, ioi, ...) plus delete(); trainer(recipe) starts a training run
+// and returns an object with step(), save() and delete(). Results are plain objects whose bulk
+// arrays are copied typed arrays tagged {data, shape, axes} (see circuitscope.d.ts). This file
+// only chooses defaults and checks arguments; every computation happens in the C++ core.
 import createCircuitscope from './circuitscope.mjs';
 
 const isNode = typeof process === 'object' && process !== null && !!process.versions?.node &&
   typeof window === 'undefined';
 
 let defaultInstance = null;
+
+/** The induction-heads paper's in-context-learning score compares token index 500 with 50. */
+export const PAPER_ICL_EARLY = 50;
+export const PAPER_ICL_LATE = 500;
 
 function toBytes(bytes) {
   if (bytes instanceof Uint8Array) return bytes;
@@ -16,10 +23,17 @@ function toBytes(bytes) {
   throw new TypeError('load: expected the model file as a Uint8Array or an ArrayBuffer');
 }
 
-function toInt32(ids) {
+function toInt32(ids, what = 'run') {
   if (ids instanceof Int32Array) return ids;
-  if (Array.isArray(ids) || ArrayBuffer.isView(ids)) return Int32Array.from(ids);
-  throw new TypeError('run: expected token ids as an Int32Array or an array of integers');
+  if (Array.isArray(ids) || ArrayBuffer.isView(ids)) {
+    for (let i = 0; i < ids.length; i++) {
+      if (!Number.isInteger(Number(ids[i]))) {
+        throw new TypeError(`${what}: token id ${String(ids[i])} at position ${i} is not an integer`);
+      }
+    }
+    return Int32Array.from(ids);
+  }
+  throw new TypeError(`${what}: expected token ids as an Int32Array or an array of integers`);
 }
 
 // Embind may surface an error as something other than an Error (e.g. a bare number when an
@@ -29,6 +43,30 @@ function asError(e) {
   return new Error(`circuitscope: internal error (${String(e)})`);
 }
 
+function call(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    throw asError(e);
+  }
+}
+
+// Options objects: undefined is {}; unknown keys are an error (a typo should not be ignored).
+function opts(options, allowed, what) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${what}: options must be an object {${allowed.join(', ')}}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`${what}: unknown option "${key}" (expected ${allowed.join(', ')})`);
+    }
+  }
+  return options;
+}
+
+const bool = (x, fallback) => (x === undefined ? fallback : !!x);
+
 function wrap(mod, handle) {
   let parsed;
   try {
@@ -37,30 +75,175 @@ function wrap(mod, handle) {
     handle.delete();
     throw asError(e);
   }
+  const config = parsed.config;
+  const tokenizer = parsed.tokenizer;
+  const vocab = tokenizer.vocab ?? [];
+  const bosId = vocab.indexOf('<BOS>');
   let alive = true;
+  let last = null;  // {tokens, intervention} of the last run()
   const live = (what) => {
     if (!alive) throw new Error(`${what}: this model has been deleted`);
   };
-  return {
-    config: parsed.config,
-    tokenizer: parsed.tokenizer,
+  // Text is tokenized (with <BOS> first when the vocabulary has one); ids pass through.
+  const tokens = (input, what) => {
+    if (typeof input === 'string') return call(() => handle.tokenize(input)).ids;
+    return toInt32(input, what);
+  };
+
+  const model = {
+    config,
+    tokenizer,
     info: parsed.info ?? {},
     tokenize(text) {
       live('tokenize');
       if (typeof text !== 'string') throw new TypeError('tokenize: expected a string');
-      try {
-        return handle.tokenize(text);
-      } catch (e) {
-        throw asError(e);
-      }
+      return call(() => handle.tokenize(text));
     },
-    run(ids) {
+    /** Token texts of ids (for labels). */
+    tokenText(ids) {
+      return Array.from(ids, (id) => vocab[id] ?? `#${id}`);
+    },
+    run(input, intervention, options) {
       live('run');
-      try {
-        return handle.run(toInt32(ids));
-      } catch (e) {
-        throw asError(e);
+      const o = opts(options, ['resid', 'result'], 'run');
+      const ids = tokens(input, 'run');
+      const out = call(() => handle.run(ids, intervention, bool(o.resid, false), bool(o.result, false)));
+      out.tokens = Int32Array.from(ids);
+      last = { tokens: out.tokens, intervention };
+      return out;
+    },
+    attribution(pos, options) {
+      live('attribution');
+      const o = opts(options, ['tokens', 'intervention'], 'attribution');
+      let ids;
+      let intervention = o.intervention;
+      if (o.tokens !== undefined) {
+        ids = tokens(o.tokens, 'attribution');
+      } else {
+        if (!last) throw new Error('attribution: no tokens given and nothing has been run yet (call run() first or pass {tokens})');
+        ids = last.tokens;
+        if (!('intervention' in o)) intervention = last.intervention;
       }
+      if (pos === undefined) pos = ids.length - 1;
+      else if (Number.isInteger(pos) && pos < 0) pos += ids.length;
+      return call(() => handle.attribution(ids, pos, intervention));
+    },
+    qk(layer, head, options) {
+      live('qk');
+      const o = opts(options, ['k', 'table', 'factors'], 'qk');
+      return call(() => handle.qk(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
+    },
+    ov(layer, head, options) {
+      live('ov');
+      const o = opts(options, ['k', 'table', 'factors'], 'ov');
+      return call(() => handle.ov(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
+    },
+    posQk(layer, head, options) {
+      live('posQk');
+      const o = opts(options, ['k', 'table', 'factors'], 'posQk');
+      return call(() => handle.posQk(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
+    },
+    eigen(layer, head) {
+      live('eigen');
+      return call(() => handle.eigen(layer, head));
+    },
+    spectra() {
+      live('spectra');
+      return call(() => handle.spectra());
+    },
+    composition(options) {
+      live('composition');
+      const o = opts(options, ['samples', 'seed'], 'composition');
+      return call(() => handle.composition(o.samples ?? 200, o.seed ?? 0));
+    },
+    headScores(options) {
+      live('headScores');
+      const o = opts(options, ['L', 'batch', 'seed', 'first', 'n', 'bos'], 'headScores');
+      // Random tokens come from the ids after the leading special tokens (<BOS>, <UNK>, <MID>...).
+      let first = 0;
+      while (first < vocab.length && /^<.+>$/.test(vocab[first])) first++;
+      first = o.first ?? first;
+      const n = o.n ?? config.d_vocab - first;
+      const L = o.L ?? Math.min(n, Math.floor((config.n_ctx - 1) / 2));
+      const bos = o.bos ?? Math.max(0, bosId);
+      const out = call(() => handle.headScores(L, o.batch ?? 16, o.seed ?? 0, first, n, bos));
+      Object.assign(out, { L, batch: o.batch ?? 16, seed: o.seed ?? 0, first, n, bos });
+      return out;
+    },
+    topK(input, k = 5) {
+      live('topK');
+      const ids = tokens(input, 'topK');
+      return call(() => handle.topK(ids, k));
+    },
+    ablate(input, intervention, options) {
+      live('ablate');
+      const o = opts(options, ['iclEarly', 'iclLate', 'batch'], 'ablate');
+      let ids;
+      let B = o.batch ?? 1;
+      if (input && typeof input === 'object' && input.data && Array.isArray(input.shape)) {
+        // A tagged [B, T] batch (e.g. headScores().tokens).
+        ids = toInt32(input.data, 'ablate');
+        if (input.shape.length === 2) B = input.shape[0];
+      } else {
+        ids = tokens(input, 'ablate');
+      }
+      const T = Number.isInteger(B) && B > 0 ? Math.floor(ids.length / B) : 0;
+      const late = o.iclLate ?? Math.max(0, Math.min(PAPER_ICL_LATE, T - 2));
+      const early = o.iclEarly ?? Math.min(PAPER_ICL_EARLY, Math.floor(late / 2));
+      const out = call(() => handle.ablate(ids, B, intervention, early, late));
+      Object.assign(out, { icl_early: early, icl_late: late });
+      return out;
+    },
+    ioi(input, intervention) {
+      live('ioi');
+      if (input === undefined || input === null) {
+        // The core's whole-task evaluation refuses a model of another vocabulary (with its
+        // sentence); the per-sequence analysis below would not.
+        call(() => handle.ioiEvaluate(intervention));
+        const seqs = call(() => handle.ioiSequences());
+        const [n, T] = seqs.shape;
+        const out = [];
+        for (let i = 0; i < n; i++) {
+          const ids = seqs.data.slice(i * T, (i + 1) * T);
+          const a = call(() => handle.ioi(ids, intervention));
+          a.tokens = ids;
+          out.push(a);
+        }
+        return out;
+      }
+      const ids = tokens(input, 'ioi');
+      const a = call(() => handle.ioi(ids, intervention));
+      a.tokens = Int32Array.from(ids);
+      return a;
+    },
+    ioiSequences() {
+      live('ioiSequences');
+      return call(() => handle.ioiSequences());
+    },
+    ioiEvaluate(intervention) {
+      live('ioiEvaluate');
+      return call(() => handle.ioiEvaluate(intervention));
+    },
+    cutComposition(input) {
+      live('cutComposition');
+      return call(() => handle.cutComposition(input));
+    },
+    skipTrigrams(layer, head, options) {
+      live('skipTrigrams');
+      const o = opts(options, ['k', 'maxBugs'], 'skipTrigrams');
+      return call(() => handle.skipTrigrams(layer, head, o.k ?? 20, o.maxBugs ?? 32));
+    },
+    corpusStats(input, options) {
+      live('corpusStats');
+      const o = opts(options, ['window', 'leadingTerms'], 'corpusStats');
+      let ids = tokens(input, 'corpusStats');
+      // Text: drop the <BOS> tokenize() puts first (a stream, not a sequence).
+      if (typeof input === 'string' && bosId >= 0 && ids[0] === bosId) ids = ids.subarray(1);
+      return call(() => handle.corpusStats(ids, o.window ?? 8, bool(o.leadingTerms, false)));
+    },
+    save() {
+      live('save');
+      return call(() => handle.save());
     },
     /**
      * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, B * T of them) into
@@ -68,19 +251,18 @@ function wrap(mod, handle) {
      */
     forwardBatch(ids, B, T) {
       live('forwardBatch');
-      try {
-        return handle.forwardBatch(toInt32(ids), B, T);
-      } catch (e) {
-        throw asError(e);
-      }
+      return call(() => handle.forwardBatch(toInt32(ids, 'forwardBatch'), B, T));
     },
+    /** Frees the model's memory inside the module; the object is unusable afterwards. */
     delete() {
       if (alive) {
         alive = false;
+        last = null;
         handle.delete();
       }
     },
   };
+  return model;
 }
 
 function recipeJson(recipe) {
@@ -132,11 +314,7 @@ function wrapTrainer(handle) {
     /** The model as it stands, as model-file bytes (a fresh Uint8Array) that load() accepts. */
     save() {
       live('save');
-      try {
-        return handle.save();
-      } catch (e) {
-        throw asError(e);
-      }
+      return call(() => handle.save());
     },
     delete() {
       if (alive) {
@@ -149,7 +327,7 @@ function wrapTrainer(handle) {
 
 /**
  * Loads the WebAssembly module. In node the .wasm file next to this one is read from disk; in a
- * browser it is fetched from beside this file (or from options.wasmUrl).
+ * browser (page or worker) it is fetched from beside this file (or from options.wasmUrl).
  */
 export async function init(options = {}) {
   const moduleOptions = {};
@@ -169,23 +347,18 @@ export async function init(options = {}) {
     module: mod,
     version: mod.version(),
     load(bytes) {
-      let handle;
-      try {
-        handle = new mod.Model(toBytes(bytes));
-      } catch (e) {
-        throw asError(e);
-      }
+      const b = toBytes(bytes);
+      const handle = call(() => new mod.Model(b));
       return wrap(mod, handle);
     },
     trainer(recipe) {
       const json = recipeJson(recipe);
-      let handle;
-      try {
-        handle = new mod.Trainer(json);
-      } catch (e) {
-        throw asError(e);
-      }
+      const handle = call(() => new mod.Trainer(json));
       return wrapTrainer(handle);
+    },
+    /** {heapSize, allocated} in bytes: the module's linear memory and malloc's live bytes. */
+    memory() {
+      return mod.memoryStats();
     },
   };
 }
@@ -208,4 +381,36 @@ export async function load(bytes, options = {}) {
 /** Starts a training run with the shared, lazily initialised module. */
 export async function trainer(recipe, options = {}) {
   return (await sharedInstance(options)).trainer(recipe);
+}
+
+/**
+ * Reads one element of a tagged array: at(t, i, j, ...) with one index per axis (row-major).
+ * Throws a RangeError for a wrong number of indices or an index outside its axis.
+ */
+export function at(t, ...index) {
+  if (index.length !== t.shape.length) {
+    throw new RangeError(`at: expected ${t.shape.length} indices (${t.axes.join(', ')}), got ${index.length}`);
+  }
+  let flat = 0;
+  for (let d = 0; d < index.length; d++) {
+    const i = index[d];
+    if (!Number.isInteger(i) || i < 0 || i >= t.shape[d]) {
+      throw new RangeError(`at: index ${i} is outside axis ${t.axes[d]} (0..${t.shape[d] - 1})`);
+    }
+    flat = flat * t.shape[d] + i;
+  }
+  return t.data[flat];
+}
+
+/** The index tuple and value of the largest element of a tagged array. */
+export function argmax(t) {
+  let best = 0;
+  for (let i = 1; i < t.data.length; i++) if (t.data[i] > t.data[best]) best = i;
+  const index = new Array(t.shape.length);
+  let rest = best;
+  for (let d = t.shape.length - 1; d >= 0; d--) {
+    index[d] = rest % t.shape[d];
+    rest = Math.floor(rest / t.shape[d]);
+  }
+  return { index, value: t.data[best] };
 }

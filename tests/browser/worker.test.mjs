@@ -1,0 +1,210 @@
+// Training in a Web Worker, in Debian's Chromium: web/worker-client.js drives web/trainer-worker.js
+// (a module worker with its own WASM instance) on the symbolic IOI recipe. Metrics arrive, pause
+// stops progress, resume continues it, stop ends the run, the saved bytes load in the page's own
+// module, a run ends by itself after its steps, and a bad recipe rejects with the C++ sentence.
+// Every response carries the page's content security policy as a header too, so the worker runs
+// under `script-src 'self' 'wasm-unsafe-eval'` (no unsafe-eval); no console errors are allowed.
+// Needs `npm run build` (build/site). CIRCUITSCOPE_SITE=dir and CHROMIUM=path as in page.test.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:";
+
+// The shipped IOI recipe, inlined (no files in the browser) and shortened to 300 steps.
+const recipe = (() => {
+  const r = JSON.parse(readFileSync(path.join(root, 'models', 'recipes', 'ioi-1l2h.json'), 'utf8'));
+  delete r.output;
+  return { ...r, steps: 300 };
+})();
+
+let upstream;  // scripts/serve.mjs on build/site
+let proxy;     // the same responses plus a Content-Security-Policy header
+let origin;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(path.join(site, 'trainer-worker.js')), `${site}/trainer-worker.js is missing: run \`npm run build\` first`);
+  assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install chromium`);
+  upstream = await startServer({ root: site, port: 0 });
+  proxy = http.createServer((req, res) => {
+    const up = http.request({ host: '127.0.0.1', port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, { ...r.headers, 'content-security-policy': CSP });
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${proxy.address().port}/`;
+  browser = await chromium.launch({
+    executablePath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  proxy?.closeAllConnections?.();
+  await new Promise((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
+  await upstream?.close();
+});
+
+async function openPage() {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('requestfailed', (req) => problems.push(`request failed: ${req.url()} ${req.failure()?.errorText ?? ''}`));
+  page.on('worker', (w) => w.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`worker console error: ${msg.text()}`);
+  }));
+  await page.goto(origin);
+  await page.waitForSelector('body[data-model-loaded="true"]', { timeout: 60_000 });
+  // Any CSP violation in the page (the worker's own show up as console errors).
+  await page.evaluate(() => {
+    window.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  return { context, page, problems };
+}
+
+test('a worker trains the IOI recipe: metrics, pause, resume, stop, save; the bytes load in the page', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    assert.equal((await page.evaluate(() => document.querySelector('meta[http-equiv="Content-Security-Policy"]')?.content)), CSP);
+    const out = await page.evaluate(async (recipe) => {
+      const { TrainerClient } = await import('./worker-client.js');
+      const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+      const log = { metrics: [], stopped: [] };
+      let pauseAt = null;
+      const reachedStep = (n) => new Promise((resolve) => {
+        const check = () => (client.latest && client.latest.step >= n ? resolve() : setTimeout(check, 1));
+        check();
+      });
+      const client = new TrainerClient({
+        onMetrics: (m) => {
+          log.metrics.push(m);
+          // Pause from inside the page as soon as step 20 is reported (no round trip to node).
+          if (!pauseAt && m.step >= 20) pauseAt = client.pause();
+        },
+        onStopped: (s) => log.stopped.push(s),
+        onError: (e) => { log.error = e.message; },
+      });
+      const started = await client.start(recipe, { metricsEvery: 10 });
+      await reachedStep(20);
+      const paused = await pauseAt;
+      const stateWhilePaused = client.state;
+      await sleep(300);
+      const pausedAgain = await client.pause();  // still where it stopped
+      const metricsWhilePaused = log.metrics.filter((m) => m.step > paused.step).length;
+      const resumed = await client.resume();
+      await reachedStep(paused.step + 30);
+      const stopped = await client.stop();
+      const done = await client.done;
+      await sleep(200);
+      const afterStop = client.latest.step;
+      let resumeError = null;
+      try { await client.resume(); } catch (e) { resumeError = e.message; }
+      const bytes = await client.save();
+      client.terminate();
+
+      // The page's module opens the saved bytes.
+      const { init } = await import('./wasm/circuitscope.js');
+      const cs = await init();
+      const model = cs.load(bytes);
+      const evaluation = model.ioiEvaluate();
+      const result = {
+        started, paused, pausedAgain, stateWhilePaused, metricsWhilePaused, resumed, stopped, done, afterStop, resumeError,
+        bytesLength: bytes.length, isUint8: bytes instanceof Uint8Array,
+        infoStep: model.info.step, config: model.config,
+        accuracy: evaluation.accuracy, loss: evaluation.mean_loss,
+        history: log.metrics.flatMap((m) => m.history.map((h) => h.step)),
+        firstLoss: log.metrics[0].history[0].loss, lastLoss: log.metrics.at(-1).latest.loss,
+        finite: log.metrics.every((m) => m.history.every((h) => Number.isFinite(h.loss) && Number.isFinite(h.grad_norm))),
+        stoppedEvents: log.stopped, error: log.error ?? null,
+      };
+      model.delete();
+      return result;
+    }, recipe);
+
+    assert.equal(out.error, null);
+    assert.equal(out.started.steps, 300);
+    assert.equal(out.started.config.n_heads, 2);
+    assert.equal(out.started.config.d_vocab, 8);
+    // Metrics: every step reported exactly once, in order, up to where the run stopped.
+    assert.deepEqual(out.history, Array.from({ length: out.stopped.step }, (_, i) => i + 1), 'every step once, in order');
+    assert.ok(out.finite, 'finite metrics');
+    // Pause: no step runs while paused.
+    assert.ok(out.paused.step >= 20 && out.paused.step < 300, `paused at step ${out.paused.step}`);
+    assert.equal(out.stateWhilePaused, 'paused');
+    assert.equal(out.pausedAgain.step, out.paused.step, 'no progress during 300 ms of pause');
+    assert.equal(out.metricsWhilePaused, 0);
+    // Resume continues from there; stop ends the run before its 300 steps.
+    assert.equal(out.resumed.step, out.paused.step);
+    assert.ok(out.stopped.step >= out.paused.step + 30 && out.stopped.step < 300, `stopped at ${out.stopped.step}`);
+    assert.equal(out.stopped.reason, 'stopped');
+    assert.deepEqual(out.done, { step: out.stopped.step, reason: 'stopped' });
+    assert.deepEqual(out.stoppedEvents, [{ step: out.stopped.step, reason: 'stopped' }]);
+    assert.equal(out.afterStop, out.stopped.step, 'no step after stop');
+    assert.match(out.resumeError, /resume: the run has already stopped/);
+    // The saved model.
+    assert.ok(out.isUint8 && out.bytesLength > 1000);
+    assert.equal(out.infoStep, out.stopped.step);
+    assert.equal(out.config.n_layers, 1);
+    assert.ok(out.lastLoss < out.firstLoss, `loss ${out.firstLoss} -> ${out.lastLoss}`);
+    assert.ok(out.accuracy >= 0 && out.accuracy <= 1);
+    assert.deepEqual(await page.evaluate(() => window.__violations), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a run ends by itself after its steps; a bad recipe rejects with the C++ sentence', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    const out = await page.evaluate(async (recipe) => {
+      const { TrainerClient } = await import('./worker-client.js');
+      const steps = [];
+      const client = new TrainerClient({ onMetrics: (m) => steps.push(...m.history.map((h) => h.step)) });
+      const t0 = performance.now();
+      await client.start(recipe, { metricsEvery: 7, steps: 40 });
+      const done = await client.done;
+      const ms = performance.now() - t0;
+      client.terminate();
+
+      const bad = new TrainerClient();
+      let message = null;
+      try {
+        await bad.start({ ...recipe, model: { ...recipe.model, n_heads: 0 } });
+      } catch (e) {
+        message = e.message;
+      }
+      const badState = bad.state;
+      bad.terminate();
+      return { done, steps, message, badState, ms };
+    }, recipe);
+    assert.deepEqual(out.done, { step: 40, reason: 'finished' });
+    assert.deepEqual(out.steps, Array.from({ length: 40 }, (_, i) => i + 1), 'the last partial batch of metrics is flushed');
+    assert.match(out.message, /n_heads/);
+    assert.equal(out.badState, 'failed');
+    console.log(`# 40 IOI steps in the worker, one per task: ${out.ms.toFixed(0)} ms`);
+    assert.deepEqual(await page.evaluate(() => window.__violations), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});

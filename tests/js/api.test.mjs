@@ -1,0 +1,592 @@
+// The analysis API of the WASM module through the JS wrapper (build/wasm/circuitscope.js): every
+// tagged tensor is well-formed, results agree with independent computations (attribution parts
+// sum to run()'s logits, circuit tables equal products of the weights read straight from the
+// file, eigenvalues sum to the table's trace, ...), the shipped models show their known
+// behaviour, bad input gives a readable Error, and load/run/delete cycles do not leak.
+// Needs `npm run build` (build/wasm/circuitscope.js and its module).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+const charBytes = readFileSync(path.join(root, 'models', 'char-2l.safetensors'));
+const ioiBytes = readFileSync(path.join(root, 'models', 'ioi-1l2h.safetensors'));
+const TEXT = 'Once upon a time there was a cat. Once upon a time there was a dog.';
+
+let api;   // the wrapper module's exports
+let cs;    // an initialised instance
+let char;  // char-2l
+let ioi;   // ioi-1l2h
+
+before(async () => {
+  assert.ok(existsSync(wrapper), `${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  api = await import(pathToFileURL(wrapper).href);
+  cs = await api.init();
+  char = cs.load(charBytes);
+  ioi = cs.load(ioiBytes);
+});
+
+after(() => {
+  char?.delete();
+  ioi?.delete();
+});
+
+// ------------------------------------------------------------------------------ helpers
+
+// A tiny safetensors reader: {name: {shape, data: Float64Array}} (F32 and F16) and the metadata.
+function readSafetensors(bytes) {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
+  const base = 8 + n;
+  const tensors = {};
+  for (const [name, t] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const [a, b] = t.data_offsets;
+    const raw = buf.subarray(base + a, base + b);
+    const count = t.shape.reduce((x, y) => x * y, 1);
+    const data = new Float64Array(count);
+    for (let i = 0; i < count; i++) {
+      if (t.dtype === 'F32') data[i] = raw.readFloatLE(4 * i);
+      else if (t.dtype === 'F16') data[i] = f16(raw.readUInt16LE(2 * i));
+      else throw new Error(`${name}: unexpected dtype ${t.dtype}`);
+    }
+    tensors[name] = { shape: t.shape, data };
+  }
+  return { tensors, metadata: header.__metadata__ ?? {} };
+}
+
+function f16(h) {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+// Row-major dense matrices: {rows, cols, data}.
+const mat = (rows, cols, data) => ({ rows, cols, data });
+// Slice i along the first axis of a 3-d weight [n, r, c] as an [r, c] matrix.
+function slice(t, i) {
+  const [, r, c] = t.shape;
+  return mat(r, c, t.data.subarray(i * r * c, (i + 1) * r * c));
+}
+const whole = (t) => mat(t.shape[0], t.shape[1], t.data);
+function matmul(a, b) {
+  assert.equal(a.cols, b.rows);
+  const out = new Float64Array(a.rows * b.cols);
+  for (let i = 0; i < a.rows; i++) {
+    for (let k = 0; k < a.cols; k++) {
+      const x = a.data[i * a.cols + k];
+      if (x === 0) continue;
+      for (let j = 0; j < b.cols; j++) out[i * b.cols + j] += x * b.data[k * b.cols + j];
+    }
+  }
+  return mat(a.rows, b.cols, out);
+}
+function transpose(a) {
+  const out = new Float64Array(a.rows * a.cols);
+  for (let i = 0; i < a.rows; i++) for (let j = 0; j < a.cols; j++) out[j * a.rows + i] = a.data[i * a.cols + j];
+  return mat(a.cols, a.rows, out);
+}
+
+const product = (shape) => shape.reduce((x, y) => x * y, 1);
+const isTagged = (x) => x !== null && typeof x === 'object' && ArrayBuffer.isView(x.data) && Array.isArray(x.shape);
+
+// Every tagged array inside a result (recursively): [path, tagged].
+function taggedIn(value, where = 'result', out = []) {
+  if (isTagged(value)) {
+    out.push([where, value]);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => taggedIn(v, `${where}[${i}]`, out));
+  } else if (value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)) {
+    for (const [k, v] of Object.entries(value)) taggedIn(v, `${where}.${k}`, out);
+  }
+  return out;
+}
+
+function assertWellFormed(result, what, minCount = 1) {
+  const found = taggedIn(result, what);
+  assert.ok(found.length >= minCount, `${what}: expected at least ${minCount} tagged arrays, found ${found.length}`);
+  for (const [where, t] of found) {
+    assert.ok(t.data instanceof Float32Array || t.data instanceof Int32Array, `${where}: data is a Float32Array or Int32Array`);
+    assert.equal(t.data.length, product(t.shape), `${where}: data.length ${t.data.length} != product(${t.shape})`);
+    assert.equal(t.axes.length, t.shape.length, `${where}: axes ${JSON.stringify(t.axes)} vs shape ${JSON.stringify(t.shape)}`);
+    assert.ok(t.axes.every((a) => typeof a === 'string' && a.length > 0), `${where}: axis names`);
+    assert.ok(t.shape.every((d) => Number.isInteger(d) && d >= 0), `${where}: shape entries are integers`);
+    // A copy, not a view into the module's heap.
+    assert.notEqual(t.data.buffer, cs.module.HEAP8?.buffer, `${where}: a view into the WASM heap`);
+  }
+  return found.length;
+}
+
+function close(actual, expected, tol, what) {
+  assert.ok(Math.abs(actual - expected) <= tol, `${what}: ${actual} vs ${expected} (tolerance ${tol})`);
+}
+
+// Largest |a - b| relative to the largest |b|.
+function relMaxDiff(a, b) {
+  assert.equal(a.length, b.length);
+  let diff = 0;
+  let scale = 0;
+  for (let i = 0; i < a.length; i++) {
+    diff = Math.max(diff, Math.abs(a[i] - b[i]));
+    scale = Math.max(scale, Math.abs(b[i]));
+  }
+  return diff / Math.max(scale, 1e-30);
+}
+
+function throwsReadable(fn, pattern, what) {
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof Error, `${what}: got ${typeof e} ${String(e)}, not an Error`);
+    assert.match(e.message, pattern, `${what}: message "${e.message}"`);
+    return true;
+  }, what);
+}
+
+// ------------------------------------------------------------------------------ tests
+
+test('every result of every method is made of well-formed tagged arrays', () => {
+  const r = char.run(TEXT, undefined, { resid: true, result: true });
+  const T = r.tokens.length;
+  const { n_layers: L, n_heads: H, d_model: D, d_vocab: V, d_head: Dh, n_ctx: C } = char.config;
+  assert.deepEqual(r.logits.shape, [T, V]);
+  assert.deepEqual(r.logits.axes, ['pos', 'd_vocab']);
+  assert.deepEqual(r.patterns.shape, [L, H, T, T]);
+  assert.deepEqual(r.patterns.axes, ['layer', 'head', 'query_pos', 'key_pos']);
+  assert.deepEqual(r.resid.shape, [L + 1, T, D]);
+  assert.deepEqual(r.result.shape, [L, H, T, D]);
+  assert.equal(char.run(TEXT).resid, undefined, 'resid only on request');
+
+  const results = {
+    run: r,
+    attribution: char.attribution(),
+    qk: char.qk(1, 2, { factors: true }),
+    ov: char.ov(1, 2, { factors: true }),
+    posQk: char.posQk(0, 1, { k: 3 }),
+    spectra: char.spectra(),
+    composition: char.composition({ samples: 20 }),
+    headScores: char.headScores({ batch: 2 }),
+    topK: char.topK(TEXT, 3),
+    ablate: char.ablate(TEXT, { ablate: [{ layer: 1, head: 2 }] }),
+    corpusStats: char.corpusStats(TEXT, { window: 3, leadingTerms: true }),
+    ioi: ioi.ioi('A B B <MID>'),
+    ioiAll: ioi.ioi(),
+    ioiEvaluate: ioi.ioiEvaluate(),
+    ioiSequences: ioi.ioiSequences(),
+  };
+  let count = 0;
+  for (const [name, result] of Object.entries(results)) count += assertWellFormed(result, name);
+  assert.ok(count > 60, `checked ${count} tagged arrays`);
+
+  assert.deepEqual(results.qk.table.shape, [V, V]);
+  assert.deepEqual(results.qk.table.axes, ['dest_token', 'src_token']);
+  assert.deepEqual(results.qk.A.shape, [V, Dh]);
+  assert.deepEqual(results.ov.table.axes, ['src_token', 'out_token']);
+  assert.deepEqual(results.posQk.table.shape, [C, C]);
+  assert.deepEqual(results.posQk.table.axes, ['query_pos', 'key_pos']);
+  assert.deepEqual(results.composition.scores.shape, [3, L, H, L, H]);
+  assert.deepEqual(results.composition.scores.axes, ['kind', 'src_layer', 'src_head', 'dst_layer', 'dst_head']);
+  for (const k of ['previous_token', 'duplicate_token', 'prefix_matching', 'copying']) {
+    assert.deepEqual(results.headScores[k].shape, [L, H], k);
+    assert.deepEqual(results.headScores[k].axes, ['layer', 'head'], k);
+  }
+  assert.deepEqual(results.topK.ids.shape, [T, 3]);
+  assert.deepEqual(results.ablate.logits.shape, [1, T, V]);
+  assert.deepEqual(results.ablate.per_token.shape, [1, T - 1]);
+  assert.deepEqual(results.ioiSequences.shape, [60, 5]);
+  assert.equal(results.ioiAll.length, 60);
+  const e = char.eigen(1, 2);
+  for (const s of [e.ov, e.qk]) {
+    assert.ok(s.re instanceof Float64Array && s.im instanceof Float64Array);
+    assert.equal(s.re.length, Dh);
+    assert.equal(s.im.length, Dh);
+  }
+});
+
+test('attribution: parts sum to run()\'s logits, and each head\'s paths sum to its part', () => {
+  for (const [model, input, iv] of [
+    [char, TEXT, undefined],
+    [char, TEXT, { ablate: [{ layer: 0, head: 1 }], cut: [{ from: [0, 3], to: [1, 2], input: 'v' }] }],
+    [ioi, 'A B B <MID>', undefined],
+  ]) {
+    const r = model.run(input, iv);
+    const T = r.tokens.length;
+    const V = model.config.d_vocab;
+    for (const pos of [0, Math.floor(T / 2), T - 1]) {
+      const a = model.attribution(pos);  // the last run's tokens and intervention
+      assert.equal(a.pos, pos);
+      assert.equal(a.token, r.tokens[pos]);
+      const P = a.names.length;
+      assert.equal(P, 3 + model.config.n_layers * model.config.n_heads);
+      const logits = r.logits.data.subarray(pos * V, (pos + 1) * V);
+      let worst = 0;
+      for (let v = 0; v < V; v++) {
+        let s = 0;
+        for (let p = 0; p < P; p++) s += a.parts.data[p * V + v];
+        worst = Math.max(worst, Math.abs(s - logits[v]));
+        assert.equal(a.logits.data[v], logits[v]);
+      }
+      assert.ok(worst < 1e-3, `parts sum to the logits within ${worst}`);
+      // Paths grouped by head sum to that head's part.
+      const Q = a.path_names.length;
+      const sums = new Float64Array(P * V);
+      for (let q = 0; q < Q; q++) for (let v = 0; v < V; v++) sums[a.path_part[q] * V + v] += a.paths.data[q * V + v];
+      for (const p of new Set(a.path_part)) {
+        for (let v = 0; v < V; v++) close(sums[p * V + v], a.parts.data[p * V + v], 1e-3, `${a.names[p]} paths, logit ${v}`);
+      }
+    }
+  }
+  // Explicit tokens instead of the last run's.
+  const ids = char.tokenize('abc').ids;
+  const a = char.attribution(-1, { tokens: ids });
+  assert.equal(a.pos, ids.length - 1);
+});
+
+test('qk / ov / posQk tables equal the products of the weights read from the file', () => {
+  const { tensors } = readSafetensors(charBytes);
+  const WE = whole(tensors['embed.W_E']);
+  const WU = whole(tensors['unembed.W_U']);
+  const Wpos = whole(tensors['pos_embed.W_pos']);
+  for (const [l, h] of [[0, 1], [1, 2]]) {
+    const WQ = slice(tensors[`blocks.${l}.attn.W_Q`], h);
+    const WK = slice(tensors[`blocks.${l}.attn.W_K`], h);
+    const WV = slice(tensors[`blocks.${l}.attn.W_V`], h);
+    const WO = slice(tensors[`blocks.${l}.attn.W_O`], h);
+    const qkTable = matmul(matmul(WE, WQ), transpose(matmul(WE, WK)));  // W_E W_Q W_K^T W_E^T
+    const ovTable = matmul(matmul(matmul(WE, WV), WO), WU);             // W_E W_V W_O W_U
+    const posTable = matmul(matmul(Wpos, WQ), transpose(matmul(Wpos, WK)));
+    const qk = char.qk(l, h, { k: 5 });
+    const ov = char.ov(l, h, { k: 5 });
+    const pq = char.posQk(l, h, { k: 5 });
+    assert.ok(relMaxDiff(qk.table.data, qkTable.data) < 1e-5, `L${l}H${h} QK table`);
+    assert.ok(relMaxDiff(ov.table.data, ovTable.data) < 1e-5, `L${l}H${h} OV table`);
+    assert.ok(relMaxDiff(pq.table.data, posTable.data) < 1e-5, `L${l}H${h} positional QK table`);
+    // Top and bottom entries are the table's extremes, best first, with matching values.
+    const V = qkTable.rows;
+    const sorted = Array.from(qkTable.data).sort((x, y) => y - x);
+    assert.equal(qk.top.length, 5);
+    qk.top.forEach((e, i) => {
+      close(e.value, sorted[i], 1e-6 * Math.abs(sorted[0]), `qk top ${i}`);
+      close(e.value, qkTable.data[e.dest * V + e.src], 1e-9 * Math.abs(sorted[0]) + 1e-9, `qk top ${i} position`);
+    });
+    close(qk.bottom[0].value, sorted[sorted.length - 1], 1e-6 * Math.abs(sorted[0]), 'qk bottom');
+    const ovMax = Math.max(...ovTable.data);
+    close(ov.top[0].value, ovMax, 1e-6 * Math.abs(ovMax), 'ov top');
+    close(ov.top[0].value, ovTable.data[ov.top[0].src * V + ov.top[0].out], 1e-9 * Math.abs(ovMax), 'ov top position');
+    // The factors multiply to the table.
+    const f = char.ov(l, h, { factors: true, table: false });
+    assert.equal(f.table, undefined);
+    const AB = matmul(mat(...f.A.shape, f.A.data), mat(...f.B.shape, f.B.data));
+    assert.ok(relMaxDiff(AB.data, ovTable.data) < 1e-5, 'A B = table');
+  }
+});
+
+test('eigenvalues: they sum to the table\'s trace, come in conjugate pairs, and copying is Re(sum)/sum|.|', () => {
+  for (const [l, h] of [[0, 0], [1, 2]]) {
+    const e = char.eigen(l, h);
+    for (const [kind, table] of [['ov', char.ov(l, h).table], ['qk', char.qk(l, h).table]]) {
+      const s = e[kind];
+      const V = table.shape[0];
+      let trace = 0;
+      for (let i = 0; i < V; i++) trace += table.data[i * V + i];
+      const sumRe = s.re.reduce((x, y) => x + y, 0);
+      const sumIm = s.im.reduce((x, y) => x + y, 0);
+      const sumAbs = s.re.reduce((acc, re, i) => acc + Math.hypot(re, s.im[i]), 0);
+      close(sumRe, trace, 1e-4 * sumAbs, `L${l}H${h} ${kind}: sum of eigenvalues = trace`);
+      close(sumIm, 0, 1e-6 * sumAbs, `L${l}H${h} ${kind}: imaginary parts cancel`);
+      close(s.copying, sumRe / sumAbs, 1e-9, `L${l}H${h} ${kind}: copying score`);
+      for (let i = 1; i < s.re.length; i++) {
+        assert.ok(Math.hypot(s.re[i - 1], s.im[i - 1]) >= Math.hypot(s.re[i], s.im[i]) - 1e-9, 'by decreasing |lambda|');
+      }
+    }
+  }
+  const sp = char.spectra();
+  close(sp.ov.copying.data[1 * 4 + 2], char.eigen(1, 2).ov.copying, 1e-6, 'spectra() agrees with eigen()');
+});
+
+test('composition: all zeros for a 1-layer model; char-2l has scores only from layer 0 to layer 1', () => {
+  const one = ioi.composition({ samples: 50 });
+  assert.ok(one.scores.data.every((x) => x === 0), '1-layer composition is zero');
+  assert.ok(one.baseline > 0 && one.baseline < 1);
+  const c = char.composition();
+  const { n_layers: L, n_heads: H } = char.config;
+  let positive = 0;
+  for (let k = 0; k < 3; k++) {
+    for (let l1 = 0; l1 < L; l1++) {
+      for (let h1 = 0; h1 < H; h1++) {
+        for (let l2 = 0; l2 < L; l2++) {
+          for (let h2 = 0; h2 < H; h2++) {
+            const x = api.at(c.scores, k, l1, h1, l2, h2);
+            if (l1 >= l2) assert.equal(x, 0);
+            else if (x > 0) positive++;
+            assert.ok(x >= 0 && x <= 1);
+          }
+        }
+      }
+    }
+  }
+  assert.equal(positive, 3 * H * H, 'every earlier -> later pair has a score');
+  assert.deepEqual(c.kinds, ['q', 'k', 'v']);
+  // The induction circuit: the strongest K-composition runs from the layer-0 previous-token head
+  // into the layer-1 induction head (first measured: L0H1 -> L1H2, 0.246 against a baseline of
+  // 0.124 +- 0.007). The heads are found by their scores, so a retrained model still passes.
+  const hsc = char.headScores();
+  const prevHead = [0, 1, 2, 3].reduce((a, h) => (api.at(hsc.previous_token, 0, h) > api.at(hsc.previous_token, 0, a) ? h : a), 0);
+  const indHead = [0, 1, 2, 3].reduce((a, h) => (api.at(hsc.prefix_matching, 1, h) > api.at(hsc.prefix_matching, 1, a) ? h : a), 0);
+  let best = { v: -1 };
+  for (let h1 = 0; h1 < H; h1++) {
+    for (let h2 = 0; h2 < H; h2++) {
+      const v = api.at(c.scores, 1, 0, h1, 1, h2);
+      if (v > best.v) best = { v, h1, h2 };
+    }
+  }
+  assert.deepEqual([best.h1, best.h2], [prevHead, indHead],
+    `strongest K-composition L0H${best.h1} -> L1H${best.h2}; previous-token head L0H${prevHead}, induction head L1H${indHead}`);
+  assert.ok(best.v > c.baseline + 10 * c.baseline_std, `K-composition ${best.v} vs baseline ${c.baseline} +- ${c.baseline_std}`);
+  assert.equal(c.baseline_samples, 200);
+});
+
+test('headScores on char-2l: the best prefix-matching head scores above 0.3 and copies', () => {
+  const s = char.headScores();
+  const best = api.argmax(s.prefix_matching);
+  // First measured: L1H2, 0.640 with the defaults (L 80, batch 16, seed 0); 0.638-0.642 over seeds 0-3.
+  assert.ok(best.value > 0.3, `best prefix-matching score ${best.value}`);
+  assert.equal(best.index[0], 1, 'the induction head is in layer 1');
+  assert.ok(api.at(s.copying, ...best.index) > 0.5, 'the induction head copies');
+  // Layer-0 heads do not do induction; L0H1 is a previous-token head.
+  for (let h = 0; h < 4; h++) assert.ok(api.at(s.prefix_matching, 0, h) < 0.1);
+  assert.ok(api.argmax(s.previous_token).value > 0.5);
+  assert.deepEqual(s.tokens.shape, [16, 2 * s.L + 1]);
+  assert.equal(s.first, 2, 'skips <BOS> and <UNK>');
+});
+
+test('topK agrees with softmax of run()\'s logits; ablate\'s clean and intervened runs agree with run()', () => {
+  const r = char.run(TEXT);
+  const V = char.config.d_vocab;
+  const T = r.tokens.length;
+  const k = 4;
+  const top = char.topK(TEXT, k);
+  for (const t of [0, 10, T - 1]) {
+    const row = Array.from(r.logits.data.subarray(t * V, (t + 1) * V));
+    const m = Math.max(...row);
+    const z = row.reduce((acc, x) => acc + Math.exp(x - m), 0);
+    const order = row.map((x, i) => [x, i]).sort((a, b) => b[0] - a[0]);
+    for (let j = 0; j < k; j++) {
+      assert.equal(api.at(top.ids, t, j), order[j][1], `pos ${t} rank ${j}`);
+      close(api.at(top.probs, t, j), Math.exp(order[j][0] - m) / z, 1e-5, `pos ${t} rank ${j} probability`);
+    }
+  }
+
+  const iv = { ablate: [{ layer: 1, head: 2 }, { layer: 0, head: 1, mean: new Float32Array(64).fill(0.01) }] };
+  const ab = char.ablate(TEXT, iv);
+  const ivRun = char.run(TEXT, iv);
+  assert.ok(relMaxDiff(ab.logits.data, ivRun.logits.data) < 1e-6, 'ablate logits = run under the intervention');
+  for (let i = 0; i < ab.logits.data.length; i++) {
+    close(ab.logits_delta.data[i], ivRun.logits.data[i] - r.logits.data[i], 1e-4, 'logits_delta');
+  }
+  for (let t = 0; t < T - 1; t++) close(ab.per_token.data[t], ivRun.loss.data[t], 1e-4, `per_token ${t}`);
+  const meanClean = Array.from(r.loss.data.subarray(0, T - 1)).reduce((x, y) => x + y, 0) / (T - 1);
+  close(ab.clean_loss, meanClean, 1e-4, 'clean loss');
+  close(ab.loss_delta, ab.loss - ab.clean_loss, 1e-9, 'loss delta');
+  assert.equal(ab.icl_late, T - 2);
+  close(ab.icl, ab.per_token.data[ab.icl_late] - ab.per_token.data[ab.icl_early], 1e-5, 'icl score');
+  // Ablating the induction head on repeated random tokens hurts the second copy.
+  const hs = char.headScores({ batch: 4 });
+  const [il, ih] = api.argmax(hs.prefix_matching).index;
+  const induction = char.ablate(hs.tokens, { ablate: [{ layer: il, head: ih }] });
+  assert.equal(induction.logits.shape[0], 4);
+  assert.ok(induction.loss_delta > 0.1, `ablating L${il}H${ih} raises the loss on repeated tokens by ${induction.loss_delta}`);
+});
+
+test('run under an intervention: every head ablated leaves only the direct path W_E[token] W_U', () => {
+  const { tensors } = readSafetensors(charBytes);
+  const WE = whole(tensors['embed.W_E']);
+  const WU = whole(tensors['unembed.W_U']);
+  const ablateAll = [];
+  for (let l = 0; l < 2; l++) for (let h = 0; h < 4; h++) ablateAll.push({ layer: l, head: h });
+  const r = char.run('hello', { ablate: ablateAll }, { resid: true, result: true });
+  const V = char.config.d_vocab;
+  const D = char.config.d_model;
+  for (let t = 0; t < r.tokens.length; t++) {
+    const row = mat(1, D, WE.data.subarray(r.tokens[t] * D, (r.tokens[t] + 1) * D));
+    const expected = matmul(row, WU).data;
+    assert.ok(relMaxDiff(r.logits.data.subarray(t * V, (t + 1) * V), expected) < 1e-5, `pos ${t}`);
+  }
+  assert.ok(r.result.data.every((x) => x === 0), 'ablated heads output zero');
+  // Without intervention: resid_post = resid_pre + sum of head results (no biases), and the last
+  // stage unembeds to the logits.
+  const c = char.run('hello', undefined, { resid: true, result: true });
+  const T = c.tokens.length;
+  for (let l = 0; l < 2; l++) {
+    for (let t = 0; t < T; t++) {
+      for (let d = 0; d < D; d++) {
+        let s = api.at(c.resid, l, t, d);
+        for (let h = 0; h < 4; h++) s += api.at(c.result, l, h, t, d);
+        close(api.at(c.resid, l + 1, t, d), s, 1e-4, `resid stage ${l + 1} pos ${t}`);
+      }
+    }
+  }
+  const final = mat(T, D, c.resid.data.subarray(2 * T * D));
+  assert.ok(relMaxDiff(c.logits.data, matmul(final, WU).data) < 1e-5, 'last stage x W_U = logits');
+  // removePos changes a shortformer model's attention but not its direct path.
+  const noPos = char.run('hello', { removePos: true });
+  assert.ok(relMaxDiff(noPos.patterns.data, c.patterns.data) > 1e-3);
+});
+
+test('IOI: ioi-1l2h solves all 60 sequences; the analysis adds up; cuts and ablations are data', () => {
+  const e = ioi.ioiEvaluate();
+  assert.equal(e.n, 60);
+  assert.equal(e.accuracy, 1);
+  assert.equal(e.correct, 60);
+  assert.ok(e.mean_logit_diff > 1, `mean logit diff ${e.mean_logit_diff}`);
+  const seqs = ioi.ioiSequences();
+  const all = ioi.ioi();
+  for (let i = 0; i < 60; i++) {
+    const a = all[i];
+    assert.deepEqual(Array.from(a.tokens), Array.from(seqs.data.subarray(i * 5, i * 5 + 5)));
+    assert.equal(a.predicted, a.io);
+    assert.equal(e.predicted.data[i], a.predicted);
+    close(e.logit_diff.data[i], a.logit_diff, 1e-4, `sequence ${i} logit diff`);
+    const parts = a.head_diff.data.reduce((x, y) => x + y, 0) + a.direct_diff + a.bias_diff;
+    close(parts, a.logit_diff, 1e-3, `sequence ${i}: heads + direct + bias = logit diff`);
+    close(a.lens.logit_io.data[1] - a.lens.logit_s.data[1], a.logit_diff, 1e-3, 'the logit lens ends at the logits');
+  }
+  // One sequence by text, checked against run().
+  const a = ioi.ioi('C D D <MID>');
+  const r = ioi.run('C D D <MID>');
+  const V = ioi.config.d_vocab;
+  assert.equal(a.io, ioi.tokenizer.vocab.indexOf('C'));
+  assert.equal(a.s, ioi.tokenizer.vocab.indexOf('D'));
+  close(a.logit_io, r.logits.data[4 * V + a.io], 1e-4, 'logit of IO');
+  // Ablating both heads breaks the task; the intervention reaches ioiEvaluate.
+  const broken = ioi.ioiEvaluate({ ablate: [{ layer: 0, head: 0 }, { layer: 0, head: 1 }] });
+  assert.ok(broken.accuracy < 0.5, `accuracy with both heads ablated ${broken.accuracy}`);
+  // cutComposition: nothing to cut in one layer; every layer-0 -> layer-1 pair in two.
+  assert.deepEqual(ioi.cutComposition('v'), { ablate: [], cut: [], removePos: false });
+  const cuts = char.cutComposition('k');
+  assert.equal(cuts.cut.length, 16);
+  assert.ok(cuts.cut.every((c) => c.input === 'k' && c.from[0] === 0 && c.to[0] === 1));
+  char.run(TEXT, cuts);  // the returned object is a valid intervention
+  // A model of another vocabulary is refused with a sentence.
+  throwsReadable(() => char.ioiEvaluate(), /IOI: .*vocabulary has 8 tokens .* this model's has 82/, 'ioiEvaluate on char-2l');
+  throwsReadable(() => char.ioi(), /IOI: .*vocabulary has 8 tokens .* this model's has 82/, 'ioi() on char-2l');
+  throwsReadable(() => ioi.ioi('A B C <MID>'), /IOI: a sequence must name one person once/, 'not an IOI sequence');
+});
+
+test('skipTrigrams read their qk and ov values from the full tables; corpusStats matches hand counts', () => {
+  const st = ioi.skipTrigrams(0, 1, { k: 8 });
+  assert.equal(st.top.length, 8);
+  const qk = ioi.qk(0, 1).table;
+  const ov = ioi.ov(0, 1).table;
+  for (const t of st.top) {
+    close(t.qk, api.at(qk, t.dest, t.source), 1e-4 * Math.abs(t.qk) + 1e-5, 'skip-trigram qk');
+    close(t.ov, api.at(ov, t.source, t.out), 1e-4 * Math.abs(t.ov) + 1e-5, 'skip-trigram ov');
+  }
+  for (let i = 1; i < st.top.length; i++) assert.ok(st.top[i - 1].score >= st.top[i].score);
+
+  // Stream 2 3 2 4 2 3 over V = 8: bigram rows of 2 are {3: 2/3, 4: 1/3}; 3 -> 2; 4 -> 2.
+  const cstats = ioi.corpusStats([2, 3, 2, 4, 2, 3], { window: 1, leadingTerms: true });
+  close(api.at(cstats.bigram, 2, 3), 2 / 3, 1e-6, 'B[2,3]');
+  close(api.at(cstats.bigram, 2, 4), 1 / 3, 1e-6, 'B[2,4]');
+  close(api.at(cstats.bigram, 3, 2), 1, 1e-6, 'B[3,2]');
+  close(api.at(cstats.bigram, 0, 0), 0, 0, 'unseen row is zero');
+  // Interchange B^T B: column 2 of B is (0,0,0,1,1,...) -> I[2,2] = 2.
+  close(api.at(cstats.interchange, 2, 2), 2, 1e-6, 'I[2,2]');
+  assert.ok(cstats.direct_path_cosine >= -1 && cstats.direct_path_cosine <= 1);
+  assert.deepEqual(cstats.ov_cosine.shape, [1, 2]);
+  assert.deepEqual(cstats.ov_leading_term.shape, [8, 8]);
+  // Text: tokenized without the leading <BOS>.
+  const fromText = char.corpusStats('abab');
+  const a = char.tokenize('a').ids.at(-1);
+  const b = char.tokenize('b').ids.at(-1);
+  close(api.at(fromText.bigram, a, b), 1, 1e-6, 'text bigram a -> b');
+  close(api.at(fromText.bigram, 0, a), 0, 0, 'no <BOS> in the stream');
+});
+
+test('save() gives bytes that load back into the same model', () => {
+  const bytes = char.save();
+  assert.ok(bytes instanceof Uint8Array && bytes.length > 1000);
+  const again = cs.load(bytes);
+  try {
+    assert.deepEqual(again.config, char.config);
+    assert.deepEqual(again.tokenizer, char.tokenizer);
+    assert.deepEqual(Array.from(again.run(TEXT).logits.data), Array.from(char.run(TEXT).logits.data));
+  } finally {
+    again.delete();
+  }
+});
+
+test('bad files and bad arguments throw Errors with a readable sentence', () => {
+  throwsReadable(() => cs.load(new Uint8Array([1, 2, 3])), /^model file: /, 'a 3-byte file');
+  const corrupt = Uint8Array.from(charBytes);
+  corrupt[20] ^= 0xff;  // inside the JSON header
+  throwsReadable(() => cs.load(corrupt), /^model file: /, 'a corrupt header');
+  throwsReadable(() => cs.load(charBytes.subarray(0, charBytes.length - 100)), /^model file: /, 'a truncated file');
+  throwsReadable(() => cs.load('not bytes'), /load: expected the model file/, 'a string');
+
+  throwsReadable(() => char.qk(2, 0), /no head L2H0 in a model with 2 layer\(s\) of 4 head\(s\)/, 'bad layer');
+  throwsReadable(() => char.ov(0, -1), /no head L0H-1/, 'bad head');
+  throwsReadable(() => char.eigen(0, 1.5), /eigen: head must be an integer, got 1\.5/, 'fractional head');
+  throwsReadable(() => char.qk('0', 0), /qk: layer must be an integer, got "0"/, 'a string layer');
+  throwsReadable(() => char.skipTrigrams(0, 7), /no head L0H7/, 'skip-trigrams head');
+  throwsReadable(() => ioi.posQk(0, 5), /no head L0H5/, 'posQk head');
+  throwsReadable(() => char.qk(0, 0, { K: 3 }), /qk: unknown option "K"/, 'an unknown option');
+  throwsReadable(() => char.topK(TEXT, 0), /top-k: k must be between 1 and the vocabulary size 82, got 0/, 'k = 0');
+  throwsReadable(() => char.headScores({ L: 200 }), /longer than the model's context of 256/, 'L too long');
+
+  // Interventions: bad shapes, indices and fields.
+  throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 5, head: 0 }] }), /intervention: there is no head L5H0 in a model with 2 layers of 4 heads/, 'ablate a missing head');
+  throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 0 }] }), /run: the intervention: ablate\[0\]\.head must be an integer, got undefined/, 'no head');
+  throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 0, head: 0, mean: new Float32Array(5) }] }), /the mean for L0H0 must have d_model \(64\) or n_ctx\*d_model values, got 5/, 'mean of the wrong length');
+  throwsReadable(() => char.run(TEXT, { ablate: { layer: 0, head: 0 } }), /ablate must be an array/, 'ablate not an array');
+  throwsReadable(() => char.run(TEXT, { cut: [{ from: [1, 0], to: [0, 0], input: 'q' }] }), /a path can only be cut from an earlier layer to a later one/, 'backwards cut');
+  throwsReadable(() => char.run(TEXT, { cut: [{ from: [0, 0], to: [1, 9], input: 'q' }] }), /a path cut names a head that does not exist/, 'cut to a missing head');
+  throwsReadable(() => char.run(TEXT, { cut: [{ from: [0, 0], to: [1, 0], input: 'x' }] }), /cut\[0\]\.input must be 'q', 'k' or 'v', got "x"/, 'bad input');
+  throwsReadable(() => char.run(TEXT, { cut: [{ from: 0, to: [1, 0], input: 'q' }] }), /cut\[0\]\.from must be \[layer, head\]/, 'from not a pair');
+  throwsReadable(() => char.run(TEXT, { ablations: [] }), /the intervention has an unknown field "ablations"/, 'misspelt field');
+  throwsReadable(() => char.run(TEXT, { removePos: 'yes' }), /removePos must be true or false/, 'removePos not a boolean');
+  throwsReadable(() => char.run(TEXT, 'ablate L0H0'), /the intervention must be an object/, 'a string intervention');
+  throwsReadable(() => char.ablate(TEXT, { ablate: [{ layer: 9, head: 0 }] }), /no head L9H0/, 'ablate()');
+  throwsReadable(() => ioi.ioiEvaluate({ cut: [{ from: [0, 0], to: [0, 1], input: 'k' }] }), /earlier layer to a later one/, 'ioiEvaluate()');
+  throwsReadable(() => char.attribution(0, { tokens: TEXT, intervention: { ablate: [{ layer: 0, head: 8 }] } }), /no head L0H8/, 'attribution()');
+
+  // Tokens: too long, out of range, empty, unknown words.
+  throwsReadable(() => char.run('x'.repeat(300)), /run: 301 tokens is longer than the model's context of 256 tokens/, 'text too long');
+  throwsReadable(() => ioi.run('A B B <MID> A'), /run: 6 tokens is longer than the model's context of 5 tokens/, 'IOI text too long');
+  throwsReadable(() => char.run([0, 500]), /token id 500 at position 1/, 'id out of range');
+  throwsReadable(() => char.run([0, 1.5]), /run: token id 1.5 at position 1 is not an integer/, 'fractional id');
+  throwsReadable(() => char.run([]), /run: no tokens to run/, 'no tokens');
+  throwsReadable(() => ioi.tokenize('A B Zed'), /Zed/, 'a word not in the vocabulary');
+  throwsReadable(() => char.attribution(999), /attribution: position 999 is outside the sequence/, 'bad position');
+  throwsReadable(() => ioi.posQk(0, 0, { k: -1 }), /top-k: k must be 0 or more, got -1/, 'negative k');
+
+  const m = cs.load(ioiBytes);
+  m.delete();
+  throwsReadable(() => m.run('A B B <MID>'), /run: this model has been deleted/, 'after delete()');
+  m.delete();  // twice is harmless
+});
+
+test('1,000 load / run / delete cycles leave the WASM heap flat', () => {
+  const ids = char.tokenize(TEXT).ids;
+  const cycle = () => {
+    const m = cs.load(charBytes);
+    m.run(ids);
+    m.delete();
+  };
+  for (let i = 0; i < 5; i++) cycle();  // warm-up: the allocator reaches its working size
+  const before = cs.memory();
+  const heap8 = cs.module.HEAP8.length;
+  for (let i = 0; i < 1000; i++) cycle();
+  const after = cs.memory();
+  assert.equal(after.heapSize, before.heapSize, `linear memory grew from ${before.heapSize} to ${after.heapSize} bytes`);
+  assert.equal(cs.module.HEAP8.length, heap8);
+  assert.equal(after.allocated, before.allocated, `malloc'd bytes went from ${before.allocated} to ${after.allocated}`);
+  // A failed load leaks nothing either.
+  for (let i = 0; i < 100; i++) assert.throws(() => cs.load(charBytes.subarray(0, 1000)));
+  assert.equal(cs.memory().allocated, before.allocated, 'failed loads free what they allocated');
+});
