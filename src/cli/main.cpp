@@ -19,6 +19,7 @@
 #include "analysis/training_metrics.h"
 #include "io.h"
 #include "model.h"
+#include "report.h"
 #include "train.h"
 
 namespace {
@@ -37,6 +38,8 @@ const char* kUsage =
     "      The config, tokenizer and parameter table of a model file.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
+    "  circuitscope report [--models DIR] [--check]\n"
+    "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
     "  circuitscope help [COMMAND]\n";
 
 const std::map<std::string, std::string> kHelp = {
@@ -63,6 +66,11 @@ const std::map<std::string, std::string> kHelp = {
      "  median seed (ranked by accuracy, then mean logit difference; the lower middle for an even\n"
      "  count) to FILE (default: the recipe's \"output\") and every seed's figures to\n"
      "  FILE-without-extension.seeds.json. The shipped model is the median, not the luckiest.\n"},
+    {"report",
+     "circuitscope report [--models DIR] [--check]\n"
+     "  Recomputes, from the shipped models in DIR (default models), every claim of the seeds these\n"
+     "  models can test, and writes DIR/REPORT.md and DIR/report.json. With --check it writes nothing\n"
+     "  and exits 1 if the committed files differ from what it computes.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -279,6 +287,35 @@ int cmd_sweep(int argc, char** argv) {
   return 0;
 }
 
+int cmd_report(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--models", true}, {"--check", false}});
+  if (!a.positional.empty()) throw UsageError("report takes no positional arguments");
+  const std::string dir = a.opts.count("--models") ? a.opts["--models"] : "models";
+  json report = cs::build_report(dir);
+  const std::string md = cs::report_markdown(report), js = report.dump(2) + "\n";
+  const std::string md_path = dir + "/REPORT.md", js_path = dir + "/report.json";
+  if (a.opts.count("--check")) {
+    std::string old_md, old_js;
+    try {
+      old_md = read_file(md_path);
+      old_js = read_file(js_path);
+    } catch (const std::exception&) {
+    }
+    if (old_md != md || old_js != js) {
+      std::fprintf(stderr, "circuitscope report: %s or %s differs from what the shipped models give; run circuitscope report\n",
+                   md_path.c_str(), js_path.c_str());
+      std::fputs(md.c_str(), stderr);
+      return 1;
+    }
+    std::printf("%s and %s match the shipped models\n", md_path.c_str(), js_path.c_str());
+    return 0;
+  }
+  std::ofstream(md_path) << md;
+  std::ofstream(js_path) << js;
+  std::fputs(md.c_str(), stdout);
+  return 0;
+}
+
 int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}});
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
@@ -398,6 +435,7 @@ int main(int argc, char** argv) {
     if (cmd == "run") return cmd_run(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);
     if (cmd == "sweep") return cmd_sweep(argc, argv);
+    if (cmd == "report") return cmd_report(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {

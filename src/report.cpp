@@ -1,0 +1,421 @@
+// Report: the seeds' claims measured on the shipped models (models/REPORT.md and report.json).
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "analysis/circuits.h"
+#include "analysis/ioi.h"
+#include "analysis/scores.h"
+#include "io.h"
+#include "model.h"
+
+namespace cs {
+
+namespace {
+
+using nlohmann::json;
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+std::string pct(double x) { return fmt("%.1f%%", 100 * x); }
+std::string f3(double x) { return fmt("%.3f", x); }
+std::string f2(double x) { return fmt("%.2f", x); }
+std::string head_name(int l, int h) { return "L" + std::to_string(l) + "H" + std::to_string(h); }
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("report: cannot read " + path + " (run the recipes first; see models/README)");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Zoo {
+  std::string dir;
+  ModelFile load(const std::string& name) const { return load_model_file(dir + "/" + name + ".safetensors"); }
+  json seeds(const std::string& name) const { return json::parse(read_text(dir + "/" + name + ".seeds.json")); }
+  json metrics(const std::string& name) const { return json::parse(read_text(dir + "/" + name + ".metrics.json")); }
+};
+
+json claim(const std::string& id, const std::string& seed, const std::string& text, const std::string& seed_figure,
+           const std::string& measured, const std::string& verdict, const std::string& view) {
+  return {{"id", id}, {"seed", seed}, {"claim", text}, {"seed_figure", seed_figure}, {"measured", measured},
+          {"verdict", verdict}, {"view", view}};
+}
+
+const char* verdict(bool ok) { return ok ? "reproduced" : "not reproduced"; }
+
+// Head scores of a char model on repeated random characters (the ids after <BOS> and <UNK>).
+HeadScores char_head_scores(const ModelFile& m) {
+  const int first = 2, n = m.tokenizer.size() - 2;
+  const int L = std::min(n, (m.cfg.n_ctx - 1) / 2);
+  RepeatedTokens rt = make_repeated_tokens(8, L, first, n, m.tokenizer.bos_id(), 1234);
+  return head_scores(m.params, rt);
+}
+
+std::pair<int, float> best_of(const Tensor<float>& t) {
+  if (t.empty()) return {-1, 0.0f};
+  auto it = std::max_element(t.data.begin(), t.data.end());
+  return {static_cast<int>(it - t.data.begin()), *it};
+}
+
+// The first recorded step at which the best head's prefix-matching score passes half of its final
+// value (the phase change), or -1 if it never reaches 0.1.
+int phase_change_step(const json& metrics) {
+  const auto& recs = metrics["records"];
+  auto best = [](const json& r) {
+    double b = 0;
+    for (const auto& x : r["prefix_matching"]) b = std::max(b, x.get<double>());
+    return b;
+  };
+  if (recs.empty()) return -1;
+  double final_best = best(recs.back());
+  if (final_best < 0.1) return -1;
+  for (const auto& r : recs)
+    if (best(r) >= 0.5 * final_best) return r["step"].get<int>();
+  return -1;
+}
+
+double metric_at(const json& metrics, int step, const char* key) {
+  const json* best = nullptr;
+  for (const auto& r : metrics["records"])
+    if (!best || std::abs(r["step"].get<int>() - step) < std::abs((*best)["step"].get<int>() - step)) best = &r;
+  return best && (*best)[key].is_number() ? (*best)[key].get<double>() : std::nan("");
+}
+
+// Largest rise of the validation loss between consecutive records within `window` steps after
+// `step` (a "bump" in the loss curve), and where it is.
+std::pair<double, int> loss_bump(const json& metrics, int step, int window) {
+  double rise = 0;
+  int at = -1;
+  const auto& recs = metrics["records"];
+  for (std::size_t i = 1; i < recs.size(); ++i) {
+    int s = recs[i]["step"].get<int>();
+    if (s < step - window || s > step + window) continue;
+    double d = recs[i]["valid_loss"].get<double>() - recs[i - 1]["valid_loss"].get<double>();
+    if (d > rise) rise = d, at = s;
+  }
+  return {rise, at};
+}
+
+// The step where the per-token-loss trajectory (first two principal components) turns most
+// sharply: the largest angle between successive displacements, each taken over `span` records.
+int trajectory_turn(const json& metrics, int span) {
+  if (!metrics.contains("pca")) return -1;
+  const auto& c = metrics["pca"]["components"];
+  const auto& recs = metrics["records"];
+  if (c.size() < 2) return -1;
+  const int R = static_cast<int>(c[0].size());
+  double best = -1;
+  int at = -1;
+  for (int i = span; i + span < R; ++i) {
+    double ax = c[0][i].get<double>() - c[0][i - span].get<double>(), ay = c[1][i].get<double>() - c[1][i - span].get<double>();
+    double bx = c[0][i + span].get<double>() - c[0][i].get<double>(), by = c[1][i + span].get<double>() - c[1][i].get<double>();
+    double na = std::hypot(ax, ay), nb = std::hypot(bx, by);
+    if (na < 1e-12 || nb < 1e-12) continue;
+    double angle = std::acos(std::max(-1.0, std::min(1.0, (ax * bx + ay * by) / (na * nb))));
+    if (angle > best) best = angle, at = recs[i]["step"].get<int>();
+  }
+  return at;
+}
+
+// Mean per-token loss on the first and the second occurrence of a sentence repeated once.
+std::pair<double, double> repeated_sentence_loss(const ModelFile& m, const std::string& sentence) {
+  std::vector<int> ids = m.tokenizer.encode_ids(sentence + " " + sentence, true);
+  const int T = static_cast<int>(ids.size());
+  if (T > m.cfg.n_ctx) throw std::runtime_error("report: the repeated sentence is longer than the context");
+  ActivationCache<float> cache;
+  forward(m.params, ids, 1, T, cache);
+  LossResult lr = loss_from_logits(cache, next_token_batch(ids, 1, T));
+  // ids: <BOS>, sentence (n), ' ', sentence (n). Loss index t predicts token t+1.
+  const int n = (T - 2) / 2;
+  double a = 0, b = 0;
+  for (int t = 0; t < n; ++t) a += lr.per_token[t];               // predicts tokens 1..n
+  for (int t = n + 1; t < 2 * n + 1; ++t) b += lr.per_token[t];   // predicts tokens n+2..2n+1
+  return {a / n, b / n};
+}
+
+// A sentence of the held-out text: the first line-free stretch of 60-100 characters ending in '.'.
+std::string held_out_sentence(const std::string& valid) {
+  std::size_t start = 0;
+  while (start < valid.size()) {
+    std::size_t end = valid.find('.', start);
+    if (end == std::string::npos) break;
+    std::string s = valid.substr(start, end + 1 - start);
+    while (!s.empty() && (s[0] == ' ' || s[0] == '\n' || s[0] == '"')) s.erase(0, 1);
+    if (s.size() >= 60 && s.size() <= 100 && s.find('\n') == std::string::npos) return s;
+    start = end + 1;
+  }
+  throw std::runtime_error("report: no suitable sentence in the held-out text");
+}
+
+std::string token_label(const Tokenizer& t, int id) {
+  std::string s = t.token_text(id);
+  if (s == "\n") return "\\n";
+  if (s == " ") return "␣";
+  return s;
+}
+
+}  // namespace
+
+json build_report(const std::string& models_dir) {
+  Zoo zoo{models_dir};
+  json claims = json::array();
+
+  // ---- Symbolic IOI (seed 001) ----
+  const char* ioi_seed = "001 (minimal IOI circuit)";
+  auto sweep_line = [](const json& s) {
+    return std::to_string(s["solved"].get<int>()) + " of " + std::to_string(s["runs"].get<int>()) +
+           " seeds reach 100%; accuracy " + pct(s["min_accuracy"].get<double>()) + " to " + pct(s["max_accuracy"].get<double>()) +
+           ", mean " + pct(s["mean_accuracy"].get<double>());
+  };
+  {
+    ModelFile m = zoo.load("ioi-1l1h");
+    IoiEvaluation ev = ioi_evaluate(m.params);
+    json s = zoo.seeds("ioi-1l1h");
+    bool ok = ev.accuracy < 0.6 && std::abs(ev.mean_prob_io - ev.mean_prob_s) < 0.1;
+    claims.push_back(claim("ioi-1l1h", ioi_seed, "One layer with one head fails, with near-equal probability on both names",
+                           "fails; near-equal probability on the two names",
+                           "shipped (median seed): accuracy " + pct(ev.accuracy) + ", p(IO) " + f3(ev.mean_prob_io) + ", p(S) " +
+                               f3(ev.mean_prob_s) + "; " + sweep_line(s),
+                           verdict(ok), "#view=ioi&model=ioi-1l1h"));
+  }
+  {
+    ModelFile m = zoo.load("ioi-1l2h");
+    IoiEvaluation ev = ioi_evaluate(m.params);
+    json s = zoo.seeds("ioi-1l2h");
+    bool ok = ev.accuracy == 1.0 && s["solved"].get<int>() * 10 >= s["runs"].get<int>() * 8;
+    claims.push_back(claim("ioi-1l2h", ioi_seed, "One layer with two heads solves the task", "100%",
+                           "shipped: " + pct(ev.accuracy) + " (mean logit difference " + f2(ev.mean_logit_diff) + "); " + sweep_line(s),
+                           verdict(ok), "#view=ioi&model=ioi-1l2h"));
+    // Additive and contrastive heads.
+    const int H = m.cfg.n_heads;
+    std::string per_head;
+    int additive = -1, contrastive = -1;
+    for (int h = 0; h < H; ++h) {
+      double cs_ = ev.mean_head_cos_sum.data[h], cd = ev.mean_head_cos_diff.data[h];
+      per_head += (h ? "; " : "") + head_name(0, h) + ": cos with IO+S " + f2(cs_) + ", with IO-S " + f2(cd) +
+                  ", logit-difference share " + f2(ev.mean_head_diff.data[h]);
+      if (std::abs(cs_) > std::abs(cd)) additive = h;
+      else contrastive = h;
+    }
+    claims.push_back(claim("ioi-1l2h-roles", ioi_seed,
+                           "The two heads divide the work: one additive (output along IO+S), one contrastive (along IO-S)",
+                           "one additive head, one contrastive head", per_head,
+                           verdict(additive >= 0 && contrastive >= 0), "#view=ioi&model=ioi-1l2h"));
+  }
+  {
+    ModelFile m = zoo.load("ioi-1l2h-nopos");
+    IoiEvaluation ev = ioi_evaluate(m.params);
+    json s = zoo.seeds("ioi-1l2h-nopos");
+    double mean = s["mean_accuracy"].get<double>();
+    claims.push_back(claim("ioi-nopos", ioi_seed, "Without positional embeddings one layer of two heads reaches only about 70%",
+                           "about 70%", "mean over seeds " + pct(mean) + "; shipped (median seed) " + pct(ev.accuracy) + "; " + sweep_line(s),
+                           std::abs(mean - 0.7) <= 0.15 ? "reproduced (within 15 points of 70%)" : "not reproduced",
+                           "#view=ioi&model=ioi-1l2h-nopos"));
+  }
+  {
+    ModelFile m = zoo.load("ioi-2l1h");
+    IoiEvaluation ev = ioi_evaluate(m.params);
+    json s = zoo.seeds("ioi-2l1h");
+    claims.push_back(claim("ioi-2l1h", ioi_seed, "Two layers of one head solve the task through composition", "solves it",
+                           "shipped (median seed): " + pct(ev.accuracy) + "; " + sweep_line(s), verdict(ev.accuracy == 1.0),
+                           "#view=ioi&model=ioi-2l1h"));
+    const char* names[3] = {"Q", "K", "V"};
+    const double seed_drop[3] = {1.0, -1, 0.93};
+    for (int k = 0; k < 3; ++k) {
+      IoiEvaluation cut = ioi_evaluate(m.params, cut_composition(m.cfg, static_cast<Input>(k)));
+      double drop = ev.accuracy - cut.accuracy;
+      std::string sf = seed_drop[k] < 0 ? "not reported" : "accuracy drops about " + pct(seed_drop[k]);
+      std::string v = seed_drop[k] < 0 ? "measured only" : verdict(drop >= 0.8 * seed_drop[k]);
+      claims.push_back(claim(std::string("ioi-2l1h-cut-") + names[k], ioi_seed,
+                             std::string("Cutting ") + names[k] + "-composition (layer-0 head into layer-1 head's " + names[k] + " input)",
+                             sf, "accuracy " + pct(ev.accuracy) + " -> " + pct(cut.accuracy) + " (drop " + fmt("%.1f", 100 * drop) + " points)",
+                             v, std::string("#view=ioi&model=ioi-2l1h&cut=") + names[k]));
+    }
+  }
+
+  // ---- Character models (seeds 004, 000, 003) ----
+  const char* ind_seed = "004 (induction heads)";
+  json char_scores = json::object();
+  std::map<std::string, HeadScores> hs;
+  for (const char* name : {"char-1l", "char-2l", "char-1l-smeared"}) {
+    ModelFile m = zoo.load(name);
+    hs[name] = char_head_scores(m);
+    auto [i, v] = best_of(hs[name].prefix_matching);
+    char_scores[name] = {{"best_prefix_matching", v}, {"head", head_name(i / m.cfg.n_heads, i % m.cfg.n_heads)}};
+  }
+  auto best_pm = [&](const std::string& n) { return char_scores[n]["best_prefix_matching"].get<double>(); };
+  auto pm_text = [&](const std::string& n) {
+    return n + ": " + f3(best_pm(n)) + " (" + char_scores[n]["head"].get<std::string>() + ")";
+  };
+  claims.push_back(claim("induction-2l", ind_seed, "A two-layer model forms an induction head (prefix matching on repeated random tokens)",
+                         "induction heads form in 2-layer models", "best prefix-matching score " + pm_text("char-2l") + "; uniform attention scores about 0.01",
+                         verdict(best_pm("char-2l") >= 0.3), "#view=induction&model=char-2l"));
+  claims.push_back(claim("induction-1l", ind_seed, "One-layer models never form induction heads", "never",
+                         "best prefix-matching score " + pm_text("char-1l"), verdict(best_pm("char-1l") < 0.1),
+                         "#view=induction&model=char-1l"));
+  claims.push_back(claim("induction-smeared", ind_seed, "Smeared keys let a one-layer model form induction heads", "they do",
+                         "best prefix-matching score " + pm_text("char-1l-smeared"), verdict(best_pm("char-1l-smeared") >= 0.3),
+                         "#view=induction&model=char-1l-smeared"));
+
+  // Phase change, ICL score, loss bump and trajectory turn, from the metrics recorded in training.
+  for (const char* name : {"char-2l", "char-1l-smeared", "char-1l"}) {
+    json mt = zoo.metrics(name);
+    const auto& recs = mt["records"];
+    int early = mt["icl_indices"]["early"], late = mt["icl_indices"]["late"];
+    double icl0 = recs[0]["icl"].get<double>(), icl1 = recs.back()["icl"].get<double>();
+    int pc = phase_change_step(mt);
+    std::string m = "ICL score (loss at token " + std::to_string(late) + " minus token " + std::to_string(early) + ") " + f3(icl0) +
+                    " at step 0 -> " + f3(icl1) + " at the end";
+    bool expect = std::string(name) != "char-1l";
+    if (pc >= 0) {
+      double before = metric_at(mt, std::max(0, pc - 250), "icl"), after = metric_at(mt, pc + 250, "icl");
+      m += "; phase change (best head's prefix matching passes half its final value) at step " + std::to_string(pc) +
+           "; ICL " + f3(before) + " 250 steps before -> " + f3(after) + " 250 steps after";
+    } else {
+      m += "; no phase change (no head's prefix matching reaches 0.1)";
+    }
+    bool ok = expect ? (pc >= 0 && icl1 < icl0 - 0.3) : pc < 0;
+    claims.push_back(claim(std::string("icl-") + name, ind_seed,
+                           expect ? std::string("The in-context-learning score improves sharply at the phase change (") + name + ")"
+                                  : "No phase change in a one-layer model without smeared keys",
+                           expect ? "ICL score jumps as induction heads form" : "1-layer models never get it", m, verdict(ok),
+                           std::string("#view=training&model=") + name));
+    if (expect && pc >= 0) {
+      auto [rise, at] = loss_bump(mt, pc, 500);
+      int turn = trajectory_turn(mt, 3);
+      claims.push_back(claim(std::string("bump-") + name, ind_seed,
+                             std::string("The loss curve bumps and the per-token-loss trajectory turns at the phase change (") + name + ")",
+                             "bump and turn coincide with the phase change",
+                             "largest validation-loss rise within 500 steps: " + f3(rise) + " nats" +
+                                 (at >= 0 ? " at step " + std::to_string(at) : std::string("")) +
+                                 "; sharpest turn of the PCA trajectory at step " + std::to_string(turn) + " (phase change at " +
+                                 std::to_string(pc) + ")",
+                             std::string(rise > 0.005 ? "bump: yes" : "bump: no") + "; " +
+                                 (turn >= 0 && std::abs(turn - pc) <= 500 ? "turn: reproduced" : "turn: not reproduced"),
+                             std::string("#view=training&model=") + name));
+    }
+  }
+  {
+    ModelFile m = zoo.load("char-2l");
+    std::string sentence = held_out_sentence(read_text(models_dir + "/corpus/valid.txt"));
+    auto [a, b] = repeated_sentence_loss(m, sentence);
+    claims.push_back(claim("repeat-sentence", ind_seed, "A repeated sentence of held-out text is predicted far better the second time (char-2l)",
+                           "second occurrence at most half the loss of the first (this project's bar)",
+                           "\"" + sentence + "\": " + f3(a) + " nats per character the first time, " + f3(b) + " the second (ratio " + f2(b / a) + ")",
+                           verdict(b <= 0.5 * a), "#view=induction&model=char-2l"));
+  }
+  // Which composition feeds the induction head (seed 003): the layer-0 previous-token head into the
+  // layer-1 induction head, by composition score against the random baseline and by cutting each path.
+  {
+    ModelFile m = zoo.load("char-2l");
+    const HeadScores& s = hs["char-2l"];
+    const int H = m.cfg.n_heads;
+    int prev = 0, ind = H;
+    for (int h = 0; h < H; ++h)
+      if (s.previous_token.data[h] > s.previous_token.data[prev]) prev = h;
+    for (int h = H; h < 2 * H; ++h)
+      if (s.prefix_matching.data[h] > s.prefix_matching.data[ind]) ind = h;
+    CompositionScores comp = composition_scores(m.params, 200, 0);
+    // Index: [kind, src_layer=0, src_head, dst_layer=1, dst_head] in [3, 2, H, 2, H].
+    auto at = [&](int kind) {
+      std::size_t i = (((static_cast<std::size_t>(kind) * 2 + 0) * H + prev) * 2 + 1) * H + (ind - H);
+      return comp.scores.data[i];
+    };
+    const int n = m.tokenizer.size() - 2, L = std::min(n, (m.cfg.n_ctx - 1) / 2);
+    RepeatedTokens rt = make_repeated_tokens(8, L, 2, n, m.tokenizer.bos_id(), 99);
+    auto second_half_loss = [&](const Intervention& iv) {
+      ActivationCache<float> c;
+      forward(m.params, rt.tokens, rt.B, rt.T(), c, iv);
+      Tensor<float> pt = per_token_loss(c);
+      double sum = 0;
+      int cnt = 0;
+      for (int b = 0; b < rt.B; ++b)
+        for (int t = L + 1; t < 2 * L; ++t) sum += pt.data[static_cast<std::size_t>(b) * 2 * L + t], ++cnt;
+      return sum / cnt;
+    };
+    double clean = second_half_loss(Intervention());
+    std::string m_text = "previous-token head " + head_name(0, prev) + " (score " + f2(s.previous_token.data[prev]) + "), induction head " +
+                         head_name(1, ind - H) + " (prefix matching " + f2(s.prefix_matching.data[ind]) + "); composition scores Q " +
+                         f3(at(0)) + ", K " + f3(at(1)) + ", V " + f3(at(2)) + " (random baseline " + f3(comp.baseline) +
+                         "); loss on the repeated half " + f3(clean);
+    double worst = -1;
+    int worst_k = -1;
+    const char* names[3] = {"Q", "K", "V"};
+    for (int k = 0; k < 3; ++k) {
+      Intervention iv;
+      iv.cuts.push_back({0, prev, 1, ind - H, static_cast<Input>(k)});
+      double l = second_half_loss(iv);
+      m_text += std::string(", with ") + names[k] + " cut " + f3(l);
+      if (l - clean > worst) worst = l - clean, worst_k = k;
+    }
+    claims.push_back(claim("k-composition", "003 (mathematical framework)",
+                           "The induction head is fed by K-composition with a previous-token head (char-2l)",
+                           "K-composition with a previous-token head", m_text,
+                           verdict(worst_k == 1 && at(1) > comp.baseline), "#view=circuits&model=char-2l"));
+  }
+  // Copying heads by OV eigenvalues, and skip-trigrams (seed 000).
+  {
+    ModelFile m = zoo.load("char-1l");
+    std::vector<Spectrum> sp = ov_spectra(m.params);
+    int copying = 0;
+    std::string per;
+    for (std::size_t i = 0; i < sp.size(); ++i) {
+      copying += sp[i].copying_score > 0;
+      per += (i ? ", " : "") + head_name(0, static_cast<int>(i)) + " " + f2(sp[i].copying_score);
+    }
+    claims.push_back(claim("copying-heads", "000 (one-layer circuits)",
+                           "Most heads of a one-layer model copy: positive OV eigenvalues (copying statistic sum(l)/sum|l| > 0)",
+                           "10 of 12 heads", std::to_string(copying) + " of " + std::to_string(sp.size()) + " heads (" + per + ")",
+                           verdict(copying * 2 > static_cast<int>(sp.size())), "#view=circuits&model=char-1l"));
+    // Top skip-trigrams of the head with the largest copying statistic.
+    int best = 0;
+    for (std::size_t i = 1; i < sp.size(); ++i)
+      if (sp[i].copying_score > sp[best].copying_score) best = static_cast<int>(i);
+    SkipTrigrams st = skip_trigrams(m.params, 0, best, 8, m.tokenizer.bos_id());
+    std::string list;
+    for (std::size_t i = 0; i < st.top.size() && i < 6; ++i) {
+      const auto& t = st.top[i];
+      list += (i ? "; " : "") + std::string("\"") + token_label(m.tokenizer, t.source) + "\" ... \"" +
+              token_label(m.tokenizer, t.dest) + "\" -> \"" + token_label(m.tokenizer, t.out) + "\"";
+    }
+    claims.push_back(claim("skip-trigrams", "000 (one-layer circuits)", "One-layer heads implement skip-trigrams (source ... destination -> output)",
+                           "e.g. \"keep ... in -> mind\"", head_name(0, best) + ": " + list, "shown",
+                           "#view=circuits&model=char-1l&head=L0H" + std::to_string(best)));
+  }
+  return {{"claims", claims}, {"char_scores", char_scores}};
+}
+
+std::string report_markdown(const json& report) {
+  std::string out =
+      "# Reproduction report\n\n"
+      "Generated by `circuitscope report` from the shipped models in this folder; do not edit by hand.\n"
+      "Each row is a claim of one of the seed documents that these small models can test, with the figure the\n"
+      "seed gives, the figure measured here, and the verdict by the threshold stated in `src/report.cpp`.\n\n"
+      "| claim | seed | seed's figure | measured | verdict |\n|---|---|---|---|---|\n";
+  auto esc = [](std::string s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '|') o += "\\|";
+      else if (c == '\n') o += " ";
+      else o += c;
+    }
+    return o;
+  };
+  for (const auto& c : report["claims"])
+    out += "| " + esc(c["claim"]) + " | " + esc(c["seed"]) + " | " + esc(c["seed_figure"]) + " | " + esc(c["measured"]) + " | " +
+           esc(c["verdict"]) + " |\n";
+  return out;
+}
+
+}  // namespace cs
