@@ -36,8 +36,28 @@ int get_int(const nlohmann::json& j, const char* key, int def, int lo, int hi) {
   return v;
 }
 
-// Fills targets with the next token and the mask with 1 everywhere but the last position.
-void next_token_targets(Batch& b) { b = next_token_batch(b.tokens, b.B, b.T); }
+// A batch of B next-token rows of length T, each written by fill(row, repeated, rng): row[0..T) are
+// the tokens, repeated[t] = 1 where position t's target can be copied from earlier in the row.
+template <class Fill>
+DataBatch make_rows(int B, int T, Rng& rng, Fill&& fill) {
+  DataBatch d;
+  d.batch.B = B;
+  d.batch.T = T;
+  d.batch.tokens.resize(static_cast<std::size_t>(B) * T);
+  d.repeated.assign(d.batch.tokens.size(), 0);
+  for (int r = 0; r < B; ++r)
+    fill(&d.batch.tokens[static_cast<std::size_t>(r) * T], &d.repeated[static_cast<std::size_t>(r) * T], rng);
+  d.batch = next_token_batch(d.batch.tokens, B, T);
+  return d;
+}
+
+// <BOS>, then a random sequence of period P (tokens from draw(rng)) repeated to fill the row.
+template <class Draw>
+void fill_periodic(int* row, unsigned char* repeated, int T, int P, int bos, Rng& rng, Draw&& draw) {
+  row[0] = bos;
+  for (int t = 1; t < T; ++t) row[t] = t <= P ? draw(rng) : row[t - P];
+  for (int t = P + 1; t + 1 < T; ++t) repeated[t] = 1;
+}
 
 class RepeatedSegment : public DataSource {
  public:
@@ -45,27 +65,18 @@ class RepeatedSegment : public DataSource {
       : T_(T), min_(min_len), max_(max_len), bos_(bos), first_(first), n_(n) {}
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
-    DataBatch d;
-    d.batch.B = B;
-    d.batch.T = T_;
-    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
-    d.repeated.assign(d.batch.tokens.size(), 0);
-    for (int r = 0; r < B; ++r) {
-      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
+    return make_rows(B, T_, rng, [&](int* row, unsigned char* repeated, Rng& g) {
       row[0] = bos_;
-      for (int t = 1; t < T_; ++t) row[t] = first_ + rng.below(n_);
+      for (int t = 1; t < T_; ++t) row[t] = first_ + g.below(n_);
       // Segment [s1, s1+L) copied to [s2, s2+L), s2 >= s1 + L, inside positions 1..T-1.
-      int L = min_ + rng.below(max_ - min_ + 1);
-      int s1 = 1 + rng.below(T_ - 2 * L);
-      int s2 = s1 + L + rng.below(T_ - s1 - 2 * L + 1);
+      int L = min_ + g.below(max_ - min_ + 1);
+      int s1 = 1 + g.below(T_ - 2 * L);
+      int s2 = s1 + L + g.below(T_ - s1 - 2 * L + 1);
       for (int i = 0; i < L; ++i) row[s2 + i] = row[s1 + i];
       // Position t predicts row[t+1]; copying can predict it when t+1 is in the second copy and t too.
-      for (int t = s2; t + 1 < s2 + L; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
-    }
-    next_token_targets(d.batch);
-    return d;
+      for (int t = s2; t + 1 < s2 + L; ++t) repeated[t] = 1;
+    });
   }
-
  private:
   int T_, min_, max_, bos_, first_, n_;
 };
@@ -76,22 +87,11 @@ class Periodic : public DataSource {
       : T_(T), min_(min_p), max_(max_p), bos_(bos), first_(first), n_(n) {}
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
-    DataBatch d;
-    d.batch.B = B;
-    d.batch.T = T_;
-    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
-    d.repeated.assign(d.batch.tokens.size(), 0);
-    for (int r = 0; r < B; ++r) {
-      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
-      int P = min_ + rng.below(max_ - min_ + 1);
-      row[0] = bos_;
-      for (int t = 1; t < T_; ++t) row[t] = t <= P ? first_ + rng.below(n_) : row[t - P];
-      for (int t = P + 1; t + 1 < T_; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
-    }
-    next_token_targets(d.batch);
-    return d;
+    return make_rows(B, T_, rng, [&](int* row, unsigned char* repeated, Rng& g) {
+      int P = min_ + g.below(max_ - min_ + 1);
+      fill_periodic(row, repeated, T_, P, bos_, g, [&](Rng& h) { return first_ + h.below(n_); });
+    });
   }
-
  private:
   int T_, min_, max_, bos_, first_, n_;
 };
@@ -166,41 +166,31 @@ class TextWindows : public DataSource {
   }
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
-    DataBatch d;
-    d.batch.B = B;
-    d.batch.T = T_;
-    d.batch.tokens.resize(static_cast<std::size_t>(B) * T_);
-    d.repeated.assign(d.batch.tokens.size(), 0);
     const int span = static_cast<int>(ids_.size()) - (T_ - 1);
-    for (int r = 0; r < B; ++r) {
-      int* row = &d.batch.tokens[static_cast<std::size_t>(r) * T_];
-      row[0] = bos_;
-      if (random_frac_ > 0 && rng.uniform() < random_frac_) {
+    return make_rows(B, T_, rng, [&](int* row, unsigned char* repeated, Rng& g) {
+      if (random_frac_ > 0 && g.uniform() < random_frac_) {
         // Random characters repeated with a random period (the induction-heads paper's repeated
         // random tokens): only copying predicts them.
-        int P = 10 + rng.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
-        for (int t = 1; t < T_; ++t)
-          row[t] = t <= P ? alphabet_[rng.below(static_cast<int>(alphabet_.size()))] : row[t - P];
-        for (int t = P + 1; t + 1 < T_; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
-        continue;
+        int P = 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
+        fill_periodic(row, repeated, T_, P, bos_, g,
+                      [&](Rng& h) { return alphabet_[h.below(static_cast<int>(alphabet_.size()))]; });
+        return;
       }
-      int start = rng.below(span);
+      int start = g.below(span);
+      row[0] = bos_;
       for (int t = 1; t < T_; ++t) row[t] = ids_[start + t - 1];
-      if (frac_ > 0 && rng.uniform() < frac_) {
+      if (frac_ > 0 && g.uniform() < frac_) {
         // Repeat a stretch of this window later in it: [s1, s1+L) -> [s2, s2+L).
-        int L = 8 + rng.below(std::max(1, T_ / 4 - 8));
+        int L = 8 + g.below(std::max(1, T_ / 4 - 8));
         if (2 * L + 1 < T_) {
-          int s1 = 1 + rng.below(T_ - 2 * L);
-          int s2 = s1 + L + rng.below(T_ - s1 - 2 * L + 1);
+          int s1 = 1 + g.below(T_ - 2 * L);
+          int s2 = s1 + L + g.below(T_ - s1 - 2 * L + 1);
           for (int i = 0; i < L; ++i) row[s2 + i] = row[s1 + i];
-          for (int t = s2; t + 1 < s2 + L; ++t) d.repeated[static_cast<std::size_t>(r) * T_ + t] = 1;
+          for (int t = s2; t + 1 < s2 + L; ++t) repeated[t] = 1;
         }
       }
-    }
-    next_token_targets(d.batch);
-    return d;
+    });
   }
-
  private:
   std::vector<int> ids_;
   int T_;
