@@ -46,14 +46,19 @@ assemble_site() {
     fi
   done
   shopt -s nullglob
-  local models=(models/*.safetensors)
+  local models=(models/*.safetensors) jsons=(models/*.json)
   shopt -u nullglob
   if ((${#models[@]})); then
     cp "${models[@]}" "$tmp/models/"
   fi
-  if [[ -f models/index.json ]]; then
-    cp models/index.json "$tmp/models/index.json"
-  else
+  # index, <name>.metrics.json, <name>.seeds.json, report.json
+  if ((${#jsons[@]})); then
+    cp "${jsons[@]}" "$tmp/models/"
+  fi
+  if [[ -d models/snapshots ]]; then
+    cp -R models/snapshots "$tmp/models/snapshots"
+  fi
+  if [[ ! -f models/index.json ]]; then
     # No curated index: list every shipped model under its file name.
     node -e '
       const path = require("node:path");
@@ -62,6 +67,37 @@ assemble_site() {
       process.stdout.write(JSON.stringify(list, null, 2) + "\n");
     ' "${models[@]}" >"$tmp/models/index.json"
   fi
+  # What the site holds, for the page to list without probing for files (a 404 is a console
+  # error): {"models": [names], "snapshots": {name: ["step100", ...]}}.
+  node -e '
+    const fs = require("node:fs"), path = require("node:path");
+    const dir = process.argv[1];
+    const models = fs.readdirSync(dir).filter((f) => f.endsWith(".safetensors")).map((f) => f.slice(0, -12)).sort();
+    const snapshots = {};
+    const sdir = path.join(dir, "snapshots");
+    if (fs.existsSync(sdir)) for (const name of fs.readdirSync(sdir).sort()) {
+      const p = path.join(sdir, name);
+      if (!fs.statSync(p).isDirectory()) continue;
+      snapshots[name] = fs.readdirSync(p).filter((f) => f.endsWith(".safetensors")).map((f) => f.slice(0, -12))
+        .sort((a, b) => (parseInt(a.replace(/\D/g, ""), 10) || 0) - (parseInt(b.replace(/\D/g, ""), 10) || 0));
+    }
+    fs.writeFileSync(path.join(dir, "manifest.json"), JSON.stringify({ models, snapshots }, null, 2) + "\n");
+  ' "$tmp/models"
+  # npm runtime libraries, vendored (the CSP allows only 'self'; no CDN). lz-string ships a UMD
+  # script: wrap it as an ES module (its UMD tail sees no define/module inside a module and
+  # leaves the local LZString alone).
+  mkdir -p "$tmp/vendor"
+  if [[ ! -f node_modules/lz-string/libs/lz-string.min.js ]]; then
+    echo "build: node_modules/lz-string is missing: run npm ci" >&2
+    return 1
+  fi
+  {
+    echo "// lz-string $(node -p 'require("./node_modules/lz-string/package.json").version') (MIT, pieroxy), vendored from node_modules by scripts/build.sh"
+    cat node_modules/lz-string/libs/lz-string.min.js
+    echo
+    echo "export default LZString;"
+  } >"$tmp/vendor/lz-string.mjs"
+  cp node_modules/lz-string/LICENSE "$tmp/vendor/lz-string.LICENSE.txt" 2>/dev/null || true
   rm -rf "$site"
   mv "$tmp" "$site"
   echo "site assembled in $site"

@@ -1,316 +1,247 @@
-// The page's logic: owns the WASM instance, loads a model (shipped or from disk), runs the text
-// the user types and shows each token coloured by its per-token loss. Text only ever reaches the
-// page through textContent.
-import { init } from './wasm/circuitscope.js';
-
-// Loss bins (nats) for colouring; each bin i has a CSS class loss-i in style.css.
-const BINS = [0.5, 1, 2, 3, 4, 5, Infinity];
-const BIN_LABELS = ['< 0.5', '0.5–1', '1–2', '2–3', '3–4', '4–5', '≥ 5'];
-const CHAR_SAMPLE = 'The cat sat on the mat. The cat sat on the mat.';
+// The app shell: reads the state from the URL hash (state.js), shows one view (a <cs-*> custom
+// element from views/, imported on first use) per tab, keeps the hash in step with the state
+// the views report through `cs-state` events, switches models, copies links and embed code,
+// and reports errors in the page. A view module that is missing or fails to load gives a
+// "this view is not available" panel, never a broken page.
+import { decodeHash, encodeState, DEFAULT_STATE, VIEWS } from './state.js';
+import { el, getModelIndex } from './views/common.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
-  select: $('model-select'),
-  file: $('model-file'),
-  status: $('model-status'),
-  description: $('model-description'),
-  error: $('error'),
-  text: $('text-input'),
-  note: $('note'),
-  legend: $('legend'),
-  mean: $('mean-loss'),
-  tokens: $('tokens'),
-  version: $('version'),
+  tabs: [...document.querySelectorAll('#tabs [role="tab"]')],
+  model: $('model-switch'),
+  copyLink: $('copy-link'),
+  copyEmbed: $('copy-embed'),
+  status: $('app-status'),
+  error: $('app-error'),
+  copyBox: $('copy-box'),
+  copyText: $('copy-text'),
+  copyLabel: $('copy-label'),
+  host: $('view-host'),
+  openFull: $('open-full'),
 };
 
-const state = {
-  cs: null,         // the initialised module
-  model: null,      // the loaded model
-  modelName: '',
-  pending: 0,       // animation-frame id of the next analysis
-  loadSeq: 0,       // guards against out-of-order loads
-};
-
-// One message area; `kind` lets a successful analysis clear its own errors without hiding a
-// message about a model file that failed to open.
-function showError(message, kind = 'load') {
-  els.error.textContent = message;
-  els.error.dataset.kind = kind;
-  els.error.hidden = false;
-}
-
-function clearError(kind) {
-  if (kind && els.error.dataset.kind !== kind) return;
-  els.error.textContent = '';
-  delete els.error.dataset.kind;
-  els.error.hidden = true;
-}
-
-// Ends a message with a full stop so that another sentence can follow it.
-function sentence(message) {
-  const m = String(message ?? '').trim();
-  return /[.!?]$/.test(m) ? m : `${m}.`;
-}
+let state = { ...DEFAULT_STATE };
+const views = new Map();        // view name -> {element, ok}
+let modelList = [];
+let writing = false;            // the hash change we caused ourselves
 
 function setStatus(message) {
-  els.status.textContent = message;
+  els.status.textContent = message || '';
+  els.status.hidden = !message;
 }
 
-function setNote(message) {
-  els.note.textContent = message || '';
-  els.note.hidden = !message;
+function showError(message) {
+  els.error.textContent = message || '';
+  els.error.hidden = !message;
 }
 
-function binOf(loss) {
-  for (let i = 0; i < BINS.length; i++) if (loss < BINS[i]) return i;
-  return BINS.length - 1;
+function writeHash() {
+  const hash = `#${encodeState(state)}`;
+  if (location.hash === hash) return;
+  writing = true;
+  history.replaceState(null, '', hash);
+  writing = false;
 }
 
-function buildLegend() {
-  els.legend.replaceChildren();
-  BIN_LABELS.forEach((label, i) => {
-    const item = document.createElement('span');
-    item.className = 'legend-item';
-    const swatch = document.createElement('span');
-    swatch.className = `swatch loss-${i}`;
-    swatch.setAttribute('aria-hidden', 'true');
-    const text = document.createElement('span');
-    text.textContent = label;
-    item.append(swatch, text);
-    els.legend.append(item);
-  });
-  const unit = document.createElement('span');
-  unit.className = 'legend-unit';
-  unit.textContent = 'nats';
-  els.legend.append(unit);
-}
-
-function describe(name, model, extra) {
-  const c = model.config;
-  const kind = model.tokenizer?.kind === 'word' ? 'word-level' : 'character-level';
-  const arch = `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'}, ${c.n_heads} head${c.n_heads === 1 ? '' : 's'} ` +
-    `per layer, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${c.d_vocab} ${kind} tokens`;
-  els.description.textContent = extra ? `${extra} — ${arch}.` : `${arch}.`;
-  setStatus(`Loaded ${name}.`);
-}
-
-function installModel(name, model, description) {
-  if (state.model) state.model.delete();
-  state.model = model;
-  state.modelName = name;
-  describe(name, model, description);
-  els.text.disabled = false;
-  if (!els.text.value && model.tokenizer?.kind !== 'word') els.text.value = CHAR_SAMPLE;
-  if (model.tokenizer?.kind === 'word') {
-    const words = (model.tokenizer.vocab || []).filter((w) => !/^<.*>$/.test(w)).slice(0, 8);
-    els.text.placeholder = words.length ? `Type words from the vocabulary, e.g. ${words.join(' ')}` : 'Type here…';
-  } else {
-    els.text.placeholder = 'Type here…';
+function applyChrome() {
+  document.body.classList.toggle('embed', !!state.embed);
+  document.body.classList.toggle('hide-header', !!state.embed && state.hide.includes('header'));
+  document.body.classList.toggle('hide-controls', !!state.embed && state.hide.includes('controls'));
+  els.openFull.hidden = !state.embed;
+  if (state.embed) {
+    const full = { ...state, embed: false, hide: [] };
+    els.openFull.href = `${location.pathname}#${encodeState(full)}`;
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Views
+
+const VIEW_TAG = { induction: 'cs-induction', ioi: 'cs-ioi', circuits: 'cs-circuits', training: 'cs-training', report: 'cs-report' };
+const VIEW_TITLE = { induction: 'Induction', ioi: 'IOI', circuits: 'Circuits', training: 'Training', report: 'Reproduction' };
+
+async function viewElement(name) {
+  if (views.has(name)) return views.get(name);
+  const entry = { element: null, ok: false, cls: null };
+  views.set(name, entry);
+  try {
+    await import(`./views/${name}.js`);
+    const tag = VIEW_TAG[name];
+    const cls = customElements.get(tag);
+    if (!cls) throw new Error(`views/${name}.js does not define <${tag}>`);
+    entry.cls = cls;
+    entry.element = document.createElement(tag);
+    entry.ok = true;
+  } catch (e) {
+    entry.element = el('section', { class: 'panel unavailable', role: 'note' },
+      el('h2', {}, VIEW_TITLE[name]),
+      el('p', {}, `This view is not available in this build of the page (${e?.message ? String(e.message).split('\n')[0] : 'its module could not be loaded'}).`),
+      el('p', {}, el('a', { href: '#v=1&view=induction' }, 'Go to the induction view')));
+    entry.element.dataset.unavailable = name;
+  }
+  entry.element.classList.add('view');
+  entry.element.hidden = true;
+  els.host.append(entry.element);
+  return entry;
+}
+
+function modelFits(entry, name) {
+  if (!name) return true;
+  const m = modelList.find((x) => x.name === name);
+  if (!m) return false;
+  return !entry?.cls?.modelFilter || entry.cls.modelFilter(m);
+}
+
+let showSeq = 0;
+async function showView() {
+  const seq = ++showSeq;
+  const name = state.view;
+  for (const t of els.tabs) {
+    const on = t.dataset.view === name;
+    t.setAttribute('aria-selected', String(on));
+    t.tabIndex = on ? 0 : -1;
+  }
+  els.host.setAttribute('aria-labelledby', `tab-${name}`);
+  const entry = await viewElement(name);
+  if (seq !== showSeq) return;
+  await modelsReady;
+  if (entry.ok && state.model && !modelFits(entry, state.model)) {
+    // The model belongs to another kind of view: this one starts from its own default.
+    state = { ...state, model: null, snapshot: null, head: null, ablate: [], cut: [], pos: null };
+    writeHash();
+  }
+  for (const [n, e] of views) e.element.hidden = n !== name;
+  if (entry.ok) entry.element.state = { ...state };
+  fillModelSwitch(entry);
+  document.body.dataset.view = name;
+  document.title = `${VIEW_TITLE[name]} · circuitscope`;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Model switcher
+
+let modelsReady = getModelIndex().then((list) => { modelList = list; });
+
+function fillModelSwitch(entry) {
+  const fits = modelList.filter((m) => !entry?.cls?.modelFilter || entry.cls.modelFilter(m));
+  const current = state.model || entry?.cls?.defaultModel || fits[0]?.name || '';
+  els.model.replaceChildren(...fits.map((m) => el('option', { value: m.name, title: m.description || null }, m.title || m.name)));
+  if (!fits.some((m) => m.name === current) && current) {
+    els.model.append(el('option', { value: current }, current));
+  }
+  els.model.value = current;
+  els.model.disabled = fits.length === 0;
+}
+
+els.model.addEventListener('change', () => {
+  state = { ...state, model: els.model.value, snapshot: null, head: null, ablate: [], cut: [], pos: null };
+  writeHash();
+  const entry = views.get(state.view);
+  if (entry?.ok) entry.element.state = { ...state };
+});
+
+// ------------------------------------------------------------------------------------------------
+// Tabs (arrow keys move between tabs, as in the WAI-ARIA tabs pattern)
+
+function selectView(name) {
+  if (!VIEWS.includes(name) || name === state.view) return;
+  state = { ...state, view: name, head: null, ablate: [], cut: [], pos: null };
+  writeHash();
+  showView();
+}
+
+els.tabs.forEach((tab, i) => {
+  tab.addEventListener('click', () => selectView(tab.dataset.view));
+  tab.addEventListener('keydown', (e) => {
+    let j = null;
+    if (e.key === 'ArrowRight') j = (i + 1) % els.tabs.length;
+    else if (e.key === 'ArrowLeft') j = (i - 1 + els.tabs.length) % els.tabs.length;
+    else if (e.key === 'Home') j = 0;
+    else if (e.key === 'End') j = els.tabs.length - 1;
+    if (j === null) return;
+    e.preventDefault();
+    els.tabs[j].focus();
+    selectView(els.tabs[j].dataset.view);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// Views report their changes
+
+els.host.addEventListener('cs-state', (e) => {
+  const partial = e.detail || {};
+  state = { ...state, ...partial };
+  writeHash();
+  if ('model' in partial) fillModelSwitch(views.get(state.view));
+  if (partial.model) document.body.dataset.modelLoaded = 'true';
+});
+
+els.host.addEventListener('cs-error', (e) => {
+  showError(e.detail?.message || 'Something went wrong in the view.');
+});
+
+els.host.addEventListener('cs-rendered', () => {
+  showError('');
   document.body.dataset.modelLoaded = 'true';
-  document.body.dataset.nCtx = String(model.config.n_ctx);
-  document.body.dataset.tokenizer = model.tokenizer?.kind ?? '';
-  scheduleAnalysis();
-}
-
-async function loadBytes(name, bytes, description) {
-  const seq = ++state.loadSeq;
-  let model;
-  try {
-    model = state.cs.load(bytes);
-  } catch (e) {
-    const keep = state.model ? ` The previous model (${state.modelName}) is still loaded.` : '';
-    showError(`Could not open ${name}: ${sentence(e.message)}${keep}`);
-    setStatus(state.model ? `Loaded ${state.modelName}.` : 'No model loaded.');
-    return false;
-  }
-  if (seq !== state.loadSeq) {
-    model.delete();
-    return false;
-  }
-  clearError();
-  installModel(name, model, description);
-  return true;
-}
-
-async function loadShipped(entry) {
-  setStatus(`Loading ${entry.title || entry.file}…`);
-  let bytes;
-  try {
-    const res = await fetch(`models/${encodeURIComponent(entry.file)}`);
-    if (!res.ok) throw new Error(`the server answered ${res.status} ${res.statusText}`.trim());
-    bytes = new Uint8Array(await res.arrayBuffer());
-  } catch (e) {
-    showError(`Could not download ${entry.file}: ${e.message}`);
-    setStatus(state.model ? `Loaded ${state.modelName}.` : 'No model loaded.');
-    return;
-  }
-  await loadBytes(entry.title || entry.file, bytes, entry.description);
-}
-
-async function loadIndex() {
-  let list = [];
-  try {
-    const res = await fetch('models/index.json');
-    if (res.ok) list = await res.json();
-    if (!Array.isArray(list)) throw new Error('models/index.json is not a list');
-  } catch (e) {
-    list = [];
-    showError(`Could not read the list of shipped models: ${e.message}`);
-  }
-  list = list.filter((m) => m && typeof m.file === 'string');
-  els.select.replaceChildren();
-  if (!list.length) {
-    const opt = document.createElement('option');
-    opt.value = '';
-    opt.textContent = 'No shipped models — open a file instead';
-    els.select.append(opt);
-    els.select.disabled = true;
-    setStatus('No model loaded. Open a .safetensors model file.');
-    return list;
-  }
-  list.forEach((m, i) => {
-    const opt = document.createElement('option');
-    opt.value = String(i);
-    opt.textContent = m.title || m.file;
-    els.select.append(opt);
-  });
-  els.select.disabled = false;
-  return list;
-}
-
-// Runs the current text and redraws the tokens. Long text is cut to the model's context.
-function analyse() {
-  state.pending = 0;
-  const model = state.model;
-  if (!model) return;
-  const text = els.text.value;
-  const nCtx = model.config.n_ctx;
-  let tokens;
-  try {
-    tokens = model.tokenize(text);
-  } catch (e) {
-    showError(`Could not tokenize the text: ${e.message}`, 'analysis');
-    return;
-  }
-  let { ids, begins, ends } = tokens;
-  // A <BOS> token has an empty span at 0; every real token covers at least one character.
-  const hasBos = ids.length > 0 && begins[0] === 0 && ends[0] === 0;
-  let note = '';
-  if (ids.length > nCtx) {
-    // Keep <BOS> and the last n_ctx - 1 tokens (for a character-level model: characters).
-    const head = hasBos ? 1 : 0;
-    const keep = nCtx - head;
-    const from = ids.length - keep;
-    const unit = model.tokenizer?.kind === 'word' ? 'tokens' : 'characters';
-    note = `The text is longer than this model's context of ${nCtx} tokens: only the last ${keep} ${unit} are analysed.`;
-    const cut = (a) => {
-      const out = new Int32Array(nCtx);
-      if (head) out[0] = a[0];
-      out.set(a.subarray(from), head);
-      return out;
-    };
-    ids = cut(ids);
-    begins = cut(begins);
-    ends = cut(ends);
-  }
-  let result = null;
-  if (ids.length) {
-    try {
-      result = model.run(ids);
-    } catch (e) {
-      showError(`Could not run the model: ${e.message}`, 'analysis');
-      return;
-    }
-  }
-  clearError('analysis');
-  setNote(note);
-  render(text, ids, begins, ends, result ? result.loss.data : new Float32Array(0), note !== '');
-}
-
-function render(text, ids, begins, ends, loss, truncated) {
-  const frag = document.createDocumentFragment();
-  const vocab = state.model.tokenizer?.vocab || [];
-  const first = ids.findIndex((_, i) => ends[i] > begins[i]);  // first real (non-special) token
-  let cursor = 0;
-  if (truncated && first >= 0 && begins[first] > 0) {
-    cursor = begins[first];
-    const skipped = document.createElement('span');
-    skipped.className = 'skipped';
-    skipped.textContent = text.slice(0, cursor);
-    skipped.title = 'Outside the model context';
-    frag.append(skipped);
-  }
-  let sum = 0;
-  let count = 0;
-  for (let i = 0; i < ids.length; i++) {
-    if (ends[i] <= begins[i]) continue;  // <BOS> and other special tokens with no text
-    if (begins[i] > cursor) frag.append(document.createTextNode(text.slice(cursor, begins[i])));
-    const l = i > 0 ? loss[i - 1] : NaN;  // loss of predicting token i from tokens 0..i-1
-    const span = document.createElement('span');
-    const shown = text.slice(begins[i], ends[i]);
-    span.textContent = shown;
-    span.dataset.tokenId = String(ids[i]);
-    span.tabIndex = 0;
-    const label = JSON.stringify(vocab[ids[i]] ?? shown);
-    if (Number.isFinite(l)) {
-      span.className = `tok loss-${binOf(l)}`;
-      span.dataset.loss = l.toFixed(4);
-      span.title = `token ${label} (id ${ids[i]}): loss ${l.toFixed(3)} nats`;
-      sum += l;
-      count += 1;
-    } else {
-      span.className = 'tok no-loss';
-      span.title = `token ${label} (id ${ids[i]}): first token, nothing predicts it`;
-    }
-    span.setAttribute('aria-label', span.title);
-    frag.append(span);
-    cursor = Math.max(cursor, ends[i]);
-  }
-  if (cursor < text.length) frag.append(document.createTextNode(text.slice(cursor)));
-  els.tokens.replaceChildren(frag);
-  els.mean.textContent = count ? `${(sum / count).toFixed(3)} nats over ${count} token${count === 1 ? '' : 's'}` : '–';
-}
-
-function scheduleAnalysis() {
-  if (!state.pending) state.pending = requestAnimationFrame(analyse);
-}
-
-async function main() {
-  buildLegend();
-  try {
-    state.cs = await init();
-  } catch (e) {
-    showError(`Could not start the WebAssembly module: ${e.message}`);
-    setStatus('Not started.');
-    return;
-  }
-  els.version.textContent = state.cs.version;
-  const list = await loadIndex();
-
-  els.select.addEventListener('change', () => {
-    const entry = list[Number(els.select.value)];
-    if (entry) loadShipped(entry);
-  });
-  els.file.addEventListener('change', async () => {
-    const file = els.file.files?.[0];
-    if (!file) return;
-    setStatus(`Opening ${file.name}…`);
-    let bytes;
-    try {
-      bytes = new Uint8Array(await file.arrayBuffer());
-    } catch (e) {
-      showError(`Could not read ${file.name}: ${e.message}`);
-      return;
-    }
-    const ok = await loadBytes(file.name, bytes, 'opened from disk');
-    if (ok && !els.select.disabled) els.select.selectedIndex = -1;
-    els.file.value = '';
-  });
-  els.text.addEventListener('input', scheduleAnalysis);
-
-  if (list.length) await loadShipped(list[0]);
   document.body.dataset.ready = 'true';
+});
+
+window.addEventListener('hashchange', () => {
+  if (writing) return;
+  readHash();
+  showView();
+});
+
+function readHash() {
+  const { state: s, error } = decodeHash(location.hash);
+  state = s;
+  if (error) {
+    setStatus(error);
+    document.body.dataset.hashError = 'true';
+  } else {
+    delete document.body.dataset.hashError;
+  }
+  applyChrome();
+  return error;
 }
 
-main();
+// ------------------------------------------------------------------------------------------------
+// Copy link / embed code
+
+async function copy(text, what) {
+  els.copyText.value = text;
+  els.copyLabel.textContent = `${what}:`;
+  els.copyBox.hidden = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    setStatus(`${what} copied to the clipboard.`);
+  } catch {
+    setStatus(`${what}: select the text below and copy it (the clipboard is not available here).`);
+  }
+  els.copyText.focus();
+  els.copyText.select();
+}
+
+function shareUrl(extra = {}) {
+  const url = new URL(location.href);
+  url.hash = encodeState({ ...state, ...extra });
+  return url.href;
+}
+
+els.copyLink.addEventListener('click', () => copy(shareUrl({ embed: false, hide: [] }), 'Link'));
+els.copyEmbed.addEventListener('click', () => {
+  const src = shareUrl({ embed: true });
+  const title = `circuitscope: ${VIEW_TITLE[state.view]} view`;
+  const snippet = `<iframe src="${src.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}" title="${title}" width="100%" height="720" loading="lazy" style="border:0"></iframe>`;
+  copy(snippet, 'Embed code');
+});
+
+// ------------------------------------------------------------------------------------------------
+
+window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message}`));
+window.addEventListener('unhandledrejection', (e) => showError(`Unexpected error: ${e.reason?.message ?? e.reason}`));
+
+const hashError = readHash();
+if (!hashError) writeHash();
+showView();

@@ -17,7 +17,13 @@ import { startServer } from '../../scripts/serve.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:";
+// The page's own policy, read from its meta tag, is also sent as a header so the worker runs under it.
+const CSP = (() => {
+  const html = readFileSync(path.join(root, 'web', 'index.html'), 'utf8');
+  const m = html.match(/http-equiv="Content-Security-Policy"\s+content="([^"]+)"/);
+  if (!m) throw new Error('web/index.html has no Content-Security-Policy meta tag');
+  return m[1].replace(/\s+/g, ' ').trim();
+})();
 
 // The shipped IOI recipe, inlined (no files in the browser) and shortened to 300 steps.
 const recipe = (() => {

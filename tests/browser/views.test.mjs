@@ -1,0 +1,371 @@
+// The analysis views (web/views/ioi.js, circuits.js, training.js, report.js), each on a standalone
+// page that only includes its module, as another page of the site would, served from the built
+// site (build/site) with the page's content security policy as a header, in Debian's Chromium.
+// Checks what a person would look for: the IOI model's answer, the 1L1H vs 1L2H accuracy, cutting
+// V-composition, the circuits of char-2l, the training curves (when the metrics exist), in-browser
+// training with pause and a download that loads back, and the report (when it exists). No console
+// errors are allowed, except the 404s of files the test knows are missing (listed as diagnostics).
+// Screenshots go to test-artifacts/views-*.png. Needs `npm run build`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const artifacts = path.join(root, 'test-artifacts');
+const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:";
+const cli = path.join(root, 'build', 'native', 'circuitscope');
+
+// A standalone page holding one view: only its module and the stylesheets, no app.
+function standalone(tag, module, attrs) {
+  const a = Object.entries(attrs).map(([k, v]) => ` ${k}="${String(v).replace(/[&"<>]/g, '')}"`).join('');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${tag}</title>
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<link rel="stylesheet" href="/style.css"><link rel="stylesheet" href="/views/views.css">
+<script type="module" src="/views/${module}"></script></head>
+<body><main><${tag}${a}></${tag}></main></body></html>`;
+}
+
+let upstream;
+let proxy;
+let origin;
+let browser;
+
+before(async () => {
+  assert.ok(existsSync(path.join(site, 'views', 'ioi.js')), `${site}/views/ioi.js is missing: run \`npm run build\` first`);
+  assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install chromium`);
+  mkdirSync(artifacts, { recursive: true });
+  upstream = await startServer({ root: site, port: 0 });
+  proxy = http.createServer((req, res) => {
+    const u = new URL(req.url, 'http://x');
+    if (u.pathname === '/__view.html') {
+      const tag = u.searchParams.get('tag');
+      const attrs = JSON.parse(u.searchParams.get('attrs') || '{}');
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP });
+      res.end(standalone(tag, `${tag.replace(/^cs-/, '')}.js`, attrs));
+      return;
+    }
+    const up = http.request({ host: '127.0.0.1', port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode, { ...r.headers, 'content-security-policy': CSP });
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${proxy.address().port}`;
+  browser = await chromium.launch({
+    executablePath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  proxy?.closeAllConnections?.();
+  await new Promise((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
+  await upstream?.close();
+});
+
+/** Opens a view alone on a page; `missing` lists site files the test expects to 404. */
+async function openView(tag, attrs = {}, { missing = [] } = {}) {
+  const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  const notFound = [];
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    if (/status of 404/.test(msg.text())) return;  // matched against the responses below
+    problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('response', (res) => {
+    if (res.status() === 404) notFound.push(new URL(res.url()).pathname);
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('worker', (w) => w.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`worker console error: ${msg.text()}`);
+  }));
+  await page.goto(`${origin}/__view.html?tag=${tag}&attrs=${encodeURIComponent(JSON.stringify(attrs))}`);
+  await page.evaluate(() => {
+    window.__violations = [];
+    window.__events = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener('cs-state', (e) => window.__events.push(e.detail));
+  });
+  const check = async (t) => {
+    const unexpected = notFound.filter((p) => !missing.some((m) => p.endsWith(m)));
+    assert.deepEqual(unexpected, [], 'no unexpected 404s');
+    for (const p of new Set(notFound)) t?.diagnostic(`expected 404 (not trained yet): ${p}`);
+    assert.deepEqual(await page.evaluate(() => window.__violations), []);
+    assert.deepEqual(problems, []);
+  };
+  return { context, page, problems, check };
+}
+
+const siteHas = (p) => existsSync(path.join(site, p));
+
+test('IOI: ioi-1l2h gets a template right; 1L1H vs 1L2H accuracy; unknown names are explained', async (t) => {
+  const { context, page, check } = await openView('cs-ioi', { model: 'ioi-1l2h', io: 'A', s: 'B', order: 'IOSS' });
+  try {
+    await page.waitForSelector('cs-ioi .cs-results[data-ready="true"]', { state: 'attached', timeout: 60_000 });
+    const bars = await page.$$eval('cs-ioi .cs-bar-row', (rows) => rows.map((r) => ({ name: r.dataset.name, prob: +r.dataset.prob })));
+    assert.equal(bars.length, 6);
+    const best = bars.reduce((a, b) => (b.prob > a.prob ? b : a));
+    assert.equal(best.name, 'A', `IO (A) has the highest probability: ${JSON.stringify(bars)}`);
+    assert.equal(await page.$eval('cs-ioi .cs-results', (e) => e.dataset.right), 'true');
+    assert.match(await page.$eval('cs-ioi .cs-verdict', (e) => e.textContent), /right/);
+    // The other order, with display names typed in.
+    await page.selectOption('cs-ioi select[id$="-order"]', 'SIOS');
+    await page.fill('cs-ioi input[id$="-io"]', 'Alice');
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.waitForFunction(() => document.querySelector('cs-ioi .cs-results')?.dataset.io === 'C' && document.querySelector('cs-ioi .cs-results').dataset.ready === 'true');
+    assert.equal(await page.$eval('cs-ioi .cs-results', (e) => e.dataset.right), 'true', 'S IO S with Alice (C) as IO');
+    // The architectures' accuracy over all 60 sequences.
+    await page.waitForSelector('cs-ioi tr[data-model="ioi-1l1h"]');
+    const zoo = await page.$$eval('cs-ioi tr[data-model]', (rows) => Object.fromEntries(rows.map((r) => [r.dataset.model, { acc: +r.dataset.accuracy, text: r.textContent }])));
+    assert.equal(zoo['ioi-1l2h'].acc, 1);
+    assert.match(zoo['ioi-1l2h'].text, /100%/);
+    assert.ok(zoo['ioi-1l1h'].acc < 0.5, `1L1H fails: ${zoo['ioi-1l1h'].acc}`);
+    assert.match(zoo['ioi-1l1h'].text, /0 of 10/, 'no 1L1H seed solves it');
+    assert.match(zoo['ioi-1l2h'].text, /10 of 10/);
+    t.diagnostic(`accuracy: ${Object.entries(zoo).map(([k, v]) => `${k} ${(100 * v.acc).toFixed(1)}%`).join(', ')}`);
+    // A name the model does not know.
+    await page.fill('cs-ioi input[id$="-io"]', 'Zoe');
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.waitForSelector('cs-ioi .cs-message:not([hidden])');
+    const msg = await page.$eval('cs-ioi .cs-message', (e) => e.textContent);
+    assert.match(msg, /does not know the name "Zoe"/);
+    assert.match(msg, /Mary \(A\).*John \(B\)/);
+    const events = await page.evaluate(() => window.__events);
+    assert.ok(events.some((e) => e.io === 'Zoe') && events.some((e) => e.order === 'SIOS'), 'changes reported as cs-state events');
+    // Back to a known name for the screenshot.
+    await page.fill('cs-ioi input[id$="-io"]', 'Mary');
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.waitForSelector('cs-ioi .cs-message[hidden]', { state: 'attached' });
+    await page.waitForSelector('cs-ioi .cs-results[data-ready="true"]', { state: 'attached' });
+    await page.screenshot({ path: path.join(artifacts, 'views-ioi.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('IOI: cutting V-composition on ioi-2l1h changes the accuracy shown', async (t) => {
+  const { context, page, check } = await openView('cs-ioi', { model: 'ioi-2l1h' });
+  try {
+    await page.waitForSelector('cs-ioi[data-ready="true"]', { timeout: 60_000 });
+    const clean = await page.$eval('cs-ioi', (e) => +e.dataset.accuracy);
+    const shown = {};
+    for (const cut of ['Q', 'K', 'V']) {
+      await page.selectOption('cs-ioi select[id$="-cut"]', cut);
+      await page.waitForFunction((c) => document.querySelector('cs-ioi .cs-accuracy').textContent.includes(`${c}-composition cut`), cut);
+      shown[cut] = await page.$eval('cs-ioi', (e) => +e.dataset.accuracy);
+    }
+    t.diagnostic(`ioi-2l1h accuracy: clean ${clean}, cut Q ${shown.Q}, K ${shown.K}, V ${shown.V}`);
+    assert.notEqual(shown.V, clean, 'cutting V-composition changes the accuracy');
+    assert.match(await page.$eval('cs-ioi .cs-accuracy', (e) => e.textContent), /without the intervention/);
+    assert.ok((await page.evaluate(() => window.__events)).some((e) => e.cut === 'V'));
+    // Removing the positional embedding too.
+    await page.check('cs-ioi input[id$="-nopos"]');
+    await page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy').textContent.includes('without the positional embedding'));
+    await page.screenshot({ path: path.join(artifacts, 'views-ioi-2l1h-cut.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render without errors', async (t) => {
+  const { context, page, check } = await openView('cs-circuits', { model: 'char-2l', head: 'L1H0' });
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const info = await page.evaluate(() => {
+      const v = document.querySelector('cs-circuits');
+      const canvases = [...v.querySelectorAll('.cs-heat-wrap canvas')].map((c) => [c.width, c.height]);
+      return {
+        canvases,
+        qkShape: v.dataset.qkShape,
+        eigenPoints: v.querySelectorAll('.cs-figures svg circle').length,
+        compositionTables: v.querySelectorAll('.cs-figures table').length,
+        topRows: v.querySelectorAll('.cs-scroll table tbody tr').length,
+        attributionRows: v.querySelectorAll('table[data-part="parts"] tr').length,
+        copying: +v.dataset.ovCopying,
+      };
+    });
+    t.diagnostic(`circuits: ${JSON.stringify(info)}`);
+    assert.equal(info.canvases.length, 2);
+    for (const [w, h] of info.canvases) assert.ok(w > 100 && h > 100, `heatmap drawn (${w}x${h})`);
+    assert.equal(info.qkShape, '82x82');
+    assert.ok(info.eigenPoints >= 32, 'OV and QK eigenvalues plotted');
+    assert.equal(info.compositionTables, 3, 'Q, K and V composition tables');
+    assert.ok(info.topRows > 10);
+    assert.equal(info.attributionRows, 3 + 8, 'embed, pos_embed, bias and 8 heads');
+    assert.ok(Number.isFinite(info.copying));
+    // Sort, show all tokens, zoom: the heatmap redraws larger.
+    const before = await page.$eval('cs-circuits .cs-heat-wrap canvas', (c) => c.width);
+    await page.selectOption('cs-circuits select[id$="-top"]', 'all');
+    await page.selectOption('cs-circuits select[id$="-sort"]', 'both');
+    await page.waitForFunction((w) => document.querySelector('cs-circuits .cs-heat-wrap canvas').width > w, before);
+    await page.selectOption('cs-circuits select[id$="-top"]', '40');
+    // A 1-layer IOI model shows skip-trigrams.
+    await page.selectOption('cs-circuits select[id$="-model"]', 'ioi-1l2h');
+    await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '8x8');
+    await page.waitForFunction(() => [...document.querySelectorAll('cs-circuits caption')].some((c) => c.textContent === 'Top skip-trigrams'));
+    await page.selectOption('cs-circuits select[id$="-model"]', 'char-2l');
+    await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '82x82');
+    await page.screenshot({ path: path.join(artifacts, 'views-circuits.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
+  test(`training: ${name}'s curves when its metrics exist (otherwise a clear message)`, async (t) => {
+    const metrics = `models/${name}.metrics.json`;
+    const has = siteHas(metrics);
+    // Files the site may lack while the zoo is being trained (each 404 is listed as a diagnostic).
+    const missing = [metrics, `models/${name}.safetensors`, `models/snapshots/${name}/step0.safetensors`].filter((p) => !siteHas(p)).map((p) => `/${p}`);
+    const { context, page, check } = await openView('cs-training', { model: name }, { missing });
+    try {
+      await page.waitForSelector('cs-training[data-charts]', { timeout: 60_000 });
+      if (!has) {
+        t.diagnostic(`${metrics} is missing from the site: only the "not trained yet" message is checked`);
+        assert.match(await page.$eval('cs-training [data-missing="metrics"]', (e) => e.textContent), /not trained yet/);
+      } else {
+        const records = JSON.parse(readFileSync(path.join(site, metrics), 'utf8')).records;
+        const info = await page.evaluate(() => {
+          const v = document.querySelector('cs-training');
+          return { charts: +v.dataset.charts, phase: v.dataset.phaseChange, lines: v.querySelectorAll('svg .line').length, phaseLines: v.querySelectorAll('svg .phase').length, summary: v.querySelector('[role="status"]').textContent };
+        });
+        t.diagnostic(`${name}: ${records.length} records; phase change at step ${info.phase || 'none'}; ${info.summary}`);
+        assert.ok(info.charts >= 3, 'loss, ICL and prefix-matching charts');
+        assert.ok(info.lines >= 4);
+        if (info.phase) assert.ok(info.phaseLines >= 3, 'the phase change is marked');
+        // The snapshot slider, when the snapshots exist.
+        await page.waitForSelector('cs-training[data-ready="true"]');
+        const slider = await page.$('cs-training input[type="range"]:not([disabled])');
+        if (slider) {
+          const max = +(await slider.getAttribute('max'));
+          await slider.focus();
+          await page.keyboard.press('Home');
+          await page.$eval('cs-training input[type="range"]', (s) => s.dispatchEvent(new Event('change')));
+          await page.waitForSelector('cs-training[data-snapshot]', { timeout: 60_000 });
+          const ev = await page.evaluate(() => window.__events);
+          t.diagnostic(`snapshot slider: ${max} snapshots; chose ${JSON.stringify(ev.at(-1))}`);
+          assert.match(ev.at(-1).snapshot, /^step\d+$/);
+        } else {
+          t.diagnostic(`${name}: no snapshot list in the model file, slider disabled`);
+        }
+      }
+      await page.screenshot({ path: path.join(artifacts, `views-training-${name}.png`), fullPage: true });
+      await check(t);
+    } finally {
+      await context.close();
+    }
+  });
+}
+
+test('training in the page: the IOI recipe advances, pauses, downloads a model that loads back', async (t) => {
+  const missing = ['char-2l'].filter((n) => !siteHas(`models/${n}.metrics.json`)).flatMap((n) => [`/models/${n}.metrics.json`, `/models/${n}.safetensors`]);
+  const { context, page, check } = await openView('cs-training', { model: 'char-2l' }, { missing });
+  try {
+    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+    await page.selectOption('cs-training select[id$="-recipe"]', 'ioi-1l2h');
+    await page.click('cs-training button:text-is("Start")');
+    await page.waitForFunction(() => +document.querySelector('cs-training').dataset.trainStep >= 20, null, { timeout: 60_000 });
+    const s1 = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    await page.waitForFunction((s) => +document.querySelector('cs-training').dataset.trainStep > s, s1);
+    await page.click('cs-training button:text-is("Pause")');
+    await page.waitForSelector('cs-training[data-train-state="paused"]');
+    const paused = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    await page.waitForTimeout(600);
+    const later = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    assert.equal(later, paused, 'no steps while paused');
+    assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Paused at step ${paused}`));
+    assert.ok(await page.$('cs-training svg polyline.line'), 'a live loss curve');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('cs-training button:text-is("Download model")')]);
+    const file = path.join(artifacts, 'views-trained-ioi-1l2h.safetensors');
+    await download.saveAs(file);
+    const bytes = readFileSync(file);
+    assert.ok(bytes.length > 1000);
+    await page.waitForSelector('cs-training[data-trained-loaded="true"]');
+    // The file loads back in the page's module.
+    const loaded = await page.evaluate(async (arr) => {
+      const { getModule } = await import('/views/common.js');
+      const cs = await getModule();
+      const m = cs.load(new Uint8Array(arr));
+      const out = { step: m.info.step, n_heads: m.config.n_heads, accuracy: m.ioiEvaluate().accuracy };
+      m.delete();
+      return out;
+    }, [...bytes]);
+    t.diagnostic(`downloaded model: ${bytes.length} bytes, step ${loaded.step}, accuracy ${loaded.accuracy}`);
+    assert.equal(loaded.step, paused);
+    assert.equal(loaded.n_heads, 2);
+    if (existsSync(cli)) {
+      execFileSync(cli, ['inspect', file], { stdio: 'pipe' });  // throws unless it exits 0
+      t.diagnostic('circuitscope inspect on the downloaded file: exit 0');
+    } else {
+      t.diagnostic(`${cli} is missing: the CLI check is skipped`);
+    }
+    await page.click('cs-training button:text-is("Resume")');
+    await page.waitForFunction((s) => +document.querySelector('cs-training').dataset.trainStep > s, paused);
+    await page.click('cs-training button:text-is("Stop")');
+    await page.waitForSelector('cs-training[data-train-state="stopped"]');
+    await page.screenshot({ path: path.join(artifacts, 'views-training-run.png'), fullPage: true });
+
+    // Steps per second of the induction recipe (2 layers, 2 heads, d_model 32, batch 64, T 48).
+    await page.selectOption('cs-training select[id$="-recipe"]', 'induction-2l');
+    await page.fill('cs-training input[id$="-steps"]', '600');
+    await page.click('cs-training button:text-is("Start")');
+    await page.waitForSelector('cs-training[data-train-state="running"]');
+    await page.waitForFunction(() => +document.querySelector('cs-training').dataset.trainStep >= 10, null, { timeout: 60_000 });
+    const t0 = Date.now();
+    const a = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    await page.waitForTimeout(8000);
+    const b = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    const rate = (b - a) / ((Date.now() - t0) / 1000);
+    const shown = await page.$eval('cs-training', (e) => +e.dataset.stepsPerSecond);
+    t.diagnostic(`in-browser training of the induction recipe: ${rate.toFixed(1)} steps/s measured (${shown.toFixed(1)} shown by the view), steps ${a} -> ${b}`);
+    console.log(`# induction recipe in the worker: ${rate.toFixed(1)} steps/s`);
+    assert.ok(b > a, 'the induction recipe trains');
+    await page.click('cs-training button:text-is("Stop")');
+    await page.waitForSelector('cs-training[data-train-state="stopped"]');
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('report: the claims of models/report.json, each linking to its view', async (t) => {
+  const has = siteHas('models/report.json');
+  const { context, page, check } = await openView('cs-report', {}, { missing: has ? [] : ['/models/report.json'] });
+  try {
+    await page.waitForSelector('cs-report[data-ready="true"]', { timeout: 30_000 });
+    if (!has) {
+      t.diagnostic('models/report.json is missing from the site: only the "not available" message is checked');
+      assert.match(await page.$eval('cs-report [data-missing="report"]', (e) => e.textContent), /not available/);
+    } else {
+      const claims = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8')).claims;
+      const rows = await page.$$eval('cs-report tbody tr', (rs) => rs.map((r) => ({ id: r.dataset.id, text: r.textContent, href: r.querySelector('a')?.getAttribute('href') })));
+      t.diagnostic(`report: ${rows.length} claims`);
+      assert.equal(rows.length, claims.length);
+      claims.forEach((c, i) => {
+        assert.ok(rows[i].text.includes(c.claim));
+        assert.equal(rows[i].href, c.view);
+      });
+    }
+    await page.screenshot({ path: path.join(artifacts, 'views-report.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});

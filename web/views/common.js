@@ -1,0 +1,453 @@
+// Shared helpers for circuitscope's views (web/views/*.js): a DOM builder that never parses HTML,
+// plain-canvas heatmaps with colour-blind-safe palettes, a cached model loader over the WASM API,
+// downloads (CSV, JSON, PNG) and CsView, the base class of every <cs-*> view element.
+// Import from a view: `import { el, heatmap, getModel, CsView } from './common.js';`
+// Paths are resolved from this file's URL, so views also work when another page includes them.
+
+const SITE = new URL('../', import.meta.url);   // the site root (web/ when built: build/site/)
+
+// ---------------------------------------------------------------------------------------------
+// DOM
+
+/**
+ * el('button', {class: 'x', onclick: fn, dataset: {a: 1}, 'aria-label': 'y'}, 'text', child...)
+ * Strings become text nodes (never HTML). attrs: `class`, `style` (object only), `dataset`,
+ * `on<event>` functions, boolean true/false attributes, `value`/`checked`/`disabled`/`hidden`
+ * as properties, others as attributes (null/undefined skipped). Children may be nested arrays.
+ */
+export function el(tag, attrs, ...children) {
+  const node = tag.includes(':') || tag === 'svg'
+    ? document.createElementNS('http://www.w3.org/2000/svg', tag.replace(/^svg:/, ''))
+    : document.createElement(tag);
+  if (attrs && (typeof attrs !== 'object' || attrs instanceof Node || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class' || k === 'className') node.setAttribute('class', Array.isArray(v) ? v.filter(Boolean).join(' ') : v);
+    else if (k === 'dataset') for (const [dk, dv] of Object.entries(v)) node.dataset[dk] = String(dv);
+    else if (k === 'style' && typeof v === 'object') {
+      for (const [sk, sv] of Object.entries(v)) {
+        if (sk.startsWith('--')) node.style.setProperty(sk, sv); else node.style[sk] = sv;
+      }
+    } else if (k.startsWith('on') && typeof v === 'function') node.addEventListener(k.slice(2).toLowerCase(), v);
+    else if (k === 'value' || k === 'checked' || k === 'disabled' || k === 'hidden' || k === 'selected' || k === 'indeterminate') node[k] = v;
+    else if (v === true) node.setAttribute(k, '');
+    else node.setAttribute(k, String(v));
+  }
+  append(node, children);
+  return node;
+}
+
+function append(node, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(node, c);
+    else if (c instanceof Node) node.append(c);
+    else node.append(document.createTextNode(String(c)));
+  }
+}
+
+/** Escapes nothing and needs nothing: text always goes through textContent. */
+export function setText(node, text) {
+  node.textContent = text == null ? '' : String(text);
+  return node;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Colour (colour-blind safe)
+
+// ColorBrewer RdBu (11 classes), reversed so negative = blue, zero = white, positive = red.
+const RDBU = ['#053061', '#2166ac', '#4393c3', '#92c5de', '#d1e5f0', '#f7f7f7',
+  '#fddbc7', '#f4a582', '#d6604d', '#b2182b', '#67001f'];
+// Sequential: viridis-like (perceptually uniform, colour-blind safe), light to dark reversed so
+// that 0 is pale and 1 is dark on a white page.
+const SEQ = ['#fcfdbf', '#fde725', '#b5de2b', '#6ece58', '#35b779', '#1f9e89',
+  '#26828e', '#31688e', '#3e4989', '#482878', '#440154'];
+// Loss palette (sequential, ColorBrewer YlOrRd-like through purple): low loss pale, high loss dark.
+const ORANGES = ['#fff5eb', '#fee6ce', '#fdd0a2', '#fdae6b', '#fd8d3c', '#f16913',
+  '#d94801', '#a63603', '#7f2704'];
+
+const hexCache = new Map();
+function hexToRgb(h) {
+  let v = hexCache.get(h);
+  if (!v) {
+    v = [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)];
+    hexCache.set(h, v);
+  }
+  return v;
+}
+
+function ramp(stops, t) {
+  if (!Number.isFinite(t)) return [160, 160, 160];
+  t = Math.min(1, Math.max(0, t));
+  const x = t * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(x));
+  const f = x - i;
+  const a = hexToRgb(stops[i]);
+  const b = hexToRgb(stops[i + 1]);
+  return [a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f];
+}
+
+const css = ([r, g, b]) => `rgb(${Math.round(r)}, ${Math.round(g)}, ${Math.round(b)})`;
+
+/** x in [-1, 1] (clamped): blue - white - red (ColorBrewer RdBu). Returns an rgb() string. */
+export function divergingColor(x) { return css(ramp(RDBU, (x + 1) / 2)); }
+/** x in [0, 1] (clamped): pale yellow to dark purple (viridis stops). Returns an rgb() string. */
+export function sequentialColor(x) { return css(ramp(SEQ, x)); }
+/** x in [0, 1] (clamped): pale to dark orange (ColorBrewer Oranges), for losses. */
+export function lossColor(x) { return css(ramp(ORANGES, x)); }
+/** [r, g, b] (0..255) variants for canvas pixel loops. */
+export const palettes = {
+  diverging: (x) => ramp(RDBU, (x + 1) / 2),
+  sequential: (x) => ramp(SEQ, x),
+  loss: (x) => ramp(ORANGES, x),
+};
+/** Black or white text, whichever reads better on an [r, g, b] background. */
+export function textOn([r, g, b]) { return (0.299 * r + 0.587 * g + 0.114 * b) > 140 ? '#000' : '#fff'; }
+export function lossTextColor(x) { return textOn(ramp(ORANGES, x)); }
+
+// ---------------------------------------------------------------------------------------------
+// Heatmap
+
+/**
+ * Draws a 2-D tagged array ({data, shape: [rows, cols]}) or {data, rows, cols} onto a canvas, one
+ * cell per entry. options: palette 'sequential' (default; min..max -> 0..1) or 'diverging'
+ * (symmetric around 0: -max(|min|,|max|)..+), min, max, labelsX/labelsY (string arrays drawn on
+ * the margins when given), cell (pixel size of a cell; default fits canvas.width), mask(r, c)
+ * (true = draw as blank, e.g. the causal upper triangle). The canvas's CSS size is left alone.
+ * Returns {cell, x0, y0, rows, cols} so callers can map pointer positions back to cells.
+ */
+export function heatmap(canvas, tagged, options = {}) {
+  const rows = tagged.rows ?? tagged.shape[tagged.shape.length - 2];
+  const cols = tagged.cols ?? tagged.shape[tagged.shape.length - 1];
+  const data = tagged.data;
+  const offset = tagged.offset ?? 0;
+  const { labelsX = null, labelsY = null, mask = null } = options;
+  const palette = options.palette === 'diverging' ? palettes.diverging
+    : typeof options.palette === 'function' ? options.palette : palettes.sequential;
+  let min = options.min;
+  let max = options.max;
+  if (min === undefined || max === undefined) {
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let i = 0; i < rows * cols; i++) {
+      const v = data[offset + i];
+      if (Number.isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
+    }
+    if (!Number.isFinite(lo)) { lo = 0; hi = 1; }
+    if (min === undefined) min = lo;
+    if (max === undefined) max = hi;
+  }
+  const diverging = options.palette === 'diverging';
+  const bound = Math.max(Math.abs(min), Math.abs(max)) || 1;
+  const span = max - min || 1;
+  const ctx = canvas.getContext('2d');
+  const font = 11;
+  const marginX = labelsY ? Math.ceil(Math.max(...labelsY.map((s) => String(s).length), 1) * font * 0.62) + 6 : 0;
+  const marginY = labelsX ? font + 6 : 0;
+  let cell = options.cell;
+  if (!cell) cell = Math.max(1, Math.min((canvas.width - marginX) / cols, (canvas.height - marginY) / rows));
+  const w = Math.ceil(cols * cell);
+  const h = Math.ceil(rows * cell);
+  if (options.resize !== false && options.cell) {
+    canvas.width = marginX + w;
+    canvas.height = marginY + h;
+  }
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  // Pixels first (fast for large maps), then scale up without smoothing.
+  const img = new ImageData(cols, rows);
+  const px = img.data;
+  // A 1024-entry colour table: one palette call per level, not per cell.
+  const N = 1024;
+  const lut = new Uint8ClampedArray(3 * N);
+  for (let i = 0; i < N; i++) {
+    const x = i / (N - 1);
+    const [R, G, B] = palette(diverging ? 2 * x - 1 : x);
+    lut[3 * i] = R; lut[3 * i + 1] = G; lut[3 * i + 2] = B;
+  }
+  const [nanR, nanG, nanB] = palette(NaN);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const v = data[offset + r * cols + c];
+      const k = 4 * (r * cols + c);
+      if (mask && mask(r, c)) { px[k + 3] = 0; continue; }
+      if (!Number.isFinite(v)) { px[k] = nanR; px[k + 1] = nanG; px[k + 2] = nanB; px[k + 3] = 255; continue; }
+      let t = diverging ? (v / bound + 1) / 2 : (v - min) / span;
+      t = t < 0 ? 0 : t > 1 ? 1 : t;
+      const i = 3 * Math.round(t * (N - 1));
+      px[k] = lut[i]; px[k + 1] = lut[i + 1]; px[k + 2] = lut[i + 2]; px[k + 3] = 255;
+    }
+  }
+  const tmp = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(cols, rows) : Object.assign(document.createElement('canvas'), { width: cols, height: rows });
+  tmp.getContext('2d').putImageData(img, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(tmp, marginX, marginY, w, h);
+  if (labelsX || labelsY) {
+    const style = getComputedStyle(canvas);
+    ctx.fillStyle = style.color || '#000';
+    ctx.font = `${font}px ui-monospace, monospace`;
+    ctx.textBaseline = 'middle';
+    if (labelsY) {
+      ctx.textAlign = 'right';
+      labelsY.forEach((s, r) => ctx.fillText(String(s), marginX - 3, marginY + (r + 0.5) * cell));
+    }
+    if (labelsX) {
+      ctx.textAlign = 'center';
+      labelsX.forEach((s, c) => ctx.fillText(String(s), marginX + (c + 0.5) * cell, marginY / 2));
+    }
+  }
+  return { cell, x0: marginX, y0: marginY, rows, cols, min, max };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The module and models
+
+let modulePromise = null;
+const modelCache = new Map();
+
+/** The initialised WASM API (one instance for the page). */
+export function getModule() {
+  if (!modulePromise) {
+    modulePromise = import(new URL('wasm/circuitscope.js', SITE).href).then((m) => m.init());
+    modulePromise.catch(() => { modulePromise = null; });
+  }
+  return modulePromise;
+}
+
+/** URL of a file of the site (e.g. siteUrl('models/index.json')). */
+export function siteUrl(p) { return new URL(p, SITE).href; }
+
+/**
+ * Loads (once) and returns models/<name>.safetensors as a LoadedModel, or with
+ * {snapshot: 'step1000'} models/snapshots/<name>/<snapshot>.safetensors. The models are shared
+ * between views: never delete() one you got from here. Rejects with an Error whose message says
+ * which file could not be fetched or opened.
+ */
+export function getModel(name, { snapshot = null } = {}) {
+  if (!/^[\w.-]+$/.test(String(name)) || (snapshot && !/^[\w.-]+$/.test(String(snapshot)))) {
+    return Promise.reject(new Error(`"${name}${snapshot ? '/' + snapshot : ''}" is not a model name.`));
+  }
+  const key = snapshot ? `${name}/${snapshot}` : name;
+  if (!modelCache.has(key)) {
+    const file = snapshot ? `models/snapshots/${name}/${snapshot}.safetensors` : `models/${name}.safetensors`;
+    const p = (async () => {
+      const cs = await getModule();
+      const res = await fetch(siteUrl(file));
+      if (!res.ok) throw new Error(`Could not fetch ${file} (HTTP ${res.status}).`);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      try {
+        return cs.load(bytes);
+      } catch (e) {
+        throw new Error(`Could not open ${file}: ${e.message}`);
+      }
+    })();
+    p.catch(() => modelCache.delete(key));
+    modelCache.set(key, p);
+  }
+  return modelCache.get(key);
+}
+
+let indexPromise = null;
+/**
+ * The models of the site as [{file, name, title, description}] (name = file without
+ * .safetensors): models/index.json's curated entries first, then any other model the build's
+ * models/manifest.json lists (title = its name). Never rejects (an empty list at worst).
+ */
+export function getModelIndex() {
+  if (!indexPromise) {
+    indexPromise = Promise.all([getJSON('models/index.json'), getJSON('models/manifest.json')]).then(([index, manifest]) => {
+      const list = (Array.isArray(index) ? index : [])
+        .filter((m) => m && typeof m.file === 'string')
+        .map((m) => ({ ...m, name: m.file.replace(/\.safetensors$/, '') }));
+      const known = new Set(list.map((m) => m.name));
+      for (const name of (manifest && Array.isArray(manifest.models) ? manifest.models : [])) {
+        if (typeof name === 'string' && !known.has(name)) list.push({ file: `${name}.safetensors`, name, title: name, description: '' });
+      }
+      return list;
+    });
+  }
+  return indexPromise;
+}
+
+/** models/manifest.json's snapshot names of a model (e.g. ["step0", "step100", ...]); [] if none. */
+export async function getSnapshots(name) {
+  const manifest = await getJSON('models/manifest.json');
+  const s = manifest?.snapshots?.[name];
+  return Array.isArray(s) ? s : [];
+}
+
+const jsonCache = new Map();
+/** Fetches (once) a JSON file of the site (e.g. 'models/report.json'); null if missing or bad. */
+export function getJSON(p) {
+  if (!jsonCache.has(p)) {
+    jsonCache.set(p, fetch(siteUrl(p)).then((r) => (r.ok ? r.json() : null)).catch(() => null));
+  }
+  return jsonCache.get(p);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Downloads
+
+function saveBlob(name, blob) {
+  const url = URL.createObjectURL(blob);
+  const a = el('a', { href: url, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function csvCell(v) {
+  const s = v === null || v === undefined ? '' : String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** rows: array of arrays (first row = header) or array of objects (keys of the first = header). */
+export function toCSV(rows) {
+  if (!rows.length) return '';
+  if (!Array.isArray(rows[0])) {
+    const keys = Object.keys(rows[0]);
+    rows = [keys, ...rows.map((r) => keys.map((k) => r[k]))];
+  }
+  return rows.map((r) => r.map(csvCell).join(',')).join('\n') + '\n';
+}
+
+export function downloadCSV(name, rows) {
+  saveBlob(name, new Blob([toCSV(rows)], { type: 'text/csv' }));
+}
+
+export function downloadJSON(name, obj) {
+  saveBlob(name, new Blob([JSON.stringify(obj, (k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v), 2)], { type: 'application/json' }));
+}
+
+/**
+ * A canvas: its pixels. Any other element: its canvases laid out at their on-screen positions
+ * plus its text nodes (each drawn at its box in its computed colour), on the element's
+ * background colour. Good enough for panels of canvases and labels; no CSS effects.
+ */
+export async function downloadPNG(name, element) {
+  let canvas = element;
+  if (!(element instanceof HTMLCanvasElement)) {
+    const box = element.getBoundingClientRect();
+    const scale = window.devicePixelRatio || 1;
+    canvas = document.createElement('canvas');
+    canvas.width = Math.ceil(box.width * scale);
+    canvas.height = Math.ceil(box.height * scale);
+    const ctx = canvas.getContext('2d');
+    ctx.scale(scale, scale);
+    let bg = getComputedStyle(element).backgroundColor;
+    for (let n = element; n && (!bg || bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent'); n = n.parentElement) {
+      bg = getComputedStyle(n).backgroundColor;
+    }
+    ctx.fillStyle = !bg || bg === 'rgba(0, 0, 0, 0)' ? '#fff' : bg;
+    ctx.fillRect(0, 0, box.width, box.height);
+    // Backgrounds of coloured inline elements (e.g. loss-coloured tokens), then canvases, then text.
+    for (const e of element.querySelectorAll('*')) {
+      const s = getComputedStyle(e);
+      if (s.display === 'none' || s.visibility === 'hidden') continue;
+      const r = e.getBoundingClientRect();
+      if (e instanceof HTMLCanvasElement) {
+        ctx.drawImage(e, r.left - box.left, r.top - box.top, r.width, r.height);
+      } else if (s.backgroundColor && s.backgroundColor !== 'rgba(0, 0, 0, 0)') {
+        ctx.fillStyle = s.backgroundColor;
+        ctx.fillRect(r.left - box.left, r.top - box.top, r.width, r.height);
+      }
+    }
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+      const text = t.textContent;
+      if (!text.trim() || !t.parentElement) continue;
+      const s = getComputedStyle(t.parentElement);
+      if (s.display === 'none' || s.visibility === 'hidden') continue;
+      range.selectNodeContents(t);
+      const rects = range.getClientRects();
+      if (!rects.length) continue;
+      const r = rects[0];
+      ctx.fillStyle = s.color;
+      ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+      ctx.textBaseline = 'top';
+      ctx.fillText(text.replace(/\s+/g, ' ').trim(), r.left - box.left, r.top - box.top);
+    }
+  }
+  const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/png'));
+  if (blob) saveBlob(name, blob);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The base class of views
+
+/**
+ * class MyView extends CsView { render() {...} }  customElements.define('cs-my', MyView);
+ * The app sets `view.state = {...whole state...}`; the view reads `this.state` in render() (called
+ * after connect and after each state change, at most once per animation frame). When the user
+ * changes something, the view calls `this.update({key: value})`, which merges it into its state,
+ * re-renders and dispatches a bubbling `cs-state` CustomEvent whose detail is that partial state
+ * (the app mirrors it in the URL hash). Standalone (no app), a view keeps its own state the same way.
+ * Subclasses may define `static defaults` (merged under any given state).
+ */
+export class CsView extends HTMLElement {
+  constructor() {
+    super();
+    this._state = { ...(this.constructor.defaults || {}) };
+    this._frame = 0;
+  }
+
+  get state() { return this._state; }
+
+  set state(obj) {
+    const prev = this._state;
+    this._state = { ...(this.constructor.defaults || {}), ...(obj || {}) };
+    this.stateChanged?.(prev, this._state);
+    this.requestRender();
+  }
+
+  /** Merge a change made by the user, re-render, and tell the app. */
+  update(partial) {
+    const prev = this._state;
+    this._state = { ...this._state, ...partial };
+    this.stateChanged?.(prev, this._state);
+    this.requestRender();
+    this.dispatchEvent(new CustomEvent('cs-state', { detail: partial, bubbles: true, composed: true }));
+  }
+
+  connectedCallback() {
+    this.requestRender();
+  }
+
+  disconnectedCallback() {
+    if (this._frame) cancelAnimationFrame(this._frame);
+    this._frame = 0;
+  }
+
+  requestRender() {
+    if (this._frame || !this.isConnected) return;
+    this._frame = requestAnimationFrame(() => {
+      this._frame = 0;
+      try {
+        const r = this.render?.();
+        if (r && typeof r.catch === 'function') r.catch((e) => this.showError(e));
+      } catch (e) {
+        this.showError(e);
+      }
+    });
+  }
+
+  /** Reports an error inside the view (role=alert) and to the app (cs-error event). */
+  showError(e) {
+    const message = e?.message ?? String(e);
+    this.dispatchEvent(new CustomEvent('cs-error', { detail: { message }, bubbles: true, composed: true }));
+    let box = this.querySelector(':scope > .cs-view-error');
+    if (!box) {
+      box = el('p', { class: 'cs-view-error error', role: 'alert' });
+      this.prepend(box);
+    }
+    box.textContent = message;
+  }
+
+  clearError() {
+    this.querySelector(':scope > .cs-view-error')?.remove();
+  }
+}

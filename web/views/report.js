@@ -1,0 +1,62 @@
+// <cs-report>: the reproduction report. Reads models/report.json (written by `circuitscope
+// report`: {claims: [{id, seed, claim, seed_figure, measured, verdict, view}]}) and lists each
+// claim of the seeds beside what the shipped models measure, each row linking to the view that
+// shows it (the `view` hash, e.g. "#view=ioi&model=ioi-2l1h&cut=Q").
+//
+// Embed it on any page of the site:
+//   <link rel="stylesheet" href="views/views.css">
+//   <script type="module" src="views/report.js"></script>
+//   <cs-report></cs-report>
+// Optional attribute `src` (default models/report.json, relative to the site root). No state of
+// its own; links change the page's hash, which the app turns into state.
+import { el, getJSON, downloadCSV, CsView } from './common.js';
+
+const SEEDS = {
+  '000': 'framework, one layer', '001': 'minimal IOI circuit', '002': 'gradient leading terms',
+  '003': 'mathematical framework', '004': 'induction heads',
+};
+
+export class CsReport extends CsView {
+  async render() {
+    if (this._built) return;
+    this._built = true;
+    this.classList.add('cs-view');
+    const status = el('p', { class: 'cs-note', role: 'status' }, 'Loading the report…');
+    const panel = el('section', { class: 'cs-panel', 'aria-labelledby': 'cs-report-h' },
+      el('h2', { id: 'cs-report-h' }, 'Reproduction report: the seeds\' claims, measured'), status);
+    this.replaceChildren(panel);
+    const src = this.getAttribute('src') || 'models/report.json';
+    const report = await getJSON(src);
+    const claims = Array.isArray(report?.claims) ? report.claims : null;
+    if (!claims) {
+      status.textContent = '';
+      panel.append(el('p', { class: 'cs-unavailable', role: 'status', dataset: { missing: 'report' } },
+        `The report is not available yet: ${src} has not been generated. Run \`circuitscope report models\` after training the model zoo, then rebuild the site.`));
+      this.dataset.ready = 'true';
+      return;
+    }
+    const reproduced = claims.filter((c) => /^reproduced/i.test(String(c.verdict))).length;
+    status.textContent = `${reproduced} of ${claims.length} claims reproduced. Each row links to the view that shows it.`;
+    const tbody = el('tbody', {}, claims.map((c) => {
+      const verdict = String(c.verdict ?? '');
+      const ok = /^reproduced/i.test(verdict);
+      const view = typeof c.view === 'string' && c.view.startsWith('#') ? c.view : null;
+      return el('tr', { dataset: { id: String(c.id ?? '') } },
+        el('td', {}, String(c.claim ?? '')),
+        el('td', {}, `${String(c.seed ?? '')}${SEEDS[c.seed] ? ` (${SEEDS[c.seed]})` : ''}`),
+        el('td', {}, String(c.seed_figure ?? '')),
+        el('td', {}, String(c.measured ?? '')),
+        el('td', { class: ok ? 'cs-verdict-reproduced' : 'cs-verdict-not' }, `${ok ? '✓' : '✗'} ${verdict}`),
+        el('td', {}, view ? el('a', { href: view, 'aria-label': `Open the view for: ${String(c.claim ?? '')}` }, 'open view') : ''));
+    }));
+    panel.append(
+      el('div', { class: 'cs-scroll' }, el('table', { class: 'cs-table cs-report-table' },
+        el('thead', {}, el('tr', {}, ['claim', 'seed', "seed's figure", 'measured here', 'verdict', 'see it'].map((h) => el('th', { scope: 'col' }, h)))),
+        tbody)),
+      el('div', { class: 'cs-buttons' },
+        el('button', { type: 'button', onclick: () => downloadCSV('report.csv', claims.map(({ id, seed, claim, seed_figure, measured, verdict, view }) => ({ id, seed, claim, seed_figure, measured, verdict, view }))) }, 'Download CSV')));
+    this.dataset.ready = 'true';
+  }
+}
+
+if (!customElements.get('cs-report')) customElements.define('cs-report', CsReport);
