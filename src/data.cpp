@@ -222,12 +222,18 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
   }
   if (kind == "ioi_symbolic") return std::make_unique<IoiSymbolic>(tok);
   if (kind == "text") {
-    if (!spec.contains("path") || !spec["path"].is_string()) throw std::invalid_argument("data: text needs a \"path\"");
-    std::string path = spec["path"].get<std::string>();
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::invalid_argument("data: cannot read the text file " + path);
+    // The text inline ("text", for a page that cannot read files) or from a file ("path").
     std::stringstream ss;
-    ss << f.rdbuf();
+    if (spec.contains("text") && spec["text"].is_string()) {
+      ss << spec["text"].get<std::string>();
+    } else {
+      if (!spec.contains("path") || !spec["path"].is_string())
+        throw std::invalid_argument("data: text needs a \"path\" or the \"text\" itself");
+      std::string path = spec["path"].get<std::string>();
+      std::ifstream f(path, std::ios::binary);
+      if (!f) throw std::invalid_argument("data: cannot read the text file " + path);
+      ss << f.rdbuf();
+    }
     int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
     double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0);
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");

@@ -41,7 +41,7 @@ Tokenizer ioi_symbolic_tokenizer(const std::vector<std::string>& names = {"A", "
 //   {"kind":"periodic","seq_len":T,"min_period":a,"max_period":b}: <BOS>, then a random sequence of a random
 //       period repeated to fill the window (the induction-heads seed's repeated random tokens).
 //   {"kind":"ioi_symbolic"}: the 60 sequences <BOS> IO S1 S2 <MID> -> IO (both orders), loss at <MID>.
-//   {"kind":"text","path":file,"seq_len":T,"repeat_fraction":f,"random_fraction":g}: windows of the text
+//   {"kind":"text","path":file (or "text":the text itself),"seq_len":T,"repeat_fraction":f,"random_fraction":g}: windows of the text
 //       (char tokenizer), a fraction f of them with a stretch of the window repeated later in it, and a
 //       fraction g of rows replaced by random characters of the text repeated with a random period.
 std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const Tokenizer& tok);

@@ -50,8 +50,10 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     return ioi_symbolic_tokenizer();
   }
   if (kind == "char") {
+    // The vocabulary itself, as a model file stores it (what a page that cannot read files passes).
+    if (spec.contains("vocab")) return Tokenizer::from_json(spec);
     if (!spec.contains("corpus") || !spec["corpus"].is_string())
-      throw std::invalid_argument("recipe: a char tokenizer needs a \"corpus\" file to build its vocabulary from");
+      throw std::invalid_argument("recipe: a char tokenizer needs a \"corpus\" file to build its vocabulary from, or its \"vocab\"");
     std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
     std::ifstream f(path, std::ios::binary);
     if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);

@@ -339,6 +339,21 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     assert.ok(b > a, 'the induction recipe trains');
     await page.click('cs-training button:text-is("Stop")');
     await page.waitForSelector('cs-training[data-train-state="stopped"]');
+
+    // The character model trains in the page on the corpus fetched from the site.
+    await page.selectOption('cs-training select[id$="-recipe"]', 'char-1l-smeared');
+    await page.click('cs-training button:text-is("Start")');
+    await page.waitForSelector('cs-training[data-train-state="running"]', { timeout: 120_000 });
+    await page.waitForFunction(() => +document.querySelector('cs-training').dataset.trainStep >= 5, null, { timeout: 120_000 });
+    const c0 = Date.now();
+    const ca = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    await page.waitForTimeout(8000);
+    const cb = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
+    const crate = (cb - ca) / ((Date.now() - c0) / 1000);
+    t.diagnostic(`in-browser training of char-1l-smeared on the corpus: ${crate.toFixed(1)} steps/s (its induction head formed near step 850 natively: about ${(850 / crate).toFixed(0)} s here)`);
+    assert.ok(cb > ca, 'the character model trains in the page');
+    await page.click('cs-training button:text-is("Stop")');
+    await page.waitForSelector('cs-training[data-train-state="stopped"]');
     await check(t);
   } finally {
     await context.close();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 
 #include "io.h"
 #include "train.h"
@@ -151,6 +153,33 @@ TEST(Recipe, BadRecipesGetSentences) {
   j = induction_recipe(1, "standard", false, 10, 1);
   j["model"]["n_ctx"] = 16;  // shorter than the data's sequences
   EXPECT_THROW(Trainer(recipe_from_json(j)), std::invalid_argument);
+}
+
+// A page cannot read files: a char recipe may carry its vocabulary and its text inline, and then
+// trains exactly as the same recipe reading them from files.
+TEST(Recipe, InlineVocabularyAndTextTrainLikeFiles) {
+  const std::string text = "the cat sat on the mat. the dog sat on the log. ";
+  std::string corpus;
+  for (int i = 0; i < 20; ++i) corpus += text;
+  const std::string path = ::testing::TempDir() + "/inline_text_test.txt";
+  { std::ofstream(path) << corpus; }
+  nlohmann::json base = {{"model", {{"n_layers", 1}, {"n_heads", 2}, {"d_model", 16}, {"d_head", 8}, {"n_ctx", 32}}},
+                         {"optimizer", {{"lr", 0.01}}},
+                         {"steps", 5},
+                         {"batch_size", 4},
+                         {"seed", 3}};
+  nlohmann::json from_files = base, inline_ = base;
+  from_files["tokenizer"] = {{"kind", "char"}, {"corpus", path}};
+  from_files["data"] = {{"kind", "text"}, {"path", path}, {"seq_len", 32}};
+  Trainer a(recipe_from_json(from_files));
+  inline_["tokenizer"] = a.tokenizer().to_json();
+  inline_["data"] = {{"kind", "text"}, {"text", corpus}, {"seq_len", 32}};
+  Trainer b(recipe_from_json(inline_));
+  for (int s = 0; s < 5; ++s) {
+    EXPECT_EQ(a.step().loss, b.step().loss);
+  }
+  EXPECT_EQ(a.params().blocks[0].W_Q.data, b.params().blocks[0].W_Q.data);
+  std::remove(path.c_str());
 }
 
 // Induction-heads seed: a 2-layer model learns to predict the repeated segment; a 1-layer model
