@@ -217,7 +217,7 @@ export class CsCircuits extends CsView {
       for (const c of [r.qkCanvas, r.ovCanvas]) { c.width = 1; c.height = 1; }
     }
     this.renderComposition(model, name, snapshot);
-    const defaultText = model.tokenizer.kind === 'word' ? 'A B B <MID>' : 'Mr and Mrs Dursley were proud to say. Mr and Mrs D';
+    const defaultText = model.tokenizer.kind === 'word' ? 'A B B <MID>' : 'Alice was beginning to get very tired. Alice was beginning to get very t';
     if (document.activeElement !== r.text) r.text.value = st.text || defaultText;
     this.renderAttribution(model, st.text || defaultText);
     this.dataset.ready = 'true';

@@ -14,8 +14,8 @@
 import { el, heatmap, getModel, getModelIndex, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, CsView } from './common.js';
 import { parseHead, headName, interventionOf } from '../state.js';
 
-const SAMPLE = 'Mr and Mrs Dursley, of number four, Privet Drive, were proud to say that they were perfectly normal. ' +
-  'Mr and Mrs Dursley, of number four, Privet Drive, were proud to say';
+const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
+  'Alice was beginning to get very tired of sitting by her sister on the bank';
 const LOSS_MAX = 5;           // nats at the darkest loss colour
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
