@@ -11,13 +11,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 const artifacts = path.join(root, 'test-artifacts');
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const LOAD_TIMEOUT = 60_000;
 const VIEWS = ['induction', 'ioi', 'circuits', 'training', 'report'];
 
@@ -125,14 +124,9 @@ async function stripe(page, n, layer) {
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'index.html')), `${site}/index.html is missing: run \`npm run build\` first`);
-  assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install chromium`);
   mkdirSync(artifacts, { recursive: true });
   server = await startServer({ root: site, port: 0 });
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

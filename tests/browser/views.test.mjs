@@ -13,13 +13,12 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 const artifacts = path.join(root, 'test-artifacts');
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:";
 const cli = path.join(root, 'build', 'native', 'circuitscope');
 
@@ -40,7 +39,6 @@ let browser;
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'views', 'ioi.js')), `${site}/views/ioi.js is missing: run \`npm run build\` first`);
-  assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install chromium`);
   mkdirSync(artifacts, { recursive: true });
   upstream = await startServer({ root: site, port: 0 });
   proxy = http.createServer((req, res) => {
@@ -61,11 +59,7 @@ before(async () => {
   });
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${proxy.address().port}`;
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

@@ -11,12 +11,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 // The page's own policy, read from its meta tag, is also sent as a header so the worker runs under it.
 const CSP = (() => {
   const html = readFileSync(path.join(root, 'web', 'index.html'), 'utf8');
@@ -39,7 +38,6 @@ let browser;
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'trainer-worker.js')), `${site}/trainer-worker.js is missing: run \`npm run build\` first`);
-  assert.ok(existsSync(executablePath), `${executablePath} is missing: apt-get install chromium`);
   upstream = await startServer({ root: site, port: 0 });
   proxy = http.createServer((req, res) => {
     const up = http.request({ host: '127.0.0.1', port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
@@ -51,11 +49,7 @@ before(async () => {
   });
   await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${proxy.address().port}/`;
-  browser = await chromium.launch({
-    executablePath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--no-first-run'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

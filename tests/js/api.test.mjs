@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readSafetensors } from './safetensors.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
@@ -35,38 +36,6 @@ after(() => {
 });
 
 // ------------------------------------------------------------------------------ helpers
-
-// A tiny safetensors reader: {name: {shape, data: Float64Array}} (F32 and F16) and the metadata.
-function readSafetensors(bytes) {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
-  const base = 8 + n;
-  const tensors = {};
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    const [a, b] = t.data_offsets;
-    const raw = buf.subarray(base + a, base + b);
-    const count = t.shape.reduce((x, y) => x * y, 1);
-    const data = new Float64Array(count);
-    for (let i = 0; i < count; i++) {
-      if (t.dtype === 'F32') data[i] = raw.readFloatLE(4 * i);
-      else if (t.dtype === 'F16') data[i] = f16(raw.readUInt16LE(2 * i));
-      else throw new Error(`${name}: unexpected dtype ${t.dtype}`);
-    }
-    tensors[name] = { shape: t.shape, data };
-  }
-  return { tensors, metadata: header.__metadata__ ?? {} };
-}
-
-function f16(h) {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return s * m * 2 ** -24;
-  if (e === 31) return m ? NaN : s * Infinity;
-  return s * (1 + m / 1024) * 2 ** (e - 15);
-}
 
 // Row-major dense matrices: {rows, cols, data}.
 const mat = (rows, cols, data) => ({ rows, cols, data });

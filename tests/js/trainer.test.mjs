@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readSafetensors } from './safetensors.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(root, 'build', 'native', 'circuitscope');
@@ -52,22 +53,6 @@ function train(instance, recipe, n) {
   }
 }
 
-// Parses safetensors bytes into {name: Float32Array} (F32 tensors only) and the metadata.
-function readSafetensors(bytes) {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const n = Number(buf.readBigUInt64LE(0));
-  const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
-  const base = 8 + n;
-  const tensors = {};
-  for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__') continue;
-    assert.equal(t.dtype, 'F32', `${name}: expected F32`);
-    const [a, b] = t.data_offsets;
-    const copy = Uint8Array.from(buf.subarray(base + a, base + b));
-    tensors[name] = new Float32Array(copy.buffer);
-  }
-  return { tensors, metadata: header.__metadata__ ?? {} };
-}
 
 const finite = (x) => typeof x === 'number' && Number.isFinite(x);
 
@@ -169,9 +154,10 @@ test('native CLI and WASM trainer agree over the first 5 steps (loss curve and w
     let diffSq = 0;
     let updSq = 0;
     for (const name of Object.keys(native.tensors)) {
-      const a = native.tensors[name];
-      const b = ours.tensors[name];
-      const w0 = init[name];
+      assert.equal(native.tensors[name].dtype, 'F32', name);
+      const a = native.tensors[name].data;
+      const b = ours.tensors[name].data;
+      const w0 = init[name].data;
       assert.equal(a.length, b.length, name);
       for (let i = 0; i < a.length; i++) {
         const d = a[i] - b[i];
