@@ -150,8 +150,9 @@ class IoiSymbolic : public DataSource {
 
 class TextWindows : public DataSource {
  public:
-  TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, int bos, int unk)
-      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), bos_(bos) {
+  TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction, int bos,
+              int unk)
+      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), span_frac_(span_fraction), bos_(bos) {
     if (static_cast<int>(ids_.size()) < T_ + 1)
       throw std::invalid_argument("data: the text is shorter than one window of " + std::to_string(T_) + " tokens");
     // The characters random rows draw from: those of the text, without the special tokens.
@@ -162,7 +163,7 @@ class TextWindows : public DataSource {
       if (!seen[id]) seen[id] = 1, alphabet_.push_back(id);
     }
     std::sort(alphabet_.begin(), alphabet_.end());
-    if (random_frac_ > 0 && alphabet_.size() < 2) throw std::invalid_argument("data: the text has too few characters for random rows");
+    if ((random_frac_ > 0 || span_frac_ > 0) && alphabet_.size() < 2) throw std::invalid_argument("data: the text has too few characters for random rows");
   }
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
@@ -179,6 +180,17 @@ class TextWindows : public DataSource {
       int start = g.below(span);
       row[0] = bos_;
       for (int t = 1; t < T_; ++t) row[t] = ids_[start + t - 1];
+      if (span_frac_ > 0 && g.uniform() < span_frac_) {
+        // A random string of characters written twice into the prose (a name or code repeated
+        // in running text): copying predicts the second copy, the text around it does not.
+        int L = 6 + g.below(15);
+        if (2 * L + 2 < T_) {
+          int s1 = 1 + g.below(T_ - 2 * L);
+          int s2 = s1 + L + g.below(T_ - s1 - 2 * L + 1);
+          for (int i = 0; i < L; ++i) row[s1 + i] = row[s2 + i] = alphabet_[g.below(static_cast<int>(alphabet_.size()))];
+          for (int t = s2; t + 1 < s2 + L; ++t) repeated[t] = 1;
+        }
+      }
       if (frac_ > 0 && g.uniform() < frac_) {
         // Repeat a stretch of this window later in it: [s1, s1+L) -> [s2, s2+L).
         int L = 8 + g.below(std::max(1, T_ / 4 - 8));
@@ -194,7 +206,7 @@ class TextWindows : public DataSource {
  private:
   std::vector<int> ids_;
   int T_;
-  double frac_, random_frac_;
+  double frac_, random_frac_, span_frac_;
   int bos_;
   std::vector<int> alphabet_;
 };
@@ -235,10 +247,12 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
       ss << f.rdbuf();
     }
     int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
-    double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0);
+    double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0),
+           sfrac = spec.value("span_fraction", 0.0);
+    if (!(sfrac >= 0 && sfrac <= 1)) throw std::invalid_argument("data: span_fraction must be between 0 and 1");
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
-    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, tok.bos_id(), tok.unk_id());
+    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, tok.bos_id(), tok.unk_id());
   }
   throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, text)");
 }

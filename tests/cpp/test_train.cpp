@@ -2,6 +2,7 @@
 // divergence reporting, and the induction-heads seed's behaviour on small fast runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -180,6 +181,30 @@ TEST(Recipe, InlineVocabularyAndTextTrainLikeFiles) {
   }
   EXPECT_EQ(a.params().blocks[0].W_Q.data, b.params().blocks[0].W_Q.data);
   std::remove(path.c_str());
+}
+
+// Random strings written twice into prose windows: every row gets one, its second copy is marked
+// as predictable by copying, and the marked tokens repeat an earlier stretch of the row.
+TEST(Data, RandomSpansInProse) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "the cat sat on the mat and the dog ran to the log. ";
+  Tokenizer tok = Tokenizer::build_char(text + "xyzqwk");
+  auto src = make_data_source({{"kind", "text"}, {"text", text}, {"seq_len", 64}, {"span_fraction", 1.0}}, tok);
+  Rng rng(5);
+  DataBatch d = src->next(rng, 20);
+  for (int r = 0; r < 20; ++r) {
+    const int* row = &d.batch.tokens[r * 64];
+    std::vector<int> marked;
+    for (int t = 0; t < 64; ++t)
+      if (d.repeated[r * 64 + t]) marked.push_back(t);
+    ASSERT_GE(marked.size(), 5u) << "row " << r;
+    ASSERT_LE(marked.size(), 19u) << "row " << r;
+    // The marked stretch (plus the token after it) occurs earlier in the row.
+    const int a = marked.front(), b = marked.back() + 1;
+    bool found = false;
+    for (int s = 1; s + (b - a) < a && !found; ++s) found = std::equal(row + a, row + b + 1, row + s);
+    EXPECT_TRUE(found) << "row " << r;
+  }
 }
 
 // Induction-heads seed: a 2-layer model learns to predict the repeated segment; a 1-layer model
