@@ -148,10 +148,9 @@ test('induction view: a repeated random sequence lowers the second copy\'s loss 
     t.diagnostic(`char-2l: loss first copy ${s.first.toFixed(3)}, second ${s.second.toFixed(3)}; layer-1 stripe ${s.heads.map((x) => x.toFixed(3)).join(' ')}`);
     assert.equal(s.model, 'char-2l');
     assert.ok(s.second < s.first - 1, `the second copy's loss (${s.second}) should be well below the first's (${s.first})`);
-    // Typed random text repeats characters inside each copy, which splits the head's attention
-    // between several matches: measured 0.27 for the shipped char-2l's L1H2 (0.59 prefix matching on
-    // repeated distinct characters), against 0.013 for char-1l's best head.
-    assert.ok(Math.max(...s.heads) > 0.2, `char-2l's best layer-1 head should attend along the induction stripe (got ${s.heads})`);
+    // Measured on the shipped char-2l: 0.80 for its induction head L1H1 (0.85 prefix matching on
+    // repeated distinct characters), against 0.014 for char-1l's best head.
+    assert.ok(Math.max(...s.heads) > 0.3, `char-2l's best layer-1 head should attend along the induction stripe (got ${s.heads})`);
     // The page shows both means side by side.
     const cards = await page.$$eval('cs-induction .ind-card strong', (e) => e.map((x) => x.textContent));
     assert.ok(cards.length >= 2, 'the first/second occurrence losses are shown');
