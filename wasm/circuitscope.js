@@ -67,14 +67,18 @@ function opts(options, allowed, what) {
 
 const bool = (x, fallback) => (x === undefined ? fallback : !!x);
 
-function wrap(mod, handle) {
-  let parsed;
+// The handle's config() JSON; on failure the handle is freed and the error rethrown readably.
+function parseConfig(handle) {
   try {
-    parsed = JSON.parse(handle.config());
+    return JSON.parse(handle.config());
   } catch (e) {
     handle.delete();
     throw asError(e);
   }
+}
+
+function wrap(mod, handle) {
+  const parsed = parseConfig(handle);
   const config = parsed.config;
   const tokenizer = parsed.tokenizer;
   const vocab = tokenizer.vocab ?? [];
@@ -272,13 +276,7 @@ function recipeJson(recipe) {
 }
 
 function wrapTrainer(handle) {
-  let parsed;
-  try {
-    parsed = JSON.parse(handle.config());
-  } catch (e) {
-    handle.delete();
-    throw asError(e);
-  }
+  const parsed = parseConfig(handle);
   let alive = true;
   const live = (what) => {
     if (!alive) throw new Error(`${what}: this trainer has been deleted`);

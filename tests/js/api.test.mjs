@@ -8,11 +8,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { readSafetensors } from './safetensors.mjs';
+import { wrapperModule } from './module.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 const charBytes = readFileSync(path.join(root, 'models', 'char-2l.safetensors'));
 const ioiBytes = readFileSync(path.join(root, 'models', 'ioi-1l2h.safetensors'));
 const TEXT = 'Once upon a time there was a cat. Once upon a time there was a dog.';
@@ -23,8 +23,7 @@ let char;  // char-2l
 let ioi;   // ioi-1l2h
 
 before(async () => {
-  assert.ok(existsSync(wrapper), `${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
-  api = await import(pathToFileURL(wrapper).href);
+  api = await wrapperModule();
   cs = await api.init();
   char = cs.load(charBytes);
   ioi = cs.load(ioiBytes);

@@ -9,21 +9,13 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { readSafetensors } from './safetensors.mjs';
+import { cs } from './module.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const cli = path.join(root, 'build', 'native', 'circuitscope');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 
-let csPromise = null;
-function cs() {
-  if (!csPromise) {
-    assert.ok(existsSync(wrapper), `${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
-    csPromise = import(pathToFileURL(wrapper).href).then((m) => m.init());
-  }
-  return csPromise;
-}
 
 // A small induction recipe: 2 layers of 2 heads on repeated random segments.
 function inductionRecipe(overrides = {}) {

@@ -8,25 +8,17 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { cs } from './module.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const modelsDir = path.resolve(root, process.env.CIRCUITSCOPE_MODELS ?? 'models');
 const cli = path.join(root, 'build', 'native', 'circuitscope');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 
 const models = existsSync(modelsDir)
   ? readdirSync(modelsDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => path.join(modelsDir, f))
   : [];
 
-let csPromise = null;
-function cs() {
-  if (!csPromise) {
-    assert.ok(existsSync(wrapper), `${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
-    csPromise = import(pathToFileURL(wrapper).href).then((m) => m.init());
-  }
-  return csPromise;
-}
 
 // A text the model can tokenize, at most maxTokens - 1 tokens long (room for <BOS>).
 function sampleText(model, maxTokens) {
