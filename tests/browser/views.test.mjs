@@ -10,11 +10,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from './chromium.mjs';
-import { startServer } from '../../scripts/serve.mjs';
+import { launchChromium, startCspProxy } from './chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -32,41 +30,28 @@ function standalone(tag, module, attrs) {
 <body><main><${tag}${a}></${tag}></main></body></html>`;
 }
 
-let upstream;
-let proxy;
+let server;  // build/site behind a proxy that adds the CSP header
 let origin;
 let browser;
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'views', 'ioi.js')), `${site}/views/ioi.js is missing: run \`npm run build\` first`);
   mkdirSync(artifacts, { recursive: true });
-  upstream = await startServer({ root: site, port: 0 });
-  proxy = http.createServer((req, res) => {
-    const u = new URL(req.url, 'http://x');
-    if (u.pathname === '/__view.html') {
-      const tag = u.searchParams.get('tag');
-      const attrs = JSON.parse(u.searchParams.get('attrs') || '{}');
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP });
-      res.end(standalone(tag, `${tag.replace(/^cs-/, '')}.js`, attrs));
-      return;
-    }
-    const up = http.request({ host: '127.0.0.1', port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode, { ...r.headers, 'content-security-policy': CSP });
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    req.pipe(up);
+  server = await startCspProxy(site, CSP, (req, res, u) => {
+    if (u.pathname !== '/__view.html') return false;
+    const tag = u.searchParams.get('tag');
+    const attrs = JSON.parse(u.searchParams.get('attrs') || '{}');
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP });
+    res.end(standalone(tag, `${tag.replace(/^cs-/, '')}.js`, attrs));
+    return true;
   });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  origin = `http://127.0.0.1:${proxy.address().port}`;
+  origin = server.origin;
   browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
-  proxy?.closeAllConnections?.();
-  await new Promise((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
-  await upstream?.close();
+  await server?.close();
 });
 
 /** Opens a view alone on a page; `missing` lists site files the test expects to 404. */

@@ -8,11 +8,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from './chromium.mjs';
-import { startServer } from '../../scripts/serve.mjs';
+import { launchChromium, startCspProxy } from './chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -31,32 +29,20 @@ const recipe = (() => {
   return { ...r, steps: 300 };
 })();
 
-let upstream;  // scripts/serve.mjs on build/site
-let proxy;     // the same responses plus a Content-Security-Policy header
+let server;    // build/site behind a proxy that adds the page's Content-Security-Policy header
 let origin;
 let browser;
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'trainer-worker.js')), `${site}/trainer-worker.js is missing: run \`npm run build\` first`);
-  upstream = await startServer({ root: site, port: 0 });
-  proxy = http.createServer((req, res) => {
-    const up = http.request({ host: '127.0.0.1', port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
-      res.writeHead(r.statusCode, { ...r.headers, 'content-security-policy': CSP });
-      r.pipe(res);
-    });
-    up.on('error', () => res.destroy());
-    req.pipe(up);
-  });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  origin = `http://127.0.0.1:${proxy.address().port}/`;
+  server = await startCspProxy(site, CSP);
+  origin = `${server.origin}/`;
   browser = await launchChromium();
 });
 
 after(async () => {
   await browser?.close();
-  proxy?.closeAllConnections?.();
-  await new Promise((resolve) => (proxy ? proxy.close(() => resolve()) : resolve()));
-  await upstream?.close();
+  await server?.close();
 });
 
 async function openPage() {
