@@ -59,7 +59,8 @@ struct LayerCache {
   Tensor<T> k;            // blocks.l.attn.hook_k       [H, B, T, Dh]  (after smearing)
   Tensor<T> k_unsmeared;  // blocks.l.attn.hook_k_unsmeared [H, B, T, Dh] (smeared_keys only)
   Tensor<T> v;            // blocks.l.attn.hook_v       [H, B, T, Dh]
-  Tensor<T> attn_scores;  // blocks.l.attn.hook_attn_scores [B, H, T, T] (scaled; masked = -inf)
+  Tensor<T> attn_scores;  // blocks.l.attn.hook_attn_scores [B, H, T, T] (scaled; masked = -inf;
+                          // filled only when the cache's keep_scores is set)
   Tensor<T> pattern;      // blocks.l.attn.hook_pattern [B, H, T, T]
   Tensor<T> z;            // blocks.l.attn.hook_z       [H, B, T, Dh]
   Tensor<T> result;       // blocks.l.attn.hook_result  [H, B, T, D]  (after any ablation)
@@ -67,16 +68,37 @@ struct LayerCache {
   Tensor<T> resid_post;   // blocks.l.hook_resid_post   [B, T, D]
 };
 
+// Buffers that forward() and backward() reuse from call to call, so that once a batch shape has
+// been seen, a training step does not allocate. Their contents are meaningless between calls.
+template <class T>
+struct Workspace {
+  MatRM<T> resid, qk_in;       // [N, D]
+  MatRM<T> wcat;               // [D, 3*H*Dh]  W_Q | W_K | W_V of every head side by side
+  MatRM<T> dlogits;            // [N, V]
+  MatRM<T> dresid, dresid_pre, dqk_in;  // [N, D]
+  MatRM<T> dz;                 // [N, H*Dh]
+  MatRM<T> dqkv;               // [N, 3*H*Dh]  dq | dk | dv of every head side by side
+  MatRM<T> dP, dS;             // [T, T]
+  MatRM<T> dpos;               // [T, D]
+  MatRM<T> dkr;                // [N, Dh]  (smeared keys only)
+  std::vector<T> row;          // [V]
+  MatRM<T> S;                  // [T, T]  one head's scores, when the cache does not keep them
+  std::vector<T*> blocks;      // where each head's q, k and v columns go
+};
+
 template <class T>
 struct ActivationCache {
   int n_batch = 0, n_pos = 0;  // B, T
   std::vector<int> tokens;  // [B, T]
   bool intervened = false;  // forward ran with a non-empty intervention
+  bool keep_scores = false; // set before forward() to fill each layer's attn_scores (nothing
+                            // else reads them; the pattern is always kept)
   Tensor<T> embed;          // hook_embed      [B, T, D]
   Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
   std::vector<LayerCache<T>> layers;
   Tensor<T> resid_final;    // [B, T, D] (= last resid_post, or embed (+pos) for 0 layers)
   Tensor<T> logits;         // logits [B, T, V]
+  mutable Workspace<T> work;  // scratch, not part of the cache's meaning
 };
 
 // Throws std::invalid_argument for tokens out of range, T > n_ctx, or a malformed intervention.
@@ -92,6 +114,9 @@ struct LossResult {
 // Mean cross-entropy over the positions the mask selects.
 template <class T>
 LossResult loss_from_logits(const ActivationCache<T>& cache, const Batch& batch);
+// The same into an existing result (its per_token buffer is reused: no allocation once sized).
+template <class T>
+void loss_from_logits(const ActivationCache<T>& cache, const Batch& batch, LossResult& out);
 
 // Gradient of the mean masked cross-entropy with respect to every parameter (overwrites grads).
 // Requires a cache produced without intervention.

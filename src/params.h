@@ -66,6 +66,31 @@ void for_each_param(P& p, F&& fn) {
   if (c.use_bias) fn(std::string("unembed.b_U"), p.b_U);
 }
 
+// Visits every tensor present, in file order, without building names (so without allocating):
+// for the training step's per-step loops.
+template <class P, class F>
+void for_each_tensor(P& p, F&& fn) {
+  const Config& c = p.cfg;
+  fn(p.W_E);
+  if (c.pos_embed != PosEmbed::None) fn(p.W_pos);
+  for (int l = 0; l < c.n_layers; ++l) {
+    auto& b = p.blocks[l];
+    fn(b.W_Q);
+    fn(b.W_K);
+    fn(b.W_V);
+    fn(b.W_O);
+    if (c.use_bias) {
+      fn(b.b_Q);
+      fn(b.b_K);
+      fn(b.b_V);
+      fn(b.b_O);
+    }
+    if (c.smeared_keys) fn(b.smear_alpha);
+  }
+  fn(p.W_U);
+  if (c.use_bias) fn(p.b_U);
+}
+
 // The list form of for_each_param, for zipping params with grads and moments.
 template <class T>
 std::vector<std::pair<std::string, Tensor<T>*>> named_params(Params<T>& p) {

@@ -6,7 +6,9 @@
 //   H = n_heads, Dh = d_head, N = B*T (rows of the flattened residual stream).
 #pragma once
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cstddef>
+#include <initializer_list>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -63,6 +65,13 @@ struct Tensor {
     data.assign(shape_numel(shape), T(0));
   }
   void zero() { std::fill(data.begin(), data.end(), T(0)); }
+  // Gives the tensor this shape without zeroing it and, when the shape is unchanged, without
+  // touching the heap: for buffers that are overwritten completely (the forward pass's cache).
+  void ensure(std::initializer_list<int> s) {
+    if (shape.size() == s.size() && std::equal(s.begin(), s.end(), shape.begin())) return;
+    shape.assign(s.begin(), s.end());
+    data.resize(shape_numel(shape));
+  }
 
   // Matrix view of the whole tensor as [shape[0] * ... * shape[k-2], shape[k-1]].
   MapM<T> mat() {

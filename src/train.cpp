@@ -181,16 +181,17 @@ void AdamW::step(Params<float>& p, const Params<float>& g, double lr, double bet
   const float step_size = static_cast<float>(lr / bc1);
   const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(cfg_.beta2), eps = static_cast<float>(cfg_.eps);
-  auto P = named_params(p);
-  auto G = named_params(g);
-  auto M = named_params(m_);
-  auto Vv = named_params(v_);
-  for (std::size_t k = 0; k < P.size(); ++k) {
-    float* pp = P[k].second->ptr();
-    const float* gg = G[k].second->ptr();
-    float* mm = M[k].second->ptr();
-    float* vv = Vv[k].second->ptr();
-    const std::size_t n = P[k].second->size();
+  tp_.clear(), tg_.clear(), tm_.clear(), tv_.clear();
+  for_each_tensor(p, [&](Tensor<float>& t) { tp_.push_back(&t); });
+  for_each_tensor(g, [&](const Tensor<float>& t) { tg_.push_back(&t); });
+  for_each_tensor(m_, [&](Tensor<float>& t) { tm_.push_back(&t); });
+  for_each_tensor(v_, [&](Tensor<float>& t) { tv_.push_back(&t); });
+  for (std::size_t k = 0; k < tp_.size(); ++k) {
+    float* pp = tp_[k]->ptr();
+    const float* gg = tg_[k]->ptr();
+    float* mm = tm_[k]->ptr();
+    float* vv = tv_[k]->ptr();
+    const std::size_t n = tp_[k]->size();
     for (std::size_t i = 0; i < n; ++i) {
       pp[i] *= decay;
       mm[i] = b1 * mm[i] + (1 - b1) * gg[i];
@@ -202,13 +203,13 @@ void AdamW::step(Params<float>& p, const Params<float>& g, double lr, double bet
 
 double clip_grad_norm(Params<float>& g, double max_norm) {
   double sq = 0;
-  for_each_param(g, [&](const std::string&, Tensor<float>& t) {
+  for_each_tensor(g, [&](const Tensor<float>& t) {
     for (float x : t.data) sq += static_cast<double>(x) * x;
   });
   const double norm = std::sqrt(sq);
   if (max_norm > 0 && norm > max_norm) {
     const float s = static_cast<float>(max_norm / (norm + 1e-6));
-    for_each_param(g, [&](const std::string&, Tensor<float>& t) {
+    for_each_tensor(g, [&](Tensor<float>& t) {
       for (float& x : t.data) x *= s;
     });
   }
@@ -217,11 +218,17 @@ double clip_grad_norm(Params<float>& g, double max_norm) {
 
 namespace {
 
-void check_finite(const Params<float>& p, const std::string& what, int step) {
+void check_finite(const Params<float>& p, const char* what, int step) {
+  bool finite = true;
+  for_each_tensor(p, [&](const Tensor<float>& t) {
+    for (float x : t.data) finite &= std::isfinite(x);
+  });
+  if (finite) return;
+  // Only now build the names, to say which tensor it was.
   for_each_param(p, [&](const std::string& name, const Tensor<float>& t) {
     for (float x : t.data)
       if (!std::isfinite(x))
-        throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": " + what + " " + name + " contains " +
+        throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": " + std::string(what) + " " + name + " contains " +
                                (std::isnan(x) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
   });
 }
@@ -254,7 +261,8 @@ StepMetrics Trainer::step() {
   const int number = done_ + 1;   // 1-based, as StepMetrics::step and the messages count
   DataBatch d = data_->next(rng_, recipe_.batch_size);
   forward(params_, d.batch.tokens, d.batch.B, d.batch.T, cache_);
-  LossResult lr = loss_from_logits(cache_, d.batch);
+  loss_from_logits(cache_, d.batch, loss_);
+  const LossResult& lr = loss_;
   if (!std::isfinite(lr.loss))
     throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
                            (std::isnan(lr.loss) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");

@@ -74,6 +74,8 @@ class AdamW {
  private:
   OptimConfig cfg_;
   Params<float> m_, v_;
+  std::vector<Tensor<float>*> tp_, tm_, tv_;  // the tensors of p, m_ and v_, in file order
+  std::vector<const Tensor<float>*> tg_;      // and of g (refilled per step; no allocation once sized)
   int t_ = 0;
   double b2_pow_ = 1.0;
 };
@@ -114,6 +116,7 @@ class Trainer {
   Params<float> params_, grads_;
   AdamW opt_;
   ActivationCache<float> cache_;
+  LossResult loss_;  // reused from step to step
   Rng rng_;
   int done_ = 0;
   double last_loss_ = 0;

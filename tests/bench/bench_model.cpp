@@ -4,6 +4,9 @@
 //                 of the WASM module's Model.forwardBatch (wasm/bindings.cpp), mirrored below.
 //   BM_TrainStep  one cs::Trainer::step() (periodic batch, forward, loss, backward, grad clip,
 //                 AdamW): the same code the WASM module's Trainer.step() runs.
+//   BM_Char2l     one forward pass (plus loss) of the shipped models/char-2l.safetensors over one
+//                 256-token sequence: <BOS> and the first 255 characters of the held-out corpus
+//                 (models/corpus/valid.txt), what the page computes on each keystroke.
 // tests/bench/bench_wasm.mjs times the same two calls in WASM under node; scripts/bench.sh runs
 // both and prints the comparison.
 //
@@ -24,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io.h"
 #include "model.h"
 #include "train.h"
 
@@ -32,11 +36,15 @@ namespace {
 constexpr int kWarmupForwards = 3;
 constexpr int kWarmupSteps = 2;
 
-// The recipe sits next to this file; __FILE__ is the absolute path CMake compiled.
+// This file's folder; __FILE__ is the absolute path CMake compiled.
+std::string here() {
+  std::string file = __FILE__;
+  const auto slash = file.find_last_of('/');
+  return slash == std::string::npos ? std::string(".") : file.substr(0, slash);
+}
+
 cs::Recipe reference_recipe() {
-  std::string here = __FILE__;
-  const auto slash = here.find_last_of('/');
-  const std::string path = (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) + "/reference_recipe.json";
+  const std::string path = here() + "/reference_recipe.json";
   std::ifstream f(path);
   if (!f) throw std::runtime_error("bench: cannot read " + path);
   std::stringstream ss;
@@ -83,6 +91,31 @@ struct TrainContext {
     for (int i = 0; i < kWarmupSteps; ++i) trainer->step();
   }
 };
+
+// The shipped char-2l and the tokens of one full context of held-out prose.
+struct Char2lContext {
+  cs::ModelFile model;
+  std::vector<int> ids;
+  cs::ActivationCache<float> cache;
+  Char2lContext() : model(cs::load_model_file(here() + "/../../models/char-2l.safetensors")) {
+    std::ifstream f(here() + "/../../models/corpus/valid.txt");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    ids = model.tokenizer.encode_ids(ss.str().substr(0, 4096), true);
+    const int T = model.cfg.n_ctx;
+    if (static_cast<int>(ids.size()) < T) throw std::runtime_error("bench: models/corpus/valid.txt is too short");
+    ids.resize(T);
+    for (int i = 0; i < kWarmupForwards; ++i) forward_batch(model.params, ids, 1, T, cache);
+  }
+};
+
+void BM_Char2l(benchmark::State& state) {
+  static Char2lContext ctx;
+  for (auto _ : state) {
+    double loss = forward_batch(ctx.model.params, ctx.ids, 1, static_cast<int>(ctx.ids.size()), ctx.cache);
+    benchmark::DoNotOptimize(loss);
+  }
+}
 
 void BM_Forward(benchmark::State& state) {
   static ForwardContext ctx;
@@ -137,6 +170,11 @@ int main(int argc, char** argv) {
       ->UseRealTime()
       ->Iterations(1)
       ->Repetitions(train_reps);
+  benchmark::RegisterBenchmark("BM_Char2l", BM_Char2l)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(forward_reps);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

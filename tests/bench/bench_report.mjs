@@ -1,64 +1,135 @@
-// Prints the native-versus-WASM benchmark table from Google Benchmark's JSON (bench_model.cpp)
-// and bench_wasm.mjs's JSON, plus the GFLOP/s the forward pass implies.
-//   node tests/bench/bench_report.mjs NATIVE.json WASM.json
-import { readFileSync } from 'node:fs';
+// Prints `npm run bench`'s report from the JSON files scripts/bench.sh collects in one run:
+//   native.json        Google Benchmark (bench_model.cpp): forward, train step, char-2l sequence
+//   wasm.json          bench_wasm.mjs: the same calls in WebAssembly under node
+//   gemm-native.json   build/native/gemm_bench: GEMM GFLOP/s per shape, the arithmetic limit
+//   gemm-wasm.json     bench_gemm.mjs: the same in WebAssembly
+//   peers.json         peers/bench_peers.mjs: tfjs-wasm and onnxruntime-web    (optional)
+//   browser.json       bench_browser.mjs: keystroke latency, in-browser training (optional)
+// The arithmetic floor of a pass is its FLOPs (counted below from the reference recipe, causal
+// half only) divided by the measured WebAssembly limit. Nothing here asserts a time.
+//   node tests/bench/bench_report.mjs DIR
+import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const [nativePath, wasmPath] = process.argv.slice(2);
-if (!nativePath || !wasmPath) {
-  console.error('usage: node tests/bench/bench_report.mjs NATIVE.json WASM.json');
+const dir = process.argv[2];
+if (!dir) {
+  console.error('usage: node tests/bench/bench_report.mjs DIR   (the folder scripts/bench.sh writes)');
   process.exit(2);
 }
-const native = JSON.parse(readFileSync(nativePath, 'utf8'));
-const wasm = JSON.parse(readFileSync(wasmPath, 'utf8'));
+const read = (name, optional = false) => {
+  const p = path.join(dir, name);
+  if (!existsSync(p)) {
+    if (optional) return null;
+    throw new Error(`${p} is missing`);
+  }
+  return JSON.parse(readFileSync(p, 'utf8'));
+};
+const native = read('native.json');
+const wasm = read('wasm.json');
+const gemmNative = read('gemm-native.json');
+const gemmWasm = read('gemm-wasm.json');
+const peers = read('peers.json', true);
+const browser = read('browser.json', true);
 const recipe = JSON.parse(readFileSync(path.join(here, 'reference_recipe.json'), 'utf8'));
 
 const toMs = { ns: 1e-6, us: 1e-3, ms: 1, s: 1e3 };
-
+function stats(times) {
+  const t = [...times].sort((a, b) => a - b);
+  const mid = t.length >> 1;
+  return { n: t.length, median_ms: t.length % 2 ? t[mid] : (t[mid - 1] + t[mid]) / 2, min_ms: t[0], max_ms: t[t.length - 1] };
+}
 // Per-call samples of one native benchmark: its "iteration" runs (one call each).
 function nativeStats(prefix) {
   const runs = native.benchmarks.filter((b) => b.run_type === 'iteration' && b.name.startsWith(prefix + '/'));
-  if (!runs.length) throw new Error(`no ${prefix} runs in ${nativePath}`);
-  const times = runs.map((b) => (b.real_time * toMs[b.time_unit]) / b.iterations).sort((a, b) => a - b);
-  const mid = times.length >> 1;
-  const median = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
-  return { n: times.length, median_ms: median, min_ms: times[0], max_ms: times[times.length - 1] };
+  if (!runs.length) throw new Error(`no ${prefix} runs in native.json`);
+  return stats(runs.map((b) => (b.real_time * toMs[b.time_unit]) / b.iterations));
 }
 
-const rows = [
-  ['forward', nativeStats('BM_Forward'), wasm.forward],
-  ['train step', nativeStats('BM_TrainStep'), wasm.train_step],
-];
-
-const f = (x) => (x >= 100 ? x.toFixed(1) : x.toFixed(2));
-const cell = (r) => `${f(r.median_ms)} (${f(r.min_ms)}–${f(r.max_ms)}) n=${r.n}`;
-const header = ['', 'native median ms (min–max)', 'WASM median ms (min–max)', 'WASM/native'];
-const body = rows.map(([name, n, w]) => [name, cell(n), cell(w), (w.median_ms / n.median_ms).toFixed(2) + '×']);
-const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
-const line = (cols) => cols.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-console.log(line(header));
-console.log(widths.map((w) => '-'.repeat(w)).join('  '));
-for (const r of body) console.log(line(r));
-
-// Forward FLOPs (multiply-adds counted as 2): per layer the Q, K, V and O projections
-// (4 * 2*N*D*(H*Dh)), the scores QK^T and the weighted sum PV over the full T x T grid
-// (2 * 2*B*H*T*T*Dh, causal masking not subtracted), then the unembedding 2*N*D*V.
-// Embedding lookups, softmax and the loss are not counted.
+// ---- FLOPs of the reference model (multiply-add = 2), counting only the causal half of the
+// attention products: T(T+1)/2 (query, key) pairs per sequence and head.
 const m = recipe.model;
-const B = recipe.batch_size;
-const T = m.n_ctx;
-const V = recipe.tokenizer.size + 1;
-const N = B * T;
-const HDh = m.n_heads * m.d_head;
-const proj = 4 * 2 * N * m.d_model * HDh;
-const attn = 2 * 2 * B * m.n_heads * T * T * m.d_head;
-const unembed = 2 * N * m.d_model * V;
-const flops = m.n_layers * (proj + attn) + unembed;
-const gf = (ms) => (flops / (ms * 1e-3) / 1e9).toFixed(1);
+const B = recipe.batch_size, T = m.n_ctx, D = m.d_model, H = m.n_heads, Dh = m.d_head, L = m.n_layers;
+const V = recipe.tokenizer.size + 1, N = B * T, HDh = H * Dh;
+const pairs = B * H * (T * (T + 1)) / 2;
+const proj = 2 * N * D * HDh;              // one of Q, K, V or O for every head
+const attn = 2 * pairs * Dh;               // one of q k^T, pattern v (and each of their gradients)
+const unembed = 2 * N * D * V;
+const forwardFlops = L * (4 * proj + 2 * attn) + unembed;
+// Backward: dlogits W_U^T and resid^T dlogits; per layer dz and dW_O, the four attention
+// gradients (dP, dv, dq, dk), dW_Q/K/V and dx through W_Q/K/V.
+const backwardFlops = 2 * unembed + L * (2 * proj + 4 * attn + 6 * proj);
+const trainFlops = forwardFlops + backwardFlops;
+
+const limit = gemmWasm.limit.gflops_median;  // GFLOP/s, WebAssembly, one core
+const floorMs = (flops) => flops / (limit * 1e6);
+
+const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const cell = (r) => (r ? `${f(r.median_ms)} (${f(r.min_ms)}–${f(r.max_ms)})` : '—');
+function table(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cols) => cols.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+const ratio = (a, b) => (a && b ? (a.median_ms / b.median_ms).toFixed(2) + '×' : '—');
+
+const nf = nativeStats('BM_Forward'), nt = nativeStats('BM_TrainStep'), nc = nativeStats('BM_Char2l');
+const wf = wasm.forward, wt = wasm.train_step, wc = wasm.char2l_sequence;
+const tf = peers?.tfjs_wasm?.forward, tt = peers?.tfjs_wasm?.train_step;
+const o1 = peers?.ort_web_1t?.forward, o2 = peers?.ort_web_2t?.forward;
+
+console.log(`== reference model: ${L} layers, d_model ${D}, ${H} heads x ${Dh}, n_ctx ${T}, d_vocab ${V}, batch ${B}`);
+console.log(`   ms per call, median (min–max); native = SSE4.2 build; peers run the same weights, tokens and loss`);
+table(['', 'native', 'WASM (ours)', 'tfjs-wasm', 'ort-web 1 thread', 'ort-web 2 threads'], [
+  ['forward + loss', cell(nf), cell(wf), cell(tf), cell(o1), cell(o2)],
+  ['training step', cell(nt), cell(wt), cell(tt), '—', '—'],
+]);
 console.log('');
-console.log(`forward FLOPs counted: ${(flops / 1e9).toFixed(3)} GFLOP = ${m.n_layers} layers x ` +
-  `(QKVO projections ${(proj / 1e6).toFixed(1)} M + QK^T and PV over full ${T}x${T} ${(attn / 1e6).toFixed(1)} M) ` +
-  `+ unembedding ${(unembed / 1e6).toFixed(1)} M  [B=${B}, T=${T}, D=${m.d_model}, H=${m.n_heads}, Dh=${m.d_head}, V=${V}]`);
-console.log(`forward GFLOP/s at the median: native ${gf(rows[0][1].median_ms)}, WASM ${gf(rows[0][2].median_ms)}`);
+console.log(`FLOPs (causal half): forward ${(forwardFlops / 1e9).toFixed(3)} G, training step ${(trainFlops / 1e9).toFixed(3)} G`);
+console.log(`WebAssembly arithmetic limit (measured, 4-wide multiply + add, one core): ${limit.toFixed(1)} GFLOP/s` +
+  ` (best ${gemmWasm.limit.gflops_best.toFixed(1)}); native SSE4.2: ${gemmNative.limit.gflops_median.toFixed(1)}`);
+console.log(`floor = FLOPs / limit: forward ${floorMs(forwardFlops).toFixed(1)} ms, training step ${floorMs(trainFlops).toFixed(1)} ms`);
+console.log('');
+table(['ratio (medians)', 'forward', 'training step'], [
+  ['WASM / floor', (wf.median_ms / floorMs(forwardFlops)).toFixed(2) + '×', (wt.median_ms / floorMs(trainFlops)).toFixed(2) + '×'],
+  ['WASM / native SSE4.2', ratio(wf, nf), ratio(wt, nt)],
+  ['tfjs-wasm / WASM', ratio(tf, wf), ratio(tt, wt)],
+  ['ort-web 1 thread / WASM', ratio(o1, wf), '—'],
+  ['ort-web 2 threads / WASM (1 thread)', ratio(o2, wf), '—'],
+  ['WASM GFLOP/s', (forwardFlops / (wf.median_ms * 1e6)).toFixed(1), (trainFlops / (wt.median_ms * 1e6)).toFixed(1)],
+]);
+if (peers && !peers.ok) console.log('\nWARNING: a peer did not reproduce our loss or logits (see peers.json)');
+
+console.log('');
+console.log('== GEMM kernel (src/kernels/gemm.cpp) on the reference model\'s shapes, one layer\'s calls per sample');
+const byWhat = new Map(gemmNative.shapes.map((s) => [s.shape.what, s]));
+const gf = (s) => s.shape.flops / (s.ms_median * 1e6);
+table(['product', 'M x N x K', 'calls', 'native GFLOP/s', 'WASM GFLOP/s', 'WASM % of limit'],
+  gemmWasm.shapes.map((s) => {
+    const n = byWhat.get(s.shape.what);
+    return [s.shape.what, `${s.shape.M}x${s.shape.N}x${s.shape.K}`, s.shape.calls, n ? gf(n).toFixed(1) : '—', gf(s).toFixed(1),
+      ((100 * gf(s)) / limit).toFixed(0) + '%'];
+  }));
+const totalW = gemmWasm.shapes.reduce((a, s) => a + s.shape.flops, 0) / gemmWasm.shapes.reduce((a, s) => a + s.ms_median * 1e6, 0);
+console.log(`all shapes: WASM ${totalW.toFixed(1)} GFLOP/s = ${((100 * totalW) / limit).toFixed(0)}% of the limit; ` +
+  `vector exponential: WASM ${gemmWasm.exp.million_per_s_median.toFixed(0)} M/s, native ${gemmNative.exp.million_per_s_median.toFixed(0)} M/s`);
+
+console.log('');
+console.log(`== shipped char-2l, one sequence of ${wc.tokens} tokens, forward + loss: native ${cell(nc)} ms, WASM ${cell(wc)} ms`);
+
+if (browser) {
+  console.log('');
+  console.log('== in Chromium (tests/bench/bench_browser.mjs)');
+  const k = browser.keystroke;
+  if (k) console.log(`keystroke to rendered induction view (${k.model ?? 'char-2l'}, ${k.tokens} tokens): median ${f(k.median_ms)} ms (min ${f(k.min_ms)}, max ${f(k.max_ms)}) over ${k.n}`);
+  const tr = browser.training;
+  if (tr) {
+    console.log(`in-browser training of ${tr.recipe ?? 'the induction recipe'}: ${f(tr.steps_per_s)} steps/s; ` +
+      (tr.phase_change_step != null
+        ? `phase change at step ${tr.phase_change_step}, ${f(tr.phase_change_s)} s after pressing Train`
+        : `no phase change within ${f(tr.elapsed_s)} s`));
+  }
+}

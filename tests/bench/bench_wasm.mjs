@@ -2,6 +2,8 @@
 // tests/bench/reference_recipe.json, timed per call with performance.now():
 //   forward     Model.forwardBatch on a [16, 256] batch (forward + mean next-token loss)
 //   train step  Trainer.step() (periodic batch, forward, loss, backward, grad clip, AdamW)
+//   char-2l     Model.forwardBatch of the shipped models/char-2l.safetensors on one sequence:
+//               <BOS> and the first 255 characters of models/corpus/valid.txt
 // Each timed forward or step is its own call from JS (V8 optimises a WASM function only when it
 // is entered again), after a few warm-up calls. Needs `npm run build` (build/wasm).
 //   node tests/bench/bench_wasm.mjs [--forward-reps N] [--train-reps N] [--json]
@@ -12,7 +14,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+const wrapper = process.env.CS_WRAPPER || path.join(root, 'build', 'wasm', 'circuitscope.js');
 
 const WARMUP_FORWARDS = 5;
 const WARMUP_STEPS = 3;
@@ -79,11 +81,28 @@ async function main() {
   }
   tr.delete();
 
+  // The shipped char-2l on one 256-token sequence (bench_model.cpp's BM_Char2l).
+  const char2l = cs.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
+  const valid = readFileSync(path.join(root, 'models', 'corpus', 'valid.txt'), 'utf8');
+  const T2 = char2l.config.n_ctx;
+  const seq = Int32Array.from(char2l.tokenize(valid.slice(0, 4096)).ids.slice(0, T2));
+  if (seq.length < T2) throw new Error('models/corpus/valid.txt is too short');
+  for (let i = 0; i < WARMUP_FORWARDS; i++) char2l.forwardBatch(seq, 1, T2);
+  const seqTimes = [];
+  let seqLoss = 0;
+  for (let i = 0; i < forwardReps; i++) {
+    const t0 = performance.now();
+    seqLoss = char2l.forwardBatch(seq, 1, T2);
+    seqTimes.push(performance.now() - t0);
+  }
+  char2l.delete();
+
   const result = {
     node: process.version,
     v8: process.versions.v8,
     forward: { ...summary(forwardTimes), warmup: WARMUP_FORWARDS, loss: forwardLoss },
     train_step: { ...summary(trainTimes), warmup: WARMUP_STEPS, last_loss: metrics.loss, steps_done: metrics.step },
+    char2l_sequence: { ...summary(seqTimes), warmup: WARMUP_FORWARDS, loss: seqLoss, tokens: T2 },
     shape: { B, T, ...recipe.model, d_vocab: recipe.tokenizer.size + 1 },
   };
   if (json) {
@@ -91,7 +110,7 @@ async function main() {
     return;
   }
   const f = (x) => x.toFixed(2);
-  for (const [name, r] of [['forward', result.forward], ['train step', result.train_step]]) {
+  for (const [name, r] of [['forward', result.forward], ['train step', result.train_step], ['char-2l 256', result.char2l_sequence]]) {
     console.log(`${name.padEnd(10)} median ${f(r.median_ms)} ms (min ${f(r.min_ms)}, max ${f(r.max_ms)}) over ${r.n} calls`);
   }
 }

@@ -1,0 +1,147 @@
+// See softmax.h. The same polynomial runs 4-wide with the compiler's vector extension (SIMD128 in
+// WebAssembly, SSE natively) and one lane at a time for the tail, so every element gets exactly
+// the same result whatever its position.
+#include "kernels/softmax.h"
+
+#include <algorithm>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace cs::kernels {
+
+namespace {
+
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f;
+constexpr float kLn2Lo = -2.12194440e-4f;
+constexpr float kMin = -87.3365447504f;  // below this the result would be a denormal: return 0
+constexpr float kMax = 88.0f;            // (the softmaxes only pass arguments <= 0)
+constexpr float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f;
+constexpr float P3 = 4.1665795894e-2f, P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
+// Adding 1.5 * 2^23 rounds a float of magnitude below 2^22 to the nearest integer, which then
+// sits in the low bits of the sum: n = bits(t) - bits(kMagic), and 2^n has bits (n + 127) << 23.
+constexpr float kMagic = 12582912.0f;
+constexpr std::int32_t kMagicBits = 0x4B400000;
+constexpr std::int32_t kScaleBias = 127 - kMagicBits;
+
+float exp_one(float x) {
+  if (!(x >= kMin)) return x != x ? x : 0.0f;  // NaN stays NaN
+  if (x > kMax) x = kMax;
+  const float t = x * kLog2e + kMagic;
+  const float fx = t - kMagic;  // round(x / ln 2)
+  const float r = (x - fx * kLn2Hi) - fx * kLn2Lo;
+  float y = ((((P0 * r + P1) * r + P2) * r + P3) * r + P4) * r + P5;
+  y = y * (r * r) + r + 1.0f;
+  std::int32_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits = static_cast<std::int32_t>((static_cast<std::uint32_t>(bits) + static_cast<std::uint32_t>(kScaleBias)) << 23);
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+}  // namespace
+
+#if !defined(CS_GEMM_PLAIN) && (defined(__GNUC__) || defined(__clang__))
+namespace {
+typedef float v4f __attribute__((vector_size(16)));
+typedef std::int32_t v4i __attribute__((vector_size(16)));
+typedef std::uint32_t v4u __attribute__((vector_size(16)));
+inline v4f splat(float x) { return v4f{x, x, x, x}; }
+
+// exp of four lanes, the same operations as exp_one in the same order.
+inline v4f exp4(v4f x) {
+  const v4i below = x < splat(kMin);  // false for NaN lanes, which stay NaN through the polynomial
+  x = x > splat(kMax) ? splat(kMax) : x;
+  const v4f t = x * splat(kLog2e) + splat(kMagic);
+  const v4f fx = t - splat(kMagic);
+  const v4f r = (x - fx * splat(kLn2Hi)) - fx * splat(kLn2Lo);
+  v4f y = ((((splat(P0) * r + splat(P1)) * r + splat(P2)) * r + splat(P3)) * r + splat(P4)) * r + splat(P5);
+  y = y * (r * r) + r + splat(1.0f);
+  v4u bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits = (bits + static_cast<std::uint32_t>(kScaleBias)) << 23;
+  v4f scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  const v4f out = y * scale;
+  return below ? splat(0.0f) : out;
+}
+}  // namespace
+
+float exp_shifted_sum(const float* x, float shift, float* out, int n) {
+  v4f acc = splat(0.0f);
+  int j = 0;
+  const v4f sh = splat(shift);
+  for (; j + 4 <= n; j += 4) {
+    v4f v;
+    std::memcpy(&v, x + j, sizeof v);
+    v = exp4(v - sh);
+    std::memcpy(out + j, &v, sizeof v);
+    acc += v;
+  }
+  float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; j < n; ++j) sum += (out[j] = exp_one(x[j] - shift));
+  return sum;
+}
+
+namespace {
+inline v4f load4(const float* p) {
+  v4f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
+}  // namespace
+
+void softmax_row(const float* s, float* p, int n, int width) {
+  v4f mx4 = splat(-std::numeric_limits<float>::infinity());
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const v4f v = load4(s + j);
+    mx4 = v > mx4 ? v : mx4;
+  }
+  float mx = std::max(std::max(mx4[0], mx4[1]), std::max(mx4[2], mx4[3]));
+  for (; j < n; ++j) mx = std::max(mx, s[j]);
+  const v4f inv = splat(1.0f / exp_shifted_sum(s, mx, p, n));
+  for (j = 0; j + 4 <= n; j += 4) store4(p + j, load4(p + j) * inv);
+  for (; j < n; ++j) p[j] *= inv[0];
+  std::fill(p + n, p + width, 0.0f);
+}
+
+void softmax_grad_row(const float* p, const float* dp, float* ds, int n, int width) {
+  v4f dot4 = splat(0.0f);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) dot4 += load4(p + j) * load4(dp + j);
+  float dot = (dot4[0] + dot4[1]) + (dot4[2] + dot4[3]);
+  for (; j < n; ++j) dot += p[j] * dp[j];
+  const v4f d = splat(dot);
+  for (j = 0; j + 4 <= n; j += 4) store4(ds + j, load4(p + j) * (load4(dp + j) - d));
+  for (; j < n; ++j) ds[j] = p[j] * (dp[j] - dot);
+  std::fill(ds + n, ds + width, 0.0f);
+}
+#else
+float exp_shifted_sum(const float* x, float shift, float* out, int n) {
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) sum += (out[j] = exp_one(x[j] - shift));
+  return sum;
+}
+
+void softmax_row(const float* s, float* p, int n, int width) {
+  const float mx = *std::max_element(s, s + n);
+  const float inv = 1.0f / exp_shifted_sum(s, mx, p, n);
+  for (int j = 0; j < n; ++j) p[j] *= inv;
+  std::fill(p + n, p + width, 0.0f);
+}
+
+void softmax_grad_row(const float* p, const float* dp, float* ds, int n, int width) {
+  float dot = 0.0f;
+  for (int j = 0; j < n; ++j) dot += p[j] * dp[j];
+  for (int j = 0; j < n; ++j) ds[j] = p[j] * (dp[j] - dot);
+  std::fill(ds + n, ds + width, 0.0f);
+}
+#endif
+
+}  // namespace cs::kernels

@@ -1,0 +1,189 @@
+// The GEMM kernel layer (src/kernels/gemm.h) against Eigen in double precision: both the vector
+// micro-kernel and the plain fallback, on every shape the models' hot products use, on edge
+// shapes that leave partial micro-tiles and several k-blocks, with both transposes, alpha and
+// beta, the causal modes and the column-split output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "rng.h"
+#include "tensor.h"
+
+namespace cs {
+namespace {
+
+using kernels::Causal;
+using kernels::GemmArgs;
+using kernels::Op;
+using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct Case {
+  Op op_a, op_b;
+  int M, N, K;
+  float alpha = 1.0f, beta = 0.0f;
+  Causal causal = Causal::None;
+  int c_split = 0;
+  bool table = false;  // column blocks through a pointer table, in reverse order
+};
+
+std::string describe(const Case& c) {
+  const char* modes[] = {"none", "lowerC", "lowerA", "upperA"};
+  return std::string(c.op_a == Op::N ? "N" : "T") + (c.op_b == Op::N ? "N" : "T") + " M=" + std::to_string(c.M) +
+         " N=" + std::to_string(c.N) + " K=" + std::to_string(c.K) + " alpha=" + std::to_string(c.alpha) +
+         " beta=" + std::to_string(c.beta) + " causal=" + modes[static_cast<int>(c.causal)] +
+         " split=" + std::to_string(c.c_split) + (c.table ? " (table)" : "");
+}
+
+std::vector<float> random_vec(std::size_t n, Rng& rng) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  return v;
+}
+
+// Runs one case through `fn` and compares with Eigen in double precision.
+void check_case(const Case& c, void (*fn)(const GemmArgs&), const char* name, std::uint64_t seed) {
+  Rng rng(seed);
+  // Stored shapes with padding in the leading dimensions, so lda/ldb/ldc are exercised.
+  const int a_rows = c.op_a == Op::N ? c.M : c.K, a_cols = c.op_a == Op::N ? c.K : c.M;
+  const int b_rows = c.op_b == Op::N ? c.K : c.N, b_cols = c.op_b == Op::N ? c.N : c.K;
+  const int lda = a_cols + 3, ldb = b_cols + 5;
+  std::vector<float> A = random_vec(static_cast<std::size_t>(a_rows) * lda, rng);
+  std::vector<float> Bm = random_vec(static_cast<std::size_t>(b_rows) * ldb, rng);
+  MatD opA(c.M, c.K), opB(c.K, c.N);
+  for (int i = 0; i < c.M; ++i)
+    for (int k = 0; k < c.K; ++k) {
+      float& a = c.op_a == Op::N ? A[static_cast<std::size_t>(i) * lda + k] : A[static_cast<std::size_t>(k) * lda + i];
+      if ((c.causal == Causal::LowerA && k > i) || (c.causal == Causal::UpperA && k < i)) a = 0.0f;
+      opA(i, k) = a;
+    }
+  for (int k = 0; k < c.K; ++k)
+    for (int j = 0; j < c.N; ++j)
+      opB(k, j) = c.op_b == Op::N ? Bm[static_cast<std::size_t>(k) * ldb + j] : Bm[static_cast<std::size_t>(j) * ldb + k];
+
+  // C: either [M, ldc] or, column-split, blocks of c_split columns each [M, c_split] apart.
+  const int ldc = c.c_split > 0 ? c.c_split : c.N + 2;
+  const int blocks = c.c_split > 0 ? (c.N + c.c_split - 1) / c.c_split : 1;
+  const std::size_t stride = static_cast<std::size_t>(c.M) * ldc + 7;
+  std::vector<float> C = random_vec(stride * blocks, rng);
+  const float poison = std::numeric_limits<float>::quiet_NaN();
+  auto at = [&](int i, int j) -> float& {
+    if (c.c_split > 0) {
+      const int blk = c.table ? blocks - 1 - j / c.c_split : j / c.c_split;
+      return C[blk * stride + static_cast<std::size_t>(i) * ldc + j % c.c_split];
+    }
+    return C[static_cast<std::size_t>(i) * ldc + j];
+  };
+  MatD C0(c.M, c.N);
+  for (int i = 0; i < c.M; ++i)
+    for (int j = 0; j < c.N; ++j) {
+      if (c.beta == 0.0f) at(i, j) = poison;  // beta == 0 must not read C
+      C0(i, j) = c.beta == 0.0f ? 0.0 : at(i, j);
+    }
+  const std::vector<float> before = C;
+
+  GemmArgs g;
+  g.op_a = c.op_a, g.op_b = c.op_b, g.M = c.M, g.N = c.N, g.K = c.K, g.alpha = c.alpha, g.beta = c.beta;
+  g.A = A.data(), g.lda = lda, g.B = Bm.data(), g.ldb = ldb, g.C = C.data(), g.ldc = ldc, g.causal = c.causal;
+  g.c_split = c.c_split, g.c_split_stride = stride;
+  std::vector<float*> table;
+  for (int b = 0; b < blocks; ++b) table.push_back(C.data() + (blocks - 1 - b) * stride);
+  if (c.table) g.c_blocks = table.data(), g.c_split_stride = 0;
+  fn(g);
+
+  const MatD want = double(c.alpha) * (opA * opB) + double(c.beta) * C0;
+  const MatD absprod = double(std::abs(c.alpha)) * (opA.cwiseAbs() * opB.cwiseAbs()) + std::abs(c.beta) * C0.cwiseAbs();
+  int bad = 0;
+  for (int i = 0; i < c.M; ++i)
+    for (int j = 0; j < c.N; ++j) {
+      if (c.causal == Causal::LowerC && j > i) continue;  // not wanted: may hold partial sums
+      const double got = at(i, j);
+      const double tol = 1e-6 * (absprod(i, j) + 1.0) * std::sqrt(double(c.K) + 1.0);
+      if (!(std::abs(got - want(i, j)) <= tol) && bad++ < 3)
+        ADD_FAILURE() << name << " " << describe(c) << ": C[" << i << "," << j << "] = " << got << ", want " << want(i, j);
+    }
+  // Nothing outside the wanted entries of C is written (padding between rows and blocks).
+  std::size_t touched = 0;
+  for (std::size_t n = 0; n < C.size(); ++n) {
+    const bool inside = [&] {
+      const std::size_t blk = c.c_split > 0 ? n / stride : 0, off = c.c_split > 0 ? n % stride : n;
+      const std::size_t i = off / ldc, jj = off % ldc;
+      const std::size_t col_blk = c.table ? blocks - 1 - blk : blk;
+      const std::size_t j = col_blk * (c.c_split > 0 ? c.c_split : 0) + jj;
+      return i < static_cast<std::size_t>(c.M) && jj < static_cast<std::size_t>(c.c_split > 0 ? c.c_split : c.N) &&
+             j < static_cast<std::size_t>(c.N);
+    }();
+    if (!inside && !(C[n] == before[n] || (std::isnan(C[n]) && std::isnan(before[n])))) ++touched;
+  }
+  EXPECT_EQ(touched, 0u) << name << " " << describe(c) << " wrote outside C";
+  EXPECT_LT(bad, 1) << name << " " << describe(c) << ": " << bad << " wrong entries";
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  // The reference model (N = B*T = 4096, D 128, H*Dh 128, Dh 32, T 256, V 96) and the char
+  // models (D 64, Dh 16), forward and backward.
+  for (int D : {128, 64}) {
+    const int Dh = D / 4, HDh = D, Nr = 4096, T = 256, V = 96;
+    v.push_back({Op::N, Op::N, Nr, 3 * HDh, D, 1, 0, Causal::None, Dh, true});  // x W_QKV -> hook_q/k/v
+    v.push_back({Op::N, Op::N, Nr, HDh, D, 1, 0, Causal::None, Dh});            // x W_V (every head) -> hook_v
+    v.push_back({Op::N, Op::T, T, T, Dh, 0.17f, 0, Causal::LowerC});             // scores = q k^T / sqrt(Dh)
+    v.push_back({Op::N, Op::N, T, Dh, T, 1, 0, Causal::LowerA});                 // z = pattern v
+    v.push_back({Op::N, Op::N, Nr, D, Dh});                                      // result = z W_O
+    v.push_back({Op::N, Op::N, Nr, V, D});                                       // logits = resid W_U
+    v.push_back({Op::N, Op::T, Nr, D, V});                                       // dresid = dlogits W_U^T
+    v.push_back({Op::T, Op::N, D, V, Nr});                                       // dW_U = resid^T dlogits
+    v.push_back({Op::T, Op::N, Dh, D, Nr});                                      // dW_O = z^T dao
+    v.push_back({Op::N, Op::T, Nr, HDh, D, 1, 0, Causal::None, Dh});             // dz = dao W_O^T (every head)
+    v.push_back({Op::N, Op::T, T, T, Dh, 1, 0, Causal::LowerC});                 // dP = dz v^T
+    v.push_back({Op::T, Op::N, T, Dh, T, 1, 0, Causal::UpperA});                 // dv = pattern^T dz
+    v.push_back({Op::N, Op::N, T, Dh, T, 0.17f, 0, Causal::LowerA});             // dq = dS k
+    v.push_back({Op::T, Op::N, T, Dh, T, 0.17f, 0, Causal::UpperA});             // dk = dS^T q
+    v.push_back({Op::T, Op::N, D, HDh, Nr});                                     // dW_Q = x^T dq (every head)
+    v.push_back({Op::N, Op::T, Nr, D, HDh, 1, 1});                               // dx += dq W_Q^T
+  }
+  // Edges: partial tiles, k-blocks, tiny shapes, alpha/beta, all modes and transposes.
+  for (Op oa : {Op::N, Op::T})
+    for (Op ob : {Op::N, Op::T})
+      for (Causal m : {Causal::None, Causal::LowerC, Causal::LowerA, Causal::UpperA}) {
+        const bool square = m == Causal::LowerA || m == Causal::UpperA;
+        v.push_back({oa, ob, 1, 1, 1, 1, 0, m});
+        v.push_back({oa, ob, 7, 13, square ? 7 : 5, -0.5f, 0.25f, m});
+        v.push_back({oa, ob, 70, 33, square ? 70 : 300, 1, 1, m});
+        v.push_back({oa, ob, 257, 9, square ? 257 : 513, 2, 0, m});
+        v.push_back({oa, ob, 5, 21, 0, 1, 0.5f, m});
+      }
+  v.push_back({Op::N, Op::N, 33, 40, 17, 1, 0, Causal::None, 4});   // split not a multiple of 8
+  v.push_back({Op::N, Op::T, 33, 36, 17, 1, 1, Causal::None, 12});  // and ragged, accumulating
+  v.push_back({Op::T, Op::N, 9, 48, 300, 1, 0, Causal::None, 16});
+  v.push_back({Op::N, Op::N, 13, 44, 9, 1, 0.5f, Causal::None, 4, true});
+  v.push_back({Op::N, Op::N, 13, 48, 9, 1, 0, Causal::None, 16, true});
+  return v;
+}
+
+TEST(Gemm, VectorKernelMatchesEigenOnEveryShape) {
+  std::uint64_t seed = 1;
+  for (const Case& c : cases()) check_case(c, &kernels::sgemm_vector, "vector", seed++);
+}
+
+TEST(Gemm, PlainFallbackMatchesEigenOnEveryShape) {
+  std::uint64_t seed = 1000;
+  for (const Case& c : cases()) check_case(c, &kernels::sgemm_plain, "plain", seed++);
+}
+
+TEST(Gemm, BuildSelectsTheVectorKernel) {
+  const std::string name = kernels::gemm_kernel_name();
+#if defined(__wasm_simd128__)
+  EXPECT_EQ(name, "simd128");
+#elif defined(__x86_64__)
+  EXPECT_EQ(name, "sse");
+#else
+  EXPECT_FALSE(name.empty());
+#endif
+}
+
+}  // namespace
+}  // namespace cs
