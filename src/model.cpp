@@ -208,7 +208,12 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
     else lc.k_unsmeared = Tensor<T>();
     if (cache.keep_scores) lc.attn_scores.ensure({B, H, Tl, Tl});
     else lc.attn_scores = Tensor<T>();
-    lc.pattern.ensure({B, H, Tl, Tl});
+    // The pattern's upper triangle is zero and nothing writes it: zero it only when the buffer
+    // is new (or reshaped), then write rows up to the diagonal.
+    if (!lc.pattern.has_shape({B, H, Tl, Tl})) {
+      lc.pattern.ensure({B, H, Tl, Tl});
+      lc.pattern.zero();
+    }
     lc.z.ensure({H, B, Tl, Dh});
     lc.result.ensure({H, B, Tl, D});
     lc.attn_out.ensure({B, Tl, D});
@@ -299,7 +304,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
           T* Pi = P + static_cast<std::size_t>(i) * Tl;
           if (cache.keep_scores) std::fill(Si + i + 1, Si + Tl, -std::numeric_limits<T>::infinity());
           // pattern = softmax(scores)
-          softmax_row(Si, Pi, i + 1, Tl);
+          softmax_row(Si, Pi, i + 1, i + 1);
         }
         // z = pattern v (the pattern is zero above the diagonal)
         mm(Op::N, Op::N, Tl, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0, Dh, Causal::LowerA);
@@ -426,7 +431,7 @@ void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& 
   ws.dz.resize(N, HDh);
   ws.dqkv.resize(N, 3 * HDh);
   ws.dP.resize(Tl, Tl);
-  ws.dS.resize(Tl, Tl);
+  if (ws.dS.rows() != Tl || ws.dS.cols() != Tl) ws.dS.setZero(Tl, Tl);  // its upper triangle stays zero
   T* dz = ws.dz.data();
   T* dqkv = ws.dqkv.data();
   const int ldq = 3 * HDh;
@@ -468,7 +473,7 @@ void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& 
         // pattern = softmax(scores): dS = P * (dP - sum_j P dP)
         for (int i = 0; i < Tl; ++i) {
           const std::size_t o = static_cast<std::size_t>(i) * Tl;
-          softmax_grad_row(P + o, dP + o, dS + o, i + 1, Tl);
+          softmax_grad_row(P + o, dP + o, dS + o, i + 1, i + 1);
         }
         // scores = q k^T / sqrt(d_head)
         mm(Op::N, Op::N, Tl, Dh, Tl, scale, dS, Tl, lc.k.ptr() + row0, Dh, T(0), dq + r0 * ldq, ldq, Causal::LowerA);

@@ -67,8 +67,11 @@ struct Tensor {
   void zero() { std::fill(data.begin(), data.end(), T(0)); }
   // Gives the tensor this shape without zeroing it and, when the shape is unchanged, without
   // touching the heap: for buffers that are overwritten completely (the forward pass's cache).
+  bool has_shape(std::initializer_list<int> s) const {
+    return shape.size() == s.size() && std::equal(s.begin(), s.end(), shape.begin());
+  }
   void ensure(std::initializer_list<int> s) {
-    if (shape.size() == s.size() && std::equal(s.begin(), s.end(), shape.begin())) return;
+    if (has_shape(s)) return;
     shape.assign(s.begin(), s.end());
     data.resize(shape_numel(shape));
   }
