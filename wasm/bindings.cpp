@@ -287,6 +287,17 @@ val spectrum_js(const cs::Spectrum& s) {
 
 const std::vector<std::string> kLayerHead = {"layer", "head"};
 
+// {previous_token, duplicate_token, prefix_matching, copying: [L, H], tokens: [B, T]}
+val head_scores_js(const cs::HeadScores& s, const cs::RepeatedTokens& rt) {
+  val out = val::object();
+  out.set("previous_token", tagged(s.previous_token, kLayerHead));
+  out.set("duplicate_token", tagged(s.duplicate_token, kLayerHead));
+  out.set("prefix_matching", tagged(s.prefix_matching, kLayerHead));
+  out.set("copying", tagged(s.copying, kLayerHead));
+  out.set("tokens", tagged_ints(rt.tokens, {rt.B, rt.T()}, {"batch", "pos"}));
+  return out;
+}
+
 val intervention_js(const cs::Intervention& iv) {
   val out = val::object();
   val ablate = val::array();
@@ -354,13 +365,19 @@ class Model {
   // One forward pass over a single sequence (B = 1), optionally under an intervention: logits,
   // attention patterns, the per-position next-token cross-entropy (the last position has no
   // target: NaN), and on request the residual stream at every stage and every head's output.
-  val run(const val& ids_js, const val& iv_js, bool want_resid, bool want_result) const {
+  // want_patterns / want_logits = false leave those out (nothing is copied for them). `into` is
+  // undefined or an object whose Float32Arrays `patterns`, `logits`, `loss` (each optional, each
+  // long enough: the JS wrapper checks) receive those results instead of new arrays; the
+  // result's data is then a subarray of the caller's buffer. The activation cache is kept
+  // between calls (as forwardBatch's), so a call allocates nothing when T does not change.
+  val run(const val& ids_js, const val& iv_js, bool want_resid, bool want_result, bool want_patterns, bool want_logits,
+          const val& into) {
     return guarded([&] {
       const std::vector<int> ids = copy_in<int>(ids_js, "run: token ids");
       const cs::Intervention iv = to_intervention(iv_js, "run");
       const int T = static_cast<int>(ids.size());
       check_length(T, "run");
-      cs::ActivationCache<float> cache;
+      cs::ActivationCache<float>& cache = cache_;
       cs::forward<float>(file_.params, ids, 1, T, cache, iv);
 
       const cs::Batch batch = cs::next_token_batch(ids, 1, T);
@@ -372,12 +389,19 @@ class Model {
 
       const cs::Config& c = file_.cfg;
       const int L = c.n_layers, H = c.n_heads, V = c.d_vocab, D = c.d_model;
+      const bool reuse = !into.isUndefined() && !into.isNull();
+      auto buffer = [&](const char* key) { return reuse ? into[key] : val::undefined(); };
       val out = val::object();
-      out.set("logits", tagged(copy_out(cache.logits.ptr(), cache.logits.size(), "Float32Array"), {T, V},
-                               {"pos", "d_vocab"}));
-      out.set("patterns", tagged(stack_layers(cache, &cs::LayerCache<float>::pattern), {L, H, T, T},
-                                 {"layer", "head", "query_pos", "key_pos"}));
-      out.set("loss", tagged(loss, {T}, {"pos"}));
+      if (want_logits)
+        out.set("logits", tagged(fill_or_copy(buffer("logits"), {{cache.logits.ptr(), cache.logits.size()}}), {T, V},
+                                 {"pos", "d_vocab"}));
+      if (want_patterns) {
+        std::vector<std::pair<const float*, std::size_t>> parts;
+        for (const auto& lc : cache.layers) parts.emplace_back(lc.pattern.ptr(), lc.pattern.size());
+        out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T},
+                                   {"layer", "head", "query_pos", "key_pos"}));
+      }
+      out.set("loss", tagged(fill_or_copy(buffer("loss"), {{loss.data(), loss.size()}}), {T}, {"pos"}));
       if (want_resid) {
         // Stage 0: blocks.0.hook_resid_pre; stage l+1: blocks.l.hook_resid_post ([B=1, T, D] each).
         std::vector<float> resid;
@@ -509,14 +533,7 @@ class Model {
           to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"), to_int(first_js, "headScores: first"),
           to_int(n_js, "headScores: n"), to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
       check_length(rt.T(), "headScores: 2L + 1");
-      const cs::HeadScores s = cs::head_scores(file_.params, rt);
-      val out = val::object();
-      out.set("previous_token", tagged(s.previous_token, kLayerHead));
-      out.set("duplicate_token", tagged(s.duplicate_token, kLayerHead));
-      out.set("prefix_matching", tagged(s.prefix_matching, kLayerHead));
-      out.set("copying", tagged(s.copying, kLayerHead));
-      out.set("tokens", tagged_ints(rt.tokens, {rt.B, rt.T()}, {"batch", "pos"}));
-      return out;
+      return head_scores_js(cs::head_scores(file_.params, rt), rt);
     });
   }
 
@@ -744,7 +761,7 @@ class Model {
 
  private:
   cs::ModelFile file_;
-  cs::ActivationCache<float> cache_;  // forwardBatch's, kept between calls
+  cs::ActivationCache<float> cache_;  // run's and forwardBatch's, kept between calls
 
   // The sentence the page shows for text longer than the context (the core's forward pass would
   // also refuse it, in its own words).
@@ -764,6 +781,27 @@ class Model {
     out.reserve(n);
     for (const auto& lc : cache.layers) out.insert(out.end(), (lc.*member).data.begin(), (lc.*member).data.end());
     return copy_out(out.data(), out.size(), "Float32Array");
+  }
+
+  // The pieces [ptr, ptr + n) one after another: copied into the caller's Float32Array `buffer`
+  // (returning the subarray they fill) or, when buffer is undefined, into a new Float32Array.
+  static val fill_or_copy(const val& buffer, const std::vector<std::pair<const float*, std::size_t>>& parts) {
+    std::size_t total = 0;
+    for (const auto& p : parts) total += p.second;
+    if (buffer.isUndefined() || buffer.isNull()) {
+      if (parts.size() == 1) return copy_out(parts[0].first, parts[0].second, "Float32Array");
+      std::vector<float> out;
+      out.reserve(total);
+      for (const auto& p : parts) out.insert(out.end(), p.first, p.first + p.second);
+      return copy_out(out.data(), out.size(), "Float32Array");
+    }
+    std::size_t offset = 0;
+    for (const auto& p : parts) {
+      // Each view is made and used at once: nothing allocates in between.
+      buffer.call<void>("set", val(emscripten::typed_memory_view(p.second, p.first)), static_cast<double>(offset));
+      offset += p.second;
+    }
+    return buffer.call<val>("subarray", 0, static_cast<double>(total));
   }
 
   static val factored_js(const cs::Factored& f, int k, bool table, bool factors, const char* row_axis,
@@ -815,6 +853,23 @@ class Trainer {
   }
 
   int stepsDone() const { return trainer_->steps_done(); }
+
+  // Head scores of the model as it stands (cs::head_scores on the trainer's weights, as the
+  // CLI's training metrics record them), on `batch` rows of [bos] + R + R, R of length L drawn
+  // from ids [first, first + n). Same result as Model.headScores on the saved model.
+  val headScores(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js, const val& n_js,
+                 const val& bos_js) const {
+    return guarded([&] {
+      const cs::RepeatedTokens rt = cs::make_repeated_tokens(
+          to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"), to_int(first_js, "headScores: first"),
+          to_int(n_js, "headScores: n"), to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
+      const int n_ctx = trainer_->recipe().model.n_ctx;
+      if (rt.T() > n_ctx)
+        throw std::invalid_argument("headScores: 2L + 1: " + std::to_string(rt.T()) +
+                                    " tokens is longer than the model's context of " + std::to_string(n_ctx) + " tokens");
+      return head_scores_js(cs::head_scores(trainer_->params(), rt), rt);
+    });
+  }
 
   // The model file as it stands (F32 safetensors bytes), copied into a new Uint8Array.
   val save() const {
@@ -886,6 +941,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .constructor<const std::string&>()
       .function("step", &Trainer::step)
       .function("stepsDone", &Trainer::stepsDone)
+      .function("headScores", &Trainer::headScores)
       .function("save", &Trainer::save)
       .function("config", &Trainer::config);
 }

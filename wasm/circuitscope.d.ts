@@ -82,14 +82,29 @@ export interface RunOptions {
   resid?: boolean;
   /** Also return every head's output, hook_result (default false). */
   result?: boolean;
+  /** Return the attention patterns (default true); false copies nothing for them. */
+  patterns?: boolean;
+  /** Return the logits (default true); false copies nothing for them. */
+  logits?: boolean;
+  /**
+   * Caller-owned buffers that receive the results instead of new arrays, for callers that run on
+   * every keystroke and want to allocate nothing: the result's `data` is then a subarray of the
+   * buffer (overwritten by the next run that uses it). Each is optional; each must hold at least
+   * the result (patterns n_layers * n_heads * T * T, logits T * d_vocab, loss T floats; size them
+   * for T = n_ctx to fit any sequence), or run throws a RangeError.
+   */
+  into?: { patterns?: Float32Array; logits?: Float32Array; loss?: Float32Array };
 }
 
 export interface RunResult {
   /** The token ids that were run (a copy). */
   tokens: Int32Array;
-  /** shape [T, d_vocab], axes ["pos", "d_vocab"] */
+  /** shape [T, d_vocab], axes ["pos", "d_vocab"]; absent with {logits: false} */
   logits: Tagged;
-  /** hook_pattern of every layer: shape [n_layers, n_heads, T, T], axes ["layer", "head", "query_pos", "key_pos"] */
+  /**
+   * hook_pattern of every layer: shape [n_layers, n_heads, T, T], axes ["layer", "head",
+   * "query_pos", "key_pos"]; absent with {patterns: false}
+   */
   patterns: Tagged;
   /**
    * Cross-entropy of predicting token t+1 at position t; shape [T], axes ["pos"].
@@ -561,6 +576,11 @@ export interface Trainer {
    * NaN or Inf.
    */
   step(n?: number): StepMetrics;
+  /**
+   * Head scores of the model as it stands, the same as load(save()).headScores(options) without
+   * the round trip (the training view records prefix matching with it as the run goes).
+   */
+  headScores(options?: HeadScoreOptions): HeadScores;
   /** The model as it stands, as model-file bytes (a new Uint8Array) that load() opens. */
   save(): Uint8Array;
   /** Frees the trainer's memory inside the module; the object is unusable afterwards. */

@@ -77,6 +77,47 @@ function parseConfig(handle) {
   }
 }
 
+// run()'s {into}: caller-owned Float32Arrays that receive patterns, logits and loss instead of
+// new arrays (so a view that runs on every keystroke allocates nothing). Each is optional and
+// must hold at least the result (e.g. n_layers * n_heads * n_ctx * n_ctx floats for patterns, to
+// fit any sequence); the result's data is then a subarray of it.
+function runBuffers(into, config, T) {
+  if (typeof into !== 'object' || Array.isArray(into)) {
+    throw new TypeError('run: options.into must be an object {patterns?, logits?, loss?} of Float32Arrays');
+  }
+  const need = {
+    patterns: config.n_layers * config.n_heads * T * T,
+    logits: T * config.d_vocab,
+    loss: T,
+  };
+  const out = {};
+  for (const [key, value] of Object.entries(into)) {
+    if (!(key in need)) throw new TypeError(`run: unknown buffer "${key}" in options.into (expected patterns, logits, loss)`);
+    if (value === undefined || value === null) continue;
+    if (!(value instanceof Float32Array)) throw new TypeError(`run: options.into.${key} must be a Float32Array`);
+    if (value.length < need[key]) {
+      throw new RangeError(`run: options.into.${key} holds ${value.length} floats, ${need[key]} are needed for ${T} tokens`);
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+// Head scores on repeated random tokens, for a model or a trainer (the same arguments).
+function headScores(handle, config, vocab, options) {
+  const o = opts(options, ['L', 'batch', 'seed', 'first', 'n', 'bos'], 'headScores');
+  // Random tokens come from the ids after the leading special tokens (<BOS>, <UNK>, <MID>...).
+  let first = 0;
+  while (first < vocab.length && /^<.+>$/.test(vocab[first])) first++;
+  first = o.first ?? first;
+  const n = o.n ?? config.d_vocab - first;
+  const L = o.L ?? Math.min(n, Math.floor((config.n_ctx - 1) / 2));
+  const bos = o.bos ?? Math.max(0, vocab.indexOf('<BOS>'));
+  const out = call(() => handle.headScores(L, o.batch ?? 16, o.seed ?? 0, first, n, bos));
+  Object.assign(out, { L, batch: o.batch ?? 16, seed: o.seed ?? 0, first, n, bos });
+  return out;
+}
+
 function wrap(mod, handle) {
   const parsed = parseConfig(handle);
   const config = parsed.config;
@@ -109,9 +150,11 @@ function wrap(mod, handle) {
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into'], 'run');
       const ids = tokens(input, 'run');
-      const out = call(() => handle.run(ids, intervention, bool(o.resid, false), bool(o.result, false)));
+      const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
+      const out = call(() => handle.run(ids, intervention, bool(o.resid, false), bool(o.result, false),
+        bool(o.patterns, true), bool(o.logits, true), into));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };
       return out;
@@ -162,17 +205,7 @@ function wrap(mod, handle) {
     },
     headScores(options) {
       live('headScores');
-      const o = opts(options, ['L', 'batch', 'seed', 'first', 'n', 'bos'], 'headScores');
-      // Random tokens come from the ids after the leading special tokens (<BOS>, <UNK>, <MID>...).
-      let first = 0;
-      while (first < vocab.length && /^<.+>$/.test(vocab[first])) first++;
-      first = o.first ?? first;
-      const n = o.n ?? config.d_vocab - first;
-      const L = o.L ?? Math.min(n, Math.floor((config.n_ctx - 1) / 2));
-      const bos = o.bos ?? Math.max(0, bosId);
-      const out = call(() => handle.headScores(L, o.batch ?? 16, o.seed ?? 0, first, n, bos));
-      Object.assign(out, { L, batch: o.batch ?? 16, seed: o.seed ?? 0, first, n, bos });
-      return out;
+      return headScores(handle, config, vocab, options);
     },
     topK(input, k = 5) {
       live('topK');
@@ -292,6 +325,14 @@ function wrapTrainer(handle) {
     get stepsDone() {
       live('stepsDone');
       return handle.stepsDone();
+    },
+    /**
+     * Head scores of the model as it stands (the same as load(save()).headScores(options), without
+     * the round trip): previous-token, duplicate-token, prefix-matching and copying [L, H].
+     */
+    headScores(options) {
+      live('headScores');
+      return headScores(handle, parsed.config, parsed.tokenizer?.vocab ?? [], options);
     },
     /**
      * Runs n optimisation steps (default 1), each its own call into the module, and returns the

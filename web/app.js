@@ -169,10 +169,26 @@ els.tabs.forEach((tab, i) => {
 // ------------------------------------------------------------------------------------------------
 // Views report their changes
 
+// Typing changes the text on every keystroke: its hash (the text compressed, then
+// history.replaceState) is written once typing pauses, off the keystroke's frame. Any other
+// change writes the hash at once, text included.
+let hashTimer = 0;
+function writeHashSoon() {
+  clearTimeout(hashTimer);
+  hashTimer = setTimeout(() => { hashTimer = 0; writeHash(); }, 250);
+}
+window.addEventListener('pagehide', () => { if (hashTimer) { clearTimeout(hashTimer); hashTimer = 0; writeHash(); } });
+
 els.host.addEventListener('cs-state', (e) => {
   const partial = e.detail || {};
   state = { ...state, ...partial };
-  writeHash();
+  if ('text' in partial && Object.keys(partial).every((k) => k === 'text' || k === 'pos')) {
+    writeHashSoon();
+  } else {
+    clearTimeout(hashTimer);
+    hashTimer = 0;
+    writeHash();
+  }
   if ('model' in partial) fillModelSwitch(views.get(state.view));
   if (partial.model) document.body.dataset.modelLoaded = 'true';
 });
@@ -181,10 +197,11 @@ els.host.addEventListener('cs-error', (e) => {
   showError(e.detail?.message || 'Something went wrong in the view.');
 });
 
+// Sent after every render: write only what is not already so.
 els.host.addEventListener('cs-rendered', () => {
-  showError('');
-  document.body.dataset.modelLoaded = 'true';
-  document.body.dataset.ready = 'true';
+  if (!els.error.hidden || els.error.textContent) showError('');
+  if (document.body.dataset.modelLoaded !== 'true') document.body.dataset.modelLoaded = 'true';
+  if (document.body.dataset.ready !== 'true') document.body.dataset.ready = 'true';
 });
 
 window.addEventListener('hashchange', () => {

@@ -5,17 +5,25 @@
 // the promise-based way to drive it; the protocol, for anyone posting by hand:
 //
 //   to the worker                                  from the worker
-//   {type:'start', recipe, metricsEvery?, id?}     {type:'started', id, config, tokenizer, steps, batch_size, seed, version}
+//   {type:'start', recipe, metricsEvery?,          {type:'started', id, config, tokenizer, steps, batch_size, seed, version}
+//    scoresEvery?, id?}
 //   {type:'pause', id?}                            {type:'paused', id, step}
 //   {type:'resume', id?}                           {type:'resumed', id, step}
 //   {type:'stop', id?}                             {type:'stopped', id, step}   (also sent when the recipe's steps are done,
 //                                                                                with reason 'finished' instead of 'stopped')
 //   {type:'save', id?}                             {type:'saved', id, step, bytes: ArrayBuffer}
-//                                                  {type:'metrics', step, latest, history: [...]}   every metricsEvery steps
+//                                                  {type:'metrics', step, latest, history: [...], scores: [...]}
+//                                                                                every metricsEvery steps
 //                                                  {type:'error', id, message}   (a bad recipe, divergence, a bad request)
 //
 // metrics are the trainer's per-step {step, loss, lr, grad_norm, loss_repeated, loss_fresh};
 // history holds every step since the previous 'metrics' message, so a loss curve misses nothing.
+// With scoresEvery = N > 0, the worker also records the head scores of the model every N steps
+// (and before the first): scores holds {step, time, prefix_matching, previous_token} records
+// ([n_layers * n_heads] each, on 8 rows of repeated random tokens, as the CLI's training metrics
+// record them; time = performance.timeOrigin + performance.now() when that step was done, so
+// the page can tell when each step happened on its own clock); scoresError, once, if they
+// cannot be taken on this model.
 // Training stops by itself after the recipe's `steps` (override with start's {steps}).
 import { init } from './wasm/circuitscope.js';
 
@@ -26,6 +34,8 @@ let every = 10;        // metrics every this many steps
 let running = false;   // a step is scheduled or will be
 let finished = false;  // stopped or done: no more steps
 let history = [];      // metrics since the last 'metrics' message
+let scoresEvery = 0;   // head scores every this many steps (0: none)
+let scores = [];       // head-score records since the last 'metrics' message
 
 // One step per task: a MessageChannel message is a fresh macrotask without setTimeout's
 // 4 ms clamp, and the worker's own messages queue up between two of them.
@@ -40,9 +50,35 @@ function schedule() {
 }
 
 function flushMetrics() {
-  if (history.length === 0) return;
-  self.postMessage({ type: 'metrics', step: trainer.stepsDone, latest: history[history.length - 1], history });
+  if (history.length === 0 && scores.length === 0 && !scoresError) return;
+  const msg = { type: 'metrics', step: trainer.stepsDone, latest: history[history.length - 1] ?? null, history, scores };
+  if (scoresError) msg.scoresError = scoresError;
+  self.postMessage(msg);
   history = [];
+  scores = [];
+  scoresError = null;
+}
+
+// The CLI's training metrics (src/analysis/training_metrics.cpp) score heads on 8 rows of
+// repeated random tokens drawn with seed eval.seed + 17 (eval.seed is 1 by default).
+// A model the scores cannot be taken on (e.g. a vocabulary too small for repeated random
+// tokens) trains on without them; the next metrics message says why (scoresError).
+let scoresError = null;
+function recordScores() {
+  let hs;
+  try {
+    hs = trainer.headScores({ batch: 8, seed: 18 });
+  } catch (e) {
+    scoresEvery = 0;
+    scoresError = e?.message ?? String(e);
+    return;
+  }
+  scores.push({
+    step: trainer.stepsDone,
+    time: performance.timeOrigin + performance.now(),
+    prefix_matching: Array.from(hs.prefix_matching.data),
+    previous_token: Array.from(hs.previous_token.data),
+  });
 }
 
 function end(reason) {
@@ -65,6 +101,7 @@ function step() {
     return;
   }
   const done = trainer.stepsDone;
+  if (scoresEvery > 0 && (done % scoresEvery === 0 || done >= total)) recordScores();
   if (done % every === 0) flushMetrics();
   if (done >= total) {
     self.postMessage({ ...end('finished'), id: null });
@@ -79,6 +116,8 @@ async function start(msg) {
   trainer = instance.trainer(msg.recipe);
   every = Number.isInteger(msg.metricsEvery) && msg.metricsEvery > 0 ? msg.metricsEvery : 10;
   total = Number.isInteger(msg.steps) && msg.steps > 0 ? msg.steps : trainer.steps;
+  scoresEvery = Number.isInteger(msg.scoresEvery) && msg.scoresEvery > 0 ? msg.scoresEvery : 0;
+  if (scoresEvery) recordScores();   // step 0: the untrained model
   running = true;
   finished = false;
   schedule();

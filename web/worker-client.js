@@ -11,7 +11,9 @@
 export class TrainerClient {
   /**
    * options.workerUrl: where trainer-worker.js is (default: beside this file).
-   * options.onMetrics({step, latest, history}): every metricsEvery steps (and on pause/stop).
+   * options.onMetrics({step, latest, history, scores}): every metricsEvery steps (and on
+   *   pause/stop); scores holds the head-score records taken since the last call (start's
+   *   scoresEvery).
    * options.onStopped({step, reason}): reason 'finished' (the recipe's steps are done) or 'stopped'.
    * options.onError(Error): an error not tied to a request (e.g. training diverged).
    */
@@ -41,7 +43,7 @@ export class TrainerClient {
 
   _receive(msg) {
     if (msg.type === 'metrics') {
-      this.latest = msg.latest;
+      if (msg.latest) this.latest = msg.latest;
       this.onMetrics?.(msg);
       return;
     }
@@ -78,7 +80,9 @@ export class TrainerClient {
 
   /**
    * Starts training `recipe` (an object, as the CLI reads it; recipes that read files cannot run
-   * in the browser). options: {metricsEvery = 10, steps = recipe.steps, wasmUrl}. Resolves with
+   * in the browser). options: {metricsEvery = 10, scoresEvery = 0 (head scores every this many
+   * steps: prefix matching and previous token per head, for the phase change), steps =
+   * recipe.steps, wasmUrl}. Resolves with
    * {config, tokenizer, steps, batch_size, seed, version}; rejects with the recipe's error.
    */
   async start(recipe, options = {}) {

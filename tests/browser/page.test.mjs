@@ -2,16 +2,18 @@
 // playwright-core as a person would use it: the induction view colours typed text by loss and
 // shows char-2l's induction stripe on a repeated random sequence (and char-1l does not), a
 // copied link restores the state in a fresh page, embed mode has minimal chrome, a malformed
-// hash gives a message and the default view, no view logs a console error. Screenshots go to
-// test-artifacts/; the keystroke-to-rendered latency and the first-load download size are
-// printed as diagnostics (benchmarks, no assertions). CIRCUITSCOPE_SITE=dir serves another
-// folder (default build/site); CHROMIUM=path picks another browser binary.
+// hash gives a message and the default view, no view logs a console error, and after typing
+// the pattern thumbnails (redrawn only from the changed token on) show exactly the current
+// patterns. Screenshots go to test-artifacts/; the keystroke-to-rendered latency (median, min
+// and max; see keystrokeTimes() in chromium.mjs for what it measures) and the first-load
+// download size are printed as diagnostics (benchmarks, no assertions). CIRCUITSCOPE_SITE=dir
+// serves another folder (default build/site); CHROMIUM=path picks another browser binary.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium } from './chromium.mjs';
+import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, KEYSTROKE_TEXT } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -61,22 +63,6 @@ function unexpected(problems, bytes, t) {
   if (pending.length) t.diagnostic(`expected 404 (not generated yet): ${pending.join(', ')}`);
   let allowed = pending.length === bytes.missing.length ? pending.length : 0;
   return problems.filter((p) => !(/status of 404/.test(p) && allowed-- > 0));
-}
-
-// The induction view, rendered with its model.
-async function waitForInduction(page) {
-  await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: LOAD_TIMEOUT });
-}
-
-// Waits until the view has rendered the given text.
-async function waitForText(page, text) {
-  await page.waitForFunction((t) => {
-    const v = document.querySelector('cs-induction');
-    return v && v.dataset.ready === 'true' && v.state.text === t && v.lastResult &&
-      v.lastResult.T === Math.min(t.length + 1, 256) && document.querySelector('cs-induction textarea').value === t;
-  }, text, { timeout: 20_000 });
-  // One more frame so that the render of this text is done.
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }
 
 // A random sequence over the model's printable characters (as headScores draws them), typed twice.
@@ -325,37 +311,82 @@ test('every view opens without console errors; screenshots of each (and phone an
   }
 });
 
+test('induction view: after typing, every thumbnail and the enlarged pattern show exactly the current patterns', async () => {
+  const { context, page, problems } = await openPage('#v=1&model=char-2l');
+  try {
+    await waitForInduction(page);
+    await page.fill('cs-induction textarea', KEYSTROKE_TEXT);
+    await waitForText(page, KEYSTROKE_TEXT);
+    // Keystrokes that redraw only the rows from the changed token on, then one that changes the
+    // number of tokens (everything redrawn), then an ablation (other patterns, same tokens).
+    await keystrokeTimes(page, { count: 3 });
+    const compare = () => page.evaluate(async () => {
+      const { heatmap } = await import('/views/common.js');
+      const { attnPalette } = await import('/views/induction.js');
+      const v = document.querySelector('cs-induction');
+      const { patterns, T } = v.lastResult;
+      const [L, H] = patterns.shape;
+      const pixels = (c) => c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const differ = (a, b) => { let n = 0; for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++; return n; };
+      const thumbs = [...v.querySelectorAll('canvas.ind-thumb')];
+      const out = [];
+      for (let l = 0; l < L; l++) {
+        for (let h = 0; h < H; h++) {
+          const ref = document.createElement('canvas');
+          ref.width = T; ref.height = T;
+          heatmap(ref, { data: patterns.data, offset: (l * H + h) * T * T, rows: T, cols: T }, { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette });
+          const t = thumbs[l * H + h];
+          out.push({ head: `L${l}H${h}`, size: [t.width, t.height], differing: differ(pixels(t), pixels(ref)) });
+        }
+      }
+      const big = v.querySelector('canvas.ind-big');
+      const [bl, bh] = v.lastResult.head.slice(1).split('H').map(Number);
+      // Past 40 tokens (no labels) the enlarged pattern has one pixel a cell, enlarged by the stylesheet.
+      const cell = T > 40 ? 1 : Math.max(1, Math.floor(Math.min(520, 14 * T) / T));
+      const ref = document.createElement('canvas');
+      heatmap(ref, { data: patterns.data, offset: (bl * H + bh) * T * T, rows: T, cols: T }, { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette, cell });
+      const shown = big.getBoundingClientRect().width;
+      out.push({ head: `big ${v.lastResult.head}`, size: [big.width, big.height], refSize: [ref.width, ref.height], differing: differ(pixels(big), pixels(ref)), shown });
+      return { T, out };
+    });
+    const check = (r, when) => {
+      for (const x of r.out) {
+        if (x.refSize) {
+          assert.deepEqual(x.size, x.refSize, `${when}: ${x.head} size`);
+          assert.ok(x.shown >= 500, `${when}: ${x.head} is shown enlarged (${x.shown} CSS pixels wide)`);
+        }
+        else assert.deepEqual(x.size, [r.T, r.T], `${when}: ${x.head} size`);
+        assert.equal(x.differing, 0, `${when}: ${x.head} differs from the patterns in ${x.differing} bytes`);
+      }
+    };
+    check(await compare(), 'after 3 keystrokes at the end');
+    await page.fill('cs-induction textarea', KEYSTROKE_TEXT.slice(0, 200));
+    await waitForText(page, KEYSTROKE_TEXT.slice(0, 200));
+    check(await compare(), 'after a shorter text');
+    await page.click('cs-induction .ind-head-cell[data-head="L0H1"] .ind-ablate');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.ablate.includes('L0H1'));
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    check(await compare(), 'after an ablation');
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
 test('benchmark: keystroke to rendered frame, char-2l, 256 tokens', async (t) => {
   const { context, page, problems } = await openPage('#v=1&model=char-2l');
   try {
     await waitForInduction(page);
-    const base = 'The cat sat on the mat and looked at the hat. '.repeat(6).slice(0, 255);
-    await page.fill('cs-induction textarea', base);
-    await waitForText(page, base);
-    const times = await page.evaluate(async () => {
-      const v = document.querySelector('cs-induction');
-      const ta = v.querySelector('textarea');
-      const out = [];
-      const frame = () => new Promise((r) => requestAnimationFrame(r));
-      for (let i = 0; i < 20; i++) {
-        await frame();
-        const before = Number(v.dataset.renders);
-        // Keep 255 characters (256 tokens with <BOS>): replace the last one.
-        ta.value = ta.value.slice(0, -1) + 'abcdefghijklmnopqrst'[i];
-        const t0 = performance.now();
-        ta.dispatchEvent(new Event('input', { bubbles: true }));
-        await frame();   // the view renders in this frame's callbacks
-        // Wait for the frame to be painted: a task after the animation frame.
-        await new Promise((r) => setTimeout(r, 0));
-        if (Number(v.dataset.renders) === before) throw new Error('the view did not render in the next frame');
-        out.push(performance.now() - t0);
-      }
-      return { out, T: v.lastResult.T };
-    });
-    const sorted = [...times.out].sort((a, b) => a - b);
-    const median = (sorted[9] + sorted[10]) / 2;
-    t.diagnostic(`keystroke to rendered (${times.T} tokens, char-2l): median ${median.toFixed(1)} ms over 20, min ${sorted[0].toFixed(1)}, max ${sorted[19].toFixed(1)}`);
-    assert.equal(times.T, 256);
+    await page.fill('cs-induction textarea', KEYSTROKE_TEXT);
+    await waitForText(page, KEYSTROKE_TEXT);
+    // See keystrokeTimes(): from the input event to the paint of the frame that shows the update.
+    const f = await keystrokeTimes(page, { count: 20, phase: 'frame' });
+    const r = await keystrokeTimes(page, { count: 20, phase: 'random' });
+    const line = ({ median, min, max, n }) => `median ${median.toFixed(1)} ms over ${n}, min ${min.toFixed(1)}, max ${max.toFixed(1)}`;
+    t.diagnostic(`keystroke to rendered (${f.T} tokens, char-2l), keystroke as a frame begins: ${line(summarize(f.times))}`);
+    t.diagnostic(`keystroke to rendered (${r.T} tokens, char-2l), keystroke at a random point of the frame (with the wait for the display): ${line(summarize(r.times))}`);
+    assert.equal(f.T, 256);
+    assert.equal(r.T, 256);
     assert.deepEqual(problems, []);
   } finally {
     await context.close();

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { launchChromium, startCspProxy } from './chromium.mjs';
+import { launchChromium, startCspProxy, trainInPage } from './chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -301,23 +301,18 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     await page.waitForSelector('cs-training[data-train-state="stopped"]');
     await page.screenshot({ path: path.join(artifacts, 'views-training-run.png'), fullPage: true });
 
-    // Steps per second of the induction recipe (2 layers, 2 heads, d_model 32, batch 64, T 48).
-    await page.selectOption('cs-training select[id$="-recipe"]', 'induction-2l');
-    await page.fill('cs-training input[id$="-steps"]', '600');
-    await page.click('cs-training button:text-is("Start")');
-    await page.waitForSelector('cs-training[data-train-state="running"]');
-    await page.waitForFunction(() => +document.querySelector('cs-training').dataset.trainStep >= 10, null, { timeout: 60_000 });
-    const t0 = Date.now();
-    const a = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
-    await page.waitForTimeout(8000);
-    const b = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
-    const rate = (b - a) / ((Date.now() - t0) / 1000);
-    const shown = await page.$eval('cs-training', (e) => +e.dataset.stepsPerSecond);
-    t.diagnostic(`in-browser training of the induction recipe: ${rate.toFixed(1)} steps/s measured (${shown.toFixed(1)} shown by the view), steps ${a} -> ${b}`);
-    console.log(`# induction recipe in the worker: ${rate.toFixed(1)} steps/s`);
-    assert.ok(b > a, 'the induction recipe trains');
-    await page.click('cs-training button:text-is("Stop")');
-    await page.waitForSelector('cs-training[data-train-state="stopped"]');
+    // The induction recipe (2 layers, 2 heads, d_model 32, batch 64, T 48) to its end: the worker
+    // records the head scores every 10 steps, and the view marks the phase change.
+    const ind = await trainInPage(page, 'induction-2l');
+    t.diagnostic(`in-browser training of the induction recipe: ${ind.stepsPerSecond.toFixed(1)} steps/s, ${ind.steps} steps in ${ind.trainSeconds} s; ` +
+      `phase change at step ${ind.phaseChangeStep}, ${ind.phaseChangeSeconds} s after Start`);
+    console.log(`# induction recipe in the worker: ${ind.stepsPerSecond.toFixed(1)} steps/s, phase change at step ${ind.phaseChangeStep} (${ind.phaseChangeSeconds} s)`);
+    assert.equal(ind.steps, 600, 'the recipe runs its 600 steps');
+    // The recipe's induction heads form near step 250 (seed 0; prefix matching 0.03 -> 0.85).
+    assert.ok(ind.phaseChangeStep > 0 && ind.phaseChangeStep < 600, `a phase change inside the run (step ${ind.phaseChangeStep})`);
+    assert.ok(ind.phaseChangeSeconds > 0 && ind.phaseChangeSeconds < ind.trainSeconds, 'the phase change comes before the end of the run');
+    assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Phase change at step ${ind.phaseChangeStep}`));
+    assert.equal(await page.$$eval('cs-training .cs-train-chart svg[aria-label^="Prefix-matching"] line.phase', (e) => e.length), 1, 'the live prefix-matching chart marks the phase change');
 
     // The character model trains in the page on the corpus fetched from the site.
     await page.selectOption('cs-training select[id$="-recipe"]', 'char-1l-smeared');

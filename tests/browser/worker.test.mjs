@@ -194,3 +194,37 @@ test('a run ends by itself after its steps; a bad recipe rejects with the C++ se
     await context.close();
   }
 });
+
+test('with scoresEvery the worker records head scores every N steps, stamped with the time of the step', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    const out = await page.evaluate(async () => {
+      const { TrainerClient } = await import('./worker-client.js');
+      const induction = {
+        name: 'induction', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
+        tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
+        optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 }, steps: 23, batch_size: 8, seed: 0,
+      };
+      const scores = [];
+      const messages = [];
+      const t0 = performance.timeOrigin + performance.now();
+      const client = new TrainerClient({ onMetrics: (m) => { messages.push(m.history.length); scores.push(...m.scores); } });
+      await client.start(induction, { metricsEvery: 10, scoresEvery: 5 });
+      await client.done;
+      client.terminate();
+      const t1 = performance.timeOrigin + performance.now();
+      return { scores, messages, t0, t1 };
+    });
+    assert.deepEqual(out.scores.map((s) => s.step), [0, 5, 10, 15, 20, 23], 'before the first step, every 5 steps and after the last');
+    for (const s of out.scores) {
+      assert.equal(s.prefix_matching.length, 4);
+      assert.equal(s.previous_token.length, 4);
+      assert.ok(s.prefix_matching.every((x) => x >= 0 && x <= 1), 'scores are mean attention weights');
+      assert.ok(s.time >= out.t0 && s.time <= out.t1, 'stamped on the page\'s clock');
+    }
+    assert.ok(out.scores.every((s, i) => i === 0 || s.time >= out.scores[i - 1].time), 'in order');
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});

@@ -371,6 +371,70 @@ test('topK agrees with softmax of run()\'s logits; ablate\'s clean and intervene
   assert.ok(induction.loss_delta > 0.1, `ablating L${il}H${ih} raises the loss on repeated tokens by ${induction.loss_delta}`);
 });
 
+test('run() into caller buffers: the same numbers, no new arrays; patterns and logits on request', () => {
+  const { n_layers: L, n_heads: H, d_vocab: V, n_ctx: C } = char.config;
+  const into = { patterns: new Float32Array(L * H * C * C), logits: new Float32Array(C * V), loss: new Float32Array(C) };
+  const iv = { ablate: [{ layer: 0, head: 1 }] };
+  for (const [text, intervention] of [[TEXT, undefined], ['short', iv], [TEXT.repeat(3), undefined]]) {
+    const fresh = char.run(text, intervention);
+    const T = fresh.tokens.length;
+    const r = char.run(text, intervention, { into });
+    for (const [k, n] of [['patterns', L * H * T * T], ['logits', T * V], ['loss', T]]) {
+      assert.equal(r[k].data.buffer, into[k].buffer, `${k}: a view of the caller's buffer`);
+      assert.equal(r[k].data.byteOffset, 0, k);
+      assert.equal(r[k].data.length, n, `${k}: exactly the result`);
+      assert.deepEqual(r[k].shape, fresh[k].shape, k);
+      assert.deepEqual(r[k].axes, fresh[k].axes, k);
+      assert.deepEqual(Array.from(r[k].data), Array.from(fresh[k].data), `${k}: the same values as a fresh copy`);
+    }
+  }
+  // One buffer given, the others copied as usual.
+  const some = char.run(TEXT, undefined, { into: { loss: into.loss } });
+  assert.equal(some.loss.data.buffer, into.loss.buffer);
+  assert.notEqual(some.patterns.data.buffer, into.patterns.buffer);
+  // Left out on request; the loss always comes.
+  const bare = char.run(TEXT, iv, { patterns: false, logits: false });
+  assert.equal(bare.patterns, undefined);
+  assert.equal(bare.logits, undefined);
+  assert.deepEqual(Array.from(bare.loss.data), Array.from(char.run(TEXT, iv).loss.data));
+  // Buffers that do not fit are refused before anything runs.
+  throwsReadable(() => char.run(TEXT, undefined, { into: { patterns: new Float32Array(10) } }), /run: options\.into\.patterns holds 10 floats, \d+ are needed for \d+ tokens/, 'a short buffer');
+  throwsReadable(() => char.run(TEXT, undefined, { into: { loss: new Float64Array(C) } }), /options\.into\.loss must be a Float32Array/, 'not a Float32Array');
+  throwsReadable(() => char.run(TEXT, undefined, { into: { resid: new Float32Array(10) } }), /unknown buffer "resid"/, 'an unknown buffer');
+  throwsReadable(() => char.run(TEXT, undefined, { into: [] }), /options\.into must be an object/, 'an array');
+});
+
+test('a trainer\'s headScores() equals headScores() of the model it saves', () => {
+  const recipe = {
+    name: 'scores', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
+    tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
+    optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 }, steps: 10, batch_size: 8, seed: 3,
+  };
+  const tr = cs.trainer(recipe);
+  try {
+    tr.step(3);
+    const a = tr.headScores({ batch: 8, seed: 18 });
+    const m = cs.load(tr.save());
+    try {
+      const b = m.headScores({ batch: 8, seed: 18 });
+      for (const k of ['previous_token', 'duplicate_token', 'prefix_matching', 'copying', 'tokens']) {
+        assert.deepEqual(a[k].shape, b[k].shape, k);
+        assert.deepEqual(Array.from(a[k].data), Array.from(b[k].data), k);
+      }
+      for (const k of ['L', 'batch', 'seed', 'first', 'n', 'bos']) assert.equal(a[k], b[k], k);
+      assert.deepEqual(a.prefix_matching.shape, [2, 2]);
+      assert.equal(a.first, 1, 'skips <BOS>');
+      assert.equal(a.L, 23, 'the longest segment that fits n_ctx 48');
+    } finally {
+      m.delete();
+    }
+    throwsReadable(() => tr.headScores({ L: 30 }), /headScores: 2L \+ 1: 61 tokens is longer than the model's context of 48 tokens/, 'L too long');
+    throwsReadable(() => tr.headScores({ bogus: 1 }), /headScores: unknown option "bogus"/, 'unknown option');
+  } finally {
+    tr.delete();
+  }
+});
+
 test('run under an intervention: every head ablated leaves only the direct path W_E[token] W_U', () => {
   const { tensors } = readSafetensors(charBytes);
   const WE = whole(tensors['embed.W_E']);

@@ -111,6 +111,53 @@ export function lossTextColor(x) { return textOn(ramp(ORANGES, x)); }
 // ---------------------------------------------------------------------------------------------
 // Heatmap
 
+// Pixels as 32-bit words over ImageData's bytes (R, G, B, A in memory order).
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+const clamp8 = new Uint8ClampedArray(4);
+/** An [r, g, b] colour (0..255, rounded and clamped as ImageData does) as one opaque pixel word. */
+export function packPixel([r, g, b], alpha = 255) {
+  clamp8[0] = r; clamp8[1] = g; clamp8[2] = b; clamp8[3] = alpha;
+  return LITTLE_ENDIAN
+    ? ((clamp8[3] << 24) | (clamp8[2] << 16) | (clamp8[1] << 8) | clamp8[0]) >>> 0
+    : ((clamp8[0] << 24) | (clamp8[1] << 16) | (clamp8[2] << 8) | clamp8[3]) >>> 0;
+}
+
+/** Levels of pixelTable(): a value t in [0, 1] is drawn with entry Math.round(t * (PIXEL_LEVELS - 1)). */
+export const PIXEL_LEVELS = 1024;
+const tables = new WeakMap();   // palette function -> [table over [0, 1], table over [-1, 1]]
+/**
+ * palette(x) sampled at PIXEL_LEVELS points of [0, 1] (of [-1, 1] when diverging) as pixel words
+ * for a Uint32Array over ImageData's bytes. Cached per palette function (pass a function that
+ * lives as long as the page, not a new one per call).
+ */
+export function pixelTable(palette, diverging = false) {
+  let pair = tables.get(palette);
+  if (!pair) { pair = [null, null]; tables.set(palette, pair); }
+  const which = diverging ? 1 : 0;
+  if (!pair[which]) {
+    const lut = new Uint32Array(PIXEL_LEVELS);
+    for (let i = 0; i < PIXEL_LEVELS; i++) {
+      const x = i / (PIXEL_LEVELS - 1);
+      lut[i] = packPixel(palette(diverging ? 2 * x - 1 : x));
+    }
+    pair[which] = lut;
+  }
+  return pair[which];
+}
+
+// One off-screen canvas per size, reused by heatmap() for its unscaled pixels.
+const scratch = new Map();
+function scratchCanvas(w, h) {
+  const key = `${w}x${h}`;
+  let c = scratch.get(key);
+  if (!c) {
+    if (scratch.size > 8) scratch.clear();
+    c = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(w, h) : Object.assign(document.createElement('canvas'), { width: w, height: h });
+    scratch.set(key, c);
+  }
+  return c;
+}
+
 /**
  * Draws a 2-D tagged array ({data, shape: [rows, cols]}) or {data, rows, cols} onto a canvas, one
  * cell per entry. options: palette 'sequential' (default; min..max -> 0..1) or 'diverging'
@@ -158,32 +205,26 @@ export function heatmap(canvas, tagged, options = {}) {
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   // Pixels first (fast for large maps), then scale up without smoothing.
   const img = new ImageData(cols, rows);
-  const px = img.data;
+  const px = new Uint32Array(img.data.buffer);
   // A 1024-entry colour table: one palette call per level, not per cell.
-  const N = 1024;
-  const lut = new Uint8ClampedArray(3 * N);
-  for (let i = 0; i < N; i++) {
-    const x = i / (N - 1);
-    const [R, G, B] = palette(diverging ? 2 * x - 1 : x);
-    lut[3 * i] = R; lut[3 * i + 1] = G; lut[3 * i + 2] = B;
-  }
-  const [nanR, nanG, nanB] = palette(NaN);
+  const N = PIXEL_LEVELS;
+  const lut = pixelTable(palette, diverging);
+  const nan = packPixel(palette(NaN));
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const v = data[offset + r * cols + c];
-      const k = 4 * (r * cols + c);
-      if (mask && mask(r, c)) { px[k + 3] = 0; continue; }
-      if (!Number.isFinite(v)) { px[k] = nanR; px[k + 1] = nanG; px[k + 2] = nanB; px[k + 3] = 255; continue; }
+      const k = r * cols + c;
+      if (mask && mask(r, c)) continue;   // left transparent
+      if (!Number.isFinite(v)) { px[k] = nan; continue; }
       let t = diverging ? (v / bound + 1) / 2 : (v - min) / span;
       t = t < 0 ? 0 : t > 1 ? 1 : t;
-      const i = 3 * Math.round(t * (N - 1));
-      px[k] = lut[i]; px[k + 1] = lut[i + 1]; px[k + 2] = lut[i + 2]; px[k + 3] = 255;
+      px[k] = lut[Math.round(t * (N - 1))];
     }
   }
-  const tmp = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(cols, rows) : Object.assign(document.createElement('canvas'), { width: cols, height: rows });
+  const tmp = scratchCanvas(cols, rows);
   tmp.getContext('2d').putImageData(img, 0, 0);
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(tmp, marginX, marginY, w, h);
+  ctx.drawImage(tmp, 0, 0, cols, rows, marginX, marginY, w, h);
   if (labelsX || labelsY) {
     const style = getComputedStyle(canvas);
     ctx.fillStyle = style.color || '#000';
@@ -349,6 +390,8 @@ export async function downloadPNG(name, element) {
       if (s.display === 'none' || s.visibility === 'hidden') continue;
       const r = e.getBoundingClientRect();
       if (e instanceof HTMLCanvasElement) {
+        // As on screen: canvases the stylesheet enlarges without smoothing stay sharp.
+        ctx.imageSmoothingEnabled = s.imageRendering !== 'pixelated';
         ctx.drawImage(e, r.left - box.left, r.top - box.top, r.width, r.height);
       } else if (s.backgroundColor && s.backgroundColor !== 'rgba(0, 0, 0, 0)') {
         ctx.fillStyle = s.backgroundColor;
@@ -419,20 +462,41 @@ export class CsView extends HTMLElement {
 
   disconnectedCallback() {
     if (this._frame) cancelAnimationFrame(this._frame);
+    if (this._nowFrame) cancelAnimationFrame(this._nowFrame);
     this._frame = 0;
+    this._nowFrame = 0;
   }
 
   requestRender() {
     if (this._frame || !this.isConnected) return;
     this._frame = requestAnimationFrame(() => {
       this._frame = 0;
-      try {
-        const r = this.render?.();
-        if (r && typeof r.catch === 'function') r.catch((e) => this.showError(e));
-      } catch (e) {
-        this.showError(e);
-      }
+      this._render();
     });
+  }
+
+  /**
+   * Renders at once rather than in the next animation frame, so that what an input handler
+   * changed is painted in the coming frame together with the input itself (a render in the next
+   * frame's callbacks would show it one frame later). At most once per frame: a second call
+   * before the next frame falls back to requestRender(), so input faster than the display
+   * still costs one render per frame.
+   */
+  renderNow() {
+    if (!this.isConnected) return;
+    if (this._nowFrame) { this.requestRender(); return; }
+    if (this._frame) { cancelAnimationFrame(this._frame); this._frame = 0; }
+    this._nowFrame = requestAnimationFrame(() => { this._nowFrame = 0; });
+    this._render();
+  }
+
+  _render() {
+    try {
+      const r = this.render?.();
+      if (r && typeof r.catch === 'function') r.catch((e) => this.showError(e));
+    } catch (e) {
+      this.showError(e);
+    }
   }
 
   /** Reports an error inside the view (role=alert) and to the app (cs-error event). */

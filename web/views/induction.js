@@ -3,7 +3,11 @@
 // chosen head attends from it and the top-5 next-token predictions; repeat the text (or insert a
 // repeated random sequence) to watch the induction head's stripe appear and the second copy's
 // loss drop; ablate heads to see what they did. One model.run per change (two while ablating:
-// the clean pass for comparison), rendered in one animation frame.
+// the clean pass for comparison), into buffers kept between runs. A keystroke is rendered at
+// once, in the input handler, so it is painted in the coming frame; every part of the view
+// updates only what changed (token spans are kept and patched, the pattern thumbnails are
+// drawn from one colour table, the enlarged pattern is scaled from its thumbnail) and the
+// hover-only details (top-5 predictions, attention from a token) are computed on hover.
 //
 // Standalone use (without the app shell), from any page of the same site:
 //   <script type="module" src="views/induction.js"></script>
@@ -11,7 +15,7 @@
 // or set `element.state = {model: 'char-2l', text: '...', head: 'L1H2', ablate: ['L0H1']}`.
 // It dispatches bubbling `cs-state` events (detail: the changed keys) when the user changes
 // something. Outside the app it shows its own model picker.
-import { el, heatmap, getModel, getModelIndex, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, CsView } from './common.js';
+import { el, heatmap, getModel, getModelIndex, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, pixelTable, packPixel, PIXEL_LEVELS, CsView } from './common.js';
 import { parseHead, headName, interventionOf } from '../state.js';
 
 const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
@@ -19,6 +23,13 @@ const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister o
 const LOSS_MAX = 5;           // nats at the darkest loss colour
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+
+// Token colours for losses 0..LOSS_MAX, computed once at 1024 levels (finer than the 8-bit
+// colours they round to) instead of one colour string per token per keystroke.
+const LOSS_LEVELS = 1024;
+const LOSS_BG = Array.from({ length: LOSS_LEVELS }, (_, k) => lossColor(k / (LOSS_LEVELS - 1)));
+const LOSS_FG = Array.from({ length: LOSS_LEVELS }, (_, k) => lossTextColor(k / (LOSS_LEVELS - 1)));
+const lossLevel = (l) => Math.round(Math.max(0, Math.min(1, l / LOSS_MAX)) * (LOSS_LEVELS - 1));
 const showTok = (s) => (s === '\n' ? '↵' : s === ' ' ? '␣' : s === '\t' ? '⇥' : s);
 
 // The longest block of tokens that occurs twice without overlapping (over ids[from..]): {a, d, r}
@@ -55,6 +66,10 @@ export class CsInduction extends CsView {
     this.hoverPos = null;
     this.randomScores = new WeakMap();
     this.lastResult = null;     // for tests and the console: {ids, loss, patterns, logits, repeat, ...}
+    this.buffers = null;        // run()'s output buffers for this.model, reused by every run
+    this.toks = [];             // one record per token span: {span, br, text, cls, ...} (what it shows)
+    this.roving = null;         // the token that holds tabindex 0 (arrow keys move it)
+    this.shown = {};            // keys of what each part of the view shows, to skip unchanged parts
   }
 
   attributeChangedCallback(name, _old, value) {
@@ -68,6 +83,9 @@ export class CsInduction extends CsView {
   }
 
   get inApp() { return !!this.closest('[data-cs-app]'); }
+
+  /** The token spans, in order (index = token position). */
+  get tokenEls() { return this.toks.map((r) => r.span); }
 
   // ---------------------------------------------------------------------------------------------
   // The skeleton (built once; render() only updates it)
@@ -83,7 +101,7 @@ export class CsInduction extends CsView {
     E.modelField.hidden = this.inApp;
     E.text = el('textarea', {
       id: id('text'), rows: 4, spellcheck: 'false', autocomplete: 'off', class: 'ind-text',
-      oninput: () => this.update({ text: E.text.value, pos: null }),
+      oninput: () => { this.update({ text: E.text.value, pos: null }); this.renderNow(); },
     });
     E.repeat = el('button', { type: 'button', onclick: () => this.repeatText() }, 'Repeat my text');
     E.random = el('button', { type: 'button', onclick: () => this.insertRandom() }, 'Insert a repeated random sequence');
@@ -193,6 +211,7 @@ export class CsInduction extends CsView {
       this.modelKey = key;
       this.loadingKey = null;
       this.cache = null;
+      this.buffers = null;
       this.dataset.model = key;
       const c = m.config;
       this.els.status.textContent = `${key}: ${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} heads, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.`;
@@ -242,13 +261,17 @@ export class CsInduction extends CsView {
     }
     const intervention = interventionOf(this.state, c);
     const ablating = Object.keys(intervention).length > 0;
-    const key = `${this.modelKey}|${Array.from(ids).join(',')}|${JSON.stringify(intervention)}`;
+    const key = `${this.modelKey}|${ids.join(',')}|${JSON.stringify(intervention)}`;
     if (this.cache && this.cache.key === key) return this.cache;
+    // The buffers are overwritten below: the old analysis is gone from here on.
+    this.cache = null;
     let run = null;
     let clean = null;
     if (ids.length) {
-      run = m.run(ids, ablating ? intervention : undefined);
-      clean = ablating ? m.run(ids) : run;
+      const b = this.runBuffers();
+      run = m.run(ids, ablating ? intervention : undefined, { into: b.run });
+      // The clean pass is only read for its losses and its logits (hover), never its patterns.
+      clean = ablating ? m.run(ids, undefined, { patterns: false, into: b.clean }) : run;
     }
     const vocab = m.tokenizer.vocab;
     const unk = vocab.indexOf('<UNK>');
@@ -259,6 +282,20 @@ export class CsInduction extends CsView {
     return this.cache;
   }
 
+  // Float32Arrays that run() fills instead of allocating (4 MB of patterns per keystroke at 256
+  // tokens otherwise), sized for the model's whole context.
+  runBuffers() {
+    if (!this.buffers) {
+      const c = this.model.config;
+      const C = c.n_ctx;
+      this.buffers = {
+        run: { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
+        clean: { logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
+      };
+    }
+    return this.buffers;
+  }
+
   // Per-head scores of the current text from its patterns (plain JS; see the table's note).
   textScores(a) {
     const { run, ids, T, repeat, bos } = a;
@@ -266,16 +303,24 @@ export class CsInduction extends CsView {
     const out = [];
     if (!run) return out;
     const P = run.patterns.data;
-    // Earlier positions of each token, for prefix matching: occList[q] holds them in its first occN[q] entries.
-    const prev = new Map();
-    const occList = new Array(T);
-    const occN = new Int32Array(T);
+    // Prefix matching: query q attends to j + 1 for every earlier j >= bos holding the same token
+    // (j + 1 < q). The cells (q * T + j + 1) of each q, found once for all heads:
+    // cells[start[q] .. start[q + 1]). Each position links to the previous one with its token.
+    const before = new Int32Array(T);
+    const last = new Map();
+    let pairs = 0;
     for (let q = 0; q < T; q++) {
-      let list = prev.get(ids[q]);
-      if (!list) { list = []; prev.set(ids[q], list); }
-      occList[q] = list;
-      occN[q] = list.length;
-      list.push(q);
+      const p = last.get(ids[q]);
+      before[q] = p === undefined ? -1 : p;
+      last.set(ids[q], q);
+      if (q > bos) for (let j = before[q]; j >= bos; j = before[j]) if (j + 1 < q) pairs++;
+    }
+    const start = new Int32Array(T + 1);
+    const cells = new Int32Array(pairs);
+    for (let q = 0, n = 0; q < T; q++) {
+      start[q] = n;
+      if (q > bos) for (let j = before[q]; j >= bos; j = before[j]) if (j + 1 < q) cells[n++] = q * T + j + 1;
+      start[q + 1] = n;
     }
     for (let l = 0; l < c.n_layers; l++) {
       for (let h = 0; h < c.n_heads; h++) {
@@ -283,14 +328,12 @@ export class CsInduction extends CsView {
         let pm = 0; let pmN = 0; let pt = 0; let ptN = 0; let st = 0; let stN = 0;
         for (let q = bos + 1; q < T; q++) {
           pt += P[base + q * T + q - 1]; ptN += 1;
-          const list = occList[q];
-          let s = 0;
-          let any = false;
-          for (let k = 0; k < occN[q]; k++) {
-            const j = list[k];
-            if (j >= bos && j + 1 < q) { s += P[base + q * T + j + 1]; any = true; }
+          const k1 = start[q + 1];
+          if (start[q] < k1) {
+            let sum = 0;
+            for (let k = start[q]; k < k1; k++) sum += P[base + cells[k]];
+            pm += sum; pmN += 1;
           }
-          if (any) { pm += s; pmN += 1; }
         }
         if (repeat) {
           // The induction stripe: second-copy token q attends to the token after its first copy, q - d + 1.
@@ -305,15 +348,18 @@ export class CsInduction extends CsView {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Render
+  // Render. Each part compares what it would show with what it shows (this.shown, the token
+  // records) and touches the DOM only where they differ: typing one character changes the
+  // losses from that character on (attention is causal), not the spans before it.
 
   render() {
     const E = this.els;
-    E.modelField.hidden = this.inApp;
+    const inApp = this.inApp;
+    if (E.modelField.hidden !== inApp) E.modelField.hidden = inApp;
     this.populateModels();
     const text = this.state.text ?? SAMPLE;
     if (E.text.value !== text) E.text.value = text;
-    if (!this.inApp && E.modelSelect.value !== this.wantedModel()) E.modelSelect.value = this.wantedModel();
+    if (!inApp && E.modelSelect.value !== this.wantedModel()) E.modelSelect.value = this.wantedModel();
     if (!this.ensureModel()) return;
     let a;
     try {
@@ -326,6 +372,8 @@ export class CsInduction extends CsView {
     const c = this.model.config;
     const sel = parseHead(this.state.head);
     this.head = sel && sel[0] < c.n_layers && sel[1] < c.n_heads ? sel : this.defaultHead();
+    const headKey = headName(...this.head);
+    const ablate = this.state.ablate || [];
     this.renderNote(a);
     this.renderTokens(a);
     this.renderSummary(a);
@@ -333,13 +381,17 @@ export class CsInduction extends CsView {
     this.renderBig(a);
     this.renderFocus();
     this.renderScores();
-    const loss = a.run ? a.run.loss.data : new Float32Array(0);
-    this.lastResult = {
-      model: this.modelKey, ids: Array.from(a.ids), bos: a.bos, loss: Array.from(loss), T: a.T,
-      patterns: a.run ? a.run.patterns : null, repeat: a.repeat, scores: a.scores, ablate: [...(this.state.ablate || [])],
-      head: headName(...this.head), truncated: a.truncated,
-    };
-    this.dataset.ready = 'true';
+    const lr = this.lastResult;
+    if (!lr || lr.analysis !== a || lr.head !== headKey || lr.ablate.join() !== ablate.join()) {
+      const loss = a.run ? a.run.loss.data : new Float32Array(0);
+      this.lastResult = {
+        model: this.modelKey, ids: Array.from(a.ids), bos: a.bos, loss: Array.from(loss), T: a.T,
+        patterns: a.run ? a.run.patterns : null, repeat: a.repeat, scores: a.scores, ablate: [...ablate],
+        head: headKey, truncated: a.truncated,
+      };
+      Object.defineProperty(this.lastResult, 'analysis', { value: a, enumerable: false });
+    }
+    if (this.dataset.ready !== 'true') this.dataset.ready = 'true';
     this.dataset.renders = String((Number(this.dataset.renders) || 0) + 1);
     this.dispatchEvent(new CustomEvent('cs-rendered', { bubbles: true }));
   }
@@ -357,6 +409,18 @@ export class CsInduction extends CsView {
     return [c.n_layers - 1, c.n_heads - 1];
   }
 
+  /** Sets el.textContent unless it already shows `text` (remembered under `key` in this.shown). */
+  setText(key, node, text) {
+    if (this.shown[key] === text) return;
+    this.shown[key] = text;
+    node.textContent = text;
+  }
+
+  setData(key, value) {
+    if (value === undefined) { if (key in this.dataset) delete this.dataset[key]; return; }
+    if (this.dataset[key] !== value) this.dataset[key] = value;
+  }
+
   renderNote(a) {
     const notes = [];
     const c = this.model.config;
@@ -366,63 +430,112 @@ export class CsInduction extends CsView {
       for (let i = 0; i < a.T; i++) if (a.ids[i] === a.unk) n += 1;
       if (n) notes.push(`${n} character${n === 1 ? ' is' : 's are'} not in the model's vocabulary and ${n === 1 ? 'is' : 'are'} read as <UNK> (marked with a dotted box).`);
     }
-    this.els.note.textContent = notes.join(' ');
-    this.els.note.hidden = notes.length === 0;
+    const note = notes.join(' ');
+    // repeatText() may have added its own sentence since: compare with what is on the page.
+    if (this.els.note.textContent !== note) this.els.note.textContent = note;
+    if (this.els.note.hidden !== !note) this.els.note.hidden = !note;
   }
 
+  // The token spans: one per token (a <br> after a newline), kept from render to render. A span
+  // is only written to where its text, class, loss or label changed.
   renderTokens(a) {
     const E = this.els;
-    const frag = document.createDocumentFragment();
     const loss = a.run ? a.run.loss.data : null;
     const cleanLoss = a.ablating && a.clean ? a.clean.loss.data : null;
-    if (a.truncated) frag.append(el('span', { class: 'skipped', title: 'Outside the model context' }, a.text.slice(0, a.begins[a.bos] ?? 0)));
-    this.tokenEls = new Array(a.T);
-    if (a.bos) {
-      const b = el('span', { class: 'tok bos', tabindex: -1, dataset: { pos: 0 }, title: '<BOS>: the start token (many heads rest their attention here)' }, 'BOS');
-      this.tokenEls[0] = b;
-      frag.append(b);
+    if (!E.skipped) {
+      E.skipped = el('span', { class: 'skipped', title: 'Outside the model context', hidden: true });
+      E.tokens.prepend(E.skipped);
     }
-    for (let i = a.bos; i < a.T; i++) {
-      const s = a.text.slice(a.begins[i], a.ends[i]);
-      const l = loss && i > 0 ? loss[i - 1] : NaN;
-      const isUnk = a.ids[i] === a.unk;
-      const span = el('span', {
-        class: ['tok', isUnk && 'unk', s === '\n' && 'newline'],
-        tabindex: i === a.bos ? 0 : -1,
-        dataset: { pos: i, loss: Number.isFinite(l) ? l.toFixed(4) : '' },
-      }, showTok(s));
-      const label = `${JSON.stringify(s)}${isUnk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(l, 3)} nats` +
-        (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
-      span.title = label;
-      span.setAttribute('aria-label', label);
-      this.tokenEls[i] = span;
-      frag.append(span);
-      if (s === '\n') frag.append(el('br'));
+    const skipped = a.truncated ? a.text.slice(0, a.begins[a.bos] ?? 0) : '';
+    if (E.skipped.textContent !== skipped) E.skipped.textContent = skipped;
+    if (E.skipped.hidden !== !a.truncated) E.skipped.hidden = !a.truncated;
+
+    const recs = this.toks;
+    const T = a.T;
+    while (recs.length > T) {
+      const r = recs.pop();
+      r.span.remove();
+      r.br?.remove();
     }
-    E.tokens.replaceChildren(frag);
+    while (recs.length < T) {
+      const span = document.createElement('span');
+      span.dataset.pos = String(recs.length);
+      E.tokens.append(span);
+      recs.push({ span, br: null, text: null, cls: null, tab: null, loss: null, labelKey: null, bg: '', fg: '', focused: false, attn: null });
+    }
+    if (this.roving === null || this.roving >= T) this.roving = a.bos < T ? a.bos : 0;
+    for (let i = 0; i < T; i++) {
+      const r = recs[i];
+      const span = r.span;
+      let shown;
+      let cls;
+      let lossStr = null;
+      let labelKey;
+      let label = null;
+      let newline = false;
+      if (i < a.bos) {
+        shown = 'BOS';
+        cls = 'tok bos';
+        labelKey = 'bos';
+      } else {
+        const s = a.text.slice(a.begins[i], a.ends[i]);
+        const isUnk = a.ids[i] === a.unk;
+        newline = s === '\n';
+        shown = showTok(s);
+        cls = isUnk ? (newline ? 'tok unk newline' : 'tok unk') : newline ? 'tok newline' : 'tok';
+        const l = loss && i > 0 ? loss[i - 1] : NaN;
+        lossStr = Number.isFinite(l) ? l.toFixed(4) : '';
+        const cl = cleanLoss ? cleanLoss[i - 1] : null;
+        labelKey = `${s}\u0000${isUnk}\u0000${lossStr}\u0000${cl === null ? '' : fmt(cl, 3)}`;
+        if (r.labelKey !== labelKey) {
+          label = `${JSON.stringify(s)}${isUnk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(l, 3)} nats` +
+            (cleanLoss ? ` (without ablation ${fmt(cl, 3)})` : '');
+        }
+      }
+      if (r.text !== shown) { span.textContent = shown; r.text = shown; }
+      if (r.cls !== cls) { span.className = cls; r.cls = cls; r.focused = false; }
+      const tab = i === this.roving ? 0 : -1;
+      if (r.tab !== tab) { span.tabIndex = tab; r.tab = tab; }
+      if (r.loss !== lossStr) {
+        if (lossStr === null) delete span.dataset.loss; else span.dataset.loss = lossStr;
+        r.loss = lossStr;
+      }
+      if (r.labelKey !== labelKey) {
+        r.labelKey = labelKey;
+        if (i < a.bos) {
+          span.title = '<BOS>: the start token (many heads rest their attention here)';
+          span.removeAttribute('aria-label');
+        } else {
+          span.title = label;
+          span.setAttribute('aria-label', label);
+        }
+      }
+      if (newline && !r.br) { r.br = document.createElement('br'); span.after(r.br); }
+      else if (!newline && r.br) { r.br.remove(); r.br = null; }
+    }
     this.colourTokens();
   }
 
   // Loss colours, or (a token focused) the selected head's attention from it.
   colourTokens() {
     const a = this.cache;
-    if (!a || !this.tokenEls) return;
+    if (!a || !this.toks.length) return;
     const q = this.focusPos();
     const c = this.model.config;
     const [l, h] = this.head;
     const loss = a.run ? a.run.loss.data : null;
     let row = null;
-    let rowMax = 0;
     if (q !== null && a.run) {
       row = a.run.patterns.data.subarray(((l * c.n_heads + h) * a.T + q) * a.T, ((l * c.n_heads + h) * a.T + q + 1) * a.T);
-      for (let k = 0; k <= q; k++) rowMax = Math.max(rowMax, row[k]);
     }
     this.setLegend(row ? 'attention' : 'loss');
-    for (let i = 0; i < a.T; i++) {
-      const span = this.tokenEls[i];
-      if (!span) continue;
+    const recs = this.toks;
+    for (let i = 0; i < a.T && i < recs.length; i++) {
+      const r = recs[i];
+      const span = r.span;
       let bg = '';
       let fg = '';
+      let attn = null;
       if (row) {
         const w = i <= q ? row[i] : 0;
         if (i <= q && w > 0.005) {
@@ -430,16 +543,20 @@ export class CsInduction extends CsView {
           bg = attnColor(t);
           fg = t > 0.55 ? '#fff' : '#000';
         }
-        span.dataset.attn = i <= q ? row[i].toFixed(4) : '';
+        attn = i <= q ? row[i].toFixed(4) : '';
       } else if (i > 0 && loss && Number.isFinite(loss[i - 1])) {
-        const t = Math.min(1, loss[i - 1] / LOSS_MAX);
-        bg = lossColor(t);
-        fg = lossTextColor(t);
-        delete span.dataset.attn;
+        const k = lossLevel(loss[i - 1]);
+        bg = LOSS_BG[k];
+        fg = LOSS_FG[k];
       }
-      span.style.backgroundColor = bg;
-      span.style.color = fg;
-      span.classList.toggle('focused', i === q);
+      if (r.bg !== bg) { span.style.backgroundColor = bg; r.bg = bg; }
+      if (r.fg !== fg) { span.style.color = fg; r.fg = fg; }
+      if (r.attn !== attn) {
+        if (attn === null) delete span.dataset.attn; else span.dataset.attn = attn;
+        r.attn = attn;
+      }
+      const focused = i === q;
+      if (r.focused !== focused) { span.classList.toggle('focused', focused); r.focused = focused; }
     }
   }
 
@@ -459,27 +576,40 @@ export class CsInduction extends CsView {
 
   tokenKey(e) {
     const p = Number(e.target?.dataset?.pos);
-    if (!Number.isFinite(p) || !this.tokenEls) return;
+    const recs = this.toks;
+    if (!Number.isFinite(p) || !recs[p]) return;
     let next = null;
-    if (e.key === 'ArrowRight' || e.key === 'ArrowDown') next = Math.min(this.tokenEls.length - 1, p + 1);
+    if (e.key === 'ArrowRight' || e.key === 'ArrowDown') next = Math.min(recs.length - 1, p + 1);
     else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp') next = Math.max(0, p - 1);
     else if (e.key === 'Home') next = 0;
-    else if (e.key === 'End') next = this.tokenEls.length - 1;
+    else if (e.key === 'End') next = recs.length - 1;
     else if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); this.update({ pos: p === this.state.pos ? null : p }); return; }
-    if (next === null || !this.tokenEls[next]) return;
+    if (next === null || !recs[next]) return;
     e.preventDefault();
-    this.tokenEls[p].tabIndex = -1;
-    this.tokenEls[next].tabIndex = 0;
-    this.tokenEls[next].focus();
+    recs[p].span.tabIndex = -1;
+    recs[p].tab = -1;
+    recs[next].span.tabIndex = 0;
+    recs[next].tab = 0;
+    this.roving = next;
+    recs[next].span.focus();
   }
 
+  // The focused token's details (hover-only: the top-5 predictions are computed here, for that
+  // one position, not for every token on every keystroke).
   renderFocus() {
     const a = this.cache;
     const E = this.els;
-    if (!a || !a.run) { E.focusInfo.replaceChildren(); return; }
+    if (!a || !a.run) {
+      if (this.shown.focus !== 'none') { this.shown.focus = 'none'; E.focusInfo.replaceChildren(); }
+      return;
+    }
     const q = this.focusPos();
     const c = this.model.config;
     const [l, h] = this.head;
+    const key = q === null ? `hint|${headName(l, h)}` : { a, q, l, h };
+    const prev = this.shown.focus;
+    if (prev === key || (typeof key === 'object' && prev && prev.a === a && prev.q === q && prev.l === l && prev.h === h)) return;
+    this.shown.focus = key;
     if (q === null) {
       E.focusInfo.replaceChildren(el('p', { class: 'explain' }, `Hover or focus a token to see where ${headName(l, h)} attends from it and what the model predicts next.`));
       return;
@@ -519,31 +649,50 @@ export class CsInduction extends CsView {
 
   renderSummary(a) {
     const E = this.els;
-    if (!a.run) { E.mean.textContent = '–'; E.repeatBox.hidden = true; return; }
+    if (!a.run) {
+      this.setText('mean', E.mean, '–');
+      E.repeatBox.hidden = true;
+      this.shown.repeatMode = null;
+      return;
+    }
     const loss = a.run.loss.data;
     const cl = a.clean.loss.data;
     const mean = (arr, from, to) => { let s = 0; let n = 0; for (let i = from; i < to; i++) if (i > 0 && Number.isFinite(arr[i - 1])) { s += arr[i - 1]; n += 1; } return n ? s / n : NaN; };
     const m = mean(loss, a.bos, a.T);
     const mc = mean(cl, a.bos, a.T);
-    E.mean.textContent = `${fmt(m, 3)} nats over ${a.T - a.bos} tokens` + (a.ablating ? ` (clean ${fmt(mc, 3)}, change ${m - mc >= 0 ? '+' : ''}${fmt(m - mc, 3)})` : '');
-    this.dataset.meanLoss = fmt(m, 4);
+    this.setText('mean', E.mean, `${fmt(m, 3)} nats over ${a.T - a.bos} tokens` + (a.ablating ? ` (clean ${fmt(mc, 3)}, change ${m - mc >= 0 ? '+' : ''}${fmt(m - mc, 3)})` : ''));
+    this.setData('meanLoss', fmt(m, 4));
     const r = a.repeat;
-    if (r && r.r >= 8) {
+    const mode = r && r.r >= 8 ? 'cards' : 'none';
+    if (this.shown.repeatMode !== mode) {
+      // Built once per mode; later renders only change the numbers.
+      this.shown.repeatMode = mode;
+      this.shown.repeatText = this.shown.first = this.shown.second = this.shown.diff = null;
+      if (mode === 'cards') {
+        const card = (label, cls) => { const v = el('strong', {}); return [v, el('div', { class: `ind-card ${cls}` }, el('span', { class: 'muted' }, label), v)]; };
+        const [first, cFirst] = card('first occurrence', 'first');
+        const [second, cSecond] = card('second occurrence', 'second');
+        const [diff, cDiff] = card('difference (second - first)', 'diff');
+        E.repeatText = el('p', {});
+        E.cards = { first, second, diff };
+        E.repeatBox.replaceChildren(E.repeatText, el('div', { class: 'ind-cards' }, cFirst, cSecond, cDiff));
+      } else {
+        E.repeatBox.replaceChildren(el('p', { class: 'muted' }, 'No repeated block of 8 or more tokens in the text: use "Repeat my text" to compare the loss on the first and second copies.'));
+      }
+    }
+    if (E.repeatBox.hidden) E.repeatBox.hidden = false;
+    if (mode === 'cards') {
       const first = mean(loss, r.a, r.a + r.r);
       const second = mean(loss, r.a + r.d, r.a + r.d + r.r);
-      const card = (label, v, cls) => el('div', { class: `ind-card ${cls}` }, el('span', { class: 'muted' }, label), el('strong', {}, `${fmt(v, 3)} nats`));
-      E.repeatBox.replaceChildren(
-        el('p', {}, `Repeated block of ${r.r} tokens found (the second copy starts ${r.d} tokens after the first). Mean loss per token:`),
-        el('div', { class: 'ind-cards' }, card('first occurrence', first, 'first'), card('second occurrence', second, 'second'),
-          card('difference (second - first)', second - first, 'diff')));
-      E.repeatBox.hidden = false;
-      this.dataset.firstLoss = fmt(first, 4);
-      this.dataset.secondLoss = fmt(second, 4);
+      this.setText('repeatText', E.repeatText, `Repeated block of ${r.r} tokens found (the second copy starts ${r.d} tokens after the first). Mean loss per token:`);
+      this.setText('first', E.cards.first, `${fmt(first, 3)} nats`);
+      this.setText('second', E.cards.second, `${fmt(second, 3)} nats`);
+      this.setText('diff', E.cards.diff, `${fmt(second - first, 3)} nats`);
+      this.setData('firstLoss', fmt(first, 4));
+      this.setData('secondLoss', fmt(second, 4));
     } else {
-      E.repeatBox.replaceChildren(el('p', { class: 'muted' }, 'No repeated block of 8 or more tokens in the text: use "Repeat my text" to compare the loss on the first and second copies.'));
-      E.repeatBox.hidden = false;
-      delete this.dataset.firstLoss;
-      delete this.dataset.secondLoss;
+      this.setData('firstLoss', undefined);
+      this.setData('secondLoss', undefined);
     }
   }
 
@@ -555,6 +704,7 @@ export class CsInduction extends CsView {
     if (E.gridShape !== shape) {
       E.gridShape = shape;
       E.thumbs = [];
+      E.thumbsFor = null;
       E.grid.replaceChildren();
       for (let l = 0; l < c.n_layers; l++) {
         const row = el('div', { class: 'ind-layer', role: 'group', 'aria-label': `Layer ${l}` }, el('span', { class: 'ind-layer-label' }, `Layer ${l}`));
@@ -564,28 +714,61 @@ export class CsInduction extends CsView {
           const select = el('button', { type: 'button', class: 'ind-head', 'aria-label': `${name}: enlarge its attention pattern`, onclick: () => this.update({ head: name }) }, canvas, el('span', { class: 'ind-head-name' }, name));
           const abl = el('button', { type: 'button', class: 'ind-ablate', 'aria-label': `Ablate ${name}`, onclick: () => this.toggleAblate(name) }, 'Ablate');
           const score = el('span', { class: 'ind-head-score muted' });
-          E.thumbs.push({ name, canvas, select, abl, score, l, h });
-          row.append(el('div', { class: 'ind-head-cell', dataset: { head: name } }, select, abl, score));
+          const cell = el('div', { class: 'ind-head-cell', dataset: { head: name } }, select, abl, score);
+          E.thumbs.push({ name, canvas, ctx: null, img: null, px: null, select, abl, score, cell, l, h, sel: null, abld: null, scoreText: null });
+          row.append(cell);
         }
         E.grid.append(row);
       }
       if (c.n_layers === 0) E.grid.append(el('p', { class: 'muted' }, 'This model has no attention layers: only the direct path from embedding to unembedding (a bigram model).'));
     }
-    const T = a.T;
-    const mask = (r, col) => col > r;
+    const byName = new Map(a.scores.map((s) => [s.name, s]));
     for (const t of E.thumbs) {
       const isSel = this.head[0] === t.l && this.head[1] === t.h;
-      t.select.setAttribute('aria-pressed', String(isSel));
-      t.select.classList.toggle('selected', isSel);
+      if (t.sel !== isSel) {
+        t.sel = isSel;
+        t.select.setAttribute('aria-pressed', String(isSel));
+        t.select.classList.toggle('selected', isSel);
+      }
       const isAbl = ablated.has(t.name);
-      t.abl.setAttribute('aria-pressed', String(isAbl));
-      t.abl.textContent = isAbl ? 'Ablated' : 'Ablate';
-      t.abl.closest('.ind-head-cell').classList.toggle('ablated', isAbl);
-      const s = a.scores.find((x) => x.name === t.name);
-      t.score.textContent = s ? `prefix ${fmt(s.prefix)}` : '';
-      if (!a.run) continue;
-      if (t.canvas.width !== T) { t.canvas.width = T; t.canvas.height = T; }
-      heatmap(t.canvas, { data: a.run.patterns.data, offset: (t.l * c.n_heads + t.h) * T * T, rows: T, cols: T }, { min: 0, max: 1, mask, palette: attnPalette });
+      if (t.abld !== isAbl) {
+        t.abld = isAbl;
+        t.abl.setAttribute('aria-pressed', String(isAbl));
+        t.abl.textContent = isAbl ? 'Ablated' : 'Ablate';
+        t.cell.classList.toggle('ablated', isAbl);
+      }
+      const s = byName.get(t.name);
+      const scoreText = s ? `prefix ${fmt(s.prefix)}` : '';
+      if (t.scoreText !== scoreText) { t.score.textContent = scoreText; t.scoreText = scoreText; }
+    }
+    // The pixels, once per analysis (not again for a change of head or a hover).
+    if (!a.run || E.thumbsFor === a) return;
+    const T = a.T;
+    // Attention is causal: with the same number of tokens (so the same computation, row by
+    // row) and the same tokens up to position p - 1, rows 0..p-1 of every pattern are what the
+    // thumbnails already show. Only rows p..T-1 are drawn again (all of them otherwise).
+    let from = 0;
+    const prev = E.thumbsFor;
+    if (prev && prev.run && prev.T === T && prev.key.split('|')[0] === a.key.split('|')[0] &&
+        JSON.stringify(prev.intervention) === JSON.stringify(a.intervention)) {
+      while (from < T && prev.ids[from] === a.ids[from]) from++;
+    }
+    E.thumbsFor = a;
+    E.thumbsFrom = from;   // renderBig() redraws the same rows
+    if (from >= T) return;
+    const P = a.run.patterns.data;
+    const lut = pixelTable(attnPalette);
+    for (const t of E.thumbs) {
+      if (t.canvas.width !== T || t.canvas.height !== T) { t.canvas.width = T; t.canvas.height = T; from = 0; }
+      if (!t.img || t.img.width !== T) {
+        // A fresh ImageData is transparent: the masked upper triangle is never written.
+        t.img = new ImageData(T, T);
+        t.px = new Uint32Array(t.img.data.buffer);
+        from = 0;
+      }
+      t.ctx ??= t.canvas.getContext('2d');
+      paintPattern(t.px, P, (t.l * c.n_heads + t.h) * T * T, T, lut, from);
+      t.ctx.putImageData(t.img, 0, 0, 0, from, T, T - from);
     }
   }
 
@@ -594,24 +777,44 @@ export class CsInduction extends CsView {
     const [l, h] = this.head;
     const c = this.model.config;
     const name = headName(l, h);
-    if (!a.run || !c.n_layers) { E.bigCaption.textContent = ''; return; }
+    if (!a.run || !c.n_layers) { this.setText('bigCaption', E.bigCaption, ''); return; }
     const T = a.T;
-    const labels = T <= 40 ? Array.from({ length: T }, (_, k) => (k < a.bos ? 'BOS' : showTok(a.text.slice(a.begins[k], a.ends[k])))) : null;
-    const cell = Math.max(1, Math.floor(Math.min(520, 14 * Math.max(T, 1)) / Math.max(T, 1)));
-    this.bigGeom = heatmap(E.big, { data: a.run.patterns.data, offset: (l * c.n_heads + h) * T * T, rows: T, cols: T },
-      { min: 0, max: 1, mask: (r, col) => col > r, palette: attnPalette, cell, labelsX: labels, labelsY: labels });
     const ablated = (this.state.ablate || []).includes(name);
-    E.big.setAttribute('aria-label', `Attention pattern of ${name} over ${T} tokens${ablated ? ' (this head is ablated: its pattern is computed but its output is zeroed)' : ''}`);
+    const prev = this.shown.big;
+    if (!prev || prev.a !== a || prev.name !== name) {
+      // Drawn from this head's thumbnail last time (the analysis before this one): only the
+      // rows the thumbnails redrew change.
+      const rows = prev && prev.name === name && prev.scaled && prev.T === T && E.thumbsFor === a ? E.thumbsFrom : 0;
+      this.shown.big = { a, name, T, scaled: T > 40 };
+      if (T <= 40) {
+        // Short texts get the tokens as labels on both axes, drawn at 14 pixels a cell or less.
+        const cell = Math.max(1, Math.floor(Math.min(520, 14 * Math.max(T, 1)) / Math.max(T, 1)));
+        const labels = Array.from({ length: T }, (_, k) => (k < a.bos ? 'BOS' : showTok(a.text.slice(a.begins[k], a.ends[k]))));
+        this.bigGeom = heatmap(E.big, { data: a.run.patterns.data, offset: (l * c.n_heads + h) * T * T, rows: T, cols: T },
+          { min: 0, max: 1, mask: (r, col) => col > r, palette: attnPalette, cell, labelsX: labels, labelsY: labels });
+      } else {
+        // One pixel a cell, the thumbnail's own pixels: the stylesheet enlarges the canvas to
+        // 520 CSS pixels without smoothing, as it would a canvas drawn at several pixels a cell.
+        const from = E.big.width === T && E.big.height === T ? rows : 0;
+        if (E.big.width !== T || E.big.height !== T) { E.big.width = T; E.big.height = T; }
+        const t = E.thumbs[l * c.n_heads + h];
+        if (from < T) E.big.getContext('2d').putImageData(t.img, 0, 0, 0, from, T, T - from);
+        this.bigGeom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
+      }
+    }
+    const label = `Attention pattern of ${name} over ${T} tokens${ablated ? ' (this head is ablated: its pattern is computed but its output is zeroed)' : ''}`;
+    if (this.shown.bigLabel !== label) { this.shown.bigLabel = label; E.big.setAttribute('aria-label', label); }
     const s = a.scores.find((x) => x.name === name);
-    E.bigCaption.textContent = `${name}${ablated ? ' (ablated)' : ''}: rows = query (attending) token, columns = key token. This text: prefix matching ${fmt(s?.prefix)}, previous token ${fmt(s?.previous)}` +
-      (a.repeat && a.repeat.r >= 8 ? `, induction stripe ${fmt(s?.stripe)}` : '') + '.';
+    this.setText('bigCaption', E.bigCaption, `${name}${ablated ? ' (ablated)' : ''}: rows = query (attending) token, columns = key token. This text: prefix matching ${fmt(s?.prefix)}, previous token ${fmt(s?.previous)}` +
+      (a.repeat && a.repeat.r >= 8 ? `, induction stripe ${fmt(s?.stripe)}` : '') + '.');
     this.markBigRow();
   }
 
   markBigRow() {
     // Redraw is cheap enough only on render; the hovered row is shown in the caption instead.
     const q = this.focusPos();
-    this.els.big.dataset.row = q === null ? '' : String(q);
+    const row = q === null ? '' : String(q);
+    if (this.els.big.dataset.row !== row) this.els.big.dataset.row = row;
   }
 
   bigHover(e) {
@@ -623,28 +826,51 @@ export class CsInduction extends CsView {
     if (row >= 0 && row < g.rows) this.setHover(row);
   }
 
+  // The score table: rebuilt when its columns change (a repeated block appears or goes, the
+  // random-token scores arrive), otherwise only its numbers are rewritten.
   renderScores() {
     const E = this.els;
     const a = this.cache;
     if (!a || !this.model) return;
     const rs = this.randomScores.get(this.model);
-    const hasRepeat = a.repeat && a.repeat.r >= 8;
-    const head = el('tr', {}, el('th', { scope: 'col' }, 'Head'),
-      el('th', { scope: 'col' }, 'Prefix matching', el('br'), el('small', {}, 'this text')),
-      el('th', { scope: 'col' }, 'Previous token', el('br'), el('small', {}, 'this text')),
-      hasRepeat ? el('th', { scope: 'col' }, 'Induction stripe', el('br'), el('small', {}, 'this text, repeated block')) : null,
-      el('th', { scope: 'col' }, 'Prefix matching', el('br'), el('small', {}, 'random tokens')),
-      el('th', { scope: 'col' }, 'Copying', el('br'), el('small', {}, 'random tokens, OV')));
+    const hasRepeat = !!(a.repeat && a.repeat.r >= 8);
     const c = this.model.config;
-    const rows = a.scores.map((s) => {
-      const i = s.layer * c.n_heads + s.head;
+    const layout = `${this.modelKey}|${c.n_layers}x${c.n_heads}|${hasRepeat}`;
+    if (this.shown.scoreLayout !== layout) {
+      this.shown.scoreLayout = layout;
+      const head = el('tr', {}, el('th', { scope: 'col' }, 'Head'),
+        el('th', { scope: 'col' }, 'Prefix matching', el('br'), el('small', {}, 'this text')),
+        el('th', { scope: 'col' }, 'Previous token', el('br'), el('small', {}, 'this text')),
+        hasRepeat ? el('th', { scope: 'col' }, 'Induction stripe', el('br'), el('small', {}, 'this text, repeated block')) : null,
+        el('th', { scope: 'col' }, 'Prefix matching', el('br'), el('small', {}, 'random tokens')),
+        el('th', { scope: 'col' }, 'Copying', el('br'), el('small', {}, 'random tokens, OV')));
+      E.scoreRows = [];
+      for (let l = 0; l < c.n_layers; l++) {
+        for (let h = 0; h < c.n_heads; h++) {
+          const cells = { prefix: el('td', {}), previous: el('td', {}), stripe: hasRepeat ? el('td', {}) : null, rpm: el('td', {}), rcopy: el('td', {}) };
+          const tr = el('tr', {}, el('th', { scope: 'row' }, headName(l, h)), cells.prefix, cells.previous, cells.stripe, cells.rpm, cells.rcopy);
+          E.scoreRows.push({ tr, cells, l, h, shown: {} });
+        }
+      }
+      E.scores.replaceChildren(el('thead', {}, head), el('tbody', {}, E.scoreRows.map((r) => r.tr)));
+    }
+    const put = (row, key, node, text) => { if (row.shown[key] !== text) { row.shown[key] = text; node.textContent = text; } };
+    a.scores.forEach((s, i) => {
+      const row = E.scoreRows[i];
+      if (!row) return;
       const rv = (k) => (rs && rs[k] ? fmt(rs[k].data[i]) : rs && rs.error ? 'error' : '…');
-      return el('tr', { class: this.head[0] === s.layer && this.head[1] === s.head ? 'selected' : null },
-        el('th', { scope: 'row' }, s.name), el('td', {}, fmt(s.prefix)), el('td', {}, fmt(s.previous)),
-        hasRepeat ? el('td', { dataset: { stripe: fmt(s.stripe, 4) } }, fmt(s.stripe)) : null,
-        el('td', {}, rv('prefix_matching')), el('td', {}, rv('copying')));
+      const sel = this.head[0] === s.layer && this.head[1] === s.head;
+      if (row.shown.sel !== sel) { row.shown.sel = sel; row.tr.classList.toggle('selected', sel); }
+      put(row, 'prefix', row.cells.prefix, fmt(s.prefix));
+      put(row, 'previous', row.cells.previous, fmt(s.previous));
+      if (row.cells.stripe) {
+        put(row, 'stripe', row.cells.stripe, fmt(s.stripe));
+        const d = fmt(s.stripe, 4);
+        if (row.cells.stripe.dataset.stripe !== d) row.cells.stripe.dataset.stripe = d;
+      }
+      put(row, 'rpm', row.cells.rpm, rv('prefix_matching'));
+      put(row, 'rcopy', row.cells.rcopy, rv('copying'));
     });
-    E.scores.replaceChildren(el('thead', {}, head), el('tbody', {}, rows));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -705,8 +931,9 @@ export class CsInduction extends CsView {
 }
 
 // Attention: ColorBrewer Blues (sequential, colour-blind safe, distinct from the orange losses).
+// attnPalette(t) is exported for pages that draw patterns in the same colours (and for tests).
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214], [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
-function attnPalette(t) {
+export function attnPalette(t) {
   if (!Number.isFinite(t)) return [160, 160, 160];
   t = Math.min(1, Math.max(0, t));
   const x = t * (BLUES.length - 1);
@@ -715,6 +942,22 @@ function attnPalette(t) {
   const a = BLUES[i];
   const b = BLUES[i + 1];
   return [a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f];
+}
+// One head's T x T pattern (at `offset` of P) as pixel words, rows from..T-1: the lower
+// triangle with the diagonal, min 0 and max 1 as heatmap() draws it; the upper triangle (masked)
+// is not written.
+function paintPattern(px, P, offset, T, lut, from = 0) {
+  const top = PIXEL_LEVELS - 1;
+  const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
+  for (let r = from; r < T; r++) {
+    const src = offset + r * T;
+    const dst = r * T;
+    for (let c = 0; c <= r; c++) {
+      const v = P[src + c];
+      if (v >= 0) px[dst + c] = lut[v >= 1 ? top : (v * top + 0.5) | 0];
+      else px[dst + c] = v < 0 ? lut[0] : nan;
+    }
+  }
 }
 function attnColor(t) {
   const [r, g, b] = attnPalette(t);

@@ -6,6 +6,10 @@
 // ({snapshot: "step<N>"}) so the other views (e.g. <cs-circuits>) can show that snapshot.
 // "Train it yourself" trains a recipe in a Web Worker (web/trainer-worker.js) with a live loss
 // curve, pause / resume / stop, and "Download model" (a .safetensors file the page and the CLI load).
+// For the induction recipes the worker also scores every head's prefix matching every 10 steps:
+// a live chart, and when the run ends the phase change marked as phaseChange() defines it, with
+// the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
+// data-train-seconds on the element, for tests and benchmarks).
 //
 // Embed it on any page of the site:
 //   <link rel="stylesheet" href="views/views.css">
@@ -41,13 +45,17 @@ export const BROWSER_RECIPES = {
   'ioi-1l2h-nopos': { name: 'ioi-1l2h-nopos', description: 'Symbolic IOI, one layer of two heads, no positional embedding.', model: ioiModel(1, 2, 'none'), ...IOI_BASE },
   'induction-2l': {
     name: 'induction-2l',
-    description: 'Induction on random tokens with a segment repeated at a random later offset: 2 layers of 2 heads.',
+    description: 'Induction on random tokens, a segment of 8 to 23 repeated later: 2 layers of 2 heads (phase change near step 250).',
     model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
     tokenizer: { kind: 'synthetic', size: 48 },
-    data: { kind: 'repeated_segment', seq_len: 48 },
+    // The segment lengths of the core's behaviour test (tests/cpp/test_train.cpp). With the
+    // default 4 to 12, seed 0 formed no induction head in 4,000 steps (prefix matching stayed
+    // below 0.05); with these it forms at step 240 (0.03 -> 0.85).
+    data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
     optimizer: { lr: 0.01, weight_decay: 0.01, grad_clip: 1.0 },
     schedule: { kind: 'constant', warmup_steps: 50 },
     steps: 600, batch_size: 64, seed: 0,
+    scoresEvery: 10,                     // head scores every 10 steps (not part of the recipe)
   },
   'char-1l-smeared': {
     name: 'char-1l-smeared',
@@ -59,12 +67,14 @@ export const BROWSER_RECIPES = {
     optimizer: { lr: 0.01, weight_decay: 0.01, grad_clip: 1.0 },
     schedule: { kind: 'onecycle', pct_start: 0.15, div_factor: 10, final_div_factor: 100 },
     steps: 1500, batch_size: 16, seed: 0,
+    scoresEvery: 10,
   },
 };
 
 // Fills in what a recipe fetches from the site: the corpus text and the shipped model's vocabulary.
 async function resolveRecipe(recipe) {
   const r = structuredClone(recipe);
+  delete r.scoresEvery;
   if (r.corpus) {
     const res = await fetch(siteUrl(r.corpus));
     if (!res.ok) throw new Error(`could not download the corpus (${r.corpus}: HTTP ${res.status})`);
@@ -202,7 +212,7 @@ export class CsTraining extends CsView {
     r.stop = el('button', { type: 'button', disabled: true, onclick: () => this.stopTraining() }, 'Stop');
     r.download = el('button', { type: 'button', disabled: true, onclick: () => this.downloadModel() }, 'Download model');
     r.trainStatus = el('p', { class: 'cs-train-status', role: 'status', 'aria-live': 'polite' }, 'Not started.');
-    r.trainChart = el('div');
+    r.trainChart = el('div', { class: 'cs-train-chart' });
     r.trainResult = el('p', { class: 'cs-note', role: 'status' });
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h` },
@@ -352,6 +362,9 @@ export class CsTraining extends CsView {
 
   async startTraining() {
     const r = this.refs;
+    // The clock of the run starts at the click: fetching the corpus, starting the worker and
+    // its module are part of the wait for the phase change.
+    const startedAt = performance.timeOrigin + performance.now();
     this._client?.terminate();
     const key = r.recipe.value;
     this.dataset.trainStep = '0';
@@ -368,8 +381,14 @@ export class CsTraining extends CsView {
     const steps = Math.max(1, Math.min(100000, Math.round(Number(r.steps.value)) || recipe.steps));
     recipe.steps = steps;
     this._history = [];
+    this._scores = [];
+    this._startedAt = startedAt;
+    this._phase = null;
+    this._trainHeads = null;
+    for (const k of ['phaseChangeStep', 'phaseChangeSeconds', 'trainSeconds']) delete this.dataset[k];
     this._trainKey = key;
     this._t0 = null;
+    this._lastAt = null;
     this._stepsAt0 = 0;
     this._lastStep = 0;
     this.dataset.trainStep = '0';
@@ -382,7 +401,10 @@ export class CsTraining extends CsView {
       onMetrics: (m) => {
         if (client !== this._client) return;
         if (this._t0 === null) { this._t0 = performance.now(); this._stepsAt0 = m.history[0]?.step - 1 || 0; }
+        this._lastAt = performance.now();
         this._history.push(...m.history);
+        for (const rec of m.scores ?? []) this._scores.push({ ...rec, seconds: (rec.time - this._startedAt) / 1000 });
+        if (m.scoresError) r.trainResult.textContent = `Head scores are not available for this model: ${m.scoresError}`;
         this._lastStep = m.step;
         // The step count is current at once (the chart waits for the next frame), so a pause that
         // arrives right after this message reports the step the worker really stopped at.
@@ -391,8 +413,11 @@ export class CsTraining extends CsView {
       },
       onStopped: ({ step, reason }) => {
         if (client !== this._client) return;
+        const seconds = (performance.timeOrigin + performance.now() - this._startedAt) / 1000;
         this.setButtons('stopped');
-        r.trainStatus.textContent = `${reason === 'finished' ? 'Finished' : 'Stopped'} at step ${step} of ${steps}. Download the model to open it here or with the CLI (circuitscope inspect FILE).`;
+        r.trainStatus.textContent = `${reason === 'finished' ? 'Finished' : 'Stopped'} at step ${step} of ${steps}, ${fmt(seconds, 1)} s after Start. Download the model to open it here or with the CLI (circuitscope inspect FILE).`;
+        this.dataset.trainSeconds = seconds.toFixed(2);
+        this.markPhaseChange();
         this.checkTrained();
       },
       onError: (e) => {
@@ -402,7 +427,8 @@ export class CsTraining extends CsView {
       },
     }));
     try {
-      await client.start(recipe, { metricsEvery: 10 });
+      const started = await client.start(recipe, { metricsEvery: 10, scoresEvery: BROWSER_RECIPES[key].scoresEvery ?? 0 });
+      if (client === this._client) this._trainHeads = started.config?.n_heads;
       if (client === this._client && client.state === 'running') this.setButtons('running');
     } catch (e) {
       this.setButtons('failed');
@@ -418,7 +444,9 @@ export class CsTraining extends CsView {
       const h = this._history;
       const last = h.at(-1);
       if (!last) return;
-      const secs = (performance.now() - this._t0) / 1000;
+      // Steps per second between the first and the latest metrics message (not up to now, so a
+      // redraw after the run ends does not lower it).
+      const secs = ((this._lastAt ?? performance.now()) - this._t0) / 1000;
       const rate = secs > 0 ? (last.step - this._stepsAt0) / secs : NaN;
       this._rate = rate;
       const total = BROWSER_RECIPES[this._trainKey] ? Number(this.refs.steps.value) : NaN;
@@ -435,8 +463,34 @@ export class CsTraining extends CsView {
         series.push({ name: 'loss on repeated tokens', color: COLORS[1], points: thin.filter((x) => x.loss_repeated >= 0).map((x) => [x.step, x.loss_repeated]) });
         series.push({ name: 'loss on fresh tokens', color: COLORS[2], dashed: true, points: thin.filter((x) => x.loss_fresh >= 0).map((x) => [x.step, x.loss_fresh]) });
       }
-      r.trainChart.replaceChildren(lineChart(series, { title: `Training ${this._trainKey}: loss per step`, xLabel: 'step', yLabel: 'loss (nats)', legend: true, width: 560 }));
+      const charts = [lineChart(series, { title: `Training ${this._trainKey}: loss per step`, xLabel: 'step', yLabel: 'loss (nats)', legend: true, width: 560 })];
+      const sc = this._scores;
+      if (sc?.length) {
+        const n = sc[0].prefix_matching.length;
+        const H = this._trainHeads ?? n;
+        const pc = this._phase;
+        const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step}, ${fmt(pc.seconds, 1)} s)` } : null;
+        charts.push(lineChart(Array.from({ length: n }, (_, i) => ({
+          name: n % H === 0 ? `L${Math.floor(i / H)}H${i % H}` : `head ${i}`, color: COLORS[i % COLORS.length], dashed: i >= COLORS.length,
+          points: sc.map((x) => [x.step, x.prefix_matching[i]]),
+        })), { title: 'Prefix-matching (induction) score per head', xLabel: 'step', yLabel: 'score', yMin: 0, marker, legend: true, width: 560 }));
+      }
+      r.trainChart.replaceChildren(...charts);
     });
+  }
+
+  /** When a run ends: its phase change, as phaseChange() defines it, over the head scores it recorded. */
+  markPhaseChange() {
+    const sc = this._scores;
+    const pc = sc?.length ? phaseChange(sc) : null;
+    if (!pc) { this._phase = null; return; }
+    const rec = sc.find((x) => x.step === pc.step);
+    const H = this._trainHeads ?? sc[0].prefix_matching.length;
+    this._phase = { ...pc, seconds: rec.seconds };
+    this.dataset.phaseChangeStep = String(pc.step);
+    this.dataset.phaseChangeSeconds = rec.seconds.toFixed(2);
+    this.refs.trainStatus.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${Math.floor(pc.head / H)}H${pc.head % H}, passes half (${fmt(pc.threshold)}) of its final prefix-matching score ${fmt(pc.final)}.`);
+    this.scheduleTrainDraw();
   }
 
   async pauseTraining() {
