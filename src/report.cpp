@@ -145,18 +145,21 @@ std::pair<double, double> repeated_sentence_loss(const ModelFile& m, const std::
   return {a / n, b / n};
 }
 
-// A sentence of the held-out text: the first line-free stretch of 60-100 characters ending in '.'.
-std::string held_out_sentence(const std::string& valid) {
+// Sentences of the held-out text: line-free stretches of 60-100 characters ending in '.', in
+// order, at most `count` of them.
+std::vector<std::string> held_out_sentences(const std::string& valid, std::size_t count) {
+  std::vector<std::string> out;
   std::size_t start = 0;
-  while (start < valid.size()) {
+  while (start < valid.size() && out.size() < count) {
     std::size_t end = valid.find('.', start);
     if (end == std::string::npos) break;
     std::string s = valid.substr(start, end + 1 - start);
     while (!s.empty() && (s[0] == ' ' || s[0] == '\n' || s[0] == '"')) s.erase(0, 1);
-    if (s.size() >= 60 && s.size() <= 100 && s.find('\n') == std::string::npos) return s;
+    if (s.size() >= 60 && s.size() <= 100 && s.find('\n') == std::string::npos) out.push_back(s);
     start = end + 1;
   }
-  throw std::runtime_error("report: no suitable sentence in the held-out text");
+  if (out.empty()) throw std::runtime_error("report: no suitable sentence in the held-out text");
+  return out;
 }
 
 std::string token_label(const Tokenizer& t, int id) {
@@ -308,13 +311,41 @@ json build_report(const std::string& models_dir) {
     }
   }
   {
-    ModelFile m = zoo.load("char-2l");
-    std::string sentence = held_out_sentence(read_text(models_dir + "/corpus/valid.txt"));
-    auto [a, b] = repeated_sentence_loss(m, sentence);
-    claims.push_back(claim("repeat-sentence", ind_seed, "A repeated sentence of held-out text is predicted far better the second time (char-2l)",
+    // One sentence is a noisy measurement: take the first 50 of the held-out text, each written
+    // twice, and judge the median ratio. char-2l's induction head matches one character, which
+    // in prose often recurs; char-2l-smeared's keys carry the previous character too.
+    const std::vector<std::string> sentences = held_out_sentences(read_text(models_dir + "/corpus/valid.txt"), 50);
+    struct Result {
+      double median = 0, first_a = 0, first_b = 0;
+      long halved = 0;
+    };
+    auto measure = [&](const std::string& name) {
+      ModelFile m = zoo.load(name);
+      std::vector<double> ratios;
+      Result r;
+      for (const std::string& sentence : sentences) {
+        auto [a, b] = repeated_sentence_loss(m, sentence);
+        if (ratios.empty()) r.first_a = a, r.first_b = b;
+        ratios.push_back(b / a);
+      }
+      r.halved = std::count_if(ratios.begin(), ratios.end(), [](double x) { return x <= 0.5; });
+      std::sort(ratios.begin(), ratios.end());
+      const std::size_t k = ratios.size();
+      r.median = k % 2 ? ratios[k / 2] : (ratios[k / 2 - 1] + ratios[k / 2]) / 2;
+      return r;
+    };
+    const Result plain = measure("char-2l"), smeared = measure("char-2l-smeared");
+    const std::string k = std::to_string(sentences.size());
+    auto says = [&](const char* name, const Result& r) {
+      return std::string(name) + ": median ratio " + f2(r.median) + " (" + std::to_string(r.halved) + " of " + k +
+             " sentences at most 0.5; first sentence " + f3(r.first_a) + " -> " + f3(r.first_b) + " nats per character)";
+    };
+    claims.push_back(claim("repeat-sentence", ind_seed, "A repeated sentence of held-out text is predicted far better the second time (char-2l, char-2l-smeared)",
                            "second occurrence at most half the loss of the first (this project's bar)",
-                           "\"" + sentence + "\": " + f3(a) + " nats per character the first time, " + f3(b) + " the second (ratio " + f2(b / a) + ")",
-                           verdict(b <= 0.5 * a), "#view=induction&model=char-2l"));
+                           "the first " + k + " held-out sentences of 60-100 characters, each written twice, e.g. \"" + sentences[0] +
+                               "\"; " + says("char-2l", plain) + "; " + says("char-2l-smeared", smeared),
+                           std::string("char-2l: ") + verdict(plain.median <= 0.5) + "; char-2l-smeared: " + verdict(smeared.median <= 0.5),
+                           "#view=induction&model=char-2l-smeared"));
   }
   // Which composition feeds the induction head (seed 003): the layer-0 previous-token head into the
   // layer-1 induction head, by composition score against the random baseline and by cutting each path.

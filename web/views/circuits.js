@@ -15,7 +15,7 @@
 // (cell size in pixels), text (the text of the path expansion). Changes go out as `cs-state`.
 import { el, heatmap, getModel, downloadCSV, CsView } from './common.js';
 
-export const CIRCUIT_MODELS = ['char-2l', 'char-1l', 'char-1l-smeared', 'char-0l', 'ioi-1l2h', 'ioi-1l1h', 'ioi-2l1h', 'ioi-1l2h-nopos'];
+export const CIRCUIT_MODELS = ['char-2l', 'char-2l-smeared', 'char-1l', 'char-1l-smeared', 'char-0l', 'ioi-1l2h', 'ioi-1l1h', 'ioi-2l1h', 'ioi-1l2h-nopos'];
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let uid = 0;
 
