@@ -215,7 +215,10 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
       lc.pattern.zero();
     }
     lc.z.ensure({H, B, Tl, Dh});
-    lc.result.ensure({H, B, Tl, D});
+    // Cuts read earlier heads' results and ablations replace them: keep them then.
+    const bool keep_result = cache.keep_result || !iv.empty();
+    if (keep_result) lc.result.ensure({H, B, Tl, D});
+    else lc.result = Tensor<T>();
     lc.attn_out.ensure({B, Tl, D});
     lc.resid_post.ensure({B, Tl, D});
 
@@ -309,9 +312,13 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
         // z = pattern v (the pattern is zero above the diagonal)
         mm(Op::N, Op::N, Tl, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0, Dh, Causal::LowerA);
       }
-      // result = z W_O
-      mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + h * NDh, Dh, w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D,
-         T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D, D);
+      // result = z W_O (or, without hook_result, attn_out += z W_O)
+      if (keep_result)
+        mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + h * NDh, Dh, w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D,
+           T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D, D);
+      else
+        mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + h * NDh, Dh, w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D,
+           T(h == 0 ? 0 : 1), lc.attn_out.ptr(), D);
     }
     // Ablations replace a head's output after it is computed (its pattern stays visible).
     for (const auto& a : iv.ablations) {
@@ -336,9 +343,15 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
       T* ao = lc.attn_out.ptr();
       T* rs = resid.data();
       T* post = lc.resid_post.ptr();
+      if (keep_result) {
+        for (std::size_t i = 0; i < ND; ++i) {
+          T a = res[i];
+          for (int h = 1; h < H; ++h) a += res[h * ND + i];
+          ao[i] = a;
+        }
+      }
       for (std::size_t i = 0; i < ND; ++i) {
-        T a = c.use_bias ? w.b_O.data[i % D] + res[i] : res[i];
-        for (int h = 1; h < H; ++h) a += res[h * ND + i];
+        const T a = c.use_bias ? ao[i] + w.b_O.data[i % D] : ao[i];
         ao[i] = a;
         post[i] = rs[i] += a;
       }

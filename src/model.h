@@ -63,7 +63,8 @@ struct LayerCache {
                           // filled only when the cache's keep_scores is set)
   Tensor<T> pattern;      // blocks.l.attn.hook_pattern [B, H, T, T]
   Tensor<T> z;            // blocks.l.attn.hook_z       [H, B, T, Dh]
-  Tensor<T> result;       // blocks.l.attn.hook_result  [H, B, T, D]  (after any ablation)
+  Tensor<T> result;       // blocks.l.attn.hook_result  [H, B, T, D]  (after any ablation; empty
+                          // when the cache's keep_result is cleared)
   Tensor<T> attn_out;     // blocks.l.hook_attn_out     [B, T, D]
   Tensor<T> resid_post;   // blocks.l.hook_resid_post   [B, T, D]
 };
@@ -93,6 +94,9 @@ struct ActivationCache {
   bool intervened = false;  // forward ran with a non-empty intervention
   bool keep_scores = false; // set before forward() to fill each layer's attn_scores (nothing
                             // else reads them; the pattern is always kept)
+  bool keep_result = true;  // clear it to skip each head's hook_result (training and batch loss
+                            // do not read it; attn_out is then summed in place). A forward pass
+                            // with an intervention always keeps it.
   Tensor<T> embed;          // hook_embed      [B, T, D]
   Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
   std::vector<LayerCache<T>> layers;

@@ -253,6 +253,7 @@ Trainer::Trainer(const Recipe& r)
                                 " tokens) are longer than the model's n_ctx (" + std::to_string(recipe_.model.n_ctx) + ")");
   params_ = init_params<float>(recipe_.model, r.seed);
   grads_ = make_params<float>(recipe_.model);
+  cache_.keep_result = false;  // backward does not read each head's output
 }
 
 StepMetrics Trainer::step() {

@@ -378,6 +378,7 @@ class Model {
       const int T = static_cast<int>(ids.size());
       check_length(T, "run");
       cs::ActivationCache<float>& cache = cache_;
+      cache.keep_result = true;  // (forwardBatch clears it)
       cs::forward<float>(file_.params, ids, 1, T, cache, iv);
 
       const cs::Batch batch = cs::next_token_batch(ids, 1, T);
@@ -754,6 +755,7 @@ class Model {
         throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" +
                                     std::to_string(B) + ", " + std::to_string(T) + "] batch");
       check_length(T, "forwardBatch");
+      cache_.keep_result = false;  // the loss does not need each head's output
       cs::forward<float>(file_.params, ids, B, T, cache_);
       return cs::loss_from_logits<float>(cache_, cs::next_token_batch(ids, B, T)).loss;
     });

@@ -81,6 +81,7 @@ struct ForwardContext {
     B = r.batch_size;
     T = r.model.n_ctx;
     ids = reference_tokens(B, T);
+    cache.keep_result = false;  // as Model.forwardBatch
     for (int i = 0; i < kWarmupForwards; ++i) forward_batch(params, ids, B, T, cache);
   }
 };
@@ -105,6 +106,7 @@ struct Char2lContext {
     const int T = model.cfg.n_ctx;
     if (static_cast<int>(ids.size()) < T) throw std::runtime_error("bench: models/corpus/valid.txt is too short");
     ids.resize(T);
+    cache.keep_result = false;  // as Model.forwardBatch
     for (int i = 0; i < kWarmupForwards; ++i) forward_batch(model.params, ids, 1, T, cache);
   }
 };

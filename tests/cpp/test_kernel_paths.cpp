@@ -99,11 +99,13 @@ TEST(KernelPaths, FloatMatchesDoubleOnLargerShapes) {
 TEST(KernelPaths, AReusedCacheGivesWhatAFreshOneGives) {
   // Buffers are reused between calls (the pattern's upper triangle is zeroed only when its shape
   // changes): lengths that shrink and grow again must still give exactly a fresh cache's values.
+  // The reused cache also skips hook_result, as training does.
   Config c = testing::tiny_config(2, PosEmbed::Shortformer, true, true);
   c.n_ctx = 40;
   Params<float> p = testing::random_params<float>(c, 41);
   Params<float> g_reused, g_fresh;
   ActivationCache<float> reused;
+  reused.keep_result = false;  // and without hook_result, attn_out summed in place: the same values
   for (int T : {37, 12, 37, 5, 40}) {
     Batch b = testing::random_batch(c, 2, T, 50 + T, true);
     ActivationCache<float> fresh;
@@ -111,6 +113,8 @@ TEST(KernelPaths, AReusedCacheGivesWhatAFreshOneGives) {
     loss_and_grad(p, b, fresh, g_fresh);
     for (int l = 0; l < c.n_layers; ++l) EXPECT_EQ(reused.layers[l].pattern.data, fresh.layers[l].pattern.data) << "T=" << T;
     EXPECT_EQ(reused.logits.data, fresh.logits.data) << "T=" << T;
+    EXPECT_TRUE(reused.layers[0].result.empty());
+    for (int l = 0; l < c.n_layers; ++l) EXPECT_EQ(reused.layers[l].attn_out.data, fresh.layers[l].attn_out.data) << "T=" << T;
     auto A = named_params(g_reused);
     auto F = named_params(g_fresh);
     for (std::size_t k = 0; k < A.size(); ++k) EXPECT_EQ(A[k].second->data, F[k].second->data) << "T=" << T << " " << A[k].first;
