@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# `npm run bench`: installs what is missing, builds, then times the reference model
-# (tests/bench/reference_recipe.json) natively (Google Benchmark, tests/bench/bench_model.cpp)
-# and in WebAssembly under node (tests/bench/bench_wasm.mjs), one forward pass and one training
-# step per call, and prints one table: median (min–max) per call on each side and their ratio,
-# plus the GFLOP/s the forward pass implies. Nothing here asserts a time.
+# `npm run bench`: installs what is missing, builds, then measures in one run and prints one
+# report (tests/bench/bench_report.mjs):
+#   - the reference model (tests/bench/reference_recipe.json), one forward pass and one training
+#     step per call: natively (SSE4.2, Google Benchmark, tests/bench/bench_model.cpp), in
+#     WebAssembly under node (tests/bench/bench_wasm.mjs), and in the peers tfjs-wasm and
+#     onnxruntime-web (tests/bench/peers/, their own packages, installed here only);
+#   - the GEMM kernel's GFLOP/s on the model's shapes against the measured arithmetic limit, native
+#     and WASM (tests/bench/gemm/);
+#   - the shipped char-2l on one 256-token sequence, native and WASM;
+#   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
+#     recipe until its phase change (tests/bench/bench_browser.mjs).
+# Nothing here asserts a time.
 #   FORWARD_REPS=30 TRAIN_REPS=15 scripts/bench.sh      (the defaults)
-# Raw results: build/bench/native.json, build/bench/wasm.json.
+#   SKIP_PEERS=1 / SKIP_BROWSER=1                       leave those parts out
+# Raw results: build/bench/*.json.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 FORWARD_REPS="${FORWARD_REPS:-30}"
@@ -23,7 +31,7 @@ if command -v lscpu >/dev/null 2>&1; then
   echo "cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)"
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-echo "native: $(c++ --version | head -1); flags: $(sed -n 's/^CMAKE_CXX_FLAGS_RELEASE:STRING=//p' build/native/CMakeCache.txt) (no -march: baseline x86-64 SIMD)"
+echo "native: $(c++ --version | head -1); flags: $(sed -n 's/^CMAKE_CXX_FLAGS_RELEASE:STRING=//p' build/native/CMakeCache.txt) -msse4.2 (128-bit vectors, no AVX)"
 echo "wasm: $(em++ --version | head -1); $(em++ -v 2>&1 | grep -m1 'clang version'); flags: -O3 -msimd128 -fwasm-exceptions"
 echo "node: $(node --version) (V8 $(node -p process.versions.v8))"
 eigen=$(awk '/#define EIGEN_(WORLD|MAJOR|MINOR)_VERSION/ {printf "%s%s", sep, $3; sep="."}' /usr/include/eigen3/Eigen/src/Core/util/Macros.h 2>/dev/null || true)
@@ -39,5 +47,24 @@ build/native/circuitscope_bench --forward_reps="$FORWARD_REPS" --train_reps="$TR
 echo "== WASM (node tests/bench/bench_wasm.mjs, the same calls)"
 node tests/bench/bench_wasm.mjs --forward-reps "$FORWARD_REPS" --train-reps "$TRAIN_REPS" --json >"$OUT/wasm.json"
 
+echo "== GEMM kernel (build/native/gemm_bench, node tests/bench/gemm/bench_gemm.mjs)"
+build/native/gemm_bench --reps "$TRAIN_REPS" >"$OUT/gemm-native.json"
+node tests/bench/gemm/bench_gemm.mjs --reps "$TRAIN_REPS" >"$OUT/gemm-wasm.json"
+
+rm -f "$OUT/peers.json" "$OUT/browser.json"
+if [[ "${SKIP_PEERS:-}" != 1 ]]; then
+  echo "== peers (node tests/bench/peers/bench_peers.mjs)"
+  peers=tests/bench/peers
+  if [[ ! -f "$peers/node_modules/.package-lock.json" || "$peers/package-lock.json" -nt "$peers/node_modules/.package-lock.json" ]]; then
+    # Their install scripts are not needed (protobufjs, core-js only print notices).
+    npm ci --prefix "$peers" --ignore-scripts --no-audit --no-fund
+  fi
+  node "$peers/bench_peers.mjs" --forward-reps "$FORWARD_REPS" >"$OUT/peers.json"
+fi
+if [[ "${SKIP_BROWSER:-}" != 1 ]]; then
+  echo "== Chromium (node tests/bench/bench_browser.mjs)"
+  node tests/bench/bench_browser.mjs --json >"$OUT/browser.json"
+fi
+
 echo
-node tests/bench/bench_report.mjs "$OUT/native.json" "$OUT/wasm.json"
+node tests/bench/bench_report.mjs "$OUT"

@@ -122,14 +122,15 @@ console.log(`== shipped char-2l, one sequence of ${wc.tokens} tokens, forward + 
 
 if (browser) {
   console.log('');
-  console.log('== in Chromium (tests/bench/bench_browser.mjs)');
+  console.log(`== in Chromium ${browser.chromium} (tests/bench/bench_browser.mjs; load average ${browser.machine.load_average_1min.before} before, ${browser.machine.load_average_1min.after} after)`);
   const k = browser.keystroke;
-  if (k) console.log(`keystroke to rendered induction view (${k.model ?? 'char-2l'}, ${k.tokens} tokens): median ${f(k.median_ms)} ms (min ${f(k.min_ms)}, max ${f(k.max_ms)}) over ${k.n}`);
+  const line = (r) => `median ${f(r.median_ms)} ms (min ${f(r.min_ms)}, max ${f(r.max_ms)}) over ${r.n}`;
+  console.log(`keystroke to rendered induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
+  console.log(`  keystroke as a frame begins (the work):            ${line(k.frame_aligned)}`);
+  console.log(`  keystroke at a random point of the frame (+ vsync): ${line(k.random_phase)}`);
   const tr = browser.training;
-  if (tr) {
-    console.log(`in-browser training of ${tr.recipe ?? 'the induction recipe'}: ${f(tr.steps_per_s)} steps/s; ` +
-      (tr.phase_change_step != null
-        ? `phase change at step ${tr.phase_change_step}, ${f(tr.phase_change_s)} s after pressing Train`
-        : `no phase change within ${f(tr.elapsed_s)} s`));
-  }
+  console.log(`in-browser training of ${tr.recipe} (${tr.steps} steps, Web Worker): ${f(tr.steps_per_second)} steps/s; ` +
+    (tr.phase_change_step != null
+      ? `phase change at step ${tr.phase_change_step}, ${f(tr.phase_change_seconds)} s after Start`
+      : `no phase change in ${f(tr.train_seconds)} s`));
 }

@@ -1,0 +1,124 @@
+// Browser benchmarks of the built page (build/site) in Debian's Chromium, headless, through the
+// browser tests' harness (tests/browser/chromium.mjs). Builds nothing: run `npm run build` first.
+//   keystroke   keystroke to rendered frame in the induction view, char-2l, 256 tokens: the time
+//               from the textarea's input event to the paint of the first frame that shows the
+//               update (see keystrokeTimes() in tests/browser/chromium.mjs), with the keystroke
+//               arriving as a frame begins (the work itself) and at a random point of the frame
+//               (the work plus the wait for the display's next frame, 8 ms on average at 60 Hz);
+//   training    the Training view's "Train it yourself" with the induction-2l recipe, run to its
+//               end in the page's Web Worker: steps per second as the view reports them, and the
+//               seconds from clicking Start to the phase change, the first step whose head scores
+//               (recorded every 10 steps) pass phaseChange()'s threshold in web/views/training.js:
+//               the best head's prefix matching at half its final value.
+// Nothing here asserts a time.
+//   node tests/bench/bench_browser.mjs [--keystrokes N] [--json]
+// CIRCUITSCOPE_SITE=dir serves another folder (default build/site); CHROMIUM=path another browser.
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../../scripts/serve.mjs';
+import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, trainInPage, KEYSTROKE_TEXT } from '../browser/chromium.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const RECIPE = 'induction-2l';
+const TARGET_KEYSTROKE_MS = 8;
+const TARGET_PHASE_CHANGE_S = 60;
+
+function intArg(name, def, min) {
+  const i = process.argv.indexOf(name);
+  if (i < 0) return def;
+  const v = Number(process.argv[i + 1]);
+  if (!Number.isInteger(v) || v < min) throw new Error(`${name} needs an integer of at least ${min}`);
+  return v;
+}
+
+const round = (x, d = 2) => (Number.isFinite(x) ? Number(x.toFixed(d)) : null);
+const stats = (times) => {
+  const s = summarize(times);
+  return { n: s.n, median_ms: round(s.median), min_ms: round(s.min), max_ms: round(s.max), times_ms: times.map((t) => round(t)) };
+};
+
+async function keystrokes(browser, url, count) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}#v=1&model=char-2l`);
+    await waitForInduction(page);
+    await page.fill('cs-induction textarea', KEYSTROKE_TEXT);
+    await waitForText(page, KEYSTROKE_TEXT);
+    await keystrokeTimes(page, { count: 5, phase: 'frame' });   // warm-up: compiled code, caches
+    const frame = await keystrokeTimes(page, { count, phase: 'frame' });
+    const random = await keystrokeTimes(page, { count, phase: 'random' });
+    return { model: 'char-2l', tokens: frame.T, viewport: '1280x720', frame_aligned: stats(frame.times), random_phase: stats(random.times) };
+  } finally {
+    await context.close();
+  }
+}
+
+async function training(browser, url) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}#v=1&view=training`);
+    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+    const r = await trainInPage(page, RECIPE);   // the recipe's own number of steps
+    return {
+      recipe: RECIPE,
+      steps: r.steps,
+      steps_per_second: round(r.stepsPerSecond, 1),
+      train_seconds: round(r.trainSeconds),
+      phase_change_step: r.phaseChangeStep,
+      phase_change_seconds: round(r.phaseChangeSeconds),
+    };
+  } finally {
+    await context.close();
+  }
+}
+
+async function main() {
+  const count = intArg('--keystrokes', 30, 20);
+  const json = process.argv.includes('--json');
+  if (!existsSync(path.join(site, 'index.html'))) throw new Error(`${path.relative(root, site) || site}/index.html is missing: run \`npm run build\` first`);
+  const server = await startServer({ root: site, port: 0 });
+  const browser = await launchChromium();
+  try {
+    const loadBefore = os.loadavg()[0];
+    const result = {
+      chromium: browser.version(),
+      site: path.relative(root, site) || site,
+      machine: { cpus: os.cpus().length, load_average_1min: { before: round(loadBefore), after: null } },
+      keystroke: await keystrokes(browser, server.url, count),
+      training: await training(browser, server.url),
+      targets: { keystroke_median_ms: TARGET_KEYSTROKE_MS, phase_change_seconds: TARGET_PHASE_CHANGE_S },
+    };
+    // Other work on the machine lengthens every time here: say how busy it was.
+    result.machine.load_average_1min.after = round(os.loadavg()[0]);
+    if (json) {
+      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+      return;
+    }
+    const k = result.keystroke;
+    const line = (s) => `median ${s.median_ms.toFixed(1)} ms, min ${s.min_ms.toFixed(1)}, max ${s.max_ms.toFixed(1)} over ${s.n}`;
+    const t = result.training;
+    const m = result.machine;
+    console.log(`circuitscope in the browser (Chromium ${result.chromium}, ${result.site}; ${m.cpus} CPUs, load average ${m.load_average_1min.before} before, ${m.load_average_1min.after} after)`);
+    console.log(`keystroke to rendered, induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
+    console.log(`  keystroke as a frame begins:          ${line(k.frame_aligned)} (target: median <= ${TARGET_KEYSTROKE_MS} ms)`);
+    console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
+    console.log(`in-browser training, ${t.recipe} (${t.steps} steps, Web Worker):`);
+    console.log(`  ${t.steps_per_second} steps/s; the run took ${t.train_seconds} s from Start`);
+    console.log(t.phase_change_step === null
+      ? '  no phase change recorded'
+      : `  phase change at step ${t.phase_change_step}, ${t.phase_change_seconds} s after Start (target: <= ${TARGET_PHASE_CHANGE_S} s)`);
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+main().catch((e) => {
+  console.error(`bench_browser: ${e.message}`);
+  process.exitCode = 1;
+});
