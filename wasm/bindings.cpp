@@ -288,6 +288,15 @@ val spectrum_js(const cs::Spectrum& s) {
 const std::vector<std::string> kLayerHead = {"layer", "head"};
 
 // {previous_token, duplicate_token, prefix_matching, copying: [L, H], tokens: [B, T]}
+// headScores' batch from its JS arguments: `batch` rows of [bos] + R + R, R of length L drawn
+// from ids [first, first + n).
+cs::RepeatedTokens repeated_tokens_js(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js,
+                                      const val& n_js, const val& bos_js) {
+  return cs::make_repeated_tokens(to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"),
+                                  to_int(first_js, "headScores: first"), to_int(n_js, "headScores: n"),
+                                  to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
+}
+
 val head_scores_js(const cs::HeadScores& s, const cs::RepeatedTokens& rt) {
   val out = val::object();
   out.set("previous_token", tagged(s.previous_token, kLayerHead));
@@ -530,9 +539,7 @@ class Model {
   val headScores(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js, const val& n_js,
                  const val& bos_js) const {
     return guarded([&] {
-      const cs::RepeatedTokens rt = cs::make_repeated_tokens(
-          to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"), to_int(first_js, "headScores: first"),
-          to_int(n_js, "headScores: n"), to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
+      const cs::RepeatedTokens rt = repeated_tokens_js(L_js, batch_js, seed_js, first_js, n_js, bos_js);
       check_length(rt.T(), "headScores: 2L + 1");
       return head_scores_js(cs::head_scores(file_.params, rt), rt);
     });
@@ -862,9 +869,7 @@ class Trainer {
   val headScores(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js, const val& n_js,
                  const val& bos_js) const {
     return guarded([&] {
-      const cs::RepeatedTokens rt = cs::make_repeated_tokens(
-          to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"), to_int(first_js, "headScores: first"),
-          to_int(n_js, "headScores: n"), to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
+      const cs::RepeatedTokens rt = repeated_tokens_js(L_js, batch_js, seed_js, first_js, n_js, bos_js);
       const int n_ctx = trainer_->recipe().model.n_ctx;
       if (rt.T() > n_ctx)
         throw std::invalid_argument("headScores: 2L + 1: " + std::to_string(rt.T()) +
