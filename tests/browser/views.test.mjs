@@ -101,6 +101,12 @@ test('IOI: ioi-1l2h gets a template right; 1L1H vs 1L2H accuracy; unknown names 
     assert.equal(best.name, 'A', `IO (A) has the highest probability: ${JSON.stringify(bars)}`);
     assert.equal(await page.$eval('cs-ioi .cs-results', (e) => e.dataset.right), 'true');
     assert.match(await page.$eval('cs-ioi .cs-verdict', (e) => e.textContent), /right/);
+    // The numbers the panel shows, as JSON: the same probabilities as the bars.
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('cs-ioi button:text("Download the numbers (JSON)")')]);
+    const numbers = JSON.parse(readFileSync(await dl.path(), 'utf8'));
+    assert.equal(numbers.predicted, 'A');
+    for (const b of bars) assert.ok(Math.abs(numbers.probabilities[b.name] - b.prob) < 1e-6, `p(${b.name}) in the JSON matches the bar`);
+    assert.equal(numbers.heads.length, 2 + 2, 'two heads, the direct path and the bias');
     // The other order, with display names typed in.
     await page.selectOption('cs-ioi select[id$="-order"]', 'SIOS');
     await page.fill('cs-ioi input[id$="-io"]', 'Alice');
@@ -252,6 +258,47 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
     }
   });
 }
+
+test('export: a panel downloads as a PNG that shows its SVG chart, not just its text', async (t) => {
+  const { context, page, check } = await openView('cs-training', { model: 'char-2l' });
+  try {
+    await page.waitForSelector('cs-training[data-charts]', { timeout: 60_000 });
+    // The first panel holding a chart, its PNG button, and where the chart sits in the panel.
+    const handle = await page.evaluateHandle(() => [...document.querySelectorAll('cs-training section.cs-panel')].find((p) => p.querySelector('svg .line')));
+    const chart = await handle.evaluate((panel) => {
+      const b = panel.getBoundingClientRect();
+      const r = panel.querySelector('svg').getBoundingClientRect();
+      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, label: panel.querySelector('.cs-panel-png').getAttribute('aria-label') };
+    });
+    assert.match(chart.label, /^Download the panel ".+" as PNG$/);
+    const [download] = await Promise.all([page.waitForEvent('download'), handle.evaluate((panel) => panel.querySelector('.cs-panel-png').click())]);
+    const png = readFileSync(await download.path());
+    await download.saveAs(path.join(artifacts, 'views-panel-export.png'));
+    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG file');
+    // Decode it in the page and count, inside the chart's box, pixels of a colour other than the
+    // most common one (the background): the curves, axes and ticks.
+    const { inked, total } = await page.evaluate(async ({ b64, c }) => {
+      const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+      const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+      const cv = document.createElement('canvas');
+      cv.width = bmp.width, cv.height = bmp.height;
+      const ctx = cv.getContext('2d');
+      ctx.drawImage(bmp, 0, 0);
+      const s = bmp.width / document.querySelector('cs-training section.cs-panel').getBoundingClientRect().width;
+      const d = ctx.getImageData(Math.round(c.x * s), Math.round(c.y * s), Math.max(1, Math.round(c.w * s)), Math.max(1, Math.round(c.h * s))).data;
+      const counts = new Map();
+      for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
+      const bg = Math.max(...counts.values());
+      return { inked: d.length / 4 - bg, total: d.length / 4 };
+    }, { b64: png.toString('base64'), c: chart });
+    t.diagnostic(`panel PNG ${png.length} bytes; chart box ${Math.round(chart.w)}x${Math.round(chart.h)}: ${inked} of ${total} pixels not background`);
+    // Axis labels alone (text) would ink well under 1%; the curves and axes take more.
+    assert.ok(inked > 0.02 * total, `the chart is drawn in the PNG (${inked} of ${total} pixels)`);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
 
 test('training in the page: the IOI recipe advances, pauses, downloads a model that loads back', async (t) => {
   const missing = ['char-2l'].filter((n) => !siteHas(`models/${n}.metrics.json`)).flatMap((n) => [`/models/${n}.metrics.json`, `/models/${n}.safetensors`]);

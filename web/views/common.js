@@ -363,10 +363,40 @@ export function downloadJSON(name, obj) {
   saveBlob(name, new Blob([JSON.stringify(obj, (k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v), 2)], { type: 'application/json' }));
 }
 
+// SVG presentation properties that the page's stylesheets set: copied into a clone as
+// presentation attributes (not a style attribute, which the content security policy forbids) so
+// the chart looks the same when rendered as a standalone image, which sees no stylesheet.
+const SVG_STYLE_PROPS = ['fill', 'fill-opacity', 'stroke', 'stroke-width', 'stroke-dasharray', 'stroke-opacity', 'opacity',
+  'font-size', 'font-family', 'font-weight', 'text-anchor', 'dominant-baseline', 'visibility', 'display'];
+
+// An inline <svg> as an image: cloned with its computed styles inlined, serialised, and loaded
+// from a data: URL (which the page's content security policy allows for images).
+async function svgImage(svg) {
+  const clone = svg.cloneNode(true);
+  const src = [svg, ...svg.querySelectorAll('*')];
+  const dst = [clone, ...clone.querySelectorAll('*')];
+  src.forEach((e, i) => {
+    const cs = getComputedStyle(e);
+    for (const p of SVG_STYLE_PROPS) {
+      const v = cs.getPropertyValue(p);
+      if (v) dst[i].setAttribute(p, v);
+    }
+  });
+  const box = svg.getBoundingClientRect();
+  clone.setAttribute('xmlns', 'http://www.w3.org/2000/svg');
+  clone.setAttribute('width', String(box.width));
+  clone.setAttribute('height', String(box.height));
+  const img = new Image();
+  img.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(new XMLSerializer().serializeToString(clone))}`;
+  await img.decode();
+  return img;
+}
+
 /**
- * A canvas: its pixels. Any other element: its canvases laid out at their on-screen positions
- * plus its text nodes (each drawn at its box in its computed colour), on the element's
- * background colour. Good enough for panels of canvases and labels; no CSS effects.
+ * A canvas: its pixels. Any other element: its canvases and inline SVG charts laid out at their
+ * on-screen positions, plus its other text nodes (each drawn at its box in its computed colour),
+ * on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
+ * out. Good enough for panels of canvases, charts and labels; no CSS effects.
  */
 export async function downloadPNG(name, element) {
   let canvas = element;
@@ -385,11 +415,15 @@ export async function downloadPNG(name, element) {
     ctx.fillStyle = !bg || bg === 'rgba(0, 0, 0, 0)' ? '#fff' : bg;
     ctx.fillRect(0, 0, box.width, box.height);
     // Backgrounds of coloured inline elements (e.g. loss-coloured tokens), then canvases, then text.
+    const skipped = (e) => e.closest('.cs-png-skip') || e.closest('svg')?.parentElement?.closest('svg');
     for (const e of element.querySelectorAll('*')) {
+      if (skipped(e) || (e instanceof SVGElement && !(e instanceof SVGSVGElement))) continue;
       const s = getComputedStyle(e);
       if (s.display === 'none' || s.visibility === 'hidden') continue;
       const r = e.getBoundingClientRect();
-      if (e instanceof HTMLCanvasElement) {
+      if (e instanceof SVGSVGElement) {
+        if (r.width && r.height) ctx.drawImage(await svgImage(e), r.left - box.left, r.top - box.top, r.width, r.height);
+      } else if (e instanceof HTMLCanvasElement) {
         // As on screen: canvases the stylesheet enlarges without smoothing stay sharp.
         ctx.imageSmoothingEnabled = s.imageRendering !== 'pixelated';
         ctx.drawImage(e, r.left - box.left, r.top - box.top, r.width, r.height);
@@ -402,7 +436,7 @@ export async function downloadPNG(name, element) {
     const range = document.createRange();
     for (let t = walker.nextNode(); t; t = walker.nextNode()) {
       const text = t.textContent;
-      if (!text.trim() || !t.parentElement) continue;
+      if (!text.trim() || !t.parentElement || t.parentElement.closest('svg, .cs-png-skip')) continue;
       const s = getComputedStyle(t.parentElement);
       if (s.display === 'none' || s.visibility === 'hidden') continue;
       range.selectNodeContents(t);
@@ -496,6 +530,26 @@ export class CsView extends HTMLElement {
       if (r && typeof r.catch === 'function') r.catch((e) => this.showError(e));
     } catch (e) {
       this.showError(e);
+    }
+    this.addPanelExports();
+  }
+
+  /**
+   * Gives every panel (section.cs-panel with a heading) a button that downloads it as a PNG,
+   * named after the heading. Hidden with the other controls in embed mode.
+   */
+  addPanelExports() {
+    for (const panel of this.querySelectorAll('section.cs-panel')) {
+      if (panel.querySelector(':scope > .cs-panel-png')) continue;
+      const heading = panel.querySelector('h2, h3');
+      if (!heading) continue;
+      const title = heading.textContent.trim();
+      const file = `circuitscope-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'panel'}.png`;
+      const button = el('button', {
+        type: 'button', class: 'cs-panel-png cs-png-skip controls-only', 'aria-label': `Download the panel "${title}" as PNG`,
+        title: 'Download this panel as PNG', onclick: () => downloadPNG(file, panel).catch((e) => this.showError(e)),
+      }, 'PNG');
+      panel.prepend(button);
     }
   }
 

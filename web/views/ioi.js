@@ -14,7 +14,7 @@
 //   display name), names (six display names, comma-separated), removePos ("1"), cut (Q | K | V).
 // Changes the user makes are reported with a bubbling `cs-state` event (detail: the changed keys).
 // All user text reaches the page through textContent (el() never parses HTML).
-import { el, heatmap, divergingColor, getModel, getJSON, CsView } from './common.js';
+import { el, heatmap, divergingColor, getModel, getJSON, downloadCSV, downloadJSON, CsView } from './common.js';
 
 export const IOI_MODELS = [
   { name: 'ioi-1l1h', label: '1 layer, 1 head' },
@@ -161,6 +161,9 @@ export class CsIoi extends CsView {
           el('thead', {}, el('tr', {}, ['part', 'difference: logit(IO) − logit(S)', '', 'sum: logit(IO) + logit(S)', '', 'cos with difference', 'cos with sum'].map((h) => el('th', { scope: 'col' }, h)))),
           r.heads),
         r.headsNote,
+        el('div', { class: 'button-row controls-only' },
+          el('button', { type: 'button', onclick: () => this._numbers && downloadJSON('circuitscope-ioi.json', this._numbers) }, 'Download the numbers (JSON)'),
+          el('button', { type: 'button', onclick: () => this._numbers && downloadCSV('circuitscope-ioi-heads.csv', [['part', 'difference', 'sum', 'cos_difference', 'cos_sum'], ...this._numbers.heads.map((x) => [x.part, x.diff, x.sum, x.cd ?? '', x.cs ?? ''])]) }, 'Per-head contributions (CSV)')),
         el('h3', {}, 'Attention patterns'),
         el('p', { class: 'cs-explain' }, 'Rows are the query (the position attending), columns the key. Darker means more attention.'),
         r.patterns,
@@ -292,6 +295,12 @@ export class CsIoi extends CsView {
     }
     rows.push({ part: 'direct path (embedding)', diff: a.direct_diff, sum: a.direct_sum });
     rows.push({ part: 'bias', diff: a.bias_diff, sum: a.bias_sum });
+    // What the panel shows, for the export buttons.
+    this._numbers = {
+      model: this.state.model, sequence: shown, names: Object.fromEntries(LETTERS.map((L, i) => [L, names[i]])),
+      io, s, predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff,
+      probabilities: Object.fromEntries(LETTERS.map((L) => [L, prob[vocab.indexOf(L)]])), heads: rows,
+    };
     const bound = Math.max(1e-6, ...rows.flatMap((x) => [Math.abs(x.diff), Math.abs(x.sum)]));
     r.heads.replaceChildren(...rows.map((x) => el('tr', {},
       el('th', { scope: 'row' }, x.part),
