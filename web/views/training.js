@@ -89,12 +89,20 @@ async function resolveRecipe(recipe) {
   return r;
 }
 
-/** First step where the best head's prefix-matching score passes half its final value. */
+/** Below this final prefix-matching score no head has become an induction head (as the report judges). */
+export const MIN_INDUCTION_SCORE = 0.1;
+
+/**
+ * First step where the best head's prefix-matching score passes half its final value; null when
+ * there are no scores, or when no head ends above MIN_INDUCTION_SCORE (half of a near-zero score
+ * is met at step 0, which would mark a phase change that never happened).
+ */
 export function phaseChange(records) {
   if (!records?.length || !records.at(-1).prefix_matching?.length) return null;
   const final = records.at(-1).prefix_matching;
   let best = 0;
   for (let i = 1; i < final.length; i++) if (final[i] > final[best]) best = i;
+  if (!(final[best] >= MIN_INDUCTION_SCORE)) return null;
   const threshold = 0.5 * final[best];
   const rec = records.find((r) => r.prefix_matching[best] >= threshold);
   return rec ? { step: rec.step, head: best, final: final[best], threshold } : null;
@@ -317,7 +325,9 @@ export class CsTraining extends CsView {
     const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step})` } : null;
     r.summary.replaceChildren(pc
       ? `Phase change at step ${pc.step}: the first record where the best head, ${headName(pc.head)}, passes half (${fmt(pc.threshold)}) of its final prefix-matching score ${fmt(pc.final)} (computed here from the ${recs.length} records of ${name}.metrics.json; dashed line in every chart).`
-      : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`);
+      : recs.at(-1)?.prefix_matching?.length
+        ? `No phase change: no head's prefix-matching score reaches ${MIN_INDUCTION_SCORE} (the best ends at ${fmt(Math.max(...recs.at(-1).prefix_matching))}), so no induction head formed in ${name}.`
+        : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`);
     this.dataset.phaseChange = pc ? String(pc.step) : '';
     const charts = [
       lineChart([
@@ -483,7 +493,11 @@ export class CsTraining extends CsView {
   markPhaseChange() {
     const sc = this._scores;
     const pc = sc?.length ? phaseChange(sc) : null;
-    if (!pc) { this._phase = null; return; }
+    if (!pc) {
+      this._phase = null;
+      if (sc?.length) this.refs.trainStatus.append(` No phase change: no head's prefix-matching score reached ${MIN_INDUCTION_SCORE}.`);
+      return;
+    }
     const rec = sc.find((x) => x.step === pc.step);
     const H = this._trainHeads ?? sc[0].prefix_matching.length;
     this._phase = { ...pc, seconds: rec.seconds };
