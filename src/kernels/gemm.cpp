@@ -6,16 +6,12 @@
 // vectors of B and broadcasts four values of A: 16 vector operations for 64 flops. (A 6x8 tile
 // needs more registers than SIMD128 code gets and was measured to run at half the speed.)
 #include "kernels/gemm.h"
+#include "kernels/vec4.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#if !defined(CS_GEMM_PLAIN) && (defined(__GNUC__) || defined(__clang__))
-#define CS_GEMM_HAVE_VECTOR 1
-#else
-#define CS_GEMM_HAVE_VECTOR 0
-#endif
 
 namespace cs::kernels {
 
@@ -147,16 +143,8 @@ void micro_plain(int kn, const float* a, const float* b, float* acc) {
     for (int c = 0; c < NR; ++c) acc[r * NR + c] = t[r][c];
 }
 
-#if CS_GEMM_HAVE_VECTOR
-typedef float v4f __attribute__((vector_size(16)));
-
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
-inline v4f splat(float x) { return v4f{x, x, x, x}; }
+#if CS_KERNELS_VECTOR
+using namespace vec;
 
 // The vector micro-kernel. A comes either packed (`a`: MR values per k) or, when op(A) = A,
 // straight from its rows (`rows`: one pointer per row of the tile, already at the first k): a
@@ -232,7 +220,7 @@ void sgemm_impl(const GemmArgs& g) {
   if (s.a.size() < need_a) s.a.resize(need_a);
   float acc[MR * NR];
   // The vector kernel reads an untransposed A in place.
-  const bool direct_a = Vector && CS_GEMM_HAVE_VECTOR && g.op_a == Op::N;
+  const bool direct_a = Vector && CS_KERNELS_VECTOR && g.op_a == Op::N;
 
   for (int kc0 = 0; kc0 < g.K; kc0 += KC) {
     const int kb = std::min(KC, g.K - kc0);
@@ -252,7 +240,7 @@ void sgemm_impl(const GemmArgs& g) {
           k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
           const float* ap = s.a.data() + static_cast<std::size_t>((i0 - mc0) / MR) * kb * MR;
           const int kn = std::max(0, k_hi - k_lo);
-#if CS_GEMM_HAVE_VECTOR
+#if CS_KERNELS_VECTOR
           if constexpr (Vector) {
             const float* b_at = bp + static_cast<std::size_t>(k_lo) * NR;
             if (direct_a) {
@@ -278,12 +266,12 @@ void sgemm_impl(const GemmArgs& g) {
 
 void sgemm_plain(const GemmArgs& g) { sgemm_impl<false>(g); }
 
-void sgemm_vector(const GemmArgs& g) { sgemm_impl<CS_GEMM_HAVE_VECTOR != 0>(g); }
+void sgemm_vector(const GemmArgs& g) { sgemm_impl<CS_KERNELS_VECTOR != 0>(g); }
 
-void sgemm(const GemmArgs& g) { sgemm_impl<CS_GEMM_HAVE_VECTOR != 0>(g); }
+void sgemm(const GemmArgs& g) { sgemm_impl<CS_KERNELS_VECTOR != 0>(g); }
 
 const char* gemm_kernel_name() {
-#if !CS_GEMM_HAVE_VECTOR
+#if !CS_KERNELS_VECTOR
   return "plain";
 #elif defined(__wasm_simd128__)
   return "simd128";

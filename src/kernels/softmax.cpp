@@ -2,6 +2,7 @@
 // WebAssembly, SSE natively) and one lane at a time for the tail, so every element gets exactly
 // the same result whatever its position.
 #include "kernels/softmax.h"
+#include "kernels/vec4.h"
 
 #include <algorithm>
 
@@ -45,12 +46,9 @@ float exp_one(float x) {
 
 }  // namespace
 
-#if !defined(CS_GEMM_PLAIN) && (defined(__GNUC__) || defined(__clang__))
+#if CS_KERNELS_VECTOR
 namespace {
-typedef float v4f __attribute__((vector_size(16)));
-typedef std::int32_t v4i __attribute__((vector_size(16)));
-typedef std::uint32_t v4u __attribute__((vector_size(16)));
-inline v4f splat(float x) { return v4f{x, x, x, x}; }
+using namespace vec;
 
 // exp of four lanes, the same operations as exp_one in the same order.
 inline v4f exp4(v4f x) {
@@ -86,15 +84,6 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n) {
   for (; j < n; ++j) sum += (out[j] = exp_one(x[j] - shift));
   return sum;
 }
-
-namespace {
-inline v4f load4(const float* p) {
-  v4f v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store4(float* p, v4f v) { std::memcpy(p, &v, sizeof v); }
-}  // namespace
 
 void softmax_row(const float* s, float* p, int n, int width) {
   v4f mx4 = splat(-std::numeric_limits<float>::infinity());
