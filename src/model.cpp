@@ -277,6 +277,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
       }
     }
 
+    if (!cache.keep_scores) ws.S.resize(Tl, Tl);  // one head's scores at a time
     for (int h = 0; h < H; ++h) {
       auto q = lc.q.slice(h);
       auto k = lc.k.slice(h);
@@ -297,7 +298,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
       }
       for (int b = 0; b < B; ++b) {
         const std::size_t bh = static_cast<std::size_t>(b) * H + h;
-        T* S = cache.keep_scores ? lc.attn_scores.ptr() + bh * TT : (ws.S.resize(Tl, Tl), ws.S.data());
+        T* S = cache.keep_scores ? lc.attn_scores.ptr() + bh * TT : ws.S.data();
         T* P = lc.pattern.ptr() + bh * TT;
         const std::size_t row0 = static_cast<std::size_t>(h) * NDh + static_cast<std::size_t>(b) * Tl * Dh;
         // scores = q k^T / sqrt(d_head), causal mask (only the lower triangle is computed)
