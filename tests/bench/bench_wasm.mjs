@@ -11,6 +11,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { intArg, referenceTokens, summary } from './common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
@@ -18,29 +19,6 @@ const wrapper = process.env.CS_WRAPPER || path.join(root, 'build', 'wasm', 'circ
 
 const WARMUP_FORWARDS = 5;
 const WARMUP_STEPS = 3;
-
-function intArg(name, def) {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return def;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
-
-// The same batch as bench_model.cpp's reference_tokens(): <BOS> (0) first in every sequence,
-// then 1 + (i * 37 + 11) mod 95 at flat index i.
-function referenceTokens(B, T) {
-  const ids = new Int32Array(B * T);
-  for (let i = 0; i < ids.length; i++) ids[i] = i % T === 0 ? 0 : 1 + ((i * 37 + 11) % 95);
-  return ids;
-}
-
-function summary(times) {
-  const s = [...times].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-  return { n: s.length, median_ms: median, min_ms: s[0], max_ms: s[s.length - 1], times_ms: times };
-}
 
 async function main() {
   const forwardReps = intArg('--forward-reps', 30);

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { intArg, summary } from '../common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..', '..');
@@ -13,14 +14,7 @@ const modulePath = process.env.CS_GEMM_BENCH || path.join(root, 'build', 'wasm',
 const WARMUP = 3;
 const PEAK_ITERS = 2000000;
 
-function arg(name, def) {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return def;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
-
+// Times fn once per sample, after the warm-up calls: {median, min, max} in milliseconds.
 function sample(reps, fn) {
   const t = [];
   for (let r = 0; r < reps + WARMUP; r++) {
@@ -28,12 +22,11 @@ function sample(reps, fn) {
     fn();
     if (r >= WARMUP) t.push(performance.now() - t0);
   }
-  t.sort((a, b) => a - b);
-  const n = t.length;
-  return { median: n % 2 ? t[n >> 1] : (t[n / 2 - 1] + t[n / 2]) / 2, min: t[0], max: t[n - 1] };
+  const s = summary(t);
+  return { median: s.median_ms, min: s.min_ms, max: s.max_ms };
 }
 
-const reps = arg('--reps', 15);
+const reps = intArg('--reps', 15);
 if (!existsSync(modulePath)) throw new Error(`${path.relative(root, modulePath)} is missing: run \`npm run build\` first`);
 // The module is built for the web environment (Emscripten 3.1.6 ES modules for node use
 // __dirname, which ES modules lack): hand it the bytes instead of letting it fetch them.

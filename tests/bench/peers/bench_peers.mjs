@@ -11,7 +11,7 @@
 //
 // Same model, same inputs: the weights are the initial weights of our own module's trainer for
 // the reference recipe (as bench_wasm.mjs times them), saved with Trainer.save() to a temporary
-// safetensors file that every peer reads; the batch is bench_wasm.mjs's referenceTokens(B, T);
+// safetensors file that every peer reads; the batch is tests/bench/common.mjs's referenceTokens(B, T);
 // the loss is the mean cross-entropy of predicting token t+1 at positions 0..T-2 of every row.
 // Our module's Model.forwardBatch gives the reference loss and Model.run the reference logits.
 // Each peer must reproduce both (loss within 1e-3 relative; every logit within 1e-3 of the

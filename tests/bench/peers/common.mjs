@@ -1,40 +1,17 @@
-// Helpers shared by bench_peers.mjs and the peer runners: command-line numbers, the reference
-// batch, timing statistics, and reading the shared weights file.
+// Helpers shared by bench_peers.mjs and the peer runners: tests/bench/common.mjs's command-line
+// numbers, reference batch and timing statistics, plus timed calls and the shared weights file.
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { readSafetensors } from '../../js/safetensors.mjs';
+import { summary } from '../common.mjs';
 
-// The value after `name` on the command line, as a positive integer, or `def` when absent.
-export function intArg(name, def) {
-  const i = process.argv.indexOf(name);
-  if (i < 0) return def;
-  const v = Number(process.argv[i + 1]);
-  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} needs a positive integer`);
-  return v;
-}
+export { intArg, referenceTokens, summary } from '../common.mjs';
 
 // The value after `name` on the command line, as a string (required).
 export function stringArg(name) {
   const i = process.argv.indexOf(name);
   if (i < 0 || i + 1 >= process.argv.length) throw new Error(`${name} is required`);
   return process.argv[i + 1];
-}
-
-// The benchmark batch, identical to referenceTokens() in tests/bench/bench_wasm.mjs (and to
-// reference_tokens() in bench_model.cpp): <BOS> (0) first in every sequence, then
-// 1 + (i * 37 + 11) mod 95 at flat index i.
-export function referenceTokens(B, T) {
-  const ids = new Int32Array(B * T);
-  for (let i = 0; i < ids.length; i++) ids[i] = i % T === 0 ? 0 : 1 + ((i * 37 + 11) % 95);
-  return ids;
-}
-
-// Median, min and max of a list of times in milliseconds, with the list itself (in call order).
-export function summary(times) {
-  const s = [...times].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-  return { n: s.length, median_ms: median, min_ms: s[0], max_ms: s[s.length - 1], times_ms: times };
 }
 
 // Calls `fn` (sync or async) `warmup` times untimed, then `reps` times, each call timed on its own
