@@ -202,14 +202,20 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
 // 2. Factored full circuits
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+// X W_Q W_K^T X^T of one head, factored as (X W_Q) (X W_K)^T.
+Factored qk_through(const MatRM<double>& X, const LayerParams<float>& w, int head) {
+  Factored f;
+  f.A = X * dbl(w.W_Q.slice(head));
+  f.B = (X * dbl(w.W_K.slice(head))).transpose();
+  return f;
+}
+}  // namespace
+
 // Framework paper, one-layer section / seed 000: W_E W_Q W_K^T W_E^T.
 Factored full_qk(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full QK circuit");
-  const MatRM<double> WE = dbl(p.W_E.mat());
-  Factored f;
-  f.A = WE * dbl(p.blocks[layer].W_Q.slice(head));
-  f.B = (WE * dbl(p.blocks[layer].W_K.slice(head))).transpose();
-  return f;
+  return qk_through(dbl(p.W_E.mat()), p.blocks[layer], head);
 }
 
 // Seed 000/003, positional analogue: W_pos W_Q W_K^T W_pos^T.
@@ -217,11 +223,7 @@ Factored pos_qk(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "positional QK circuit");
   if (p.cfg.pos_embed == PosEmbed::None)
     throw std::invalid_argument("positional QK circuit: this model has no positional embedding (pos_embed none)");
-  const MatRM<double> WP = dbl(p.W_pos.mat());
-  Factored f;
-  f.A = WP * dbl(p.blocks[layer].W_Q.slice(head));
-  f.B = (WP * dbl(p.blocks[layer].W_K.slice(head))).transpose();
-  return f;
+  return qk_through(dbl(p.W_pos.mat()), p.blocks[layer], head);
 }
 
 // Framework paper, one-layer section / seed 000: W_E W_V W_O W_U.
