@@ -12,6 +12,11 @@ CLI=build/native/circuitscope
 for r in ioi-1l1h ioi-1l2h ioi-2l1h ioi-1l2h-nopos; do
   "$CLI" sweep "models/recipes/$r.json" --seeds 10
 done
+# IOI on sentence templates: one run each (held-out templates and name pairs measure them).
+"$CLI" train models/recipes/ioi-templates-1l2h.json --log-every 1000 &
+tpl=$!
+"$CLI" train models/recipes/ioi-templates-2l.json --log-every 1000
+wait "$tpl"
 # Character models, two at a time (each uses one core).
 rm -rf models/snapshots/char-*
 {

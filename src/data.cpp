@@ -1,6 +1,8 @@
 // Data sources: synthetic induction data, symbolic IOI and text windows.
 #include "data.h"
 
+#include "ioi_templates.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -148,6 +150,52 @@ class IoiSymbolic : public DataSource {
   DataBatch all_;
 };
 
+class IoiTemplates : public DataSource {
+ public:
+  IoiTemplates(IoiTemplateTask task, const Tokenizer& tok) : task_(std::move(task)), tok_(tok) {
+    if (tok_.size() != ioi_template_tokenizer(task_).size() || tok_.find("<PAD>") != 1)
+      throw std::invalid_argument("data: the ioi_templates task needs the tokenizer built from it (tokenizer kind \"ioi_templates\")");
+    T_ = ioi_template_max_len(task_, tok_);
+    const int NN = static_cast<int>(task_.names.size());
+    for (int a = 0; a < NN; ++a)
+      for (int b = 0; b < NN; ++b)
+        if (a != b && !ioi_pair_held_out(task_, a, b)) pairs_.push_back({a, b});
+    if (pairs_.empty()) throw std::invalid_argument("data: ioi_templates holds out every name pair");
+  }
+  int seq_len() const override { return T_; }
+  DataBatch next(Rng& rng, int B) override {
+    const int NT = static_cast<int>(task_.templates.size()) - task_.holdout_templates;
+    const int pad = tok_.find("<PAD>");
+    DataBatch d;
+    d.batch.B = B;
+    d.batch.T = T_;
+    d.batch.tokens.assign(static_cast<std::size_t>(B) * T_, pad);
+    d.batch.targets.assign(d.batch.tokens.size(), -1);
+    d.batch.mask.assign(d.batch.tokens.size(), 0.0f);
+    d.repeated.assign(d.batch.tokens.size(), 0);
+    for (int r = 0; r < B; ++r) {
+      const int tpl = rng.below(NT);
+      const auto pr = pairs_[rng.below(static_cast<int>(pairs_.size()))];
+      const int order = rng.below(2);
+      const int place = rng.below(static_cast<int>(task_.places.size()));
+      const int object = rng.below(static_cast<int>(task_.objects.size()));
+      std::vector<int> ids = tok_.encode_ids(ioi_template_sentence(task_, tpl, pr.first, pr.second, order, place, object), true);
+      const std::size_t off = static_cast<std::size_t>(r) * T_;
+      std::copy(ids.begin(), ids.end(), d.batch.tokens.begin() + off);
+      d.batch.targets[off + ids.size() - 1] = tok_.find(task_.names[pr.first]);
+      d.batch.mask[off + ids.size() - 1] = 1.0f;
+    }
+    return d;
+  }
+  nlohmann::json describe() const override { return ioi_template_task_json(task_); }
+
+ private:
+  IoiTemplateTask task_;
+  Tokenizer tok_;
+  int T_ = 0;
+  std::vector<std::pair<int, int>> pairs_;
+};
+
 class TextWindows : public DataSource {
  public:
   TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction, int bos,
@@ -233,6 +281,7 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     return std::make_unique<Periodic>(T, a, b, bos, 1, n);
   }
   if (kind == "ioi_symbolic") return std::make_unique<IoiSymbolic>(tok);
+  if (kind == "ioi_templates") return std::make_unique<IoiTemplates>(ioi_template_task(spec), tok);
   if (kind == "text") {
     // The text inline ("text", for a page that cannot read files) or from a file ("path").
     std::stringstream ss;
@@ -254,7 +303,7 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
     return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, tok.bos_id(), tok.unk_id());
   }
-  throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, text)");
+  throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
 }
 
 }  // namespace cs

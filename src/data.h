@@ -27,6 +27,8 @@ class DataSource {
   virtual DataBatch next(Rng& rng, int batch_size) = 0;
   // Sources with a fixed finite set of examples (symbolic IOI) return all of them; others empty.
   virtual DataBatch all() const { return {}; }
+  // What a model file's info keeps about the task (the page builds its inputs from it); null if nothing.
+  virtual nlohmann::json describe() const { return nullptr; }
 };
 
 // A synthetic vocabulary for random-token data: "<BOS>" then "t0" ... "t{n-1}".
@@ -41,6 +43,8 @@ Tokenizer ioi_symbolic_tokenizer(const std::vector<std::string>& names = {"A", "
 //   {"kind":"periodic","seq_len":T,"min_period":a,"max_period":b}: <BOS>, then a random sequence of a random
 //       period repeated to fill the window (the induction-heads seed's repeated random tokens).
 //   {"kind":"ioi_symbolic"}: the 60 sequences <BOS> IO S1 S2 <MID> -> IO (both orders), loss at <MID>.
+//   {"kind":"ioi_templates",...}: sentence-template IOI (see ioi_templates.h), rows drawn from the
+//       templates and name pairs that are not held out, loss on the final name only.
 //   {"kind":"text","path":file (or "text":the text itself),"seq_len":T,"repeat_fraction":f,"random_fraction":g}: windows of the text
 //       (char tokenizer), a fraction f of them with a stretch of the window repeated later in it, and a
 //       fraction g of rows replaced by random characters of the text repeated with a random period.

@@ -12,6 +12,7 @@
 #include "analysis/circuits.h"
 #include "analysis/corpus_stats.h"
 #include "analysis/ioi.h"
+#include "ioi_templates.h"
 #include "analysis/scores.h"
 #include "io.h"
 #include "model.h"
@@ -246,6 +247,67 @@ json build_report(const std::string& models_dir) {
                              sf, "accuracy " + pct(ev.accuracy) + " -> " + pct(cut.accuracy) + " (drop " + fmt("%.1f", 100 * drop) + " points)",
                              v, std::string("#view=ioi&model=ioi-2l1h&cut=") + names[k]));
     }
+  }
+
+  // ---- IOI on sentence templates (this project's extension of seed 001) ----
+  for (const char* name : {"ioi-templates-1l2h", "ioi-templates-2l"}) {
+    ModelFile m = zoo.load(name);
+    if (!m.info.contains("task")) throw std::runtime_error(std::string(name) + ": the model file carries no task");
+    const IoiTemplateTask task = ioi_template_task(m.info["task"]);
+    const std::vector<int> ids = ioi_template_name_ids(task, m.tokenizer);
+    std::string measured;
+    double held_out = 0, train = 0, templates = 0;
+    IoiEvaluation both;
+    for (IoiSplit sp : {IoiSplit::Train, IoiSplit::HeldOutPairs, IoiSplit::HeldOutTemplates, IoiSplit::HeldOutBoth}) {
+      IoiEvaluation e = ioi_evaluate(m.params, ioi_template_sequences(task, m.tokenizer, sp, 4000), {}, ids);
+      measured += std::string(measured.empty() ? "" : "; ") + ioi_split_name(sp) + " " + pct(e.accuracy) + " of " +
+                  std::to_string(e.n) + " (p(IO) " + f2(e.mean_prob_io) + ", p(S) " + f2(e.mean_prob_s) + ")";
+      if (sp == IoiSplit::Train) train = e.accuracy;
+      if (sp == IoiSplit::HeldOutTemplates) templates = e.accuracy;
+      if (sp == IoiSplit::HeldOutBoth) held_out = e.accuracy, both = e;
+    }
+    const std::string arch = std::to_string(m.cfg.n_layers) + " layer" + (m.cfg.n_layers > 1 ? "s" : "") + " of " +
+                             std::to_string(m.cfg.n_heads) + " heads";
+    const std::string view = std::string("#view=ioi&model=") + name;
+    claims.push_back(claim(std::string(name), "001 (minimal IOI circuit), extended",
+                           "On sentence templates (\"When Mary and John went to the store, John gave a drink to\" -> Mary), " + arch +
+                               " finds the indirect object for name pairs and templates held out of training",
+                           "not in the seed (the symbolic task is solved by 1L2H and 2L1H)",
+                           measured + "; " + std::to_string(task.names.size()) + " names, " + std::to_string(task.templates.size()) +
+                               " templates, the last " + std::to_string(task.holdout_templates) + " and " +
+                               pct(task.holdout_pair_fraction) + " of name pairs held out",
+                           held_out >= 0.9                       ? "solved, held-out sentences included"
+                           : train >= 0.9 && templates >= 0.9     ? "solved on held-out templates; held-out name pairs only partly"
+                           : train >= 0.9                         ? "memorised, does not generalise"
+                           : std::abs(both.mean_prob_io - both.mean_prob_s) < 0.05 ? "not solved: near-equal probability on IO and S"
+                                                                                   : "not solved",
+                           view));
+    // The symbolic model's division of labour: one head along IO+S, one along IO-S. Each head's
+    // direct effect on logit(IO) + logit(S) (its sum share) and on logit(IO) - logit(S) (its
+    // difference share); the contrastive head is the one with the largest difference share, the
+    // additive one the other head with the largest sum share, each counted only when its output points more along its
+    // own direction than along the other.
+    std::string per_head;
+    const int NH = m.cfg.n_layers * m.cfg.n_heads;
+    int add = -1, con = 0;
+    for (int i = 0; i < NH; ++i)
+      if (both.mean_head_diff.data[i] > both.mean_head_diff.data[con]) con = i;
+    for (int i = 0; i < NH; ++i)
+      if (i != con && (add < 0 || both.mean_head_sum.data[i] > both.mean_head_sum.data[add])) add = i;
+    if (add < 0) add = con;  // a single head
+    for (int i = 0; i < NH; ++i)
+      per_head += (per_head.empty() ? "" : "; ") + head_name(i / m.cfg.n_heads, i % m.cfg.n_heads) + " " +
+                  f2(both.mean_head_sum.data[i]) + " / " + f2(both.mean_head_diff.data[i]);
+    const bool is_add = both.mean_head_cos_sum.data[add] > std::abs(both.mean_head_cos_diff.data[add]);
+    const bool is_con = both.mean_head_cos_diff.data[con] > std::abs(both.mean_head_cos_sum.data[con]);
+    const std::string who = head_name(add / m.cfg.n_heads, add % m.cfg.n_heads), whoc = head_name(con / m.cfg.n_heads, con % m.cfg.n_heads);
+    claims.push_back(claim(std::string(name) + "-roles", "001 (minimal IOI circuit), extended",
+                           "On sentence templates the heads divide the work as in the symbolic task: additive (IO+S) and contrastive (IO-S) heads",
+                           "one additive head, one contrastive head (symbolic task)",
+                           "sum / difference share of each head (direct effect on logit(IO) + logit(S) and logit(IO) - logit(S), mean over the held-out sentences): " +
+                               per_head + "; most additive " + who + " (cos with IO+S " + f2(both.mean_head_cos_sum.data[add]) +
+                               "), most contrastive " + whoc + " (cos with IO-S " + f2(both.mean_head_cos_diff.data[con]) + ")",
+                           is_add && is_con && add != con ? "appears" : "does not appear", view));
   }
 
   // ---- Character models (seeds 004, 000, 003) ----

@@ -1,6 +1,8 @@
 // Training: recipes, AdamW, OneCycle, gradient clipping and the step-wise Trainer.
 #include "train.h"
 
+#include "ioi_templates.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -36,7 +38,7 @@ double cos_anneal(double start, double end, double pct) { return end + (start - 
 
 }  // namespace
 
-Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir) {
+Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir, const nlohmann::json* data) {
   if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())
     throw std::invalid_argument("recipe: tokenizer must be an object with a \"kind\"");
   const std::string kind = spec["kind"].get<std::string>();
@@ -63,7 +65,13 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     return Tokenizer::build_char(ss.str(), max_chars);
   }
   if (kind == "word") return Tokenizer::from_json(spec);
-  throw std::invalid_argument("recipe: unknown tokenizer kind \"" + kind + "\" (synthetic, ioi_symbolic, char, word)");
+  if (kind == "ioi_templates") {
+    // Built from the task itself: the recipe's data object, which the caller passes as `data`.
+    if (!data || !data->is_object() || data->value("kind", "") != "ioi_templates")
+      throw std::invalid_argument("recipe: an ioi_templates tokenizer needs ioi_templates data");
+    return ioi_template_tokenizer(ioi_template_task(*data));
+  }
+  throw std::invalid_argument("recipe: unknown tokenizer kind \"" + kind + "\" (synthetic, ioi_symbolic, ioi_templates, char, word)");
 }
 
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
@@ -79,8 +87,9 @@ Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
   if (!j.contains("data")) throw std::invalid_argument("recipe: \"data\" is required");
   r.tokenizer = j["tokenizer"];
   r.data = j["data"];
-  if (r.data.is_object() && r.data.contains("path") && r.data["path"].is_string())
-    r.data["path"] = join_path(base_dir, r.data["path"].get<std::string>());
+  for (const char* key : {"path", "names_path"})
+    if (r.data.is_object() && r.data.contains(key) && r.data[key].is_string())
+      r.data[key] = join_path(base_dir, r.data[key].get<std::string>());
   if (r.tokenizer.is_object() && r.tokenizer.contains("corpus") && r.tokenizer["corpus"].is_string())
     r.tokenizer["corpus"] = join_path(base_dir, r.tokenizer["corpus"].get<std::string>());
   nlohmann::json m = j["model"];
@@ -237,7 +246,7 @@ void check_finite(const Params<float>& p, const char* what, int step) {
 
 Trainer::Trainer(const Recipe& r)
     : recipe_(r),
-      tok_(make_tokenizer(r.tokenizer)),
+      tok_(make_tokenizer(r.tokenizer, "", &r.data)),
       data_(make_data_source(r.data, tok_)),
       params_(),
       opt_(make_params<float>([&] {
@@ -294,6 +303,8 @@ ModelFile Trainer::model_file() const {
   f.tokenizer = tok_;
   f.params = params_;
   f.info = {{"recipe", recipe_.source}, {"step", done_}, {"train_loss", last_loss_}};
+  nlohmann::json task = data_->describe();
+  if (!task.is_null()) f.info["task"] = task;
   return f;
 }
 

@@ -56,7 +56,9 @@ struct Recipe {
 // Parses and validates a recipe; relative paths in it are resolved against base_dir.
 // Throws std::invalid_argument with a sentence naming the field.
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir = "");
-Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir = "");
+// `data` (the recipe's data object) is needed only by the ioi_templates kind, which builds its
+// vocabulary from the task.
+Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir = "", const nlohmann::json* data = nullptr);
 
 // Learning rate and beta1 at optimiser step `step` (0-based) of `total` steps; steps past the end
 // keep the last step's values (training on past the recipe's steps anneals no further).

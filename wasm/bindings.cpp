@@ -38,6 +38,7 @@
 #include "analysis/ioi.h"
 #include "analysis/scores.h"
 #include "io.h"
+#include "ioi_templates.h"
 #include "model.h"
 #include "train.h"
 
@@ -339,7 +340,18 @@ class Model {
       : file_(guarded([&] {
           std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
           return cs::load_model_bytes(buf.data(), buf.size());
-        })) {}
+        })) {
+    // A sentence-template IOI model carries its task (templates, names, places, objects).
+    if (file_.info.is_object() && file_.info.contains("task") && file_.info["task"].is_object() &&
+        file_.info["task"].value("kind", "") == "ioi_templates") {
+      guarded([&] {
+        task_ = cs::ioi_template_task(file_.info["task"]);
+        has_task_ = true;
+        names_ = cs::ioi_template_name_ids(task_, file_.tokenizer);
+        return 0;
+      });
+    }
+  }
 
   // {"config": {...}, "tokenizer": {...}, "info": {...}} as a JSON string.
   std::string config() const {
@@ -597,7 +609,7 @@ class Model {
       const std::vector<int> ids = copy_in<int>(ids_js, "ioi: token ids");
       check_length(static_cast<int>(ids.size()), "ioi");
       const cs::Intervention iv = to_intervention(iv_js, "ioi");
-      const cs::IoiAnalysis a = cs::ioi_analyse(file_.params, ids, iv);
+      const cs::IoiAnalysis a = cs::ioi_analyse(file_.params, ids, iv, names_);
       const int S = file_.cfg.n_layers + 1;
       val out = val::object();
       out.set("pos", a.pos);
@@ -627,19 +639,25 @@ class Model {
     });
   }
 
-  // The 60 sequences of the symbolic IOI task [60, 5] (cs::ioi_symbolic_sequences).
-  val ioiSequences() const {
+  // The IOI task's sequences [B, T]: the 60 of the symbolic task, or for a sentence-template model
+  // one split ('train' | 'held-out pairs' | 'held-out templates' | 'held-out both', the default),
+  // padded with <PAD> after each sentence and evenly subsampled to at most 2,000 rows.
+  val ioiSequences(const val& split_js) const {
     return guarded([&] {
-      const cs::Batch b = cs::ioi_symbolic_sequences();
+      const cs::Batch b = has_task_ ? cs::ioi_template_sequences(task_, file_.tokenizer, split_of(split_js), kMaxTemplateRows)
+                                    : cs::ioi_symbolic_sequences();
       return tagged_ints(b.tokens, {b.B, b.T}, {"sequence", "pos"});
     });
   }
 
-  // Accuracy etc. over the 60 symbolic IOI sequences, optionally under an intervention.
-  val ioiEvaluate(const val& iv_js) const {
+  // Accuracy etc. over the IOI task's sequences (ioiSequences(split)), optionally under an intervention.
+  val ioiEvaluate(const val& iv_js, const val& split_js) const {
     return guarded([&] {
       const cs::Intervention iv = to_intervention(iv_js, "ioiEvaluate");
-      const cs::IoiEvaluation e = cs::ioi_evaluate(file_.params, iv);
+      const cs::IoiEvaluation e =
+          has_task_ ? cs::ioi_evaluate(file_.params, cs::ioi_template_sequences(task_, file_.tokenizer, split_of(split_js), kMaxTemplateRows),
+                                       iv, names_)
+                    : cs::ioi_evaluate(file_.params, iv);
       const int n = e.n;
       val out = val::object();
       out.set("n", e.n);
@@ -659,6 +677,12 @@ class Model {
       out.set("mean_head_cos_sum", tagged(e.mean_head_cos_sum, kLayerHead));
       return out;
     });
+  }
+
+  // The sentence-template task as JSON ({kind, templates, names, places, objects, holdout_templates,
+  // holdout_pair_fraction}), or null for any other model.
+  val ioiTask() const {
+    return guarded([&] { return has_task_ ? val::global("JSON").call<val>("parse", cs::ioi_template_task_json(task_).dump()) : val::null(); });
   }
 
   // The intervention cutting input 'q' | 'k' | 'v' of every head from every earlier layer's heads.
@@ -771,6 +795,19 @@ class Model {
  private:
   cs::ModelFile file_;
   cs::ActivationCache<float> cache_;  // run's and forwardBatch's, kept between calls
+  // A sentence-template IOI model's task and its name tokens (empty otherwise).
+  cs::IoiTemplateTask task_;
+  bool has_task_ = false;
+  std::vector<int> names_;
+  static constexpr int kMaxTemplateRows = 2000;
+
+  static cs::IoiSplit split_of(const val& v) {
+    if (v.isUndefined() || v.isNull()) return cs::IoiSplit::HeldOutBoth;
+    const std::string s = v.isString() ? v.as<std::string>() : "";
+    for (cs::IoiSplit sp : {cs::IoiSplit::Train, cs::IoiSplit::HeldOutPairs, cs::IoiSplit::HeldOutTemplates, cs::IoiSplit::HeldOutBoth})
+      if (s == cs::ioi_split_name(sp)) return sp;
+    throw std::invalid_argument("IOI split must be 'train', 'held-out pairs', 'held-out templates' or 'held-out both', got " + describe(v));
+  }
 
   // The sentence the page shows for text longer than the context (the core's forward pass would
   // also refuse it, in its own words).
@@ -939,6 +976,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("ioi", &Model::ioi)
       .function("ioiSequences", &Model::ioiSequences)
       .function("ioiEvaluate", &Model::ioiEvaluate)
+      .function("ioiTask", &Model::ioiTask)
       .function("cutComposition", &Model::cutComposition)
       .function("skipTrigrams", &Model::skipTrigrams)
       .function("corpusStats", &Model::corpusStats)

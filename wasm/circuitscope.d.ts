@@ -398,6 +398,23 @@ export interface CorpusStats {
   ov_leading_term?: Tagged;
 }
 
+/** The splits of a sentence-template IOI task: what was trained on, and what was held out. */
+export type IoiSplit = 'train' | 'held-out pairs' | 'held-out templates' | 'held-out both';
+
+/** A sentence-template IOI task, as the model file stores it. */
+export interface IoiTemplateTask {
+  kind: 'ioi_templates';
+  /** Written in the IO S S order with the slots {IO}, {S}, {PLACE}, {OBJECT}; S IO S swaps the first two names. */
+  templates: string[];
+  names: string[];
+  places: string[];
+  objects: string[];
+  /** The last this many templates were never trained on. */
+  holdout_templates: number;
+  /** This fraction of unordered name pairs was never trained on. */
+  holdout_pair_fraction: number;
+}
+
 /** An intervention as returned by cutComposition() (every field present). */
 export interface InterventionOut {
   ablate: { layer: number; head: number; mean?: Float32Array }[];
@@ -469,14 +486,20 @@ export interface LoadedModel {
    */
   ioi(tokens: TokensIn, intervention?: Intervention): IoiAnalysis;
   ioi(tokens?: undefined | null, intervention?: Intervention): IoiAnalysis[];
-  /** The 60 symbolic IOI sequences: shape [60, 5], axes ["sequence", "pos"]. */
-  ioiSequences(): Tagged<Int32Array>;
   /**
-   * Accuracy and logit differences over the 60 symbolic IOI sequences, optionally under an
-   * intervention. Throws "IOI: the symbolic task's vocabulary has 8 tokens (<BOS> <MID> A..F) but
-   * this model's has N" for a model of another vocabulary.
+   * The IOI task's sequences, axes ["sequence", "pos"]: the 60 symbolic ones [60, 5], or for a
+   * sentence-template model (ioiTask() not null) one split (default 'held-out both'), padded with
+   * <PAD> (id 1) after each sentence, evenly subsampled to at most 2,000 rows.
    */
-  ioiEvaluate(intervention?: Intervention): IoiEvaluation;
+  ioiSequences(split?: IoiSplit): Tagged<Int32Array>;
+  /**
+   * Accuracy and logit differences over ioiSequences(split), optionally under an intervention.
+   * Throws "IOI: the symbolic task's vocabulary has 8 tokens (<BOS> <MID> A..F) but this model's
+   * has N" for a model of another vocabulary.
+   */
+  ioiEvaluate(intervention?: Intervention, split?: IoiSplit): IoiEvaluation;
+  /** A sentence-template IOI model's task (templates, names, places, objects, held-out parts), else null. */
+  ioiTask(): IoiTemplateTask | null;
   /** The intervention cutting input q, k or v of every head from all heads of earlier layers (empty for 1 layer). */
   cutComposition(input: 'q' | 'k' | 'v'): InterventionOut;
   /** Top skip-trigrams of one head (default k 20) and the "bugs" they force (default at most 32). */

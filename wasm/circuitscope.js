@@ -236,12 +236,15 @@ function wrap(mod, handle) {
       if (input === undefined || input === null) {
         // The core's whole-task evaluation refuses a model of another vocabulary (with its
         // sentence); the per-sequence analysis below would not.
-        call(() => handle.ioiEvaluate(intervention));
-        const seqs = call(() => handle.ioiSequences());
+        call(() => handle.ioiEvaluate(intervention, undefined));
+        const seqs = call(() => handle.ioiSequences(undefined));
         const [n, T] = seqs.shape;
+        const pad = call(() => handle.ioiTask()) ? 1 : -1;  // template rows end in <PAD> (id 1)
         const out = [];
         for (let i = 0; i < n; i++) {
-          const ids = seqs.data.slice(i * T, (i + 1) * T);
+          let end = (i + 1) * T;
+          while (end > i * T + 1 && seqs.data[end - 1] === pad) end--;
+          const ids = seqs.data.slice(i * T, end);
           const a = call(() => handle.ioi(ids, intervention));
           a.tokens = ids;
           out.push(a);
@@ -253,13 +256,17 @@ function wrap(mod, handle) {
       a.tokens = Int32Array.from(ids);
       return a;
     },
-    ioiSequences() {
+    ioiSequences(split) {
       live('ioiSequences');
-      return call(() => handle.ioiSequences());
+      return call(() => handle.ioiSequences(split));
     },
-    ioiEvaluate(intervention) {
+    ioiEvaluate(intervention, split) {
       live('ioiEvaluate');
-      return call(() => handle.ioiEvaluate(intervention));
+      return call(() => handle.ioiEvaluate(intervention, split));
+    },
+    ioiTask() {
+      live('ioiTask');
+      return call(() => handle.ioiTask());
     },
     cutComposition(input) {
       live('cutComposition');

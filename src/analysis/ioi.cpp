@@ -32,12 +32,13 @@ double cosine(const VecD& c, const VecD& u) {
 }
 
 // The analysis of row `row` of a cache at position `pos`.
-IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& cache, int row, int pos) {
+IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& cache, int row, int pos,
+                        const std::vector<int>& names) {
   const Config& c = p.cfg;
   const int T = cache.n_pos, D = c.d_model, NL = c.n_layers, H = c.n_heads;
   std::vector<int> toks(cache.tokens.begin() + static_cast<std::size_t>(row) * T,
                         cache.tokens.begin() + static_cast<std::size_t>(row + 1) * T);
-  IoiNames nm = ioi_names(toks, pos);
+  IoiNames nm = ioi_names(toks, pos, names);
   IoiAnalysis a;
   a.pos = pos;
   a.io = nm.io;
@@ -103,19 +104,28 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
 }  // namespace
 
 // Seed 001: IO is the name that occurs once before <MID>, S the one that occurs twice.
-IoiNames ioi_names(const std::vector<int>& tokens, int pos) {
+IoiNames ioi_names(const std::vector<int>& tokens, int pos, const std::vector<int>& names) {
   if (pos < 1 || pos >= static_cast<int>(tokens.size()))
     throw std::invalid_argument("IOI: the prediction position " + std::to_string(pos) + " is outside a sequence of " +
                                 std::to_string(tokens.size()) + " tokens");
   std::map<int, int> count;
-  for (int t = 1; t < pos; ++t)
-    if (tokens[t] != tokens[0] && tokens[t] != tokens[pos]) ++count[tokens[t]];
+  for (int t = 1; t < pos; ++t) {
+    if (!names.empty()) {
+      if (std::find(names.begin(), names.end(), tokens[t]) != names.end()) ++count[tokens[t]];
+    } else if (tokens[t] != tokens[0] && tokens[t] != tokens[pos]) {
+      ++count[tokens[t]];
+    }
+  }
   IoiNames nm;
   int ones = 0, twos = 0;
   for (const auto& kv : count) {
     if (kv.second == 1) nm.io = kv.first, ++ones;
     else if (kv.second == 2) nm.s = kv.first, ++twos;
   }
+  if ((ones != 1 || twos != 1 || count.size() != 2) && !names.empty())
+    throw std::invalid_argument(
+        "IOI: the sentence must name one person once (the indirect object) and another twice (the subject) "
+        "before the last word, like \"When Mary and John went to the store, John gave a drink to\"");
   if (ones != 1 || twos != 1 || count.size() != 2)
     throw std::invalid_argument(
         "IOI: a sequence must name one person once (IO) and another twice (S) before the prediction position, "
@@ -124,15 +134,16 @@ IoiNames ioi_names(const std::vector<int>& tokens, int pos) {
 }
 
 // Seed 001: residual-stream decomposition at the last position, and the logit lens.
-IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv) {
+IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv,
+                        const std::vector<int>& names) {
   const int T = static_cast<int>(tokens.size());
   ActivationCache<float> cache;
   forward(p, tokens, 1, T, cache, iv);
-  return analyse_row(p, cache, 0, T - 1);
+  return analyse_row(p, cache, 0, T - 1, names);
 }
 
 // Seed 001: accuracy, logit difference and name probabilities over a set of IOI sequences.
-IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Intervention& iv) {
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Intervention& iv, const std::vector<int>& names) {
   const int B = seq.B, T = seq.T;
   if (B < 1 || seq.tokens.size() != static_cast<std::size_t>(B) * T)
     throw std::invalid_argument("IOI: the sequences do not form a [B, T] batch");
@@ -150,7 +161,7 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Inter
     if (seq.mask.size() == seq.tokens.size())
       for (int t = 0; t < T; ++t)
         if (seq.mask[static_cast<std::size_t>(b) * T + t] != 0) pos = t;
-    IoiAnalysis a = analyse_row(p, cache, b, pos);
+    IoiAnalysis a = analyse_row(p, cache, b, pos, names);
     e.predicted.push_back(a.predicted);
     e.logit_diff.push_back(static_cast<float>(a.logit_diff));
     e.prob_io.push_back(static_cast<float>(a.prob_io));

@@ -21,7 +21,9 @@ struct IoiNames {
 // Seed 001 (task definition): reads IO and S from tokens[1 .. pos-1], ignoring tokens equal to
 // tokens[0] (<BOS>) or tokens[pos] (<MID>). Throws std::invalid_argument unless exactly one name
 // occurs once and one occurs twice.
-IoiNames ioi_names(const std::vector<int>& tokens, int pos);
+// With `names` (the vocabulary's name tokens, for sentence templates), only those tokens count and
+// every other word is ignored.
+IoiNames ioi_names(const std::vector<int>& tokens, int pos, const std::vector<int>& names = {});
 
 // One sequence, analysed at its prediction position `pos` (the <MID> token, the last position).
 //
@@ -62,7 +64,8 @@ struct IoiAnalysis {
 
 // Seed 001 (residual-stream decomposition and logit lens) for one sequence of tokens [T]
 // (T <= n_ctx), predicted at its last position.
-IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv = Intervention());
+IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv = Intervention(),
+                        const std::vector<int>& names = {});
 
 // Over a set of IOI sequences.
 struct IoiEvaluation {
@@ -85,7 +88,8 @@ struct IoiEvaluation {
 // Seed 001 (accuracy, logit difference and name probabilities over the task, optionally under an
 // intervention). Each row of `sequences` is predicted at the position whose mask is 1 (the last
 // position if the mask is empty or all zero); IO and S come from ioi_names.
-IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const Intervention& iv = Intervention());
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const Intervention& iv = Intervention(),
+                           const std::vector<int>& names = {});
 // Seed 001: over the 60 sequences of the symbolic task with the default vocabulary
 // (ioi_symbolic_tokenizer(): <BOS> <MID> A..F, d_vocab 8). Throws if the model's vocabulary differs.
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv = Intervention());

@@ -18,6 +18,7 @@
 #include "analysis/ioi.h"
 #include "analysis/training_metrics.h"
 #include "io.h"
+#include "ioi_templates.h"
 #include "model.h"
 #include "report.h"
 #include "train.h"
@@ -61,8 +62,9 @@ const std::map<std::string, std::string> kHelp = {
      "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"},
     {"sweep",
      "circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
-     "  Trains a recipe on the symbolic IOI task once per seed 0..N-1 (default 10), measures each\n"
-     "  model's accuracy and mean logit difference over all 60 sequences, writes the model of the\n"
+     "  Trains an IOI recipe once per seed 0..N-1 (default 10), measures each model's accuracy and\n"
+     "  mean logit difference over all 60 sequences of the symbolic task (for sentence templates:\n"
+     "  over the held-out templates and name pairs, each split printed), writes the model of the\n"
      "  median seed (ranked by accuracy, then mean logit difference; the lower middle for an even\n"
      "  count) to FILE (default: the recipe's \"output\") and every seed's figures to\n"
      "  FILE-without-extension.seeds.json. The shipped model is the median, not the luckiest.\n"},
@@ -238,22 +240,43 @@ int cmd_sweep(int argc, char** argv) {
     int seed;
     cs::IoiEvaluation ev;
     cs::ModelFile model;
+    json splits;  // templates: accuracy per split
   };
   std::vector<Run> runs;
   std::string out;
   for (int seed = 0; seed < n; ++seed) {
     j["seed"] = seed;
     cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
-    if (!r.data.is_object() || r.data.value("kind", "") != "ioi_symbolic")
-      throw std::runtime_error("sweep measures the symbolic IOI task; this recipe's data is not \"ioi_symbolic\"");
+    const std::string kind = r.data.is_object() ? r.data.value("kind", "") : "";
+    if (kind != "ioi_symbolic" && kind != "ioi_templates")
+      throw std::runtime_error("sweep measures an IOI task; this recipe's data is neither \"ioi_symbolic\" nor \"ioi_templates\"");
     out = a.opts.count("--out") ? a.opts["--out"] : r.output;
     if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
     cs::Trainer tr(r);
     for (int s = 0; s < r.steps; ++s) tr.step();
-    cs::IoiEvaluation ev = cs::ioi_evaluate(tr.params());
-    std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
-                ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
-    runs.push_back({seed, ev, tr.model_file()});
+    cs::ModelFile mf = tr.model_file();
+    // Symbolic: all 60 sequences. Templates: templates and name pairs held out of training, the
+    // split that says whether the model learned the task rather than its training sentences.
+    json splits = json::object();
+    cs::IoiEvaluation ev;
+    if (kind == "ioi_symbolic") {
+      ev = cs::ioi_evaluate(tr.params());
+    } else {
+      const cs::IoiTemplateTask task = cs::ioi_template_task(r.data);
+      const std::vector<int> names = cs::ioi_template_name_ids(task, mf.tokenizer);
+      for (cs::IoiSplit sp : {cs::IoiSplit::Train, cs::IoiSplit::HeldOutPairs, cs::IoiSplit::HeldOutTemplates, cs::IoiSplit::HeldOutBoth}) {
+        cs::IoiEvaluation e = cs::ioi_evaluate(mf.params, cs::ioi_template_sequences(task, mf.tokenizer, sp, 4000), {}, names);
+        splits[cs::ioi_split_name(sp)] = {{"accuracy", e.accuracy}, {"n", e.n}, {"mean_logit_diff", e.mean_logit_diff}};
+        std::printf("%s seed %d, %s: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
+                    cs::ioi_split_name(sp), e.correct, e.n, e.mean_logit_diff, e.mean_prob_io, e.mean_prob_s);
+        if (sp == cs::IoiSplit::HeldOutBoth) ev = e;
+      }
+    }
+    if (kind == "ioi_symbolic")
+      std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
+                  ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
+    std::fflush(stdout);
+    runs.push_back({seed, ev, std::move(mf), splits});
   }
   std::vector<int> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -271,6 +294,7 @@ int cmd_sweep(int argc, char** argv) {
     seeds.push_back({{"seed", r.seed}, {"correct", r.ev.correct}, {"n", r.ev.n}, {"accuracy", r.ev.accuracy},
                      {"mean_logit_diff", r.ev.mean_logit_diff}, {"mean_prob_io", r.ev.mean_prob_io},
                      {"mean_prob_s", r.ev.mean_prob_s}});
+    if (!r.splits.empty()) seeds.back()["splits"] = r.splits;
     acc_sum += r.ev.accuracy;
     solved += r.ev.correct == r.ev.n;
   }

@@ -510,6 +510,43 @@ test('IOI: ioi-1l2h solves all 60 sequences; the analysis adds up; cuts and abla
   throwsReadable(() => ioi.ioi('A B C <MID>'), /IOI: a sequence must name one person once/, 'not an IOI sequence');
 });
 
+test('IOI on sentence templates: the model carries its task; splits, names and padding are handled', () => {
+  const m = cs.load(readFileSync(path.join(root, 'models', 'ioi-templates-2l.safetensors')));
+  try {
+    const task = m.ioiTask();
+    assert.equal(task.kind, 'ioi_templates');
+    assert.equal(task.names.length, 40);
+    assert.equal(task.templates.length, 12);
+    assert.equal(ioi.ioiTask(), null, 'a symbolic model has no task');
+    // Held-out templates are solved (REPORT.md); the split reaches the evaluation.
+    const held = m.ioiEvaluate(undefined, 'held-out templates');
+    assert.ok(held.accuracy > 0.9, `held-out templates ${held.accuracy}`);
+    const seqs = m.ioiSequences('train');
+    assert.equal(seqs.shape[0], 2000);
+    assert.ok(Array.from(seqs.data).includes(1), 'short sentences are padded with <PAD>');
+    // One sentence by text, in both orders: IO and S are found among the names only.
+    const vocab = m.tokenizer.vocab;
+    for (const text of ['When Mary and John went to the store, John gave a drink to',
+      'When John and Mary went to the store, John gave a drink to']) {
+      const a = m.ioi(text);
+      assert.equal(vocab[a.io], 'Mary', text);
+      assert.equal(vocab[a.s], 'John', text);
+      assert.equal(vocab[a.predicted], 'Mary', text);
+      const parts = a.head_diff.data.reduce((x, y) => x + y, 0) + a.direct_diff + a.bias_diff;
+      close(parts, a.logit_diff, 1e-3, 'heads + direct + bias = logit diff');
+    }
+    // ioi() over the split trims each row's padding and analyses its last word.
+    const all = m.ioi();
+    assert.equal(all.length, m.ioiEvaluate().n);
+    assert.ok(all.every((a) => a.tokens[a.tokens.length - 1] !== 1 && vocab[a.tokens[a.tokens.length - 1]] === 'to'));
+    throwsReadable(() => m.ioi('When Mary and Zorro went to the store, Zorro gave a drink to'), /unknown word "Zorro"/, 'unknown name');
+    throwsReadable(() => m.ioi('When Mary and John went to the store, Mary gave a drink to John and'), /IOI: the sentence must name one person once/, 'no IO');
+    throwsReadable(() => m.ioiEvaluate(undefined, 'test'), /IOI split must be/, 'bad split');
+  } finally {
+    m.delete();
+  }
+});
+
 test('skipTrigrams read their qk and ov values from the full tables; corpusStats matches hand counts', () => {
   const st = ioi.skipTrigrams(0, 1, { k: 8 });
   assert.equal(st.top.length, 8);
