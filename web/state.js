@@ -5,7 +5,13 @@
 // Hash form: #v=1&view=induction&model=char-2l&head=L1H2&ablate=L0H1,L1H3&text=...
 //   text    short text, percent-encoded; long text goes as tz=<lz-string encodedURIComponent>
 //   head    "L{layer}H{head}"; ablate: comma-separated heads
-//   cut     comma-separated paths "L{l}H{h}>L{l}H{h}.{q|k|v}" (from > to . input)
+//   cut     comma-separated paths "L{l}H{h}>L{l}H{h}.{q|k|v}" (from > to . input), or the IOI
+//           view's cut of all composition: Q, K or V
+//   IOI:    order IOSS | SIOS; io, s: the names (symbolic: A..F or a display name; templates: one
+//           of the model's names), short text; tpl: the template's index (from 0); place, object:
+//           words of the template task. The view checks them against the model and says so when
+//           one does not fit. (Links made before these keys were known carry order/io/s as JSON
+//           strings, e.g. io=%22A%22: still read.)
 //   nopos   1 = act as if W_pos were zero
 //   embed=1 minimal chrome; hide=controls,header hides those too
 //   Keys the shell does not know (a view's own settings) are carried as JSON values, checked
@@ -21,6 +27,9 @@ const HEAD = /^L\d{1,2}H\d{1,2}$/;
 const CUT = /^L\d{1,2}H\d{1,2}>L\d{1,2}H\d{1,2}\.[qkv]$/;
 const NAME = /^[\w.-]{1,64}$/;
 const EXTRA_KEY = /^[a-z][A-Za-z0-9_]{0,31}$/;
+const IOI_CUT = /^[QKV]$/;
+const WORD = /^[\p{L}\p{N}']{1,40}$/u;
+const NAME_TEXT = /^[^\u0000-\u001f\u007f]{0,64}$/u;   // short text, no control characters
 
 export const DEFAULT_STATE = Object.freeze({
   v: VERSION,
@@ -28,7 +37,13 @@ export const DEFAULT_STATE = Object.freeze({
   model: null,        // null: the view's default model
   snapshot: null,     // e.g. "step1000" (models/snapshots/<model>/<snapshot>.safetensors)
   text: null,         // null: the view's sample text
-  names: null,        // IOI: the symbolic sequence, e.g. "A B B <MID>"
+  names: null,        // IOI: the six symbolic names' display names, comma-separated
+  order: null,        // IOI: "IOSS" | "SIOS" (null: IOSS)
+  io: null,           // IOI: the indirect object's name (null: the view's default)
+  s: null,            // IOI: the subject's name
+  tpl: null,          // IOI, sentence templates: the template's index
+  place: null,        // IOI, sentence templates: the place and the object
+  object: null,
   head: null,         // "L1H2"
   ablate: [],         // ["L0H1", ...]
   cut: [],            // ["L0H1>L1H2.k", ...]
@@ -52,6 +67,17 @@ const name = (what) => [
   (s) => { if (!NAME.test(s)) throw new Error(`${what}: "${s.slice(0, 40)}" is not a valid name`); return s; },
   (x) => x ?? null,
 ];
+// A value links used to carry as a JSON string (before the key was known): "\"A\"" -> "A".
+const unquote = (s) => {
+  if (s.length >= 2 && s.startsWith('"') && s.endsWith('"')) {
+    try { const v = JSON.parse(s); if (typeof v === 'string') return v; } catch { /* not JSON: as written */ }
+  }
+  return s;
+};
+const text = (re, what, describe) => [
+  (raw) => { const s = unquote(raw); if (!re.test(s)) throw new Error(`${what}: "${s.slice(0, 40)}" is not ${describe}`); return s; },
+  (x) => (x === null || x === undefined ? null : String(x)),
+];
 const bool = (what) => [
   (s) => { if (s !== '0' && s !== '1') throw new Error(`${what} must be 0 or 1`); return s === '1'; },
   (b) => (b ? '1' : null),
@@ -63,7 +89,15 @@ const KNOWN = {
   names: [(s) => { if (s.length > 1000) throw new Error('names: too long'); return s; }, (x) => x ?? null],
   head: [(s) => { if (!HEAD.test(s)) throw new Error(`head: "${s.slice(0, 40)}" is not of the form L1H2`); return s; }, (x) => x ?? null],
   ablate: list(HEAD, 'ablate'),
-  cut: list(CUT, 'cut'),
+  // The IOI view sets a lone 'Q' | 'K' | 'V' (a string); it is read back as ['Q'], which the
+  // view reads the same and other views ignore (it is not a path).
+  cut: [list(new RegExp(`${CUT.source}|${IOI_CUT.source}`), 'cut')[0], (a) => (Array.isArray(a) ? (a.length ? a.join(',') : null) : a ? String(a) : null)],
+  order: text(/^(IOSS|SIOS)$/, 'order', 'IOSS or SIOS'),
+  io: text(NAME_TEXT, 'io', 'a name'),
+  s: text(NAME_TEXT, 's', 'a name'),
+  tpl: [(s) => { if (!/^\d{1,3}$/.test(s)) throw new Error(`tpl: "${s.slice(0, 40)}" is not a template number`); return Number(s); }, (x) => (x === null || x === undefined || x === '' ? null : String(x))],
+  place: text(WORD, 'place', 'a word'),
+  object: text(WORD, 'object', 'a word'),
   nopos: bool('nopos'),
   pos: [(s) => { const n = Number(s); if (!/^\d{1,5}$/.test(s)) throw new Error('pos must be a whole number'); return n; }, (x) => (x === null || x === undefined ? null : String(x))],
   embed: bool('embed'),

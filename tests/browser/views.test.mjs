@@ -2,10 +2,13 @@
 // page that only includes its module, as another page of the site would, served from the built
 // site (build/site) with the page's content security policy as a header, in Debian's Chromium.
 // Checks what a person would look for: the IOI model's answer, the 1L1H vs 1L2H accuracy, cutting
-// V-composition, the circuits of char-2l, the training curves (when the metrics exist), in-browser
-// training with pause and a download that loads back, and the report (when it exists). No console
-// errors are allowed, except the 404s of files the test knows are missing (listed as diagnostics).
-// Screenshots go to test-artifacts/views-*.png. Needs `npm run build`.
+// V-composition, the IOI template builder (in the whole app, its state in the link), the circuits
+// of char-2l, the training curves (when the metrics exist), in-browser training with pause and a
+// download that loads back, and the report (when it exists). No console errors are allowed,
+// except the 404s of files the test knows are missing (listed as diagnostics).
+// Screenshots go to test-artifacts/views-*.png (views-ioi.png, views-ioi-2l1h-cut.png,
+// views-ioi-templates.png, views-circuits.png, views-training-*.png, views-report.png). Needs
+// `npm run build`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -55,7 +58,16 @@ after(async () => {
 });
 
 /** Opens a view alone on a page; `missing` lists site files the test expects to 404. */
-async function openView(tag, attrs = {}, { missing = [] } = {}) {
+function openView(tag, attrs = {}, { missing = [] } = {}) {
+  return openUrl(`${origin}/__view.html?tag=${tag}&attrs=${encodeURIComponent(JSON.stringify(attrs))}`, { missing });
+}
+
+/** Opens the whole app (index.html) at a hash such as '#v=1&view=ioi&model=...'. */
+function openApp(hash, { missing = [] } = {}) {
+  return openUrl(`${origin}/${hash}`, { missing });
+}
+
+async function openUrl(url, { missing = [] } = {}) {
   const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const problems = [];
@@ -72,7 +84,7 @@ async function openView(tag, attrs = {}, { missing = [] } = {}) {
   page.on('worker', (w) => w.on('console', (msg) => {
     if (msg.type() === 'error') problems.push(`worker console error: ${msg.text()}`);
   }));
-  await page.goto(`${origin}/__view.html?tag=${tag}&attrs=${encodeURIComponent(JSON.stringify(attrs))}`);
+  await page.goto(url);
   await page.evaluate(() => {
     window.__violations = [];
     window.__events = [];
@@ -163,6 +175,276 @@ test('IOI: cutting V-composition on ioi-2l1h changes the accuracy shown', async 
     await page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy').textContent.includes('without the positional embedding'));
     await page.screenshot({ path: path.join(artifacts, 'views-ioi-2l1h-cut.png'), fullPage: true });
     await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+// ------------------------------------------------------------------------------------------------
+// The template builder (sentence-template IOI models), in the whole app so that the state goes
+// through the URL hash. The shipped template models may or may not solve every sentence: these
+// tests check what is shown (the sentence, a probability for IO and S, the heads, the patterns,
+// the lens, the splits), never that the model is right.
+
+const TEMPLATE_MODEL = 'ioi-templates-1l2h';
+
+/** The sentence of a template filled by plain text replacement (S IO S swaps the first two names). */
+function expectedSentence(template, { io, s, order, place, object }) {
+  let t = template;
+  if (order === 'SIOS') t = t.replace('{IO}', '\u0000').replace('{S}', io).replace('\u0000', s);
+  return t.replace('{IO}', io).replaceAll('{S}', s).replace('{PLACE}', place).replace('{OBJECT}', object);
+}
+
+/** Waits until the template view shows `sentence` analysed (and its splits, when asked). */
+async function waitForSentence(page, sentence, { splits = true } = {}) {
+  await page.waitForFunction(({ sentence, splits }) => {
+    const v = document.querySelector('cs-ioi');
+    const res = v?.querySelector('.cs-results');
+    return v?.dataset.kind === 'templates' && res?.dataset.ready === 'true' && res.dataset.sentence === sentence &&
+      (!splits || v.dataset.ready === 'true');
+  }, { sentence, splits }, { timeout: 120_000 });
+}
+
+test('IOI templates: a link opens the builder; a training template and name pair give the sentence and its analysis', async (t) => {
+  if (!siteHas(`models/${TEMPLATE_MODEL}.safetensors`)) {
+    t.skip(`${TEMPLATE_MODEL} is not in this build of the site`);
+    return;
+  }
+  const { context, page, check } = await openApp(`#v=1&view=ioi&model=${TEMPLATE_MODEL}`);
+  try {
+    await page.waitForSelector('cs-ioi[data-kind="templates"][data-ready="true"]', { timeout: 120_000 });
+    // The task as the model file carries it; the page's port of the held-out pair hash agrees
+    // with the pairs of the core's 'held-out pairs' split.
+    const info = await page.evaluate(async (name) => {
+      const { getModel } = await import('/views/common.js');
+      const { ioiPairHeldOut, templateHeldOut } = await import('/views/ioi.js');
+      const model = await getModel(name);
+      const task = model.ioiTask();
+      const vocab = model.tokenizer.vocab;
+      const nameOf = new Map(task.names.map((n, i) => [vocab.indexOf(n), i]));
+      const seqs = model.ioiSequences('held-out pairs');
+      const [B, T] = seqs.shape;
+      let disagree = 0;
+      for (let b = 0; b < B; b++) {
+        const pair = [...new Set(Array.from(seqs.data.subarray(b * T, (b + 1) * T)).filter((id) => nameOf.has(id)).map((id) => nameOf.get(id)))];
+        if (pair.length !== 2 || !ioiPairHeldOut(task, pair[0], pair[1])) disagree++;
+      }
+      // A trained template other than the first, and a trained pair other than the default one.
+      const tpl = task.templates.findIndex((x, i) => i > 0 && !templateHeldOut(task, i) && x.includes('{PLACE}') && x.includes('{OBJECT}'));
+      let pair = null;
+      for (let a = 2; a < task.names.length && !pair; a++) for (let b = a + 1; b < task.names.length && !pair; b++) if (!ioiPairHeldOut(task, a, b)) pair = [a, b];
+      const heldPairs = [];
+      for (let a = 0; a < task.names.length; a++) for (let b = a + 1; b < task.names.length; b++) if (ioiPairHeldOut(task, a, b)) heldPairs.push([a, b]);
+      return { task, B, disagree, tpl, pair, heldPairs: heldPairs.length, layers: model.config.n_layers, heads: model.config.n_heads };
+    }, TEMPLATE_MODEL);
+    const { task } = info;
+    t.diagnostic(`${TEMPLATE_MODEL}: ${task.templates.length} templates (${task.holdout_templates} held out), ${task.names.length} names, ${info.heldPairs} held-out pairs`);
+    assert.equal(task.kind, 'ioi_templates');
+    assert.ok(info.B > 0, 'the held-out pairs split has sentences');
+    assert.equal(info.disagree, 0, "the page's held-out pair hash matches the core's split");
+    assert.ok(info.tpl > 0 && info.pair, 'a training template and name pair exist');
+
+    // The controls: every template listed, the held-out ones marked.
+    const options = await page.$$eval('cs-ioi select[id$="-tpl"] option', (o) => o.map((x) => ({ value: x.value, text: x.textContent, held: x.dataset.heldOut })));
+    assert.equal(options.length, task.templates.length);
+    assert.equal(options.filter((o) => /held out of training/.test(o.text)).length, task.holdout_templates);
+    assert.equal(options.at(-1).held, 'true');
+    assert.doesNotMatch(options[0].text, /\{|\}/, 'slots are shown readably');
+    assert.match(options[0].text, /\[IO\].*\[S\]/);
+    const datalist = await page.$$eval('cs-ioi datalist option', (o) => o.map((x) => x.value));
+    assert.deepEqual(datalist, task.names, 'the name fields suggest the model\'s names');
+    // The model switcher offers both template models, labelled as such.
+    const models = await page.$$eval('cs-ioi select[id$="-model"] option', (o) => o.map((x) => x.textContent));
+    for (const m of ['ioi-templates-1l2h', 'ioi-templates-2l']) assert.ok(models.some((x) => x.startsWith(m) && /sentence templates/.test(x)), `${m} is offered: ${models}`);
+
+    // Pick a training template, the order, a name pair (typed in another case), place and object.
+    const io = task.names[info.pair[0]];
+    const s = task.names[info.pair[1]];
+    const place = task.places.at(-1);
+    const object = task.objects[1];
+    await page.selectOption('cs-ioi select[id$="-tpl"]', String(info.tpl));
+    await page.selectOption('cs-ioi select[id$="-order"]', 'SIOS');
+    await page.selectOption('cs-ioi select[id$="-place"]', place);
+    await page.selectOption('cs-ioi select[id$="-object"]', object);
+    await page.fill('cs-ioi input[id$="-io"]', io.toLowerCase());
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.fill('cs-ioi input[id$="-s"]', s);
+    await page.press('cs-ioi input[id$="-s"]', 'Tab');
+    const sentence = expectedSentence(task.templates[info.tpl], { io, s, order: 'SIOS', place, object });
+    await waitForSentence(page, sentence);
+    assert.equal(await page.$eval('cs-ioi .cs-sentence q', (e) => e.textContent), sentence, 'the sentence is shown');
+    assert.equal(await page.$eval('cs-ioi .cs-split', (e) => e.dataset.split), 'train');
+    assert.equal(await page.isVisible('cs-ioi .cs-message'), false, 'no message');
+    assert.equal(await page.isVisible('cs-ioi .cs-names'), false, 'no display names for a template model');
+
+    // The analysis: IO and S identified, finite probabilities, a row for IO and for S.
+    const res = await page.$eval('cs-ioi .cs-results', (e) => ({ ...e.dataset }));
+    assert.equal(res.io, io);
+    assert.equal(res.s, s);
+    assert.ok(res.predicted.length > 0);
+    for (const p of [+res.probIo, +res.probS]) assert.ok(Number.isFinite(p) && p >= 0 && p <= 1, `probability ${p}`);
+    t.diagnostic(`"${sentence}": predicted ${res.predicted}, p(IO) ${(+res.probIo).toFixed(3)}, p(S) ${(+res.probS).toFixed(3)}`);
+    const rows = await page.$$eval('cs-ioi .cs-bar-row', (r) => r.map((x) => ({ ...x.dataset, label: x.textContent })));
+    const ioRow = rows.find((x) => x.role === 'io');
+    const sRow = rows.find((x) => x.role === 's');
+    assert.ok(ioRow && sRow, `rows for IO and S: ${JSON.stringify(rows)}`);
+    assert.equal(ioRow.name, io);
+    assert.equal(sRow.name, s);
+    assert.ok(Math.abs(+ioRow.prob - +res.probIo) < 1e-5, 'the IO row shows p(IO)');
+    assert.match(ioRow.label, /right answer/);
+    assert.match(sRow.label, /wrong/);
+    for (const x of rows) assert.ok(Number.isFinite(+x.prob) && +x.prob >= 0 && +x.prob <= 1);
+    assert.ok(rows.length >= 5 && rows.length <= 7, `the top names plus IO and S (${rows.length} rows)`);
+    // Heads (sum and difference), one pattern per head with the sentence's words, the lens.
+    const headRows = await page.$$eval('cs-ioi tbody.cs-heads tr', (r) => r.map((x) => x.textContent));
+    assert.equal(headRows.length, info.layers * info.heads + 2, 'every head, the direct path and the bias');
+    assert.equal(await page.$$eval('cs-ioi .cs-patterns canvas', (c) => c.length), info.layers * info.heads);
+    const over = await page.getAttribute('cs-ioi .cs-patterns canvas', 'aria-label');
+    assert.ok(over.includes('over: <BOS> ') && over.includes(` ${io} `) && over.endsWith(' to'), `the pattern is labelled with the sentence's words: ${over}`);
+    const lens = await page.$$eval('cs-ioi tbody.cs-lens tr', (r) => r.length);
+    assert.equal(lens, info.layers + 1, 'a logit-lens row per stage');
+    // Accuracy on each split, and the template models side by side.
+    const splits = await page.$$eval('cs-ioi .cs-split-table tbody tr', (r) => r.map((x) => [x.dataset.split, +x.dataset.accuracy]));
+    assert.deepEqual(splits.map((x) => x[0]), ['train', 'held-out pairs', 'held-out templates', 'held-out both']);
+    for (const [, acc] of splits) assert.ok(Number.isFinite(acc) && acc >= 0 && acc <= 1);
+    t.diagnostic(`${TEMPLATE_MODEL} accuracy: ${splits.map(([k, v]) => `${k} ${(100 * v).toFixed(1)}%`).join(', ')}`);
+    assert.doesNotMatch(await page.$eval('cs-ioi .cs-accuracy', (e) => e.textContent), /60 sequences/);
+    assert.ok(await page.$('cs-ioi tr[data-model="ioi-templates-2l"]'), 'the other template model is compared');
+
+    // The exports carry the sentence.
+    const [json] = await Promise.all([page.waitForEvent('download'), page.click('cs-ioi button:text("Download the numbers (JSON)")')]);
+    const numbers = JSON.parse(readFileSync(await json.path(), 'utf8'));
+    assert.equal(numbers.sentence, sentence);
+    assert.equal(numbers.template.index, info.tpl);
+    assert.equal(numbers.io, io);
+    assert.equal(Object.keys(numbers.probabilities).length, task.names.length);
+    const [csv] = await Promise.all([page.waitForEvent('download'), page.click('cs-ioi button:text("Per-head contributions (CSV)")')]);
+    const lines = readFileSync(await csv.path(), 'utf8').trim().split('\n');
+    assert.match(lines[0], /,sentence$/);
+    assert.ok(lines.slice(1).every((l) => l.endsWith(sentence.includes(',') ? `"${sentence}"` : sentence)), 'every CSV row carries the sentence');
+
+    // The state is in the hash.
+    const hash = await page.evaluate(() => location.hash);
+    for (const part of [`model=${TEMPLATE_MODEL}`, `tpl=${info.tpl}`, 'order=SIOS', `s=${s}`, `place=${place}`, `object=${object}`]) assert.ok(hash.includes(part), `${part} in ${hash}`);
+    assert.match(hash, new RegExp(`io=${io}`, 'i'));
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(artifacts, 'views-ioi-templates.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('IOI templates: an unknown name is explained with the names the model knows; a copied link restores the sentence', async (t) => {
+  if (!siteHas(`models/${TEMPLATE_MODEL}.safetensors`)) {
+    t.skip(`${TEMPLATE_MODEL} is not in this build of the site`);
+    return;
+  }
+  const { context, page, check } = await openApp(`#v=1&view=ioi&model=${TEMPLATE_MODEL}&order=SIOS&tpl=2`);
+  let link;
+  let expected;
+  try {
+    await page.waitForSelector('cs-ioi[data-kind="templates"][data-ready="true"]', { timeout: 120_000 });
+    const task = await page.evaluate(async (name) => (await (await import('/views/common.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
+    // The link's settings and the model's first two names (the defaults).
+    expected = expectedSentence(task.templates[2], { io: task.names[0], s: task.names[1], order: 'SIOS', place: task.places[0], object: task.objects[0] });
+    await waitForSentence(page, expected, { splits: false });
+
+    // A name the model does not know: a message naming it and listing the known names.
+    await page.fill('cs-ioi input[id$="-io"]', 'Zoe<b>');
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.waitForSelector('cs-ioi .cs-message:not([hidden])');
+    const msg = await page.$eval('cs-ioi .cs-message', (e) => e.textContent);
+    assert.match(msg, /does not know the name "Zoe<b>"/);
+    for (const n of [task.names[0], task.names[7], task.names.at(-1)]) assert.ok(msg.includes(n), `the message lists ${n}`);
+    assert.equal(await page.$('cs-ioi .cs-message b'), null, 'the typed text is text, not HTML');
+    assert.equal(await page.$eval('cs-ioi .cs-results', (e) => e.dataset.ready), 'false');
+    assert.equal(await page.$$eval('cs-ioi .cs-bar-row', (r) => r.length), 0, 'no stale analysis');
+    // The same name for IO and S.
+    await page.fill('cs-ioi input[id$="-io"]', task.names[1]);
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.waitForFunction(() => /must be different names/.test(document.querySelector('cs-ioi .cs-message').textContent));
+    // The page keeps working: pick another name, switch the order and the place.
+    await page.fill('cs-ioi input[id$="-io"]', task.names[5].toUpperCase());
+    await page.press('cs-ioi input[id$="-io"]', 'Enter');
+    await page.selectOption('cs-ioi select[id$="-order"]', 'IOSS');
+    await page.selectOption('cs-ioi select[id$="-place"]', task.places[3]);
+    expected = expectedSentence(task.templates[2], { io: task.names[5], s: task.names[1], order: 'IOSS', place: task.places[3], object: task.objects[0] });
+    await waitForSentence(page, expected);
+    assert.equal(await page.isVisible('cs-ioi .cs-message'), false);
+
+    // Copy the link.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await page.click('#copy-link');
+    link = await page.inputValue('#copy-text');
+    await check(t);
+  } finally {
+    await context.close();
+  }
+  // A fresh page from the link shows the same template, order, names and sentence.
+  const fresh = await openApp(new URL(link).hash);
+  try {
+    await waitForSentence(fresh.page, expected, { splits: false });
+    const shown = await fresh.page.evaluate(() => {
+      const v = document.querySelector('cs-ioi');
+      const val = (sel) => v.querySelector(sel).value;
+      return { tpl: val('select[id$="-tpl"]'), order: val('select[id$="-order"]'), io: val('input[id$="-io"]'), s: val('input[id$="-s"]'), sentence: v.querySelector('.cs-sentence q').textContent };
+    });
+    const task = await fresh.page.evaluate(async (name) => (await (await import('/views/common.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
+    assert.deepEqual(shown, { tpl: '2', order: 'IOSS', io: task.names[5], s: task.names[1], sentence: expected });
+    await fresh.check(t);
+  } finally {
+    await fresh.context.close();
+  }
+});
+
+test('IOI templates: a link with settings the model does not have says so and shows the defaults', async (t) => {
+  if (!siteHas(`models/${TEMPLATE_MODEL}.safetensors`)) {
+    t.skip(`${TEMPLATE_MODEL} is not in this build of the site`);
+    return;
+  }
+  const { context, page, check } = await openApp(`#v=1&view=ioi&model=${TEMPLATE_MODEL}&tpl=99&place=moon`);
+  try {
+    await page.waitForSelector('cs-ioi[data-kind="templates"][data-ready="true"]', { timeout: 120_000 });
+    const notice = await page.$eval('cs-ioi .cs-notice', (e) => (e.hidden ? '' : e.textContent));
+    assert.match(notice, /template "99"/);
+    assert.match(notice, /place "moon"/);
+    assert.equal(await page.$eval('cs-ioi select[id$="-tpl"]', (e) => e.value), '0');
+    assert.equal(await page.$eval('cs-ioi .cs-results', (e) => e.dataset.ready), 'true', 'the defaults are analysed');
+    await check(t);
+  } finally {
+    await context.close();
+  }
+  // A link the codec cannot read at all: the app's message and a working page.
+  const bad = await openApp(`#v=1&view=ioi&model=${TEMPLATE_MODEL}&tpl=x`);
+  try {
+    await bad.page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 60_000 });
+    assert.match(await bad.page.textContent('#app-status'), /could not be read \(tpl/);
+    await bad.check(t);
+  } finally {
+    await bad.context.close();
+  }
+});
+
+test('IOI in the app: cutting composition and removing positions go into the link and come back', async (t) => {
+  const { context, page, check } = await openApp('#v=1&view=ioi&model=ioi-2l1h');
+  try {
+    await page.waitForSelector('cs-ioi[data-ready="true"]', { timeout: 60_000 });
+    await page.selectOption('cs-ioi select[id$="-cut"]', 'V');
+    await page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy').textContent.includes('V-composition cut'));
+    await page.check('cs-ioi input[id$="-nopos"]');
+    await page.waitForFunction(() => /cut=V/.test(location.hash) && /removePos/.test(location.hash));
+    const hash = await page.evaluate(() => location.hash);
+    await check(t);
+    const again = await openApp(hash);
+    try {
+      await again.page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy')?.textContent.includes('V-composition cut'), null, { timeout: 60_000 });
+      assert.equal(await again.page.$eval('cs-ioi select[id$="-cut"]', (e) => e.value), 'V');
+      assert.equal(await again.page.isChecked('cs-ioi input[id$="-nopos"]'), true);
+      await again.check(t);
+    } finally {
+      await again.context.close();
+    }
   } finally {
     await context.close();
   }

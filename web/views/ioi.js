@@ -1,17 +1,26 @@
-// <cs-ioi>: the symbolic indirect-object-identification task (seed 001): build a sequence
-// "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" from six names, see which name the model
-// predicts, how each head splits the logit difference into the additive (sum) and contrastive
-// (difference) directions, the attention patterns and a logit lens; switch between the four
-// shipped architectures with their accuracy over all 60 sequences and their seeds' spread, and
-// remove the positional embedding or cut Q/K/V composition (2-layer models), live.
+// <cs-ioi>: indirect-object identification. Two kinds of task:
+//  - the symbolic task of seed 001: build a sequence "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>"
+//    from six names (tokens A-F that can be given display names);
+//  - the sentence-template models (model.ioiTask() not null): a template builder. Pick a template
+//    (those held out of training are marked), the order, two of the model's names, a place and an
+//    object: "When Mary and John went to the store, John gave a drink to" -> Mary.
+// Either way: which name the model predicts and its probability for each name (right or wrong),
+// how each head splits the logit difference into the additive (sum) and contrastive (difference)
+// directions, the attention patterns and a logit lens; switch between the shipped architectures
+// with their accuracy (symbolic: over all 60 sequences, with the seeds' spread; templates: on the
+// training split and the three held-out splits), and remove the positional embedding or cut
+// Q/K/V composition (2-layer models), live.
 //
 // Embed it on any page of the site (paths resolve from the module's URL):
 //   <link rel="stylesheet" href="views/views.css">
 //   <script type="module" src="views/ioi.js"></script>
 //   <cs-ioi model="ioi-1l2h"></cs-ioi>
 // Attributes (standalone) or state keys (set by the app as `element.state = {...}`):
-//   model (ioi-1l1h | ioi-1l2h | ioi-2l1h | ioi-1l2h-nopos), order (IOSS | SIOS), io, s (A..F or a
-//   display name), names (six display names, comma-separated), removePos ("1"), cut (Q | K | V).
+//   model (ioi-1l1h | ioi-1l2h | ioi-2l1h | ioi-1l2h-nopos | ioi-templates-1l2h | ioi-templates-2l),
+//   order (IOSS | SIOS), io, s (symbolic: A..F or a display name; templates: one of the model's
+//   names, in any case; unset: the first two names), names (symbolic: six display names,
+//   comma-separated), tpl (templates: the template's index, from 0), place, object (templates: a
+//   place and an object of the task), removePos ("1"), cut (Q | K | V).
 // Changes the user makes are reported with a bubbling `cs-state` event (detail: the changed keys).
 // All user text reaches the page through textContent (el() never parses HTML).
 import { el, heatmap, divergingColor, getModel, getJSON, downloadCSV, downloadJSON, CsView } from './common.js';
@@ -21,11 +30,23 @@ export const IOI_MODELS = [
   { name: 'ioi-1l2h', label: '1 layer, 2 heads' },
   { name: 'ioi-2l1h', label: '2 layers, 1 head each' },
   { name: 'ioi-1l2h-nopos', label: '1 layer, 2 heads, no positional embedding' },
+  { name: 'ioi-templates-1l2h', label: 'sentence templates: 1 layer, 2 heads', templates: true },
+  { name: 'ioi-templates-2l', label: 'sentence templates: 2 layers', templates: true },
+];
+/** The evaluation splits of a sentence-template model, with what each holds. */
+export const IOI_SPLITS = [
+  { split: 'train', what: 'templates and name pairs trained on' },
+  { split: 'held-out pairs', what: 'trained templates, name pairs never trained on' },
+  { split: 'held-out templates', what: 'templates never trained on, trained name pairs' },
+  { split: 'held-out both', what: 'neither the template nor the name pair trained on' },
 ];
 const LETTERS = ['A', 'B', 'C', 'D', 'E', 'F'];
 const DEFAULT_NAMES = ['Mary', 'John', 'Alice', 'Bob', 'Eve', 'Dan'];
+const TOP_NAMES = 5;   // probability rows of a template model: the most probable names, plus IO and S
 const pct = (x) => `${(100 * x).toFixed(x === 1 || x === 0 ? 0 : 1)}%`;
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+const isTemplateModel = (name) => !!IOI_MODELS.find((m) => m.name === name)?.templates;
+const unset = (v) => v === null || v === undefined || v === '';
 let uid = 0;
 
 /** names state (array or comma-separated string) -> six display names. */
@@ -44,6 +65,127 @@ function resolveName(text, names) {
   return byName >= 0 ? LETTERS[byName] : null;
 }
 
+/** The index of a typed word in a list (case-insensitive, trimmed); -1 if it is not there. */
+function findWord(text, list) {
+  const t = String(text ?? '').trim().toLowerCase();
+  return t ? list.findIndex((w) => w.toLowerCase() === t) : -1;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Sentence templates: the same text as the core builds (src/ioi_templates.cpp).
+
+const wordChar = (c) => /[A-Za-z0-9']/.test(c) || c.charCodeAt(0) >= 0x80;
+
+/** A template split the way the word tokenizer splits text, each {SLOT} one piece (pieces() in C++). */
+export function templatePieces(template) {
+  const t = String(template);
+  const out = [];
+  let i = 0;
+  while (i < t.length) {
+    const c = t[i];
+    if (c === ' ' || c === '\t' || c === '\n') {
+      i++;
+    } else if (c === '{') {
+      const j = t.indexOf('}', i);
+      if (j < 0) { out.push(t.slice(i)); break; }
+      out.push(t.slice(i, j + 1));
+      i = j + 1;
+    } else if (wordChar(c)) {
+      let j = i;
+      while (j < t.length && wordChar(t[j])) j++;
+      out.push(t.slice(i, j));
+      i = j;
+    } else {
+      out.push(c);
+      i++;
+    }
+  }
+  return out;
+}
+
+/** Pieces joined by single spaces, punctuation glued to the word before it. */
+function joinPieces(words) {
+  let out = '';
+  for (const w of words) {
+    const glue = w.length === 1 && !wordChar(w);
+    if (out && !glue) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
+/** Fills a template's slots: fill(slot, isIo) for {IO}/{S} (order 1 = S IO S swaps the first two), fill(slot) otherwise. */
+function fillTemplate(template, order, fill) {
+  let nameSlot = 0;
+  return joinPieces(templatePieces(template).map((p) => {
+    if (p === '{IO}' || p === '{S}') {
+      const ioHere = order === 0 ? p === '{IO}' : nameSlot === 1;
+      nameSlot++;
+      return fill(p, ioHere);
+    }
+    return p === '{PLACE}' || p === '{OBJECT}' ? fill(p) : p;
+  }));
+}
+
+/**
+ * The sentence of template t with names io and s (indices into task.names), order 0 (IO S S) or
+ * 1 (S IO S), place and object indices: the text C++ ioi_template_sentence builds.
+ */
+export function templateSentence(task, t, io, s, order, place, object) {
+  return fillTemplate(task.templates[t], order, (slot, ioHere) => (
+    slot === '{PLACE}' ? task.places[place] : slot === '{OBJECT}' ? task.objects[object] : task.names[ioHere ? io : s]));
+}
+
+/** A template with readable slots in an order: "When [IO] and [S] went to the [place], [S] gave a [object] to". */
+export function templateReadable(template, order = 0) {
+  return fillTemplate(template, order, (slot, ioHere) => (
+    slot === '{PLACE}' ? '[place]' : slot === '{OBJECT}' ? '[object]' : ioHere ? '[IO]' : '[S]'));
+}
+
+const M64 = (1n << 64n) - 1n;
+/** True when the unordered name pair {a, b} (indices) was held out of training: C++ ioi_pair_held_out. */
+export function ioiPairHeldOut(task, a, b) {
+  if (!(task.holdout_pair_fraction > 0)) return false;
+  if (a > b) [a, b] = [b, a];
+  // splitmix64's finaliser over (a << 32 | b), as the core computes it.
+  let z = (((BigInt(a) << 32n) | BigInt(b)) + 0x9E3779B97F4A7C15n) & M64;
+  z = ((z ^ (z >> 30n)) * 0xBF58476D1CE4E5B9n) & M64;
+  z = ((z ^ (z >> 27n)) * 0x94D049BB133111EBn) & M64;
+  z ^= z >> 31n;
+  return Number(z >> 11n) * (1 / 9007199254740992) < task.holdout_pair_fraction;
+}
+
+/** True when template t was never trained on (the task's last holdout_templates templates). */
+export const templateHeldOut = (task, t) => t >= task.templates.length - (task.holdout_templates || 0);
+
+// Accuracy of a template model on its four splits, once per (model, intervention): a promise, and
+// the value once it is there (so a cached result shows without a "computing" flash).
+const splitCache = new Map();   // `${model}|${intervention}` -> {promise, value}
+function splitAccuracy(model, name, iv, ivKey) {
+  const key = `${name}|${ivKey}`;
+  let entry = splitCache.get(key);
+  if (!entry) {
+    entry = { value: null };
+    entry.promise = (async () => {
+      const out = {};
+      for (const { split } of IOI_SPLITS) {
+        await new Promise((resolve) => setTimeout(resolve, 0));   // the page stays responsive between splits
+        try {
+          const e = model.ioiEvaluate(iv, split);
+          out[split] = { n: e.n, correct: e.correct, accuracy: e.accuracy, mean_prob_io: e.mean_prob_io, mean_prob_s: e.mean_prob_s, mean_logit_diff: e.mean_logit_diff };
+        } catch (err) {
+          out[split] = { error: err.message };
+        }
+      }
+      entry.value = out;
+      return out;
+    })();
+    entry.promise.catch(() => splitCache.delete(key));
+    splitCache.set(key, entry);
+  }
+  return entry;
+}
+
 /** A horizontal bar for a value in [-bound, bound] (diverging) or [0, bound]. */
 export function bar(value, bound, { diverging = true, label = '' } = {}) {
   const v = Number.isFinite(value) ? value : 0;
@@ -59,18 +201,35 @@ export function bar(value, bound, { diverging = true, label = '' } = {}) {
 }
 
 export class CsIoi extends CsView {
-  static defaults = { model: 'ioi-1l2h', order: 'IOSS', io: 'A', s: 'B', names: DEFAULT_NAMES.join(','), removePos: '', cut: '' };
+  static defaults = { model: 'ioi-1l2h', order: 'IOSS', io: null, s: null, names: DEFAULT_NAMES.join(','), removePos: '', cut: '', tpl: null, place: null, object: null };
+  static defaultModel = 'ioi-1l2h';
+  /** The app's model switcher lists only the IOI models for this view. */
+  static modelFilter(entry) { return IOI_MODELS.some((m) => m.name === entry.name); }
 
   connectedCallback() {
     // Standalone: attributes seed the state (the app overwrites it with `state = ...`).
     if (!this._attrsRead) {
       this._attrsRead = true;
       const fromAttrs = {};
-      for (const k of ['model', 'order', 'io', 's', 'names', 'cut']) if (this.hasAttribute(k)) fromAttrs[k] = this.getAttribute(k);
+      for (const k of ['model', 'order', 'io', 's', 'names', 'cut', 'tpl', 'place', 'object']) if (this.hasAttribute(k)) fromAttrs[k] = this.getAttribute(k);
       if (this.hasAttribute('removepos')) fromAttrs.removePos = this.getAttribute('removepos') || '1';
       if (Object.keys(fromAttrs).length) this._state = { ...this._state, ...fromAttrs };
     }
     super.connectedCallback();
+  }
+
+  /**
+   * Names and template settings mean nothing to the other kind of model: when the model switches
+   * between a symbolic and a sentence-template one and they did not change with it, they go back
+   * to the new model's defaults (and the app hears of it).
+   */
+  stateChanged(prev, next) {
+    if (!prev || isTemplateModel(prev.model) === isTemplateModel(next.model)) return;
+    const carried = ['io', 's', 'tpl', 'place', 'object'].filter((k) => !unset(next[k]) && next[k] === prev[k]);
+    if (!carried.length) return;
+    const reset = Object.fromEntries(carried.map((k) => [k, null]));
+    this._state = { ...next, ...reset };
+    queueMicrotask(() => this.dispatchEvent(new CustomEvent('cs-state', { detail: reset, bubbles: true, composed: true })));
   }
 
   /** The intervention the toggles describe, for `model` (cut only on models with 2+ layers). */
@@ -88,8 +247,10 @@ export class CsIoi extends CsView {
     this.classList.add('cs-view');
     this.refs = {};
     const r = this.refs;
+    const option = (m) => el('option', { value: m.name }, `${m.name} (${m.label})`);
     r.modelSelect = el('select', { id: `${id}-model`, onchange: () => this.update({ model: r.modelSelect.value }) },
-      IOI_MODELS.map((m) => el('option', { value: m.name }, `${m.name} (${m.label})`)));
+      el('optgroup', { label: 'Symbolic task (names A–F)' }, IOI_MODELS.filter((m) => !m.templates).map(option)),
+      el('optgroup', { label: 'Sentence templates' }, IOI_MODELS.filter((m) => m.templates).map(option)));
     r.removePos = el('input', { type: 'checkbox', id: `${id}-nopos`, onchange: () => this.update({ removePos: r.removePos.checked ? '1' : '' }) });
     r.cut = el('select', { id: `${id}-cut`, onchange: () => this.update({ cut: r.cut.value }) },
       el('option', { value: '' }, 'nothing'),
@@ -97,15 +258,29 @@ export class CsIoi extends CsView {
       el('option', { value: 'K' }, 'K-composition (layer 0 → key of layer 1)'),
       el('option', { value: 'V' }, 'V-composition (layer 0 → value of layer 1)'));
     r.cutNote = el('span', { class: 'cs-note' });
+    r.archExplain = el('p', { class: 'cs-explain' });
     r.accuracy = el('p', { class: 'cs-accuracy', role: 'status', 'aria-live': 'polite' });
     r.zoo = el('tbody');
+    r.splits = el('tbody');
+    r.tplZoo = el('tbody');
 
     r.order = el('select', { id: `${id}-order`, onchange: () => this.update({ order: r.order.value }) },
       el('option', { value: 'IOSS' }, 'IO S S  (e.g. "Mary John John")'),
       el('option', { value: 'SIOS' }, 'S IO S  (e.g. "John Mary John")'));
     r.datalist = el('datalist', { id: `${id}-known` });
-    r.io = el('input', { type: 'text', id: `${id}-io`, list: `${id}-known`, autocomplete: 'off', spellcheck: 'false', onchange: () => this.update({ io: r.io.value.trim() }) });
-    r.s = el('input', { type: 'text', id: `${id}-s`, list: `${id}-known`, autocomplete: 'off', spellcheck: 'false', onchange: () => this.update({ s: r.s.value.trim() }) });
+    // A name is used as soon as it is one the model knows (typing or picking from the list);
+    // anything else when the field is committed (Enter or leaving it), so that no message
+    // flickers while a name is half typed.
+    const nameInput = (key) => {
+      const input = el('input', {
+        type: 'text', id: `${id}-${key}`, list: `${id}-known`, autocomplete: 'off', spellcheck: 'false', maxlength: 64,
+        oninput: () => { if (this._knows?.(input.value)) this.setName(key, input.value); },
+        onchange: () => this.setName(key, input.value),
+      });
+      return input;
+    };
+    r.io = nameInput('io');
+    r.s = nameInput('s');
     r.nameInputs = LETTERS.map((L, i) => el('input', {
       type: 'text', id: `${id}-name-${L}`, size: 8, autocomplete: 'off', spellcheck: 'false', maxlength: 24,
       onchange: () => {
@@ -114,47 +289,88 @@ export class CsIoi extends CsView {
         this.update({ names: names.join(',') });
       },
     }));
+    r.tpl = el('select', { id: `${id}-tpl`, class: 'cs-tpl-select', onchange: () => this.update({ tpl: Number(r.tpl.value) }) });
+    r.place = el('select', { id: `${id}-place`, onchange: () => this.update({ place: r.place.value }) });
+    r.object = el('select', { id: `${id}-object`, onchange: () => this.update({ object: r.object.value }) });
+    r.tplNote = el('p', { class: 'cs-note' });
+    r.notice = el('p', { class: 'cs-notice', role: 'status', hidden: true });
     r.message = el('p', { class: 'cs-message', role: 'alert', hidden: true });
-    r.sequence = el('p', { class: 'cs-sequence', 'aria-label': 'The sequence the model sees' });
+    r.sentenceLine = el('p', { class: 'cs-sentence', 'aria-label': 'The sentence the model sees' });
+    r.sequence = el('p', { class: 'cs-sequence', 'aria-label': 'The tokens the model sees' });
+    r.split = el('p', { class: 'cs-note cs-split' });
     r.verdict = el('p', { class: 'cs-verdict', role: 'status', 'aria-live': 'polite' });
     r.probs = el('div', { class: 'cs-bars', role: 'list', 'aria-label': "The model's probability for each name" });
-    r.heads = el('tbody');
+    r.probsNote = el('p', { class: 'cs-note' });
+    r.heads = el('tbody', { class: 'cs-heads' });
     r.headsNote = el('p', { class: 'cs-note' });
     r.patterns = el('div', { class: 'cs-patterns' });
-    r.lens = el('tbody');
+    r.lensExplain = el('p', { class: 'cs-explain' });
+    r.lens = el('tbody', { class: 'cs-lens' });
     r.results = el('div', { class: 'cs-results' });
+    r.seqHeading = el('h2', { id: `${id}-h-seq` });
 
     const field = (labelText, control, extra) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, labelText), control, extra);
+    // Shown for one kind of model only (toggled in render()).
+    r.symOnly = [
+      r.symZoo = el('table', { class: 'cs-table' },
+        el('caption', {}, 'Accuracy over all 60 sequences (the shipped model, no intervention) and the spread over the training seeds'),
+        el('thead', {}, el('tr', {}, ['model', 'architecture', 'shipped model', 'seeds solved (100%)', 'mean accuracy of seeds', 'range'].map((h) => el('th', { scope: 'col' }, h)))),
+        r.zoo),
+      r.namesFieldset = el('fieldset', { class: 'cs-names' },
+        el('legend', {}, 'Display names (the model still sees the tokens A–F)'),
+        LETTERS.map((L, i) => el('span', { class: 'cs-field cs-inline' }, el('label', { for: r.nameInputs[i].id }, `${L} =`), r.nameInputs[i]))),
+    ];
+    r.tplOnly = [
+      r.splitTable = el('table', { class: 'cs-table cs-split-table' },
+        el('caption', {}, 'Accuracy of this model on each split (up to 2,000 sentences each, both orders), with the intervention above'),
+        r.splitHead = el('thead'),
+        r.splits),
+      r.tplZooTable = el('table', { class: 'cs-table' },
+        el('caption', {}, 'The sentence-template models compared (the shipped models, no intervention)'),
+        el('thead', {}, el('tr', {}, ['model', 'architecture', ...IOI_SPLITS.map((x) => x.split)].map((h) => el('th', { scope: 'col' }, h)))),
+        r.tplZoo),
+      r.tplControls = el('div', { class: 'cs-controls' },
+        field('Template', r.tpl),
+        field('Place', r.place),
+        field('Object', r.object)),
+      r.tplNote,
+      r.sentenceLine,
+      r.split,
+    ];
+
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h-arch` },
         el('h2', { id: `${id}-h-arch` }, 'Indirect object identification: architecture'),
-        el('p', { class: 'cs-explain' }, 'The symbolic task of the IOI seed: in "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" the model must name the one said once (IO). One head alone cannot; two heads in one layer can; two layers of one head solve it through composition.'),
+        r.archExplain,
         el('div', { class: 'cs-controls' },
           field('Model', r.modelSelect),
           el('div', { class: 'cs-field cs-check' }, r.removePos, el('label', { for: r.removePos.id }, 'Remove the positional embedding')),
           field('Cut composition', r.cut, r.cutNote)),
         r.accuracy,
-        el('table', { class: 'cs-table' },
-          el('caption', {}, 'Accuracy over all 60 sequences (the shipped model, no intervention) and the spread over the training seeds'),
-          el('thead', {}, el('tr', {}, ['model', 'architecture', 'shipped model', 'seeds solved (100%)', 'mean accuracy of seeds', 'range'].map((h) => el('th', { scope: 'col' }, h)))),
-          r.zoo)),
+        r.symZoo,
+        r.splitTable,
+        r.tplZooTable),
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h-seq` },
-        el('h2', { id: `${id}-h-seq` }, 'Build a sequence'),
+        r.seqHeading,
+        r.tplControls,
+        r.tplNote,
         el('div', { class: 'cs-controls' },
           field('Order', r.order),
           field('Indirect object (said once)', r.io),
           field('Subject (said twice)', r.s),
           r.datalist),
-        el('fieldset', { class: 'cs-names' },
-          el('legend', {}, 'Display names (the model still sees the tokens A–F)'),
-          LETTERS.map((L, i) => el('span', { class: 'cs-field cs-inline' }, el('label', { for: r.nameInputs[i].id }, `${L} =`), r.nameInputs[i]))),
+        r.namesFieldset,
+        r.notice,
         r.message,
-        r.sequence),
+        r.sentenceLine,
+        r.sequence,
+        r.split),
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h-res` },
         el('h2', { id: `${id}-h-res` }, 'What the model predicts'),
         r.results,
         r.verdict,
         r.probs,
+        r.probsNote,
         el('h3', {}, 'Each head\'s direct effect on the logits'),
         el('p', { class: 'cs-explain' }, 'Projected on logit(IO) − logit(S) (the contrastive, difference direction: it separates the two names) and on logit(IO) + logit(S) (the additive, sum direction: it raises both names over the rest).'),
         el('table', { class: 'cs-table' },
@@ -163,23 +379,53 @@ export class CsIoi extends CsView {
         r.headsNote,
         el('div', { class: 'button-row controls-only' },
           el('button', { type: 'button', onclick: () => this._numbers && downloadJSON('circuitscope-ioi.json', this._numbers) }, 'Download the numbers (JSON)'),
-          el('button', { type: 'button', onclick: () => this._numbers && downloadCSV('circuitscope-ioi-heads.csv', [['part', 'difference', 'sum', 'cos_difference', 'cos_sum'], ...this._numbers.heads.map((x) => [x.part, x.diff, x.sum, x.cd ?? '', x.cs ?? ''])]) }, 'Per-head contributions (CSV)')),
+          el('button', { type: 'button', onclick: () => this.downloadHeadsCSV() }, 'Per-head contributions (CSV)')),
         el('h3', {}, 'Attention patterns'),
         el('p', { class: 'cs-explain' }, 'Rows are the query (the position attending), columns the key. Darker means more attention.'),
         r.patterns,
         el('h3', {}, 'Logit lens'),
-        el('p', { class: 'cs-explain' }, 'The residual stream at <MID> read through the unembedding after each stage.'),
+        r.lensExplain,
         el('table', { class: 'cs-table' },
           el('thead', {}, el('tr', {}, ['stage', 'logit IO', 'logit S', 'p(IO)', 'p(S)', ''].map((h) => el('th', { scope: 'col' }, h)))),
           r.lens)),
     );
   }
 
+  /** A name typed in the IO or S field (only a change is reported). */
+  setName(key, value) {
+    const v = String(value).trim();
+    if (v !== this.state[key]) this.update({ [key]: v });
+  }
+
+  downloadHeadsCSV() {
+    const n = this._numbers;
+    if (!n) return;
+    // With a template sentence, every row carries it (one table, no comment lines).
+    const sentence = typeof n.sentence === 'string' ? [n.sentence] : [];
+    downloadCSV('circuitscope-ioi-heads.csv', [
+      ['part', 'difference', 'sum', 'cos_difference', 'cos_sum', ...(sentence.length ? ['sentence'] : [])],
+      ...n.heads.map((x) => [x.part, x.diff, x.sum, x.cd ?? '', x.cs ?? '', ...sentence])]);
+  }
+
+  /** Empties what the analysis shows (when there is no sequence to run). */
+  clearResults() {
+    const r = this.refs;
+    r.results.dataset.ready = 'false';
+    r.sequence.replaceChildren();
+    r.verdict.textContent = '';
+    r.probs.replaceChildren();
+    r.probsNote.textContent = '';
+    r.heads.replaceChildren();
+    r.headsNote.textContent = '';
+    r.patterns.replaceChildren();
+    r.lens.replaceChildren();
+    this._numbers = null;
+  }
+
   async render() {
     if (!this.refs) this.build();
     const r = this.refs;
     const st = this.state;
-    const names = parseNames(st.names);
     const modelName = IOI_MODELS.some((m) => m.name === st.model) ? st.model : 'ioi-1l2h';
 
     // Controls mirror the state (never rebuilt, so focus stays where it was).
@@ -187,11 +433,7 @@ export class CsIoi extends CsView {
     r.order.value = st.order === 'SIOS' ? 'SIOS' : 'IOSS';
     r.removePos.checked = !!st.removePos && st.removePos !== '0' && st.removePos !== 'false';
     r.cut.value = ['Q', 'K', 'V'].includes(String(st.cut || '').toUpperCase()) ? String(st.cut).toUpperCase() : '';
-    const showName = (L) => `${names[LETTERS.indexOf(L)]} (${L})`;
-    if (document.activeElement !== r.io) r.io.value = resolveName(st.io, names) ? names[LETTERS.indexOf(resolveName(st.io, names))] : String(st.io ?? '');
-    if (document.activeElement !== r.s) r.s.value = resolveName(st.s, names) ? names[LETTERS.indexOf(resolveName(st.s, names))] : String(st.s ?? '');
-    r.nameInputs.forEach((inp, i) => { if (document.activeElement !== inp) inp.value = names[i]; });
-    r.datalist.replaceChildren(...names.map((n) => el('option', { value: n })));
+    this.dataset.ready = 'false';
 
     const seq = ++this._seq || (this._seq = 1);
     let model;
@@ -205,18 +447,43 @@ export class CsIoi extends CsView {
     this.clearError();
     const twoLayer = model.config.n_layers > 1;
     r.cut.disabled = !twoLayer;
-    r.cutNote.textContent = twoLayer ? '' : 'only for 2-layer models (ioi-2l1h)';
-    if (model.config.pos_embed === 'none') {
-      r.removePos.disabled = true;
-    } else r.removePos.disabled = false;
+    r.cutNote.textContent = twoLayer ? '' : 'only for 2-layer models (ioi-2l1h, ioi-templates-2l)';
+    r.removePos.disabled = model.config.pos_embed === 'none';
+    const task = model.ioiTask();
+    this.dataset.kind = task ? 'templates' : 'symbolic';
+    for (const e of r.symOnly) e.hidden = !!task;
+    for (const e of r.tplOnly) e.hidden = !task;
+    const iv = this.intervention(model);
+    if (task) return this.renderTemplates(model, modelName, task, iv, seq);
+    return this.renderSymbolic(model, modelName, iv, seq);
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // The symbolic task
+
+  async renderSymbolic(model, modelName, iv, seq) {
+    const r = this.refs;
+    const st = this.state;
+    const names = parseNames(st.names);
+    const ioText = unset(st.io) && st.io !== '' ? 'A' : st.io;
+    const sText = unset(st.s) && st.s !== '' ? 'B' : st.s;
+    r.archExplain.textContent = 'The symbolic task of the IOI seed: in "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" the model must name the one said once (IO). One head alone cannot; two heads in one layer can; two layers of one head solve it through composition. The sentence-template models do the same on sentences.';
+    r.seqHeading.textContent = 'Build a sequence';
+    r.notice.hidden = true;
+    r.sentenceLine.replaceChildren();
+    r.split.replaceChildren();
+    const showName = (L) => `${names[LETTERS.indexOf(L)]} (${L})`;
+    this._knows = (text) => resolveName(text, names) !== null;
+    if (document.activeElement !== r.io) r.io.value = resolveName(ioText, names) ? names[LETTERS.indexOf(resolveName(ioText, names))] : String(ioText ?? '');
+    if (document.activeElement !== r.s) r.s.value = resolveName(sText, names) ? names[LETTERS.indexOf(resolveName(sText, names))] : String(sText ?? '');
+    r.nameInputs.forEach((inp, i) => { if (document.activeElement !== inp) inp.value = names[i]; });
+    r.datalist.replaceChildren(...names.map((n) => el('option', { value: n })));
+    this._datalistFor = null;
 
     // Accuracy, live under the toggles.
-    const iv = this.intervention(model);
     const clean = model.ioiEvaluate();
     const ev = model.ioiEvaluate(iv);
-    const changes = [];
-    if (iv.removePos) changes.push('without the positional embedding');
-    if (iv.cut?.length) changes.push(`with ${r.cut.value}-composition cut`);
+    const changes = this.changes(iv);
     r.accuracy.replaceChildren(
       el('strong', {}, `${modelName}: ${pct(ev.accuracy)}`),
       ` correct over all ${ev.n} sequences (${ev.correct}/${ev.n})${changes.length ? ' ' + changes.join(' and ') : ''}`,
@@ -227,24 +494,19 @@ export class CsIoi extends CsView {
     if (seq !== this._seq) return;
 
     // The sequence.
-    const io = resolveName(st.io, names);
-    const s = resolveName(st.s, names);
+    const io = resolveName(ioText, names);
+    const s = resolveName(sText, names);
     const known = names.map((n, i) => `${n} (${LETTERS[i]})`).join(', ');
     const problems = [];
-    if (!io) problems.push(`The model does not know the name "${String(st.io ?? '').trim()}" (indirect object).`);
-    if (!s) problems.push(`The model does not know the name "${String(st.s ?? '').trim()}" (subject).`);
+    if (!io) problems.push(`The model does not know the name "${String(ioText ?? '').trim()}" (indirect object).`);
+    if (!s) problems.push(`The model does not know the name "${String(sText ?? '').trim()}" (subject).`);
     if (problems.length) problems.push(`It knows six names: ${known}. Rename them above to use other names.`);
     else if (io === s) problems.push('The indirect object and the subject must be different names: one is said once, the other twice.');
     r.message.textContent = problems.join(' ');
     r.message.hidden = problems.length === 0;
     r.results.dataset.ready = 'false';
     if (problems.length) {
-      r.sequence.replaceChildren();
-      r.verdict.textContent = '';
-      r.probs.replaceChildren();
-      r.heads.replaceChildren();
-      r.patterns.replaceChildren();
-      r.lens.replaceChildren();
+      this.clearResults();
       return;
     }
     const letters = r.order.value === 'SIOS' ? [s, io, s] : [io, s, s];
@@ -254,16 +516,7 @@ export class CsIoi extends CsView {
       el('span', { class: 'cs-token-text' }, t),
       el('span', { class: 'cs-token-id' }, i === 0 || i === 4 ? '' : letters[i - 1]))));
 
-    const a = model.ioi(text, iv);
-    const run = model.run(text, iv);
-    const vocab = model.tokenizer.vocab;
-    const T = run.logits.shape[0];
-    const V = run.logits.shape[1];
-    const last = Array.from(run.logits.data.subarray((T - 1) * V, T * V));
-    const mx = Math.max(...last);
-    const ex = last.map((x) => Math.exp(x - mx));
-    const z = ex.reduce((p, q) => p + q, 0);
-    const prob = ex.map((x) => x / z);
+    const { a, run, prob, vocab } = this.analyse(model, text, iv);
     const predicted = vocab[a.predicted];
     const right = a.predicted === a.io;
     r.verdict.replaceChildren(
@@ -273,6 +526,7 @@ export class CsIoi extends CsView {
     r.results.dataset.predicted = predicted;
     r.results.dataset.io = io;
     r.results.dataset.right = String(right);
+    delete r.results.dataset.sentence;
 
     r.probs.replaceChildren(...LETTERS.map((L) => {
       const id = vocab.indexOf(L);
@@ -283,8 +537,285 @@ export class CsIoi extends CsView {
         bar(p, 1, { diverging: false, label: `${names[LETTERS.indexOf(L)]}: ${pct(p)}` }),
         el('span', { class: 'cs-bar-value' }, pct(p)));
     }));
+    r.probsNote.textContent = '';
 
-    // Heads, direct path and bias.
+    const rows = this.showHeads(model, a);
+    // What the panel shows, for the export buttons.
+    this._numbers = {
+      model: this.state.model, sequence: shown, names: Object.fromEntries(LETTERS.map((L, i) => [L, names[i]])),
+      io, s, predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff,
+      probabilities: Object.fromEntries(LETTERS.map((L) => [L, prob[vocab.indexOf(L)]])), heads: rows,
+    };
+    this.showPatterns(run, shown.map((t) => t.slice(0, 5)), shown, 30);
+    r.lensExplain.textContent = 'The residual stream at <MID> read through the unembedding after each stage.';
+    this.showLens(a);
+    this.dataset.ready = 'true';
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Sentence templates
+
+  async renderTemplates(model, modelName, task, iv, seq) {
+    const r = this.refs;
+    const st = this.state;
+    const order = r.order.value === 'SIOS' ? 1 : 0;
+    const nT = task.templates.length;
+    const names = task.names;
+    r.archExplain.textContent = `Indirect object identification on sentences: "When Mary and John went to the store, John gave a drink to" → Mary. ${modelName} knows ${names.length} first names and ${nT} templates; the last ${task.holdout_templates} templates and ${pct(task.holdout_pair_fraction)} of the name pairs were held out of training, so the splits below tell memorising from generalising.`;
+    r.seqHeading.textContent = 'Build a sentence';
+
+    // Options, once per task; the templates' texts follow the order.
+    if (this._datalistFor !== task) {
+      this._datalistFor = task;
+      r.datalist.replaceChildren(...names.map((n) => el('option', { value: n })));
+      r.place.replaceChildren(...task.places.map((p) => el('option', { value: p }, p)));
+      r.object.replaceChildren(...task.objects.map((o) => el('option', { value: o }, o)));
+      r.tpl.replaceChildren(...task.templates.map((_, i) => el('option', { value: String(i) })));
+      this._tplOrder = null;
+    }
+    if (this._tplOrder !== order) {
+      this._tplOrder = order;
+      task.templates.forEach((t, i) => {
+        const held = templateHeldOut(task, i);
+        const o = r.tpl.options[i];
+        o.textContent = `${i + 1}. ${templateReadable(t, order)}${held ? '  (held out of training)' : ''}`;
+        o.dataset.heldOut = String(held);
+      });
+    }
+    this._knows = (text) => findWord(text, names) >= 0;
+
+    // The settings, with a visible note for any the link got wrong.
+    const notices = [];
+    let t = 0;
+    if (!unset(st.tpl)) {
+      const n = Number(st.tpl);
+      if (Number.isInteger(n) && n >= 0 && n < nT) t = n;
+      else notices.push(`This link asks for template "${String(st.tpl).slice(0, 20)}" (counted from 0), but ${modelName} has ${nT} templates: the first is shown.`);
+    }
+    const pick = (value, list, what) => {
+      if (unset(value)) return 0;
+      const k = findWord(value, list);
+      if (k >= 0) return k;
+      notices.push(`This link asks for the ${what} "${String(value).slice(0, 40)}", which ${modelName} does not know (it knows ${list.join(', ')}): "${list[0]}" is shown.`);
+      return 0;
+    };
+    const place = pick(st.place, task.places, 'place');
+    const object = pick(st.object, task.objects, 'object');
+    r.notice.textContent = notices.join(' ');
+    r.notice.hidden = notices.length === 0;
+    r.tpl.value = String(t);
+    r.place.value = task.places[place];
+    r.object.value = task.objects[object];
+    const pieces = templatePieces(task.templates[t]);
+    const usesPlace = pieces.includes('{PLACE}');
+    const usesObject = pieces.includes('{OBJECT}');
+    r.place.disabled = !usesPlace;
+    r.object.disabled = !usesObject;
+    const unused = [!usesPlace && 'place', !usesObject && 'object'].filter(Boolean);
+    r.tplNote.textContent = unused.length ? `This template has no ${unused.join(' and no ')}.` : '';
+    const heldT = templateHeldOut(task, t);
+
+    // The names.
+    const ioText = st.io === null || st.io === undefined ? names[0] : st.io;
+    const sText = st.s === null || st.s === undefined ? names[1] : st.s;
+    const io = findWord(ioText, names);
+    const s = findWord(sText, names);
+    if (document.activeElement !== r.io) r.io.value = io >= 0 ? names[io] : String(ioText);
+    if (document.activeElement !== r.s) r.s.value = s >= 0 ? names[s] : String(sText);
+    const problems = [];
+    const unknown = (text, role) => (String(text).trim() === ''
+      ? `No name is given for the ${role}.`
+      : `The model does not know the name "${String(text).trim()}" (${role}).`);
+    if (io < 0) problems.push(unknown(ioText, 'indirect object'));
+    if (s < 0) problems.push(unknown(sText, 'subject'));
+    if (problems.length) problems.push(`It knows ${names.length} names: ${names.join(', ')}. Pick one of them (the field suggests them as you type).`);
+    else if (io === s) problems.push('The indirect object and the subject must be different names: one is said once, the other twice.');
+    r.message.textContent = problems.join(' ');
+    r.message.hidden = problems.length === 0;
+    r.results.dataset.ready = 'false';
+
+    if (problems.length) {
+      this.clearResults();
+      r.sentenceLine.replaceChildren(el('span', { class: 'cs-note' }, `Template: ${templateReadable(task.templates[t], order)}`));
+      delete r.sentenceLine.dataset.sentence;
+      r.split.replaceChildren();
+      delete r.split.dataset.split;
+    } else {
+      this.renderSentence(model, modelName, task, iv, { t, io, s, order, place, object, usesPlace, usesObject, heldT });
+    }
+
+    // Accuracy on the four splits, computed once per (model, intervention).
+    await this.renderSplits(model, modelName, iv, seq);
+    if (seq !== this._seq) return;
+    await this.renderTemplateZoo(modelName, seq);
+    if (seq !== this._seq) return;
+    this.dataset.ready = 'true';
+  }
+
+  /** The sentence, its tokens and the analysis of it. */
+  renderSentence(model, modelName, task, iv, { t, io, s, order, place, object, usesPlace, usesObject, heldT }) {
+    const r = this.refs;
+    const names = task.names;
+    const text = templateSentence(task, t, io, s, order, place, object);
+    const heldP = ioiPairHeldOut(task, io, s);
+    const split = heldT ? (heldP ? 'held-out both' : 'held-out templates') : heldP ? 'held-out pairs' : 'train';
+    r.sentenceLine.replaceChildren(
+      el('q', { class: 'cs-sentence-text' }, text), ' → ?',
+      el('span', { class: 'cs-note' }, `  (the answer: ${names[io]})`));
+    r.sentenceLine.dataset.sentence = text;
+    r.split.replaceChildren(
+      el('span', { class: ['cs-badge', split === 'train' ? 'ok' : 'held'] }, split === 'train' ? 'trained on' : 'held out of training'),
+      ` Split "${split}": the template was ${heldT ? 'held out of training' : 'trained on'}; the name pair ${names[io]} and ${names[s]} was ${heldP ? 'held out of training' : 'trained on'}.`);
+    r.split.dataset.split = split;
+
+    let result;
+    let tokens;
+    try {
+      tokens = model.tokenize(text);
+      result = this.analyse(model, text, iv);
+    } catch (e) {
+      this.clearResults();
+      r.message.textContent = `The model could not read this sentence: ${e.message}`;
+      r.message.hidden = false;
+      return;
+    }
+    const { a, run, prob, vocab } = result;
+    const ids = Array.from(tokens.ids);
+    const words = model.tokenText(ids);
+    const ioId = vocab.indexOf(names[io]);
+    const sId = vocab.indexOf(names[s]);
+    r.sequence.replaceChildren(...words.map((w, i) => el('span', { class: 'cs-token' },
+      el('span', { class: 'cs-token-text' }, w),
+      el('span', { class: 'cs-token-id' }, ids[i] === ioId ? 'IO' : ids[i] === sId ? 'S' : ''))));
+
+    const nameIds = names.map((n) => vocab.indexOf(n));
+    const predicted = vocab[a.predicted] ?? `#${a.predicted}`;
+    const right = a.predicted === a.io;
+    const predictedName = nameIds.includes(a.predicted);
+    r.verdict.replaceChildren(
+      el('span', { class: ['cs-badge', right ? 'ok' : 'bad'] }, right ? '✓ right' : '✗ wrong'),
+      ` The model's most probable next word is "${predicted}"${predictedName ? '' : ' (not a name)'}; the answer is ${names[io]}. p(IO) = ${fmt(a.prob_io, 3)}, p(S) = ${fmt(a.prob_s, 3)}, logit difference ${fmt(a.logit_diff)}.`);
+    Object.assign(r.results.dataset, { ready: 'true', predicted, io: names[io], s: names[s], right: String(right), sentence: text, probIo: String(a.prob_io), probS: String(a.prob_s) });
+
+    // Probabilities: the most probable names, and IO and S wherever they rank.
+    const pName = nameIds.map((id) => prob[id]);
+    const byProb = names.map((_, k) => k).sort((x, y) => pName[y] - pName[x]);
+    const shown = byProb.filter((k, rank) => rank < TOP_NAMES || k === io || k === s);
+    r.probs.replaceChildren(...shown.map((k) => {
+      const p = pName[k];
+      const role = k === io ? 'IO' : k === s ? 'S' : '';
+      return el('div', { class: ['cs-bar-row', role && `role-${role.toLowerCase()}`], role: 'listitem', dataset: { name: names[k], prob: p.toFixed(6), role: role.toLowerCase(), rank: String(byProb.indexOf(k) + 1) } },
+        el('span', { class: 'cs-bar-label' },
+          `${byProb.indexOf(k) + 1}. ${names[k]}${role ? ` · ${role}` : ''} `,
+          el('span', { class: ['cs-mark', k === io ? 'ok' : 'bad'] }, k === io ? '✓ right answer' : '✗ wrong'),
+          nameIds[k] === a.predicted ? el('span', { class: 'cs-mark' }, ' · predicted') : null),
+        bar(p, 1, { diverging: false, label: `${names[k]}: ${pct(p)}` }),
+        el('span', { class: 'cs-bar-value' }, pct(p)));
+    }));
+    const namesMass = pName.reduce((x, y) => x + y, 0);
+    r.probsNote.textContent = `Shown: the ${TOP_NAMES} most probable of the ${names.length} names, and IO and S wherever they rank (numbers are ranks among the names). All names together get ${pct(namesMass)}; the other words of the vocabulary ${pct(Math.max(0, 1 - namesMass))}.`;
+
+    const rows = this.showHeads(model, a);
+    this._numbers = {
+      model: modelName, task: 'ioi_templates', sentence: text,
+      template: { index: t, text: task.templates[t], held_out: heldT },
+      order: order ? 'SIOS' : 'IOSS', place: usesPlace ? task.places[place] : null, object: usesObject ? task.objects[object] : null,
+      pair_held_out: heldP, split, tokens: words,
+      intervention: { cut: iv.cut?.length ? r.cut.value : '', removePos: !!iv.removePos },
+      io: names[io], s: names[s], predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff,
+      probabilities: Object.fromEntries(names.map((n, k) => [n, pName[k]])), heads: rows,
+    };
+    this.showPatterns(run, words.map((w) => w.slice(0, 4)), words, 28);
+    r.lensExplain.textContent = `The residual stream at the last word ("${words.at(-1)}") read through the unembedding after each stage.`;
+    this.showLens(a);
+  }
+
+  /** This model's accuracy on each split (under the intervention, and without it for comparison). */
+  async renderSplits(model, modelName, iv, seq) {
+    const r = this.refs;
+    const changes = this.changes(iv);
+    const ivKey = `${iv.cut?.length ? r.cut.value : ''}|${iv.removePos ? 1 : 0}`;
+    const now = splitAccuracy(model, modelName, iv, ivKey);
+    const base = changes.length ? splitAccuracy(model, modelName, {}, '|0') : now;
+    r.splitHead.replaceChildren(el('tr', {}, ['split', 'what it holds', 'accuracy', 'correct', 'mean p(IO)', 'mean p(S)', 'mean logit difference',
+      ...(changes.length ? ['accuracy without the intervention'] : [])].map((h) => el('th', { scope: 'col' }, h))));
+    if (!now.value || !base.value) {
+      r.accuracy.textContent = `${modelName}: computing the accuracy on each split…`;
+      r.splitTable.dataset.ready = 'false';
+      r.splits.replaceChildren();
+    }
+    const [ev, clean] = await Promise.all([now.promise, base.promise]);
+    if (seq !== this._seq) return;
+    const cell = (x, f) => (x.error ? '–' : f(x));
+    r.accuracy.replaceChildren(
+      el('strong', {}, `${modelName}: ${ev.train.error ? '–' : pct(ev.train.accuracy)}`),
+      ' on the training split, ',
+      ...IOI_SPLITS.slice(1).map(({ split }, i) => `${i ? ', ' : ''}${cell(ev[split], (x) => pct(x.accuracy))} on ${split}`),
+      changes.length ? ` (${changes.join(' and ')})` : '',
+      '.');
+    r.splits.replaceChildren(...IOI_SPLITS.map(({ split, what }) => {
+      const x = ev[split];
+      return el('tr', { dataset: { split, accuracy: x.error ? '' : String(x.accuracy) } },
+        el('th', { scope: 'row' }, split),
+        el('td', {}, what),
+        el('td', { class: 'num' }, cell(x, (y) => pct(y.accuracy))),
+        el('td', { class: 'num' }, cell(x, (y) => `${y.correct}/${y.n}`)),
+        el('td', { class: 'num' }, cell(x, (y) => fmt(y.mean_prob_io, 3))),
+        el('td', { class: 'num' }, cell(x, (y) => fmt(y.mean_prob_s, 3))),
+        el('td', { class: 'num' }, cell(x, (y) => fmt(y.mean_logit_diff))),
+        changes.length ? el('td', { class: 'num' }, cell(clean[split], (y) => pct(y.accuracy))) : null);
+    }));
+    r.splitTable.dataset.ready = 'true';
+    this.dataset.accuracy = ev.train.error ? '' : String(ev.train.accuracy);
+  }
+
+  /** The sentence-template models side by side (no intervention). */
+  async renderTemplateZoo(current, seq) {
+    const models = IOI_MODELS.filter((m) => m.templates);
+    const rows = await Promise.all(models.map(async (m) => {
+      try {
+        const model = await getModel(m.name);
+        return { ...m, splits: await splitAccuracy(model, m.name, {}, '|0').promise };
+      } catch (e) {
+        return { ...m, error: e.message };
+      }
+    }));
+    if (seq !== this._seq) return;
+    this.refs.tplZoo.replaceChildren(...rows.map((m) => el('tr', { class: m.name === current ? 'current' : null, dataset: { model: m.name } },
+      el('th', { scope: 'row' }, m.name === current ? `▸ ${m.name}` : m.name),
+      el('td', {}, m.label.replace(/^sentence templates: /, '')),
+      IOI_SPLITS.map(({ split }) => el('td', { class: 'num', dataset: { split } },
+        m.error ? 'not available' : m.splits[split].error ? '–' : pct(m.splits[split].accuracy))))));
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Shared by both kinds
+
+  /** Words for the intervention in force. */
+  changes(iv) {
+    const out = [];
+    if (iv.removePos) out.push('without the positional embedding');
+    if (iv.cut?.length) out.push(`with ${this.refs.cut.value}-composition cut`);
+    return out;
+  }
+
+  /** The IOI analysis of a text and its forward pass, with the softmax at the last position. */
+  analyse(model, text, iv) {
+    const a = model.ioi(text, iv);
+    const run = model.run(text, iv);
+    const vocab = model.tokenizer.vocab;
+    const T = run.logits.shape[0];
+    const V = run.logits.shape[1];
+    const last = Array.from(run.logits.data.subarray((T - 1) * V, T * V));
+    const mx = Math.max(...last);
+    const ex = last.map((x) => Math.exp(x - mx));
+    const z = ex.reduce((p, q) => p + q, 0);
+    return { a, run, vocab, prob: ex.map((x) => x / z) };
+  }
+
+  /** Each head's direct effect, the direct path and the bias; returns the rows (for the exports). */
+  showHeads(model, a) {
+    const r = this.refs;
     const H = model.config.n_heads;
     const rows = [];
     for (let l = 0; l < model.config.n_layers; l++) {
@@ -295,12 +826,6 @@ export class CsIoi extends CsView {
     }
     rows.push({ part: 'direct path (embedding)', diff: a.direct_diff, sum: a.direct_sum });
     rows.push({ part: 'bias', diff: a.bias_diff, sum: a.bias_sum });
-    // What the panel shows, for the export buttons.
-    this._numbers = {
-      model: this.state.model, sequence: shown, names: Object.fromEntries(LETTERS.map((L, i) => [L, names[i]])),
-      io, s, predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff,
-      probabilities: Object.fromEntries(LETTERS.map((L) => [L, prob[vocab.indexOf(L)]])), heads: rows,
-    };
     const bound = Math.max(1e-6, ...rows.flatMap((x) => [Math.abs(x.diff), Math.abs(x.sum)]));
     r.heads.replaceChildren(...rows.map((x) => el('tr', {},
       el('th', { scope: 'row' }, x.part),
@@ -315,37 +840,42 @@ export class CsIoi extends CsView {
     } else {
       r.headsNote.textContent = `The parts sum to the logit difference ${fmt(a.logit_diff)}.`;
     }
+    return rows;
+  }
 
-    // Attention patterns.
+  /** One heatmap per head; labelsX label the columns (short), labelsY the rows. */
+  showPatterns(run, labelsX, labelsY, cell) {
+    const r = this.refs;
     const [L, HH, TT] = run.patterns.shape;
     r.patterns.replaceChildren();
+    const over = labelsY.join(' ');
     for (let l = 0; l < L; l++) {
       for (let h = 0; h < HH; h++) {
-        const canvas = el('canvas', { width: 220, height: 180, role: 'img', 'aria-label': `Attention pattern of head L${l}H${h}` });
+        const canvas = el('canvas', { width: 220, height: 180, role: 'img', 'aria-label': `Attention pattern of head L${l}H${h} over: ${over}` });
         const fig = el('figure', { class: 'cs-figure' }, canvas, el('figcaption', {}, `L${l}H${h}`));
         r.patterns.append(fig);
         heatmap(canvas, { data: run.patterns.data, offset: ((l * HH) + h) * TT * TT, rows: TT, cols: TT }, {
-          min: 0, max: 1, cell: 30, labelsX: shown.map((t) => t.slice(0, 5)), labelsY: shown, mask: (q, k) => k > q,
+          min: 0, max: 1, cell, labelsX, labelsY, mask: (q, k) => k > q,
         });
       }
     }
+  }
 
-    // Logit lens.
+  showLens(a) {
     const stages = a.lens.logit_io.shape[0];
-    r.lens.replaceChildren(...Array.from({ length: stages }, (_, i) => el('tr', {},
+    this.refs.lens.replaceChildren(...Array.from({ length: stages }, (_, i) => el('tr', {},
       el('th', { scope: 'row' }, i === 0 ? 'embedding' : `after layer ${i - 1}`),
       el('td', { class: 'num' }, fmt(a.lens.logit_io.data[i])),
       el('td', { class: 'num' }, fmt(a.lens.logit_s.data[i])),
       el('td', { class: 'num' }, fmt(a.lens.prob_io.data[i], 3)),
       el('td', { class: 'num' }, fmt(a.lens.prob_s.data[i], 3)),
       el('td', {}, bar(a.lens.prob_io.data[i] - a.lens.prob_s.data[i], 1, { label: `p(IO) − p(S) = ${fmt(a.lens.prob_io.data[i] - a.lens.prob_s.data[i])}` })))));
-    this.dataset.ready = 'true';
   }
 
-  /** The comparison table of the four architectures (models that fail to load say so). */
+  /** The comparison table of the four symbolic architectures (models that fail to load say so). */
   async renderZoo(current) {
     if (!this._zoo) {
-      this._zoo = Promise.all(IOI_MODELS.map(async (m) => {
+      this._zoo = Promise.all(IOI_MODELS.filter((m) => !m.templates).map(async (m) => {
         const seeds = await getJSON(`models/${m.name}.seeds.json`);
         try {
           const model = await getModel(m.name);
