@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, KEYSTROKE_TEXT } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -221,12 +221,10 @@ test('a copied link restores the same state in a fresh page', async () => {
   }
   // A long text goes compressed and comes back the same.
   const long = 'abcdefghij'.repeat(60);
-  const { encodeState, decodeHash } = await import('../../web/state.js').catch(() => ({}));
-  if (encodeState) {
-    const h = encodeState({ v: 1, view: 'induction', text: long });
-    assert.match(h, /tz=/);
-    assert.equal(decodeHash(h).state.text, long);
-  }
+  const { encodeState, decodeHash } = await import(pathToFileURL(path.join(site, 'state.js')).href);
+  const h = encodeState({ v: 1, view: 'induction', text: long });
+  assert.match(h, /tz=/);
+  assert.equal(decodeHash(h).state.text, long);
 });
 
 test('embed mode renders with minimal chrome; hide=controls,header hides those too', async () => {
@@ -275,6 +273,37 @@ test('a malformed hash shows a message and the default view', async () => {
     } finally {
       await context.close();
     }
+  }
+});
+
+test('the reproduction report\'s links open their views (each distinct view and model once)', async () => {
+  const { context, page, problems } = await openPage('#v=1&view=report');
+  try {
+    await page.waitForSelector('cs-report[data-ready="true"]', { timeout: LOAD_TIMEOUT });
+    const hrefs = await page.$$eval('cs-report tbody a', (as) => as.map((a) => a.getAttribute('href')));
+    assert.ok(hrefs.length >= 10, `${hrefs.length} links`);
+    const { decodeHash } = await import(pathToFileURL(path.join(site, 'state.js')).href);
+    const seen = new Set();
+    for (const href of hrefs) {
+      const want = decodeHash(href);
+      assert.equal(want.error, null, href);
+      const key = `${want.state.view} ${want.state.model} ${want.state.cut}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      await page.click(`cs-report tbody a[href="${href}"]`);
+      await page.waitForFunction((v) => document.body.dataset.view === v, want.state.view, { timeout: LOAD_TIMEOUT });
+      await page.waitForTimeout(300);
+      const msg = (await page.textContent('#app-status')) ?? '';
+      assert.doesNotMatch(msg, /could not be read/, `${href}: ${msg}`);
+      const now = decodeHash(await page.evaluate(() => location.hash));
+      assert.equal(now.state.model, want.state.model, href);
+      await page.evaluate(() => { location.hash = '#v=1&view=report'; });
+      await page.waitForSelector('cs-report[data-ready="true"]', { timeout: LOAD_TIMEOUT });
+    }
+    assert.ok(seen.size >= 6, `${seen.size} distinct views opened`);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
   }
 });
 

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { launchChromium, startCspProxy, trainInPage } from './chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -509,9 +509,10 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
         assert.match(await page.$eval('cs-training [data-missing="metrics"]', (e) => e.textContent), /not trained yet/);
       } else {
         const records = JSON.parse(readFileSync(path.join(site, metrics), 'utf8')).records;
+        await page.waitForFunction(() => document.querySelectorAll('cs-training figure.cs-uplot .uplot canvas').length >= 3);
         const info = await page.evaluate(() => {
           const v = document.querySelector('cs-training');
-          return { charts: +v.dataset.charts, phase: v.dataset.phaseChange, lines: v.querySelectorAll('svg .line').length, phaseLines: v.querySelectorAll('svg .phase').length, summary: v.querySelector('[role="status"]').textContent };
+          return { charts: +v.dataset.charts, phase: v.dataset.phaseChange, lines: [...v.querySelectorAll('figure.cs-uplot')].reduce((n, f) => n + Number(f.dataset.series), 0), phaseLines: v.querySelectorAll('figure.cs-uplot[data-marker]').length, summary: v.querySelector('[role="status"]').textContent };
         });
         t.diagnostic(`${name}: ${records.length} records; phase change at step ${info.phase || 'none'}; ${info.summary}`);
         assert.ok(info.charts >= 3, 'loss, ICL and prefix-matching charts');
@@ -549,15 +550,16 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
   });
 }
 
-test('export: a panel downloads as a PNG that shows its SVG chart, not just its text', async (t) => {
+test('export: a panel downloads as a PNG that shows its chart, not just its text', async (t) => {
   const { context, page, check } = await openView('cs-training', { model: 'char-2l' });
   try {
     await page.waitForSelector('cs-training[data-charts]', { timeout: 60_000 });
     // The first panel holding a chart, its PNG button, and where the chart sits in the panel.
-    const handle = await page.evaluateHandle(() => [...document.querySelectorAll('cs-training section.cs-panel')].find((p) => p.querySelector('svg .line')));
+    await page.waitForSelector('cs-training figure.cs-uplot canvas');
+    const handle = await page.evaluateHandle(() => [...document.querySelectorAll('cs-training section.cs-panel')].find((p) => p.querySelector('figure.cs-uplot canvas')));
     const chart = await handle.evaluate((panel) => {
       const b = panel.getBoundingClientRect();
-      const r = panel.querySelector('svg').getBoundingClientRect();
+      const r = panel.querySelector('figure.cs-uplot canvas').getBoundingClientRect();
       return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, label: panel.querySelector('.cs-panel-png').getAttribute('aria-label') };
     });
     assert.match(chart.label, /^Download the panel ".+" as PNG$/);
@@ -607,7 +609,7 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     const later = await page.$eval('cs-training', (e) => +e.dataset.trainStep);
     assert.equal(later, paused, 'no steps while paused');
     assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Paused at step ${paused}`));
-    assert.ok(await page.$('cs-training svg polyline.line'), 'a live loss curve');
+    assert.ok(await page.$('cs-training .cs-train-chart figure.cs-uplot canvas'), 'a live loss curve');
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('cs-training button:text-is("Download model")')]);
     const file = path.join(artifacts, 'views-trained-ioi-1l2h.safetensors');
     await download.saveAs(file);
@@ -649,7 +651,8 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     assert.ok(ind.phaseChangeStep > 0 && ind.phaseChangeStep < 600, `a phase change inside the run (step ${ind.phaseChangeStep})`);
     assert.ok(ind.phaseChangeSeconds > 0 && ind.phaseChangeSeconds < ind.trainSeconds, 'the phase change comes before the end of the run');
     assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Phase change at step ${ind.phaseChangeStep}`));
-    assert.equal(await page.$$eval('cs-training .cs-train-chart svg[aria-label^="Prefix-matching"] line.phase', (e) => e.length), 1, 'the live prefix-matching chart marks the phase change');
+    assert.deepEqual(await page.$$eval('cs-training .cs-train-chart figure.cs-uplot[data-marker]', (fs) => fs.map((f) => [f.querySelector('.cs-uplot-title').textContent, f.dataset.marker])),
+      [['Prefix-matching (induction) score per head', String(ind.phaseChangeStep)]], 'the live prefix-matching chart marks the phase change');
 
     // The character model trains in the page on the corpus fetched from the site.
     await page.selectOption('cs-training select[id$="-recipe"]', 'char-1l-smeared');
@@ -684,9 +687,16 @@ test('report: the claims of models/report.json, each linking to its view', async
       const rows = await page.$$eval('cs-report tbody tr', (rs) => rs.map((r) => ({ id: r.dataset.id, text: r.textContent, href: r.querySelector('a')?.getAttribute('href') })));
       t.diagnostic(`report: ${rows.length} claims`);
       assert.equal(rows.length, claims.length);
+      // Each row links to the report's view as a versioned link the page's codec reads back to
+      // the same settings (the report itself writes them without the page's version).
+      const { decodeHash, VERSION } = await import(pathToFileURL(path.join(site, 'state.js')).href);
       claims.forEach((c, i) => {
         assert.ok(rows[i].text.includes(c.claim));
-        assert.equal(rows[i].href, c.view);
+        const got = decodeHash(rows[i].href);
+        const want = decodeHash(`v=${VERSION}&${c.view.slice(1)}`);
+        assert.equal(got.error, null, `${c.id}: ${rows[i].href}`);
+        assert.equal(want.error, null, `${c.id}: ${c.view}`);
+        assert.deepEqual(got.state, want.state, c.id);
       });
     }
     await page.screenshot({ path: path.join(artifacts, 'views-report.png'), fullPage: true });

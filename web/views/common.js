@@ -392,10 +392,31 @@ async function svgImage(svg) {
   return img;
 }
 
+// Legend swatches (uPlot's .u-marker in the line charts of charts.js, .cs-swatch) get their
+// borders drawn too: a dashed border is how a dashed series or marker shows in a legend.
+const SWATCHES = '.u-marker, .cs-swatch';
+function drawBorders(ctx, s, x, y, w, h) {
+  for (const side of ['Top', 'Right', 'Bottom', 'Left']) {
+    const bw = parseFloat(s[`border${side}Width`]);
+    const style = s[`border${side}Style`];
+    if (!(bw > 0) || style === 'none' || style === 'hidden') continue;
+    const vertical = side === 'Left' || side === 'Right';
+    const at = side === 'Top' ? y + bw / 2 : side === 'Bottom' ? y + h - bw / 2 : side === 'Left' ? x + bw / 2 : x + w - bw / 2;
+    ctx.save();
+    ctx.strokeStyle = s[`border${side}Color`];
+    ctx.lineWidth = bw;
+    ctx.setLineDash(style === 'dashed' ? [2 * bw, bw] : style === 'dotted' ? [bw, bw] : []);
+    ctx.beginPath();
+    if (vertical) { ctx.moveTo(at, y); ctx.lineTo(at, y + h); } else { ctx.moveTo(x, at); ctx.lineTo(x + w, at); }
+    ctx.stroke();
+    ctx.restore();
+  }
+}
+
 /**
- * A canvas: its pixels. Any other element: its canvases and inline SVG charts laid out at their
- * on-screen positions, plus its other text nodes (each drawn at its box in its computed colour),
- * on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
+ * A canvas: its pixels. Any other element: its canvases (heatmaps, the uPlot line charts) and
+ * inline SVG charts laid out at their on-screen positions, plus its other text nodes (each drawn
+ * at its box in its computed colour), on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
  * out. Good enough for panels of canvases, charts and labels; no CSS effects.
  */
 export async function downloadPNG(name, element) {
@@ -431,6 +452,7 @@ export async function downloadPNG(name, element) {
         ctx.fillStyle = s.backgroundColor;
         ctx.fillRect(r.left - box.left, r.top - box.top, r.width, r.height);
       }
+      if (e.matches(SWATCHES)) drawBorders(ctx, s, r.left - box.left, r.top - box.top, r.width, r.height);
     }
     const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
     const range = document.createRange();
@@ -446,7 +468,18 @@ export async function downloadPNG(name, element) {
       ctx.fillStyle = s.color;
       ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
       ctx.textBaseline = 'top';
-      ctx.fillText(text.replace(/\s+/g, ' ').trim(), r.left - box.left, r.top - box.top);
+      if (rects.length === 1) {
+        ctx.fillText(text.replace(/\s+/g, ' ').trim(), r.left - box.left, r.top - box.top);
+        continue;
+      }
+      // Text wrapped over several lines (e.g. a chart title in a narrow column): word by word, each
+      // at its own box.
+      for (const m of text.matchAll(/\S+/g)) {
+        range.setStart(t, m.index);
+        range.setEnd(t, m.index + m[0].length);
+        const w = range.getClientRects()[0];
+        if (w) ctx.fillText(m[0], w.left - box.left, w.top - box.top);
+      }
     }
   }
   const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/png'));

@@ -10,6 +10,28 @@
 // Optional attribute `src` (default models/report.json, relative to the site root). No state of
 // its own; links change the page's hash, which the app turns into state.
 import { el, getJSON, downloadCSV, CsView } from './common.js';
+import { decodeHash, encodeState, VERSION } from '../state.js';
+
+/**
+ * The report's `view` ("#view=ioi&model=ioi-2l1h&cut=Q", written by the C++ report without the
+ * page's link version) as a link the page opens: versioned, checked by the same codec as any
+ * shared link; null when it is not one.
+ */
+export function viewLink(view) {
+  if (typeof view !== 'string' || !view.startsWith('#')) return null;
+  const p = new URLSearchParams(view.slice(1));
+  if (!p.has('v')) p.set('v', String(VERSION));
+  const { state, error } = decodeHash(p.toString());
+  return error ? null : `#${encodeState(state)}`;
+}
+
+// Verdicts: reproduced (and the extensions' "solved", "appears", "shown") get a tick, "not ..."
+// and "does not ..." a cross, anything else ("measured only") neither.
+function verdictClass(verdict) {
+  if (/^(not|does not|memorised)/i.test(verdict) || /: not /i.test(verdict)) return ['cs-verdict-not', '✗'];
+  if (/^(reproduced|solved|appears|shown)/i.test(verdict)) return ['cs-verdict-reproduced', '✓'];
+  return ['cs-verdict-neutral', '–'];
+}
 
 const SEEDS = {
   '000': 'framework, one layer', '001': 'minimal IOI circuit', '002': 'gradient leading terms',
@@ -39,14 +61,14 @@ export class CsReport extends CsView {
     status.textContent = `${reproduced} of ${claims.length} claims reproduced. Each row links to the view that shows it.`;
     const tbody = el('tbody', {}, claims.map((c) => {
       const verdict = String(c.verdict ?? '');
-      const ok = /^reproduced/i.test(verdict);
-      const view = typeof c.view === 'string' && c.view.startsWith('#') ? c.view : null;
+      const [cls, mark] = verdictClass(verdict);
+      const view = viewLink(c.view);
       return el('tr', { dataset: { id: String(c.id ?? '') } },
         el('td', {}, String(c.claim ?? '')),
         el('td', {}, `${String(c.seed ?? '')}${SEEDS[c.seed] ? ` (${SEEDS[c.seed]})` : ''}`),
         el('td', {}, String(c.seed_figure ?? '')),
         el('td', {}, String(c.measured ?? '')),
-        el('td', { class: ok ? 'cs-verdict-reproduced' : 'cs-verdict-not' }, `${ok ? '✓' : '✗'} ${verdict}`),
+        el('td', { class: cls }, `${mark} ${verdict}`),
         el('td', {}, view ? el('a', { href: view, 'aria-label': `Open the view for: ${String(c.claim ?? '')}` }, 'open view') : ''));
     }));
     panel.append(

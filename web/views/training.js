@@ -10,6 +10,8 @@
 // a live chart, and when the run ends the phase change marked as phaseChange() defines it, with
 // the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
 // data-train-seconds on the element, for tests and benchmarks).
+// The line charts are uPlot canvases (LineChart in charts.js, which links uPlot's stylesheet
+// itself); the PCA trajectory is an SVG scatter (lineChart() below says why).
 //
 // Embed it on any page of the site:
 //   <link rel="stylesheet" href="views/views.css">
@@ -18,6 +20,7 @@
 // Attributes (standalone) or state keys (set by the app): model (char-1l | char-2l |
 // char-1l-smeared), snapshot ("step<N>"). Changes go out as `cs-state` events.
 import { el, getModel, getModule, getJSON, siteUrl, sequentialColor, downloadCSV, CsView } from './common.js';
+import { LineChart, destroyCharts, stylesReady } from './charts.js';
 import { TrainerClient } from '../worker-client.js';
 
 export const TRAINING_MODELS = [
@@ -118,8 +121,14 @@ function ticks(lo, hi, n = 5) {
   return out;
 }
 
+// The line charts of this view are uPlot charts (LineChart, charts.js); this SVG chart is kept
+// for the per-token-loss PCA trajectory only. That is a scatter in the PC1-PC2 plane, with points
+// joined in training order and coloured by step, a tooltip per point and the phase change
+// circled: its x (PC1) is not sorted, which uPlot's line mode needs; its scatter mode (mode 2)
+// would need a custom paths renderer for the per-point colours, plus hover code for the point
+// tooltips and the circle: more code than this whole function, for about a hundred points.
 /**
- * A line chart as SVG: series [{name, color, points: [[x, y], ...]}]; options {title, xLabel,
+ * A chart as SVG: series [{name, color, points: [[x, y], ...]}]; options {title, xLabel,
  * yLabel, marker: {x, label} (a dashed vertical line), width, height, scatter (points coloured
  * by colorOf(i)), connect}.
  */
@@ -220,7 +229,7 @@ export class CsTraining extends CsView {
     r.stop = el('button', { type: 'button', disabled: true, onclick: () => this.stopTraining() }, 'Stop');
     r.download = el('button', { type: 'button', disabled: true, onclick: () => this.downloadModel() }, 'Download model');
     r.trainStatus = el('p', { class: 'cs-train-status', role: 'status', 'aria-live': 'polite' }, 'Not started.');
-    r.trainChart = el('div', { class: 'cs-train-chart' });
+    r.trainChart = el('div', { class: 'cs-train-chart cs-grid2' });
     r.trainResult = el('p', { class: 'cs-note', role: 'status' });
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h` },
@@ -287,11 +296,13 @@ export class CsTraining extends CsView {
   async loadModelData(name) {
     const r = this.refs;
     r.summary.textContent = `Loading the metrics of ${name}…`;
+    destroyCharts(r.charts);
     r.charts.replaceChildren();
     this._snapSteps = null;
     let model = null;
     try { model = await getModel(name); } catch { /* not trained yet */ }
     const metrics = await getJSON(`models/${name}.metrics.json`);
+    await stylesReady;   // uPlot's stylesheet, so the charts are laid out right from the start
     if (this._metricsFor !== name) return;
     this.renderCharts(name, metrics, model?.config?.n_heads);
     const listed = (m) => (Array.isArray(m?.info?.recipe?.snapshots) ? m.info.recipe.snapshots : []);
@@ -329,16 +340,24 @@ export class CsTraining extends CsView {
         ? `No phase change: no head's prefix-matching score reaches ${MIN_INDUCTION_SCORE} (the best ends at ${fmt(Math.max(...recs.at(-1).prefix_matching))}), so no induction head formed in ${name}.`
         : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`);
     this.dataset.phaseChange = pc ? String(pc.step) : '';
+    const line = (series, options, ys) => {
+      const c = new LineChart({ series, ...options });
+      c.setData(steps, ys);
+      return c.element;
+    };
     const charts = [
-      lineChart([
-        { name: 'train loss', color: COLORS[0], points: recs.map((x) => [x.step, x.train_loss]) },
-        { name: 'validation loss', color: COLORS[1], points: recs.map((x) => [x.step, x.valid_loss]) },
-        { name: 'loss on repeated tokens', color: COLORS[2], dashed: true, points: recs.map((x) => [x.step, x.repeated_loss]) },
-      ], { title: 'Loss (nats per token)', xLabel: 'training step', yLabel: 'loss', marker }),
-      lineChart([{ name: 'ICL score', color: COLORS[3], points: recs.map((x) => [x.step, x.icl]) }],
-        { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker, legend: true }),
-      lineChart(Array.from({ length: n }, (_, i) => ({ name: headName(i), color: COLORS[i % COLORS.length], dashed: i >= COLORS.length, points: recs.map((x) => [x.step, x.prefix_matching[i]]) })),
-        { title: 'Prefix-matching (induction) score per head', xLabel: 'training step', yLabel: 'score', marker, yMin: 0 }),
+      line([
+        { name: 'train loss', color: COLORS[0] },
+        { name: 'validation loss', color: COLORS[1] },
+        { name: 'loss on repeated tokens', color: COLORS[2], dashed: true },
+      ], { title: 'Loss (nats per token)', xLabel: 'training step', yLabel: 'loss', marker },
+      [recs.map((x) => x.train_loss), recs.map((x) => x.valid_loss), recs.map((x) => x.repeated_loss)]),
+      line([{ name: 'ICL score', color: COLORS[3] }],
+        { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker },
+        [recs.map((x) => x.icl)]),
+      line(Array.from({ length: n }, (_, i) => ({ name: headName(i), color: COLORS[i % COLORS.length], dashed: i >= COLORS.length })),
+        { title: 'Prefix-matching (induction) score per head', xLabel: 'training step', yLabel: 'score', marker, yMin: 0 },
+        Array.from({ length: n }, (_, i) => recs.map((x) => x.prefix_matching?.[i]))),
     ];
     const pca = metrics.pca;
     if (pca?.components?.length >= 2) {
@@ -352,6 +371,7 @@ export class CsTraining extends CsView {
         caption: `Points coloured by step: pale = early, dark = late (step ${maxStep}).${pi >= 0 ? ` Circled: the phase change, step ${pc.step}.` : ''}`,
       }));
     }
+    destroyCharts(r.charts);
     r.charts.replaceChildren(...charts,
       el('div', {}, el('button', { type: 'button', onclick: () => downloadCSV(`${name}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') }))) }, 'Download the records (CSV)')));
     this.dataset.charts = String(charts.length);
@@ -404,7 +424,9 @@ export class CsTraining extends CsView {
     this.dataset.trainStep = '0';
     delete this.dataset.trainedLoaded;
     r.trainResult.textContent = '';
+    destroyCharts(r.trainChart);
     r.trainChart.replaceChildren();
+    this._live = null;
     this.setButtons('starting');
     r.trainStatus.textContent = `Starting ${key}…`;
     const client = (this._client = new TrainerClient({
@@ -465,27 +487,46 @@ export class CsTraining extends CsView {
       }
       this.dataset.trainStep = String(last.step);
       this.dataset.stepsPerSecond = String(rate);
-      // Thin long histories to at most ~600 points for drawing.
+      // Thin long histories to at most ~600 points for drawing. The charts are made once per run
+      // (again only if the series change) and get new data each frame.
       const every = Math.max(1, Math.ceil(h.length / 600));
       const thin = h.filter((_, i) => i % every === 0 || i === h.length - 1);
-      const series = [{ name: 'batch loss', color: COLORS[0], points: thin.map((x) => [x.step, x.loss]) }];
-      if (thin.some((x) => x.loss_repeated >= 0)) {
-        series.push({ name: 'loss on repeated tokens', color: COLORS[1], points: thin.filter((x) => x.loss_repeated >= 0).map((x) => [x.step, x.loss_repeated]) });
-        series.push({ name: 'loss on fresh tokens', color: COLORS[2], dashed: true, points: thin.filter((x) => x.loss_fresh >= 0).map((x) => [x.step, x.loss_fresh]) });
+      const live = (this._live ??= {});
+      const repeated = thin.some((x) => x.loss_repeated >= 0);
+      const lossKey = repeated ? 'repeated' : 'plain';
+      if (live.lossKey !== lossKey) {
+        live.loss?.destroy();
+        live.loss?.element.remove();
+        live.lossKey = lossKey;
+        const series = [{ name: 'batch loss', color: COLORS[0] }];
+        if (repeated) series.push({ name: 'loss on repeated tokens', color: COLORS[1] }, { name: 'loss on fresh tokens', color: COLORS[2], dashed: true });
+        live.loss = new LineChart({ title: `Training ${this._trainKey}: loss per step`, xLabel: 'step', yLabel: 'loss (nats)', series });
+        r.trainChart.prepend(live.loss.element);
       }
-      const charts = [lineChart(series, { title: `Training ${this._trainKey}: loss per step`, xLabel: 'step', yLabel: 'loss (nats)', legend: true, width: 560 })];
+      const pos = (v) => (v >= 0 ? v : null);
+      live.loss.setData(thin.map((x) => x.step), repeated
+        ? [thin.map((x) => x.loss), thin.map((x) => pos(x.loss_repeated)), thin.map((x) => pos(x.loss_fresh))]
+        : [thin.map((x) => x.loss)]);
       const sc = this._scores;
       if (sc?.length) {
         const n = sc[0].prefix_matching.length;
         const H = this._trainHeads ?? n;
+        if (!live.scores || live.heads !== n) {
+          live.scores?.destroy();
+          live.scores?.element.remove();
+          live.heads = n;
+          live.scores = new LineChart({
+            title: 'Prefix-matching (induction) score per head', xLabel: 'step', yLabel: 'score', yMin: 0,
+            series: Array.from({ length: n }, (_, i) => ({
+              name: n % H === 0 ? `L${Math.floor(i / H)}H${i % H}` : `head ${i}`, color: COLORS[i % COLORS.length], dashed: i >= COLORS.length,
+            })),
+          });
+          r.trainChart.append(live.scores.element);
+        }
         const pc = this._phase;
-        const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step}, ${fmt(pc.seconds, 1)} s)` } : null;
-        charts.push(lineChart(Array.from({ length: n }, (_, i) => ({
-          name: n % H === 0 ? `L${Math.floor(i / H)}H${i % H}` : `head ${i}`, color: COLORS[i % COLORS.length], dashed: i >= COLORS.length,
-          points: sc.map((x) => [x.step, x.prefix_matching[i]]),
-        })), { title: 'Prefix-matching (induction) score per head', xLabel: 'step', yLabel: 'score', yMin: 0, marker, legend: true, width: 560 }));
+        live.scores.setMarker(pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step}, ${fmt(pc.seconds, 1)} s)` } : null);
+        live.scores.setData(sc.map((x) => x.step), Array.from({ length: n }, (_, i) => sc.map((x) => x.prefix_matching[i])));
       }
-      r.trainChart.replaceChildren(...charts);
     });
   }
 
