@@ -586,6 +586,32 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
     t.diagnostic(`panel PNG ${png.length} bytes; chart box ${Math.round(chart.w)}x${Math.round(chart.h)}: ${inked} of ${total} pixels not background`);
     // Axis labels alone (text) would ink well under 1%; the curves and axes take more.
     assert.ok(inked > 0.02 * total, `the chart is drawn in the PNG (${inked} of ${total} pixels)`);
+
+    // A panel with a form control (the recipe select of "Train it yourself"): the PNG shows the
+    // control's box and its chosen option, not an empty gap.
+    const withSelect = await page.evaluateHandle(() => [...document.querySelectorAll('cs-training section.cs-panel')].find((p) => p.querySelector('select')));
+    const sel = await withSelect.evaluate((panel) => {
+      const b = panel.getBoundingClientRect();
+      const r = panel.querySelector('select').getBoundingClientRect();
+      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, pw: b.width };
+    });
+    const [download2] = await Promise.all([page.waitForEvent('download'), withSelect.evaluate((panel) => panel.querySelector('.cs-panel-png').click())]);
+    const png2 = readFileSync(await download2.path());
+    const ink2 = await page.evaluate(async ({ b64, c }) => {
+      const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+      const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+      const cv = document.createElement('canvas');
+      cv.width = bmp.width, cv.height = bmp.height;
+      const ctx = cv.getContext('2d');
+      ctx.drawImage(bmp, 0, 0);
+      const s = bmp.width / c.pw;
+      const d = ctx.getImageData(Math.round(c.x * s) + 2, Math.round(c.y * s) + 2, Math.max(1, Math.round(c.w * s) - 4), Math.max(1, Math.round(c.h * s) - 4)).data;
+      const counts = new Map();
+      for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
+      return { inked: d.length / 4 - Math.max(...counts.values()), total: d.length / 4 };
+    }, { b64: png2.toString('base64'), c: sel });
+    t.diagnostic(`select box in the PNG: ${ink2.inked} of ${ink2.total} pixels not background`);
+    assert.ok(ink2.inked > 0.03 * ink2.total, `the select's chosen option is drawn in the PNG (${ink2.inked} of ${ink2.total} pixels)`);
     await check(t);
   } finally {
     await context.close();

@@ -416,7 +416,7 @@ function drawBorders(ctx, s, x, y, w, h) {
 /**
  * A canvas: its pixels. Any other element: its canvases (heatmaps, the uPlot line charts) and
  * inline SVG charts laid out at their on-screen positions, plus its other text nodes (each drawn
- * at its box in its computed colour), on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
+ * at its box in its computed colour) and its form controls' values, on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
  * out. Good enough for panels of canvases, charts and labels; no CSS effects.
  */
 export async function downloadPNG(name, element) {
@@ -480,6 +480,42 @@ export async function downloadPNG(name, element) {
         const w = range.getClientRects()[0];
         if (w) ctx.fillText(m[0], w.left - box.left, w.top - box.top);
       }
+    }
+    // Form controls (they have no text nodes): a box with the current value, a select's chosen
+    // option, a checkbox's tick or a slider's position, where the panel shows them.
+    for (const c of element.querySelectorAll('select, input, textarea')) {
+      if (skipped(c) || c.type === 'hidden') continue;
+      const s = getComputedStyle(c);
+      const r = c.getBoundingClientRect();
+      if (s.display === 'none' || s.visibility === 'hidden' || !r.width || !r.height) continue;
+      const x = r.left - box.left, y = r.top - box.top;
+      ctx.save();
+      ctx.strokeStyle = s.borderTopColor;
+      ctx.fillStyle = s.color;
+      ctx.lineWidth = 1;
+      if (c.type === 'range') {
+        const lo = Number(c.min || 0), hi = Number(c.max || 100);
+        const f = hi > lo ? (Number(c.value) - lo) / (hi - lo) : 0;
+        ctx.beginPath();
+        ctx.moveTo(x + 4, y + r.height / 2);
+        ctx.lineTo(x + r.width - 4, y + r.height / 2);
+        ctx.stroke();
+        ctx.beginPath();
+        ctx.arc(x + 4 + f * (r.width - 8), y + r.height / 2, Math.min(6, r.height / 2), 0, 2 * Math.PI);
+        ctx.fill();
+      } else {
+        ctx.strokeRect(x + 0.5, y + 0.5, r.width - 1, r.height - 1);
+        const value = c.type === 'checkbox' || c.type === 'radio' ? (c.checked ? '✓' : '')
+          : c instanceof HTMLSelectElement ? (c.selectedOptions[0]?.text ?? '') : c.value;
+        ctx.beginPath();
+        ctx.rect(x + 1, y + 1, r.width - 2, r.height - 2);
+        ctx.clip();
+        ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+        ctx.textBaseline = 'middle';
+        const pad = c.type === 'checkbox' || c.type === 'radio' ? 1 : parseFloat(s.paddingLeft) || 2;
+        ctx.fillText(String(value).replace(/\s+/g, ' '), x + pad, y + r.height / 2);
+      }
+      ctx.restore();
     }
   }
   const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/png'));
