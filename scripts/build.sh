@@ -101,16 +101,23 @@ assemble_site() {
     echo "export default LZString;"
   } >"$tmp/vendor/lz-string.mjs"
   cp node_modules/lz-string/LICENSE "$tmp/vendor/lz-string.LICENSE.txt" 2>/dev/null || true
-  # uPlot (MIT, Leon Sorokin), the views' line charts (web/views/charts.js): its ES module as it
-  # ships, its stylesheet (charts.js links it: the CSP forbids inline styles) and its licence.
+  # uPlot (MIT, Leon Sorokin), the views' line charts (web/views/charts.js): its minified build
+  # (51 KB; the ES module ships unminified at 142 KB) wrapped as an ES module the way lz-string
+  # is (its `var uPlot = function(){...}()` stays local to the module), its stylesheet (charts.js
+  # links it: the CSP forbids inline styles) and its licence.
   local f
-  for f in dist/uPlot.esm.js dist/uPlot.min.css LICENSE; do
+  for f in dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE; do
     if [[ ! -f "node_modules/uplot/$f" ]]; then
       echo "build: node_modules/uplot/$f is missing: run npm ci (uplot is a dependency in package.json)" >&2
       return 1
     fi
   done
-  cp node_modules/uplot/dist/uPlot.esm.js node_modules/uplot/dist/uPlot.min.css "$tmp/vendor/"
+  {
+    cat node_modules/uplot/dist/uPlot.iife.min.js
+    echo
+    echo "export default uPlot;"
+  } >"$tmp/vendor/uPlot.mjs"
+  cp node_modules/uplot/dist/uPlot.min.css "$tmp/vendor/"
   cp node_modules/uplot/LICENSE "$tmp/vendor/uPlot.LICENSE.txt"
   rm -rf "$site"
   mv "$tmp" "$site"

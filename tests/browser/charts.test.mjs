@@ -30,7 +30,7 @@ let browser;
 
 before(async () => {
   assert.ok(existsSync(path.join(site, 'views', 'charts.js')), `${site}/views/charts.js is missing: run \`npm run build\` first`);
-  assert.ok(existsSync(path.join(site, 'vendor', 'uPlot.esm.js')), `${site}/vendor/uPlot.esm.js is missing: run \`npm ci\` and \`npm run build\``);
+  assert.ok(existsSync(path.join(site, 'vendor', 'uPlot.mjs')), `${site}/vendor/uPlot.mjs is missing: run \`npm ci\` and \`npm run build\``);
   mkdirSync(artifacts, { recursive: true });
   server = await startCspProxy(site, CSP, (req, res, u) => {
     if (u.pathname !== '/__training.html') return false;

@@ -20,7 +20,7 @@
 // data-marker (the marker's x, once drawn) and data-marker-px (its canvas column, device pixels).
 // The uPlot stylesheet and charts.css are added to the document by this module if it lacks them,
 // with paths resolved from this file's URL (as common.js's siteUrl does), so embedded views work.
-import uPlot from '../vendor/uPlot.esm.js';
+import uPlot from '../vendor/uPlot.mjs';
 import { el } from './common.js';
 
 const STYLES = [new URL('../vendor/uPlot.min.css', import.meta.url).href, new URL('./charts.css', import.meta.url).href];
