@@ -165,26 +165,19 @@ class IoiTemplates : public DataSource {
   int seq_len() const override { return T_; }
   DataBatch next(Rng& rng, int B) override {
     const int NT = static_cast<int>(task_.templates.size()) - task_.holdout_templates;
-    const int pad = tok_.find("<PAD>");
-    DataBatch d;
-    d.batch.B = B;
-    d.batch.T = T_;
-    d.batch.tokens.assign(static_cast<std::size_t>(B) * T_, pad);
-    d.batch.targets.assign(d.batch.tokens.size(), -1);
-    d.batch.mask.assign(d.batch.tokens.size(), 0.0f);
-    d.repeated.assign(d.batch.tokens.size(), 0);
-    for (int r = 0; r < B; ++r) {
-      const int tpl = rng.below(NT);
+    std::vector<IoiTemplateRow> rows(B);
+    for (IoiTemplateRow& w : rows) {
+      w.tpl = rng.below(NT);
       const auto pr = pairs_[rng.below(static_cast<int>(pairs_.size()))];
-      const int order = rng.below(2);
-      const int place = rng.below(static_cast<int>(task_.places.size()));
-      const int object = rng.below(static_cast<int>(task_.objects.size()));
-      std::vector<int> ids = tok_.encode_ids(ioi_template_sentence(task_, tpl, pr.first, pr.second, order, place, object), true);
-      const std::size_t off = static_cast<std::size_t>(r) * T_;
-      std::copy(ids.begin(), ids.end(), d.batch.tokens.begin() + off);
-      d.batch.targets[off + ids.size() - 1] = tok_.find(task_.names[pr.first]);
-      d.batch.mask[off + ids.size() - 1] = 1.0f;
+      w.io = pr.first;
+      w.s = pr.second;
+      w.order = rng.below(2);
+      w.place = rng.below(static_cast<int>(task_.places.size()));
+      w.object = rng.below(static_cast<int>(task_.objects.size()));
     }
+    DataBatch d;
+    d.batch = ioi_template_batch(task_, tok_, rows, T_);
+    d.repeated.assign(d.batch.tokens.size(), 0);
     return d;
   }
   nlohmann::json describe() const override { return ioi_template_task_json(task_); }

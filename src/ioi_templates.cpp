@@ -216,32 +216,36 @@ Batch ioi_template_sequences(const IoiTemplateTask& t, const Tokenizer& tok, Ioi
   const int NT = static_cast<int>(t.templates.size()), NN = static_cast<int>(t.names.size());
   const bool held_tpl = split == IoiSplit::HeldOutTemplates || split == IoiSplit::HeldOutBoth;
   const bool held_pair = split == IoiSplit::HeldOutPairs || split == IoiSplit::HeldOutBoth;
-  struct Row { int tpl, io, s, order; };
-  std::vector<Row> rows;
+  std::vector<IoiTemplateRow> rows;
+  const int np = static_cast<int>(t.places.size()), no = static_cast<int>(t.objects.size());
   for (int tpl = 0; tpl < NT; ++tpl) {
     if ((tpl >= NT - t.holdout_templates) != held_tpl) continue;
     for (int io = 0; io < NN; ++io)
       for (int s = 0; s < NN; ++s)
         if (io != s && ioi_pair_held_out(t, io, s) == held_pair)
-          for (int order = 0; order < 2; ++order) rows.push_back({tpl, io, s, order});
+          for (int order = 0; order < 2; ++order) {
+            const int k = io * NN + s + tpl;  // the place and object cycle
+            rows.push_back({tpl, io, s, order, k % np, (k / np) % no});
+          }
   }
   if (max_rows > 0 && static_cast<int>(rows.size()) > max_rows) {
-    std::vector<Row> kept;
+    std::vector<IoiTemplateRow> kept;
     for (int i = 0; i < max_rows; ++i) kept.push_back(rows[static_cast<std::size_t>(i) * rows.size() / max_rows]);
     rows.swap(kept);
   }
-  const int T = ioi_template_max_len(t, tok), pad = tok.find("<PAD>");
+  return ioi_template_batch(t, tok, rows, ioi_template_max_len(t, tok));
+}
+
+Batch ioi_template_batch(const IoiTemplateTask& t, const Tokenizer& tok, const std::vector<IoiTemplateRow>& rows, int T) {
   Batch b;
   b.B = static_cast<int>(rows.size());
   b.T = T;
-  b.tokens.assign(static_cast<std::size_t>(b.B) * T, pad);
+  b.tokens.assign(static_cast<std::size_t>(b.B) * T, tok.find("<PAD>"));
   b.targets.assign(b.tokens.size(), -1);
   b.mask.assign(b.tokens.size(), 0.0f);
-  const int np = static_cast<int>(t.places.size()), no = static_cast<int>(t.objects.size());
   for (int r = 0; r < b.B; ++r) {
-    const Row& w = rows[r];
-    const int k = w.io * NN + w.s + w.tpl;
-    std::vector<int> ids = tok.encode_ids(ioi_template_sentence(t, w.tpl, w.io, w.s, w.order, k % np, (k / np) % no), true);
+    const IoiTemplateRow& w = rows[r];
+    std::vector<int> ids = tok.encode_ids(ioi_template_sentence(t, w.tpl, w.io, w.s, w.order, w.place, w.object), true);
     const std::size_t off = static_cast<std::size_t>(r) * T;
     std::copy(ids.begin(), ids.end(), b.tokens.begin() + off);
     b.targets[off + ids.size() - 1] = tok.find(t.names[w.io]);

@@ -47,6 +47,15 @@ std::string ioi_template_sentence(const IoiTemplateTask& task, int t, int io, in
 // The longest sentence in tokens, with its <BOS>.
 int ioi_template_max_len(const IoiTemplateTask& task, const Tokenizer& tok);
 
+// One sentence of the task: template, names io and s (indices into task.names), order 0 (IO S S)
+// or 1 (S IO S), place and object indices.
+struct IoiTemplateRow {
+  int tpl = 0, io = 0, s = 1, order = 0, place = 0, object = 0;
+};
+// The sentences as a [rows, T] batch, padded with <PAD> after each sentence (T at least the
+// longest, with its <BOS>); target IO and mask 1 at the last word, -1 and 0 elsewhere.
+Batch ioi_template_batch(const IoiTemplateTask& task, const Tokenizer& tok, const std::vector<IoiTemplateRow>& rows, int T);
+
 enum class IoiSplit { Train, HeldOutPairs, HeldOutTemplates, HeldOutBoth };
 const char* ioi_split_name(IoiSplit s);  // "train", "held-out pairs", "held-out templates", "held-out both"
 
