@@ -407,6 +407,24 @@ export class CsIoi extends CsView {
       ...n.heads.map((x) => [x.part, x.diff, x.sum, x.cd ?? '', x.cs ?? '', ...sentence])]);
   }
 
+  /**
+   * The message about the two typed names, for either kind of model: each unknown one (in the
+   * words of `unknown(text, role)`) followed by `knownLine`, or else the same name twice. True when
+   * there is a problem (the results are then not ready).
+   */
+  nameProblems({ ioText, sText, ioKnown, sKnown, same, unknown, knownLine }) {
+    const r = this.refs;
+    const problems = [];
+    if (!ioKnown) problems.push(unknown(ioText, 'indirect object'));
+    if (!sKnown) problems.push(unknown(sText, 'subject'));
+    if (problems.length) problems.push(knownLine);
+    else if (same) problems.push('The indirect object and the subject must be different names: one is said once, the other twice.');
+    r.message.textContent = problems.join(' ');
+    r.message.hidden = problems.length === 0;
+    r.results.dataset.ready = 'false';
+    return problems.length > 0;
+  }
+
   /** Empties what the analysis shows (when there is no sequence to run). */
   clearResults() {
     const r = this.refs;
@@ -497,15 +515,9 @@ export class CsIoi extends CsView {
     const io = resolveName(ioText, names);
     const s = resolveName(sText, names);
     const known = names.map((n, i) => `${n} (${LETTERS[i]})`).join(', ');
-    const problems = [];
-    if (!io) problems.push(`The model does not know the name "${String(ioText ?? '').trim()}" (indirect object).`);
-    if (!s) problems.push(`The model does not know the name "${String(sText ?? '').trim()}" (subject).`);
-    if (problems.length) problems.push(`It knows six names: ${known}. Rename them above to use other names.`);
-    else if (io === s) problems.push('The indirect object and the subject must be different names: one is said once, the other twice.');
-    r.message.textContent = problems.join(' ');
-    r.message.hidden = problems.length === 0;
-    r.results.dataset.ready = 'false';
-    if (problems.length) {
+    if (this.nameProblems({ ioText, sText, ioKnown: !!io, sKnown: !!s, same: io === s,
+      unknown: (text, role) => `The model does not know the name "${String(text ?? '').trim()}" (${role}).`,
+      knownLine: `It knows six names: ${known}. Rename them above to use other names.` })) {
       this.clearResults();
       return;
     }
@@ -622,19 +634,13 @@ export class CsIoi extends CsView {
     const s = findWord(sText, names);
     if (document.activeElement !== r.io) r.io.value = io >= 0 ? names[io] : String(ioText);
     if (document.activeElement !== r.s) r.s.value = s >= 0 ? names[s] : String(sText);
-    const problems = [];
-    const unknown = (text, role) => (String(text).trim() === ''
-      ? `No name is given for the ${role}.`
-      : `The model does not know the name "${String(text).trim()}" (${role}).`);
-    if (io < 0) problems.push(unknown(ioText, 'indirect object'));
-    if (s < 0) problems.push(unknown(sText, 'subject'));
-    if (problems.length) problems.push(`It knows ${names.length} names: ${names.join(', ')}. Pick one of them (the field suggests them as you type).`);
-    else if (io === s) problems.push('The indirect object and the subject must be different names: one is said once, the other twice.');
-    r.message.textContent = problems.join(' ');
-    r.message.hidden = problems.length === 0;
-    r.results.dataset.ready = 'false';
+    const problem = this.nameProblems({ ioText, sText, ioKnown: io >= 0, sKnown: s >= 0, same: io === s,
+      unknown: (text, role) => (String(text).trim() === ''
+        ? `No name is given for the ${role}.`
+        : `The model does not know the name "${String(text).trim()}" (${role}).`),
+      knownLine: `It knows ${names.length} names: ${names.join(', ')}. Pick one of them (the field suggests them as you type).` });
 
-    if (problems.length) {
+    if (problem) {
       this.clearResults();
       r.sentenceLine.replaceChildren(el('span', { class: 'cs-note' }, `Template: ${templateReadable(task.templates[t], order)}`));
       delete r.sentenceLine.dataset.sentence;
