@@ -550,6 +550,28 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
   });
 }
 
+/**
+ * Decodes a panel's PNG in the page and counts, inside box {x, y, w, h} (CSS pixels of a panel
+ * pw wide, shrunk by `inset` device pixels on every side), the pixels of a colour other than the
+ * most common one (the background). Returns {inked, total}.
+ */
+function inkedInBox(page, png, box, inset = 0) {
+  return page.evaluate(async ({ b64, c, inset }) => {
+    const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+    const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
+    const cv = document.createElement('canvas');
+    cv.width = bmp.width, cv.height = bmp.height;
+    const ctx = cv.getContext('2d');
+    ctx.drawImage(bmp, 0, 0);
+    const s = bmp.width / c.pw;
+    const d = ctx.getImageData(Math.round(c.x * s) + inset, Math.round(c.y * s) + inset,
+      Math.max(1, Math.round(c.w * s) - 2 * inset), Math.max(1, Math.round(c.h * s) - 2 * inset)).data;
+    const counts = new Map();
+    for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
+    return { inked: d.length / 4 - Math.max(...counts.values()), total: d.length / 4 };
+  }, { b64: png.toString('base64'), c: box, inset });
+}
+
 test('export: a panel downloads as a PNG that shows its chart, not just its text', async (t) => {
   const { context, page, check } = await openView('cs-training', { model: 'char-2l' });
   try {
@@ -560,29 +582,15 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
     const chart = await handle.evaluate((panel) => {
       const b = panel.getBoundingClientRect();
       const r = panel.querySelector('figure.cs-uplot canvas').getBoundingClientRect();
-      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, label: panel.querySelector('.cs-panel-png').getAttribute('aria-label') };
+      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, pw: b.width, label: panel.querySelector('.cs-panel-png').getAttribute('aria-label') };
     });
     assert.match(chart.label, /^Download the panel ".+" as PNG$/);
     const [download] = await Promise.all([page.waitForEvent('download'), handle.evaluate((panel) => panel.querySelector('.cs-panel-png').click())]);
     const png = readFileSync(await download.path());
     await download.saveAs(path.join(artifacts, 'views-panel-export.png'));
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG file');
-    // Decode it in the page and count, inside the chart's box, pixels of a colour other than the
-    // most common one (the background): the curves, axes and ticks.
-    const { inked, total } = await page.evaluate(async ({ b64, c }) => {
-      const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-      const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
-      const cv = document.createElement('canvas');
-      cv.width = bmp.width, cv.height = bmp.height;
-      const ctx = cv.getContext('2d');
-      ctx.drawImage(bmp, 0, 0);
-      const s = bmp.width / document.querySelector('cs-training section.cs-panel').getBoundingClientRect().width;
-      const d = ctx.getImageData(Math.round(c.x * s), Math.round(c.y * s), Math.max(1, Math.round(c.w * s)), Math.max(1, Math.round(c.h * s))).data;
-      const counts = new Map();
-      for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
-      const bg = Math.max(...counts.values());
-      return { inked: d.length / 4 - bg, total: d.length / 4 };
-    }, { b64: png.toString('base64'), c: chart });
+    // Inside the chart's box, the curves, axes and ticks.
+    const { inked, total } = await inkedInBox(page, png, chart);
     t.diagnostic(`panel PNG ${png.length} bytes; chart box ${Math.round(chart.w)}x${Math.round(chart.h)}: ${inked} of ${total} pixels not background`);
     // Axis labels alone (text) would ink well under 1%; the curves and axes take more.
     assert.ok(inked > 0.02 * total, `the chart is drawn in the PNG (${inked} of ${total} pixels)`);
@@ -597,19 +605,8 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
     });
     const [download2] = await Promise.all([page.waitForEvent('download'), withSelect.evaluate((panel) => panel.querySelector('.cs-panel-png').click())]);
     const png2 = readFileSync(await download2.path());
-    const ink2 = await page.evaluate(async ({ b64, c }) => {
-      const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-      const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
-      const cv = document.createElement('canvas');
-      cv.width = bmp.width, cv.height = bmp.height;
-      const ctx = cv.getContext('2d');
-      ctx.drawImage(bmp, 0, 0);
-      const s = bmp.width / c.pw;
-      const d = ctx.getImageData(Math.round(c.x * s) + 2, Math.round(c.y * s) + 2, Math.max(1, Math.round(c.w * s) - 4), Math.max(1, Math.round(c.h * s) - 4)).data;
-      const counts = new Map();
-      for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
-      return { inked: d.length / 4 - Math.max(...counts.values()), total: d.length / 4 };
-    }, { b64: png2.toString('base64'), c: sel });
+    // Inside the select's box, less its border: the chosen option's text.
+    const ink2 = await inkedInBox(page, png2, sel, 2);
     t.diagnostic(`select box in the PNG: ${ink2.inked} of ${ink2.total} pixels not background`);
     assert.ok(ink2.inked > 0.03 * ink2.total, `the select's chosen option is drawn in the PNG (${ink2.inked} of ${ink2.total} pixels)`);
     await check(t);
