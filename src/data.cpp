@@ -191,9 +191,10 @@ class IoiTemplates : public DataSource {
 
 class TextWindows : public DataSource {
  public:
-  TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction, int bos,
-              int unk)
-      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), span_frac_(span_fraction), bos_(bos) {
+  TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction,
+              double periodic_fraction, int bos, int unk)
+      : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), span_frac_(span_fraction),
+        periodic_frac_(periodic_fraction), bos_(bos) {
     if (static_cast<int>(ids_.size()) < T_ + 1)
       throw std::invalid_argument("data: the text is shorter than one window of " + std::to_string(T_) + " tokens");
     // The characters random rows draw from: those of the text, without the special tokens.
@@ -216,6 +217,14 @@ class TextWindows : public DataSource {
         int P = 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
         fill_periodic(row, repeated, T_, P, bos_, g,
                       [&](Rng& h) { return alphabet_[h.below(static_cast<int>(alphabet_.size()))]; });
+        return;
+      }
+      if (periodic_frac_ > 0 && g.uniform() < periodic_frac_) {
+        // The same with a stretch of the text as the period: a passage written out again and
+        // again, where copying pays only when it matches more than the last character.
+        int P = 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
+        int at = g.below(static_cast<int>(ids_.size()) - P + 1);
+        fill_periodic(row, repeated, T_, P, bos_, g, [&](Rng&) { return ids_[at++]; });
         return;
       }
       int start = g.below(span);
@@ -247,7 +256,7 @@ class TextWindows : public DataSource {
  private:
   std::vector<int> ids_;
   int T_;
-  double frac_, random_frac_, span_frac_;
+  double frac_, random_frac_, span_frac_, periodic_frac_;
   int bos_;
   std::vector<int> alphabet_;
 };
@@ -290,11 +299,13 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     }
     int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
     double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0),
-           sfrac = spec.value("span_fraction", 0.0);
+           sfrac = spec.value("span_fraction", 0.0), pfrac = spec.value("periodic_fraction", 0.0);
     if (!(sfrac >= 0 && sfrac <= 1)) throw std::invalid_argument("data: span_fraction must be between 0 and 1");
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
-    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, tok.bos_id(), tok.unk_id());
+    if (!(pfrac >= 0 && pfrac <= 1)) throw std::invalid_argument("data: periodic_fraction must be between 0 and 1");
+    return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, pfrac, tok.bos_id(),
+                                         tok.unk_id());
   }
   throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 #include "io.h"
 #include "train.h"
@@ -205,6 +206,34 @@ TEST(Data, RandomSpansInProse) {
     for (int s = 1; s + (b - a) < a && !found; ++s) found = std::equal(row + a, row + b + 1, row + s);
     EXPECT_TRUE(found) << "row " << r;
   }
+}
+
+// Periodic text rows: <BOS>, then one stretch of the text (a period of 10 to 32 characters here,
+// half the row) written out again and again; every token after the first period is marked.
+TEST(Data, PeriodicTextRows) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "the cat sat on the mat and the dog ran to the log " + std::to_string(i) + ". ";
+  Tokenizer tok = Tokenizer::build_char(text);
+  auto src = make_data_source({{"kind", "text"}, {"text", text}, {"seq_len", 64}, {"periodic_fraction", 1.0}}, tok);
+  const std::vector<int> ids = tok.encode_ids(text, false);
+  Rng rng(7);
+  DataBatch d = src->next(rng, 20);
+  std::set<int> periods;
+  for (int r = 0; r < 20; ++r) {
+    const int* row = &d.batch.tokens[r * 64];
+    ASSERT_EQ(row[0], tok.bos_id());
+    int P = 1;
+    while (P < 63 && !std::equal(row + 1 + P, row + 64, row + 1)) ++P;
+    ASSERT_GE(P, 10) << "row " << r;
+    ASSERT_LE(P, 32) << "row " << r;
+    periods.insert(P);
+    // The period is a stretch of the text, and exactly the tokens after the first period are marked.
+    EXPECT_NE(std::search(ids.begin(), ids.end(), row + 1, row + 1 + P), ids.end()) << "row " << r;
+    for (int t = 0; t < 64; ++t) EXPECT_EQ(d.repeated[r * 64 + t], t > P && t + 1 < 64 ? 1 : 0) << "row " << r << " t " << t;
+  }
+  EXPECT_GE(periods.size(), 5u);
+  EXPECT_THROW(make_data_source({{"kind", "text"}, {"text", text}, {"seq_len", 64}, {"periodic_fraction", 1.5}}, tok),
+               std::invalid_argument);
 }
 
 // Induction-heads seed: a 2-layer model learns to predict the repeated segment; a 1-layer model
