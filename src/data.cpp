@@ -214,15 +214,14 @@ class TextWindows : public DataSource {
       if (random_frac_ > 0 && g.uniform() < random_frac_) {
         // Random characters repeated with a random period (the induction-heads paper's repeated
         // random tokens): only copying predicts them.
-        int P = 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
-        fill_periodic(row, repeated, T_, P, bos_, g,
+        fill_periodic(row, repeated, T_, period(g), bos_, g,
                       [&](Rng& h) { return alphabet_[h.below(static_cast<int>(alphabet_.size()))]; });
         return;
       }
       if (periodic_frac_ > 0 && g.uniform() < periodic_frac_) {
         // The same with a stretch of the text as the period: a passage written out again and
         // again, where copying pays only when it matches more than the last character.
-        int P = 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1));
+        const int P = period(g);
         int at = g.below(static_cast<int>(ids_.size()) - P + 1);
         fill_periodic(row, repeated, T_, P, bos_, g, [&](Rng&) { return ids_[at++]; });
         return;
@@ -254,6 +253,9 @@ class TextWindows : public DataSource {
     });
   }
  private:
+  // The period of a periodic row: 10 to 100 tokens, at most half the row.
+  int period(Rng& g) const { return 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1)); }
+
   std::vector<int> ids_;
   int T_;
   double frac_, random_frac_, span_frac_, periodic_frac_;

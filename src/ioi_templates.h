@@ -57,6 +57,7 @@ struct IoiTemplateRow {
 Batch ioi_template_batch(const IoiTemplateTask& task, const Tokenizer& tok, const std::vector<IoiTemplateRow>& rows, int T);
 
 enum class IoiSplit { Train, HeldOutPairs, HeldOutTemplates, HeldOutBoth };
+inline constexpr IoiSplit kIoiSplits[] = {IoiSplit::Train, IoiSplit::HeldOutPairs, IoiSplit::HeldOutTemplates, IoiSplit::HeldOutBoth};
 const char* ioi_split_name(IoiSplit s);  // "train", "held-out pairs", "held-out templates", "held-out both"
 
 // Every (template, ordered name pair, order) of a split, [B, T] padded with <PAD> after the

@@ -282,7 +282,7 @@ json build_report(const std::string& models_dir) {
     std::string measured;
     double held_out = 0, train = 0, templates = 0;
     IoiEvaluation both;
-    for (IoiSplit sp : {IoiSplit::Train, IoiSplit::HeldOutPairs, IoiSplit::HeldOutTemplates, IoiSplit::HeldOutBoth}) {
+    for (IoiSplit sp : kIoiSplits) {
       IoiEvaluation e = ioi_evaluate(m.params, ioi_template_sequences(task, m.tokenizer, sp, 4000), {}, ids);
       measured += std::string(measured.empty() ? "" : "; ") + ioi_split_name(sp) + " " + pct(e.accuracy) + " of " +
                   std::to_string(e.n) + " (p(IO) " + f2(e.mean_prob_io) + ", p(S) " + f2(e.mean_prob_s) + ")";

@@ -804,7 +804,7 @@ class Model {
   static cs::IoiSplit split_of(const val& v) {
     if (v.isUndefined() || v.isNull()) return cs::IoiSplit::HeldOutBoth;
     const std::string s = v.isString() ? v.as<std::string>() : "";
-    for (cs::IoiSplit sp : {cs::IoiSplit::Train, cs::IoiSplit::HeldOutPairs, cs::IoiSplit::HeldOutTemplates, cs::IoiSplit::HeldOutBoth})
+    for (cs::IoiSplit sp : cs::kIoiSplits)
       if (s == cs::ioi_split_name(sp)) return sp;
     throw std::invalid_argument("IOI split must be 'train', 'held-out pairs', 'held-out templates' or 'held-out both', got " + describe(v));
   }

@@ -122,14 +122,12 @@ IoiNames ioi_names(const std::vector<int>& tokens, int pos, const std::vector<in
     if (kv.second == 1) nm.io = kv.first, ++ones;
     else if (kv.second == 2) nm.s = kv.first, ++twos;
   }
-  if ((ones != 1 || twos != 1 || count.size() != 2) && !names.empty())
-    throw std::invalid_argument(
-        "IOI: the sentence must name one person once (the indirect object) and another twice (the subject) "
-        "before the last word, like \"When Mary and John went to the store, John gave a drink to\"");
   if (ones != 1 || twos != 1 || count.size() != 2)
     throw std::invalid_argument(
-        "IOI: a sequence must name one person once (IO) and another twice (S) before the prediction position, "
-        "like <BOS> A B B <MID>");
+        names.empty() ? "IOI: a sequence must name one person once (IO) and another twice (S) before the prediction position, "
+                        "like <BOS> A B B <MID>"
+                      : "IOI: the sentence must name one person once (the indirect object) and another twice (the subject) "
+                        "before the last word, like \"When Mary and John went to the store, John gave a drink to\"");
   return nm;
 }
 

@@ -261,10 +261,12 @@ int cmd_sweep(int argc, char** argv) {
     cs::IoiEvaluation ev;
     if (kind == "ioi_symbolic") {
       ev = cs::ioi_evaluate(tr.params());
+      std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
+                  ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
     } else {
       const cs::IoiTemplateTask task = cs::ioi_template_task(r.data);
       const std::vector<int> names = cs::ioi_template_name_ids(task, mf.tokenizer);
-      for (cs::IoiSplit sp : {cs::IoiSplit::Train, cs::IoiSplit::HeldOutPairs, cs::IoiSplit::HeldOutTemplates, cs::IoiSplit::HeldOutBoth}) {
+      for (cs::IoiSplit sp : cs::kIoiSplits) {
         cs::IoiEvaluation e = cs::ioi_evaluate(mf.params, cs::ioi_template_sequences(task, mf.tokenizer, sp, 4000), {}, names);
         splits[cs::ioi_split_name(sp)] = {{"accuracy", e.accuracy}, {"n", e.n}, {"mean_logit_diff", e.mean_logit_diff}};
         std::printf("%s seed %d, %s: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
@@ -272,9 +274,6 @@ int cmd_sweep(int argc, char** argv) {
         if (sp == cs::IoiSplit::HeldOutBoth) ev = e;
       }
     }
-    if (kind == "ioi_symbolic")
-      std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
-                  ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
     std::fflush(stdout);
     runs.push_back({seed, ev, std::move(mf), splits});
   }

@@ -392,9 +392,9 @@ async function svgImage(svg) {
   return img;
 }
 
-// Legend swatches (uPlot's .u-marker in the line charts of charts.js, .cs-swatch) get their
-// borders drawn too: a dashed border is how a dashed series or marker shows in a legend.
-const SWATCHES = '.u-marker, .cs-swatch';
+// Legend swatches (uPlot's .u-marker in the line charts of charts.js) get their borders drawn
+// too: a dashed border is how a dashed series or marker shows in a legend.
+const SWATCHES = '.u-marker';
 function drawBorders(ctx, s, x, y, w, h) {
   for (const side of ['Top', 'Right', 'Bottom', 'Left']) {
     const bw = parseFloat(s[`border${side}Width`]);

@@ -11,7 +11,7 @@
 // the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
 // data-train-seconds on the element, for tests and benchmarks).
 // The line charts are uPlot canvases (LineChart in charts.js, which links uPlot's stylesheet
-// itself); the PCA trajectory is an SVG scatter (lineChart() below says why).
+// itself); the PCA trajectory is an SVG scatter (trajectoryChart() below says why).
 //
 // Embed it on any page of the site:
 //   <link rel="stylesheet" href="views/views.css">
@@ -121,27 +121,26 @@ function ticks(lo, hi, n = 5) {
   return out;
 }
 
-// The line charts of this view are uPlot charts (LineChart, charts.js); this SVG chart is kept
-// for the per-token-loss PCA trajectory only. That is a scatter in the PC1-PC2 plane, with points
-// joined in training order and coloured by step, a tooltip per point and the phase change
-// circled: its x (PC1) is not sorted, which uPlot's line mode needs; its scatter mode (mode 2)
-// would need a custom paths renderer for the per-point colours, plus hover code for the point
-// tooltips and the circle: more code than this whole function, for about a hundred points.
+// The line charts of this view are uPlot charts (LineChart, charts.js); this SVG chart draws the
+// per-token-loss PCA trajectory only. That is a scatter in the PC1-PC2 plane, with points joined
+// in training order and coloured by step, a tooltip per point and the phase change circled: its
+// x (PC1) is not sorted, which uPlot's line mode needs; its scatter mode (mode 2) would need a
+// custom paths renderer for the per-point colours, plus hover code for the point tooltips and the
+// circle: more code than this whole function, for about a hundred points.
 /**
- * A chart as SVG: series [{name, color, points: [[x, y], ...]}]; options {title, xLabel,
- * yLabel, marker: {x, label} (a dashed vertical line), width, height, scatter (points coloured
- * by colorOf(i)), connect}.
+ * A trajectory as SVG: points [[x, y], ...] joined in order; options {title, xLabel, yLabel,
+ * colorOf(i) (each point's fill), pointLabel(i) (its tooltip), highlight: [x, y] (circled),
+ * caption, width, height}.
  */
-export function lineChart(series, options = {}) {
+export function trajectoryChart(points, options = {}) {
   const W = options.width ?? 460, H = options.height ?? 240;
   const m = { l: 52, r: 12, t: 22, b: 38 };
-  const pts = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
-  let [x0, x1] = pts.length ? [Math.min(...pts.map((p) => p[0])), Math.max(...pts.map((p) => p[0]))] : [0, 1];
-  let [y0, y1] = pts.length ? [Math.min(...pts.map((p) => p[1])), Math.max(...pts.map((p) => p[1]))] : [0, 1];
-  if (options.yMin !== undefined) y0 = Math.min(y0, options.yMin);
+  const p = points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+  let [x0, x1] = p.length ? [Math.min(...p.map((q) => q[0])), Math.max(...p.map((q) => q[0]))] : [0, 1];
+  let [y0, y1] = p.length ? [Math.min(...p.map((q) => q[1])), Math.max(...p.map((q) => q[1]))] : [0, 1];
   if (x1 === x0) x1 = x0 + 1;
   if (y1 === y0) { y1 = y0 + 1; y0 -= 1; }
-  const pad = (y1 - y0) * 0.05; y0 -= options.yMin !== undefined && y0 === options.yMin ? 0 : pad; y1 += pad;
+  const pad = (y1 - y0) * 0.05; y0 -= pad; y1 += pad;
   const sx = (x) => m.l + ((x - x0) / (x1 - x0)) * (W - m.l - m.r);
   const sy = (y) => H - m.b - ((y - y0) / (y1 - y0)) * (H - m.t - m.b);
   const svg = el('svg', { class: 'cs-chart', viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: 'img', 'aria-label': options.title ?? 'chart' });
@@ -158,31 +157,16 @@ export function lineChart(series, options = {}) {
     el('svg:line', { class: 'axis', x1: m.l, x2: m.l, y1: m.t, y2: H - m.b }));
   if (options.xLabel) svg.append(el('svg:text', { x: (m.l + W - m.r) / 2, y: H - 4, 'text-anchor': 'middle' }, options.xLabel));
   if (options.yLabel) svg.append(el('svg:text', { x: 12, y: (m.t + H - m.b) / 2, 'text-anchor': 'middle', transform: `rotate(-90 12 ${(m.t + H - m.b) / 2})` }, options.yLabel));
-  for (const s of series) {
-    const p = s.points.filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
-    if (!p.length) continue;
-    if (options.scatter) {
-      if (options.connect) svg.append(el('svg:polyline', { class: 'line', stroke: 'var(--cs-border)', points: p.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ') }));
-      p.forEach(([x, y], i) => svg.append(el('svg:circle', { cx: sx(x), cy: sy(y), r: 4, fill: options.colorOf(i), stroke: 'currentColor', 'stroke-width': 0.4 },
-        el('svg:title', {}, options.pointLabel ? options.pointLabel(i) : `${fmt(x)}, ${fmt(y)}`))));
-    } else {
-      svg.append(el('svg:polyline', { class: 'line', stroke: s.color, 'stroke-dasharray': s.dashed ? '4 3' : null, points: p.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ') }));
-    }
-  }
-  if (options.marker && Number.isFinite(options.marker.x)) {
-    const x = sx(options.marker.x);
-    svg.append(el('svg:line', { class: 'phase', x1: x, x2: x, y1: m.t, y2: H - m.b }),
-      el('svg:text', { x: x + 3, y: m.t + 10 }, options.marker.label ?? ''));
+  if (p.length) {
+    svg.append(el('svg:polyline', { class: 'line', stroke: 'var(--cs-border)', points: p.map(([x, y]) => `${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ') }));
+    p.forEach(([x, y], i) => svg.append(el('svg:circle', { cx: sx(x), cy: sy(y), r: 4, fill: options.colorOf(i), stroke: 'currentColor', 'stroke-width': 0.4 },
+      el('svg:title', {}, options.pointLabel ? options.pointLabel(i) : `${fmt(x)}, ${fmt(y)}`))));
   }
   if (options.highlight) {
     const [hx, hy] = options.highlight;
     svg.append(el('svg:circle', { cx: sx(hx), cy: sy(hy), r: 8, fill: 'none', stroke: 'var(--cs-bad)', 'stroke-width': 2 }));
   }
-  const legend = series.length > 1 || options.legend
-    ? el('div', { class: 'cs-legend' }, series.map((s) => el('span', {}, el('span', { class: 'cs-swatch', style: { background: s.color } }), s.name)),
-      options.marker ? el('span', {}, el('span', { class: 'cs-swatch dashed' }), options.marker.legend ?? 'phase change') : null)
-    : null;
-  return el('figure', { class: 'cs-figure' }, svg, legend, options.caption ? el('figcaption', {}, options.caption) : null);
+  return el('figure', { class: 'cs-figure' }, svg, options.caption ? el('figcaption', {}, options.caption) : null);
 }
 
 export class CsTraining extends CsView {
@@ -364,9 +348,9 @@ export class CsTraining extends CsView {
       const [c1, c2] = pca.components;
       const maxStep = Math.max(...steps) || 1;
       const pi = pc ? steps.indexOf(pc.step) : -1;
-      charts.push(lineChart([{ name: 'records', color: COLORS[0], points: c1.map((x, i) => [x, c2[i]]) }], {
+      charts.push(trajectoryChart(c1.map((x, i) => [x, c2[i]]), {
         title: `Per-token-loss PCA trajectory (PC1 ${fmt(100 * (pca.explained_variance?.[0] ?? NaN), 0)}%, PC2 ${fmt(100 * (pca.explained_variance?.[1] ?? NaN), 0)}% of variance)`,
-        xLabel: 'PC1', yLabel: 'PC2', scatter: true, connect: true, colorOf: (i) => sequentialColor(steps[i] / maxStep),
+        xLabel: 'PC1', yLabel: 'PC2', colorOf: (i) => sequentialColor(steps[i] / maxStep),
         pointLabel: (i) => `step ${steps[i]}`, highlight: pi >= 0 ? [c1[pi], c2[pi]] : null,
         caption: `Points coloured by step: pale = early, dark = late (step ${maxStep}).${pi >= 0 ? ` Circled: the phase change, step ${pc.step}.` : ''}`,
       }));
