@@ -10,35 +10,18 @@ Params<T> make_params(const Config& c) {
   c.validate();
   Params<T> p;
   p.cfg = c;
-  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab;
-  p.W_E.resize({V, D});
-  if (c.pos_embed != PosEmbed::None) p.W_pos.resize({c.n_ctx, D});
   p.blocks.resize(c.n_layers);
-  for (auto& b : p.blocks) {
-    b.W_Q.resize({H, D, Dh});
-    b.W_K.resize({H, D, Dh});
-    b.W_V.resize({H, D, Dh});
-    b.W_O.resize({H, Dh, D});
-    if (c.use_bias) {
-      b.b_Q.resize({H, Dh});
-      b.b_K.resize({H, Dh});
-      b.b_V.resize({H, Dh});
-      b.b_O.resize({D});
-    }
-    if (c.smeared_keys) b.smear_alpha.resize({H});
-  }
-  p.W_U.resize({D, V});
-  if (c.use_bias) p.b_U.resize({V});
+  for_each_param_slot(c, &p, [](const ParamKey&, Tensor<T>* t, const ParamDims& d) { t->resize(d.shape()); });
   return p;
 }
 
 Shape expected_shape(const Config& c, const std::string& name) {
-  Params<float> p = make_params<float>(c);
+  c.validate();
   Shape found;
   bool ok = false;
-  for_each_param(p, [&](const std::string& n, Tensor<float>& t) {
-    if (n == name) {
-      found = t.shape;
+  for_each_param_slot(c, static_cast<const Params<float>*>(nullptr), [&](const ParamKey& key, const Tensor<float>*, const ParamDims& d) {
+    if (!ok && key.name() == name) {
+      found = d.shape();
       ok = true;
     }
   });
@@ -46,11 +29,16 @@ Shape expected_shape(const Config& c, const std::string& name) {
   return found;
 }
 
-std::size_t param_count(const Config& c) {
-  Params<float> p = make_params<float>(c);
-  std::size_t n = 0;
-  for_each_param(p, [&](const std::string&, Tensor<float>& t) { n += t.size(); });
+std::uint64_t count_weights(const Config& c) {
+  std::uint64_t n = 0;
+  for_each_param_slot(c, static_cast<const Params<float>*>(nullptr),
+                      [&](const ParamKey&, const Tensor<float>*, const ParamDims& d) { n += d.count(); });
   return n;
+}
+
+std::size_t param_count(const Config& c) {
+  c.validate();
+  return static_cast<std::size_t>(count_weights(c));
 }
 
 template <class T>

@@ -1,8 +1,10 @@
 // Params: the weights of an attention-only transformer. The same type holds parameters,
-// gradients and AdamW's moments; named_params() is the one place that defines which tensors
-// exist, their names (TransformerLens file keys) and their order.
+// gradients and AdamW's moments; for_each_param_slot() is the one place that defines which
+// tensors exist, their names (TransformerLens file keys), their shapes and their order.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,6 +39,67 @@ struct Params {
   Tensor<T> b_U;    // [V]       (use_bias)
 };
 
+// A parameter's name without building the string: a top-level tensor ("embed.W_E") or a
+// tensor of layer `layer` ("blocks.{layer}.attn." + leaf).
+struct ParamKey {
+  int layer = -1;  // -1: top level
+  const char* leaf = "";
+  std::string name() const {
+    return layer < 0 ? std::string(leaf) : "blocks." + std::to_string(layer) + ".attn." + leaf;
+  }
+};
+
+// A parameter's shape without allocating (up to three axes).
+struct ParamDims {
+  int rank = 0;
+  int d[3] = {0, 0, 0};
+  Shape shape() const { return Shape(d, d + rank); }
+  std::uint64_t count() const {
+    std::uint64_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= static_cast<std::uint64_t>(d[i]);
+    return n;
+  }
+};
+
+namespace detail {
+// &(o->*m), or nullptr when there is no object (a walk over the config alone).
+template <class O, class C, class M>
+auto member(O* o, M C::*m) -> decltype(&(o->*m)) {
+  return o ? &(o->*m) : nullptr;
+}
+}  // namespace detail
+
+// THE list: every tensor the config calls for, in file order, as fn(key, tensor, dims), where
+// tensor points into *p (P is Params<T> or const Params<T>) or is nullptr when p is nullptr (a
+// walk over the config alone, for counts and shapes). p->blocks must already hold n_layers
+// layers. Everything below (for_each_param, for_each_tensor, make_params, weight counts and
+// expected shapes) is derived from it.
+template <class P, class F>
+void for_each_param_slot(const Config& c, P* p, F&& fn) {
+  using detail::member;
+  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab;
+  fn(ParamKey{-1, "embed.W_E"}, member(p, &std::remove_const_t<P>::W_E), ParamDims{2, {V, D, 0}});
+  if (c.pos_embed != PosEmbed::None)
+    fn(ParamKey{-1, "pos_embed.W_pos"}, member(p, &std::remove_const_t<P>::W_pos), ParamDims{2, {c.n_ctx, D, 0}});
+  for (int l = 0; l < c.n_layers; ++l) {
+    auto* b = p ? &p->blocks[l] : nullptr;
+    using L = std::remove_const_t<std::remove_pointer_t<decltype(b)>>;
+    fn(ParamKey{l, "W_Q"}, member(b, &L::W_Q), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_K"}, member(b, &L::W_K), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_V"}, member(b, &L::W_V), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_O"}, member(b, &L::W_O), ParamDims{3, {H, Dh, D}});
+    if (c.use_bias) {
+      fn(ParamKey{l, "b_Q"}, member(b, &L::b_Q), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_K"}, member(b, &L::b_K), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_V"}, member(b, &L::b_V), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_O"}, member(b, &L::b_O), ParamDims{1, {D, 0, 0}});
+    }
+    if (c.smeared_keys) fn(ParamKey{l, "smear_alpha"}, member(b, &L::smear_alpha), ParamDims{1, {H, 0, 0}});
+  }
+  fn(ParamKey{-1, "unembed.W_U"}, member(p, &std::remove_const_t<P>::W_U), ParamDims{2, {D, V, 0}});
+  if (c.use_bias) fn(ParamKey{-1, "unembed.b_U"}, member(p, &std::remove_const_t<P>::b_U), ParamDims{1, {V, 0, 0}});
+}
+
 // Every tensor the config calls for, allocated and zeroed.
 template <class T>
 Params<T> make_params(const Config& cfg);
@@ -44,51 +107,14 @@ Params<T> make_params(const Config& cfg);
 // Visits (name, tensor) for every tensor present, in file order.
 template <class P, class F>
 void for_each_param(P& p, F&& fn) {
-  const Config& c = p.cfg;
-  fn(std::string("embed.W_E"), p.W_E);
-  if (c.pos_embed != PosEmbed::None) fn(std::string("pos_embed.W_pos"), p.W_pos);
-  for (int l = 0; l < c.n_layers; ++l) {
-    auto& b = p.blocks[l];
-    const std::string pre = "blocks." + std::to_string(l) + ".attn.";
-    fn(pre + "W_Q", b.W_Q);
-    fn(pre + "W_K", b.W_K);
-    fn(pre + "W_V", b.W_V);
-    fn(pre + "W_O", b.W_O);
-    if (c.use_bias) {
-      fn(pre + "b_Q", b.b_Q);
-      fn(pre + "b_K", b.b_K);
-      fn(pre + "b_V", b.b_V);
-      fn(pre + "b_O", b.b_O);
-    }
-    if (c.smeared_keys) fn(pre + "smear_alpha", b.smear_alpha);
-  }
-  fn(std::string("unembed.W_U"), p.W_U);
-  if (c.use_bias) fn(std::string("unembed.b_U"), p.b_U);
+  for_each_param_slot(p.cfg, &p, [&](const ParamKey& key, auto* t, const ParamDims&) { fn(key.name(), *t); });
 }
 
 // Visits every tensor present, in file order, without building names (so without allocating):
 // for the training step's per-step loops.
 template <class P, class F>
 void for_each_tensor(P& p, F&& fn) {
-  const Config& c = p.cfg;
-  fn(p.W_E);
-  if (c.pos_embed != PosEmbed::None) fn(p.W_pos);
-  for (int l = 0; l < c.n_layers; ++l) {
-    auto& b = p.blocks[l];
-    fn(b.W_Q);
-    fn(b.W_K);
-    fn(b.W_V);
-    fn(b.W_O);
-    if (c.use_bias) {
-      fn(b.b_Q);
-      fn(b.b_K);
-      fn(b.b_V);
-      fn(b.b_O);
-    }
-    if (c.smeared_keys) fn(b.smear_alpha);
-  }
-  fn(p.W_U);
-  if (c.use_bias) fn(p.b_U);
+  for_each_param_slot(p.cfg, &p, [&](const ParamKey&, auto* t, const ParamDims&) { fn(*t); });
 }
 
 // The list form of for_each_param, for zipping params with grads and moments.
@@ -107,6 +133,11 @@ std::vector<std::pair<std::string, const Tensor<T>*>> named_params(const Params<
 
 // The shape the config gives a named tensor; throws std::invalid_argument for an unknown name.
 Shape expected_shape(const Config& cfg, const std::string& name);
+
+// The number of weights make_params allocates for cfg, computed from the list without
+// allocating (64-bit, so a guard against absurd configs cannot overflow; Config::validate()
+// bounds every factor).
+std::uint64_t count_weights(const Config& cfg);
 
 // Random initialisation: weights ~ N(0, init_std^2) from the portable Rng, biases zero,
 // smear_alpha zero (s = 0.5). Deterministic in (cfg, seed) on every build.
