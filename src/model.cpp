@@ -1,5 +1,8 @@
-// Model: forward pass (filling the activation cache), masked cross-entropy and the backward pass.
-// Each backward step quotes, in a comment, the forward line it differentiates.
+// Model: forward pass (filling the activation cache), masked cross-entropy and the backward pass,
+// as named stages paired the way llm.c pairs attention_forward with attention_backward: each
+// *_backward differentiates the *_forward of the same name, and each of its steps quotes, in a
+// comment, the forward line it differentiates. Interventions act only through
+// apply_intervention_at(), at the hook points the list of stages below marks.
 #include "model.h"
 
 #include <algorithm>
@@ -148,13 +151,66 @@ void concat_qkv(const LayerParams<T>& w, int H, int D, int Dh, MatRM<T>& wcat) {
       }
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// The stages. forward() runs them in this order, and backward() runs their *_backward partners
+// in reverse; [brackets] mark the hook points where an Intervention acts:
+//
+//   embed_forward        hook_embed = W_E[tokens], hook_pos_embed = W_pos[0:T]
+//   [Hook::PosEmbed]     remove_pos
+//   residual_forward     resid = embed (+ pos, standard)
+//   per layer:
+//     qk_input_forward   qk_in = resid (+ pos, shortformer)
+//     [Hook::AttnIn]     path cuts: a head's own inputs, minus the cut heads' results
+//     qkv_forward        q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = resid W_V + b_V
+//     smear_keys_forward k_j <- s k_j + (1 - s) k_{j-1}
+//     attention_forward  scores = q k^T / sqrt(Dh), pattern = softmax(scores), z = pattern v
+//     result_forward     result_h = z_h W_O[h]
+//     [Hook::Result]     ablations
+//     attn_out_forward   attn_out = sum_h result_h + b_O, resid_post = resid_pre + attn_out
+//   unembed_forward      logits = resid W_U + b_U
+//
+// backward(): loss_backward (dlogits), unembed_backward, then per layer, last first:
+// attn_out_backward, result_backward, attention_backward, smear_keys_backward, qkv_backward;
+// then embed_backward (for embed_forward and residual_forward). A cache from a forward pass
+// with an intervention is refused, so the backward stages have no hook points.
+// ---------------------------------------------------------------------------------------------
 
+// One pass's sizes (legend in tensor.h).
+struct Dims {
+  int B, Tl, N, H, D, Dh, V, HDh;
+  std::size_t NDh;  // one head's [N, Dh] block of hook_q/k/v/z
+  std::size_t TT;   // one [T, T] pattern
+  Dims(const Config& c, int B_, int Tl_)
+      : B(B_), Tl(Tl_), N(B_ * Tl_), H(c.n_heads), D(c.d_model), Dh(c.d_head), V(c.d_vocab), HDh(c.n_heads * c.d_head),
+        NDh(static_cast<std::size_t>(B_) * Tl_ * c.d_head), TT(static_cast<std::size_t>(Tl_) * Tl_) {}
+  // The first row of head h, batch row b in a [H, B, T, Dh] tensor.
+  std::size_t head_row0(int h, int b) const {
+    return static_cast<std::size_t>(h) * NDh + static_cast<std::size_t>(b) * Tl * Dh;
+  }
+};
+
+// What the current layer's attention reads, and whether positions enter at all.
 template <class T>
-void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
-             const Intervention& iv) {
-  const Config& c = p.cfg;
-  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab, HDh = H * Dh;
+struct Stream {
+  MatRM<T>* resid = nullptr;        // the residual stream  [N, D]
+  const MatRM<T>* qk_in = nullptr;  // q's and k's input: resid, or resid + pos (shortformer)  [N, D]
+  bool has_pos = false;             // pos_embed is not none and not removed
+  // Each head's own q, k and v input ([3 * H], index w * H + h for w in Q, K, V) when a path cut
+  // recomputes the residual stream for this layer; empty otherwise.
+  std::vector<const MatRM<T>*> head_in;
+  std::vector<MatRM<T>> cut_in;     // the recomputed streams head_in points to  [3 * H][N, D]
+};
+
+// out = x with pos added to every batch row's [T, D] block (the shortformer's input of Q and K).
+template <class T, class X, class P>
+void add_positions(const X& x, const P& pos, int B, int Tl, MatRM<T>& out) {
+  out = x;
+  for (int b = 0; b < B; ++b) out.middleRows(b * Tl, Tl) += pos;
+}
+
+// Checks what forward() is given; throws std::invalid_argument with a sentence.
+void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl) {
+  const int V = c.d_vocab;
   if (B < 1) throw std::invalid_argument("forward: the batch is empty");
   if (Tl < 1) throw std::invalid_argument("forward: the sequence is empty");
   if (Tl > c.n_ctx)
@@ -166,204 +222,306 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
     if (tokens[i] < 0 || tokens[i] >= V)
       throw std::invalid_argument("forward: token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
                                   " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
-  check_intervention(c, iv);
+}
 
-  const int N = B * Tl;
-  const std::size_t NDh = static_cast<std::size_t>(N) * Dh, TT = static_cast<std::size_t>(Tl) * Tl;
+// ---- Interventions: the one place an Intervention changes the forward pass ----
+
+// Where forward() lets an Intervention act, named by the hook it changes.
+enum class Hook {
+  PosEmbed,  // hook_pos_embed: remove_pos zeroes it, and positions enter nowhere
+  AttnIn,    // blocks.l.attn inputs: a path cut gives a head q, k or v input without the cut heads' results
+  Result,    // blocks.l.attn.hook_result: an ablation replaces a head's output (its pattern stays visible)
+};
+
+template <class T>
+void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const Dims& dm, Stream<T>& st,
+                           ActivationCache<T>& cache) {
+  switch (hook) {
+    case Hook::PosEmbed:
+      if (iv.remove_pos) {
+        cache.pos_embed.zero();  // [T, D]
+        st.has_pos = false;
+      }
+      return;
+    case Hook::AttnIn: {
+      st.head_in.clear();
+      bool cut_here = false;
+      for (const auto& cut : iv.cuts) cut_here |= cut.dst_layer == layer;
+      if (!cut_here) return;
+      const int H = dm.H;
+      st.head_in.assign(3 * H, nullptr);
+      st.cut_in.assign(3 * H, MatRM<T>());
+      for (int h = 0; h < H; ++h) {
+        const MatRM<T>* base[3] = {st.qk_in, st.qk_in, st.resid};
+        for (int w = 0; w < 3; ++w) st.head_in[w * H + h] = base[w];
+        for (const auto& cut : iv.cuts) {
+          if (cut.dst_layer != layer || cut.dst_head != h) continue;
+          const int w = static_cast<int>(cut.input);
+          MatRM<T>& in = st.cut_in[w * H + h];  // [N, D]
+          if (st.head_in[w * H + h] == base[w]) in = *base[w], st.head_in[w * H + h] = &in;
+          in -= cache.layers[cut.src_layer].result.slice(cut.src_head);
+        }
+      }
+      return;
+    }
+    case Hook::Result: {
+      const int B = dm.B, Tl = dm.Tl, D = dm.D;
+      for (const auto& a : iv.ablations) {
+        if (a.layer != layer) continue;
+        auto r = cache.layers[layer].result.slice(a.head);  // [N, D]
+        if (!a.mean) {
+          r.setZero();
+        } else if (a.mean_value.size() == static_cast<std::size_t>(D)) {
+          RowVecT<T> m(D);
+          for (int d = 0; d < D; ++d) m(d) = static_cast<T>(a.mean_value[d]);
+          r.rowwise() = m;
+        } else {
+          for (int b = 0; b < B; ++b)
+            for (int t = 0; t < Tl; ++t)
+              for (int d = 0; d < D; ++d) r(b * Tl + t, d) = static_cast<T>(a.mean_value[static_cast<std::size_t>(t) * D + d]);
+        }
+      }
+      return;
+    }
+  }
+}
+
+// ---- Forward stages ----
+
+// hook_embed = W_E[tokens]  [B, T, D] ; hook_pos_embed = W_pos[0:T]  [T, D] (zeros if none)
+template <class T>
+void embed_forward(const Params<T>& p, const std::vector<int>& tokens, const Dims& dm, ActivationCache<T>& cache) {
+  cache.embed.ensure({dm.B, dm.Tl, dm.D});
+  auto emb = cache.embed.mat();
+  auto WE = p.W_E.mat();
+  for (int n = 0; n < dm.N; ++n) emb.row(n) = WE.row(tokens[n]);
+  cache.pos_embed.ensure({dm.Tl, dm.D});
+  if (p.cfg.pos_embed != PosEmbed::None) cache.pos_embed.mat() = p.W_pos.mat().topRows(dm.Tl);
+  else cache.pos_embed.zero();
+}
+
+// resid = embed (+ pos for standard)  [N, D]
+template <class T>
+void residual_forward(const Config& c, const Dims& dm, const ActivationCache<T>& cache, Stream<T>& st) {
+  MatRM<T>& resid = *st.resid;
+  resid = cache.embed.mat();
+  if (c.pos_embed == PosEmbed::Standard && st.has_pos)
+    for (int b = 0; b < dm.B; ++b) resid.middleRows(b * dm.Tl, dm.Tl) += cache.pos_embed.mat();
+}
+
+// Gives layer l's cache its shapes for this pass (no allocation for a shape already seen).
+template <class T>
+void layer_buffers(const Config& c, const Dims& dm, bool keep_scores, bool keep_result, LayerCache<T>& lc) {
+  const int B = dm.B, Tl = dm.Tl, H = dm.H, D = dm.D, Dh = dm.Dh;
+  lc.resid_pre.ensure({B, Tl, D});
+  lc.q.ensure({H, B, Tl, Dh});
+  lc.k.ensure({H, B, Tl, Dh});
+  lc.v.ensure({H, B, Tl, Dh});
+  if (c.smeared_keys) lc.k_unsmeared.ensure({H, B, Tl, Dh});
+  else lc.k_unsmeared = Tensor<T>();
+  if (keep_scores) lc.attn_scores.ensure({B, H, Tl, Tl});
+  else lc.attn_scores = Tensor<T>();
+  // The pattern's upper triangle is zero and nothing writes it: zero it only when the buffer
+  // is new (or reshaped), then write rows up to the diagonal.
+  if (!lc.pattern.has_shape({B, H, Tl, Tl})) {
+    lc.pattern.ensure({B, H, Tl, Tl});
+    lc.pattern.zero();
+  }
+  lc.z.ensure({H, B, Tl, Dh});
+  if (keep_result) lc.result.ensure({H, B, Tl, D});
+  else lc.result = Tensor<T>();
+  lc.attn_out.ensure({B, Tl, D});
+  lc.resid_post.ensure({B, Tl, D});
+}
+
+// Shortformer: positions enter only the inputs of Q and K.  qk_in = resid + pos  [N, D]
+template <class T>
+void qk_input_forward(const Config& c, const Dims& dm, const ActivationCache<T>& cache, Stream<T>& st, Workspace<T>& ws) {
+  st.qk_in = st.resid;
+  if (c.pos_embed == PosEmbed::Shortformer && st.has_pos) {
+    add_positions(*st.resid, cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
+    st.qk_in = &ws.qk_in;
+  }
+}
+
+// q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = resid W_V + b_V   hook_q/k/v [H, B, T, Dh]
+// (k goes to hook_k_unsmeared when keys are smeared). Without a path cut, one product per input
+// computes every head at once, written straight into the per-head layout; with one, each head
+// reads its own stream.
+template <class T>
+void qkv_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const Stream<T>& st, LayerCache<T>& lc,
+                 Workspace<T>& ws) {
+  const int N = dm.N, H = dm.H, D = dm.D, Dh = dm.Dh, HDh = dm.HDh;
+  Tensor<T>& k_out = c.smeared_keys ? lc.k_unsmeared : lc.k;
+  if (st.head_in.empty()) {
+    concat_qkv(w, H, D, Dh, ws.wcat);
+    T* outs[3] = {lc.q.ptr(), k_out.ptr(), lc.v.ptr()};
+    ws.blocks.resize(3 * H);
+    for (int m = 0; m < 3; ++m)
+      for (int h = 0; h < H; ++h) ws.blocks[m * H + h] = outs[m] + h * dm.NDh;
+    const MatRM<T>& resid = *st.resid;
+    if (st.qk_in == st.resid) {  // one product for q, k and v
+      mm(Op::N, Op::N, N, 3 * HDh, D, T(1), resid.data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh, Causal::None,
+         Dh, 0, ws.blocks.data());
+    } else {  // q and k read the positions, v does not
+      mm(Op::N, Op::N, N, 2 * HDh, D, T(1), st.qk_in->data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh,
+         Causal::None, Dh, 0, ws.blocks.data());
+      mm(Op::N, Op::N, N, HDh, D, T(1), resid.data(), D, ws.wcat.data() + 2 * HDh, 3 * HDh, T(0), nullptr, Dh,
+         Causal::None, Dh, 0, ws.blocks.data() + 2 * H);
+    }
+  } else {
+    for (int h = 0; h < H; ++h) {
+      k_out.slice(h).noalias() = *st.head_in[H + h] * w.W_K.slice(h);
+      lc.q.slice(h).noalias() = *st.head_in[h] * w.W_Q.slice(h);
+      lc.v.slice(h).noalias() = *st.head_in[2 * H + h] * w.W_V.slice(h);
+    }
+  }
+  if (c.use_bias)
+    for (int h = 0; h < H; ++h) {
+      lc.q.slice(h).rowwise() += w.b_Q.row(h);
+      k_out.slice(h).rowwise() += w.b_K.row(h);
+      lc.v.slice(h).rowwise() += w.b_V.row(h);
+    }
+}
+
+// k_j <- s k_j + (1 - s) k_{j-1} for j > 0, s = sigmoid(alpha)   hook_k [H, B, T, Dh]
+template <class T>
+void smear_keys_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, LayerCache<T>& lc) {
+  if (!c.smeared_keys) return;
+  const int B = dm.B, Tl = dm.Tl;
+  for (int h = 0; h < dm.H; ++h) {
+    auto k = lc.k.slice(h);
+    auto kr = lc.k_unsmeared.slice(h);
+    const T s = sigmoid(w.smear_alpha.data[h]);
+    for (int b = 0; b < B; ++b) {
+      k.row(b * Tl) = kr.row(b * Tl);
+      for (int t = 1; t < Tl; ++t) k.row(b * Tl + t) = s * kr.row(b * Tl + t) + (T(1) - s) * kr.row(b * Tl + t - 1);
+    }
+  }
+}
+
+// scores = q k^T / sqrt(d_head) with the causal mask   hook_attn_scores [B, H, T, T] (if kept)
+// pattern = softmax(scores)                            hook_pattern     [B, H, T, T]
+// z = pattern v                                        hook_z           [H, B, T, Dh]
+template <class T>
+void attention_forward(const Dims& dm, bool keep_scores, LayerCache<T>& lc, Workspace<T>& ws) {
+  const int Tl = dm.Tl, Dh = dm.Dh;
   const T scale = T(1) / std::sqrt(T(Dh));
+  if (!keep_scores) ws.S.resize(Tl, Tl);  // one head's scores at a time
+  for (int h = 0; h < dm.H; ++h)
+    for (int b = 0; b < dm.B; ++b) {
+      const std::size_t bh = static_cast<std::size_t>(b) * dm.H + h;
+      T* S = keep_scores ? lc.attn_scores.ptr() + bh * dm.TT : ws.S.data();  // [T, T]
+      T* P = lc.pattern.ptr() + bh * dm.TT;                                  // [T, T]
+      const std::size_t row0 = dm.head_row0(h, b);
+      // scores = q k^T / sqrt(d_head), causal mask (only the lower triangle is computed)
+      mm(Op::N, Op::T, Tl, Tl, Dh, scale, lc.q.ptr() + row0, Dh, lc.k.ptr() + row0, Dh, T(0), S, Tl, Causal::LowerC);
+      for (int i = 0; i < Tl; ++i) {
+        T* Si = S + static_cast<std::size_t>(i) * Tl;
+        T* Pi = P + static_cast<std::size_t>(i) * Tl;
+        if (keep_scores) std::fill(Si + i + 1, Si + Tl, -std::numeric_limits<T>::infinity());
+        // pattern = softmax(scores)
+        softmax_row(Si, Pi, i + 1, i + 1);
+      }
+      // z = pattern v (the pattern is zero above the diagonal)
+      mm(Op::N, Op::N, Tl, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0, Dh, Causal::LowerA);
+    }
+}
+
+// result_h = z_h W_O[h]   hook_result [H, B, T, D]
+// (without hook_result: attn_out = sum_h z_h W_O[h], summed in place, head 0 first)
+template <class T>
+void result_forward(const Dims& dm, const LayerParams<T>& w, bool keep_result, LayerCache<T>& lc) {
+  const int N = dm.N, D = dm.D, Dh = dm.Dh;
+  for (int h = 0; h < dm.H; ++h) {
+    const T* z = lc.z.ptr() + h * dm.NDh;                                // [N, Dh]
+    const T* WO = w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D;    // [Dh, D]
+    if (keep_result)
+      mm(Op::N, Op::N, N, D, Dh, T(1), z, Dh, WO, D, T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D, D);
+    else
+      mm(Op::N, Op::N, N, D, Dh, T(1), z, Dh, WO, D, T(h == 0 ? 0 : 1), lc.attn_out.ptr(), D);
+  }
+}
+
+// attn_out = sum_h result_h + b_O   hook_attn_out [B, T, D]
+// resid_post = resid_pre + attn_out hook_resid_post [B, T, D] (and the stream moves on), in one pass
+template <class T>
+void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, bool keep_result, MatRM<T>& resid,
+                      LayerCache<T>& lc) {
+  const int H = dm.H, D = dm.D;
+  const std::size_t ND = static_cast<std::size_t>(dm.N) * D;
+  const T* res = lc.result.ptr();
+  T* ao = lc.attn_out.ptr();
+  T* rs = resid.data();
+  T* post = lc.resid_post.ptr();
+  if (keep_result) {
+    for (std::size_t i = 0; i < ND; ++i) {
+      T a = res[i];
+      for (int h = 1; h < H; ++h) a += res[h * ND + i];
+      ao[i] = a;
+    }
+  }
+  for (std::size_t i = 0; i < ND; ++i) {
+    const T a = c.use_bias ? ao[i] + w.b_O.data[i % D] : ao[i];
+    ao[i] = a;
+    post[i] = rs[i] += a;
+  }
+}
+
+// One attention layer: hook_resid_pre -> hook_resid_post, the stream moving on in st.resid.
+template <class T>
+void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w, const Intervention& iv,
+                   bool keep_result, Stream<T>& st, ActivationCache<T>& cache) {
+  LayerCache<T>& lc = cache.layers[l];
   Workspace<T>& ws = cache.work;
+  layer_buffers(c, dm, cache.keep_scores, keep_result, lc);
+  lc.resid_pre.mat() = *st.resid;
+  qk_input_forward(c, dm, cache, st, ws);
+  apply_intervention_at(Hook::AttnIn, l, iv, dm, st, cache);
+  qkv_forward(c, dm, w, st, lc, ws);
+  smear_keys_forward(c, dm, w, lc);
+  attention_forward(dm, cache.keep_scores, lc, ws);
+  result_forward(dm, w, keep_result, lc);
+  apply_intervention_at(Hook::Result, l, iv, dm, st, cache);
+  attn_out_forward(c, dm, w, keep_result, *st.resid, lc);
+}
+
+// logits = resid W_U + b_U   [B, T, V]  (resid_final [B, T, D] keeps the stream it reads)
+template <class T>
+void unembed_forward(const Params<T>& p, const Dims& dm, const MatRM<T>& resid, ActivationCache<T>& cache) {
+  const int N = dm.N, D = dm.D, V = dm.V;
+  cache.resid_final.ensure({dm.B, dm.Tl, D});
+  cache.resid_final.mat() = resid;
+  cache.logits.ensure({dm.B, dm.Tl, V});
+  mm(Op::N, Op::N, N, V, D, T(1), resid.data(), D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+  if (p.cfg.use_bias) cache.logits.mat().rowwise() += p.b_U.vec();
+}
+
+}  // namespace
+
+template <class T>
+void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
+             const Intervention& iv) {
+  const Config& c = p.cfg;
+  check_forward_args(c, tokens, B, Tl);
+  check_intervention(c, iv);
+  const Dims dm(c, B, Tl);
   cache.n_batch = B;
   cache.n_pos = Tl;
   cache.tokens = tokens;
   cache.intervened = !iv.empty();
+  // Cuts read earlier heads' results and ablations replace them: keep them then.
+  const bool keep_result = cache.keep_result || !iv.empty();
 
-  // hook_embed = W_E[tokens]
-  cache.embed.ensure({B, Tl, D});
-  auto emb = cache.embed.mat();
-  auto WE = p.W_E.mat();
-  for (int n = 0; n < N; ++n) emb.row(n) = WE.row(tokens[n]);
-
-  // hook_pos_embed = W_pos[0:T]
-  cache.pos_embed.ensure({Tl, D});
-  const bool has_pos = c.pos_embed != PosEmbed::None && !iv.remove_pos;
-  if (has_pos) cache.pos_embed.mat() = p.W_pos.mat().topRows(Tl);
-  else cache.pos_embed.zero();
-  auto pos = cache.pos_embed.mat();
-
-  MatRM<T>& resid = ws.resid;  // [N, D]
-  resid = emb;
-  if (c.pos_embed == PosEmbed::Standard && has_pos)
-    for (int b = 0; b < B; ++b) resid.middleRows(b * Tl, Tl) += pos;
-
+  Stream<T> st;
+  st.resid = &cache.work.resid;
+  st.has_pos = c.pos_embed != PosEmbed::None;
+  embed_forward(p, tokens, dm, cache);
+  apply_intervention_at(Hook::PosEmbed, -1, iv, dm, st, cache);
+  residual_forward(c, dm, cache, st);
   cache.layers.resize(c.n_layers);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LayerParams<T>& w = p.blocks[l];
-    LayerCache<T>& lc = cache.layers[l];
-    lc.resid_pre.ensure({B, Tl, D});
-    lc.resid_pre.mat() = resid;
-    lc.q.ensure({H, B, Tl, Dh});
-    lc.k.ensure({H, B, Tl, Dh});
-    lc.v.ensure({H, B, Tl, Dh});
-    if (c.smeared_keys) lc.k_unsmeared.ensure({H, B, Tl, Dh});
-    else lc.k_unsmeared = Tensor<T>();
-    if (cache.keep_scores) lc.attn_scores.ensure({B, H, Tl, Tl});
-    else lc.attn_scores = Tensor<T>();
-    // The pattern's upper triangle is zero and nothing writes it: zero it only when the buffer
-    // is new (or reshaped), then write rows up to the diagonal.
-    if (!lc.pattern.has_shape({B, H, Tl, Tl})) {
-      lc.pattern.ensure({B, H, Tl, Tl});
-      lc.pattern.zero();
-    }
-    lc.z.ensure({H, B, Tl, Dh});
-    // Cuts read earlier heads' results and ablations replace them: keep them then.
-    const bool keep_result = cache.keep_result || !iv.empty();
-    if (keep_result) lc.result.ensure({H, B, Tl, D});
-    else lc.result = Tensor<T>();
-    lc.attn_out.ensure({B, Tl, D});
-    lc.resid_post.ensure({B, Tl, D});
-
-    // Shortformer: positions enter only the inputs of Q and K.
-    const MatRM<T>* qk_in = &resid;
-    if (c.pos_embed == PosEmbed::Shortformer && has_pos) {
-      ws.qk_in = resid;
-      for (int b = 0; b < B; ++b) ws.qk_in.middleRows(b * Tl, Tl) += pos;
-      qk_in = &ws.qk_in;
-    }
-
-    bool cut_here = false;
-    for (const auto& cut : iv.cuts) cut_here |= cut.dst_layer == l;
-    if (!cut_here) {
-      // q = x W_Q + b_Q, k = x W_K + b_K, v = x W_V + b_V for every head in one product each,
-      // written straight into hook_q/k/v's per-head layout.
-      concat_qkv(w, H, D, Dh, ws.wcat);
-      T* outs[3] = {lc.q.ptr(), c.smeared_keys ? lc.k_unsmeared.ptr() : lc.k.ptr(), lc.v.ptr()};
-      ws.blocks.resize(3 * H);
-      for (int m = 0; m < 3; ++m)
-        for (int h = 0; h < H; ++h) ws.blocks[m * H + h] = outs[m] + h * NDh;
-      if (qk_in == &resid) {  // one product for q, k and v
-        mm(Op::N, Op::N, N, 3 * HDh, D, T(1), resid.data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh, Causal::None,
-           Dh, 0, ws.blocks.data());
-      } else {  // q and k read the positions, v does not
-        mm(Op::N, Op::N, N, 2 * HDh, D, T(1), qk_in->data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh,
-           Causal::None, Dh, 0, ws.blocks.data());
-        mm(Op::N, Op::N, N, HDh, D, T(1), resid.data(), D, ws.wcat.data() + 2 * HDh, 3 * HDh, T(0), nullptr, Dh,
-           Causal::None, Dh, 0, ws.blocks.data() + 2 * H);
-      }
-    } else {
-      // A path cut: each head reads its own residual stream, minus the outputs of the earlier
-      // heads whose path into it is cut.
-      MatRM<T> in_q, in_k, in_v;
-      for (int h = 0; h < H; ++h) {
-        const MatRM<T>* xq = qk_in;
-        const MatRM<T>* xk = qk_in;
-        const MatRM<T>* xv = &resid;
-        for (const auto& cut : iv.cuts) {
-          if (cut.dst_layer != l || cut.dst_head != h) continue;
-          auto src = cache.layers[cut.src_layer].result.slice(cut.src_head);
-          if (cut.input == Input::Q) {
-            if (xq == qk_in) in_q = *qk_in, xq = &in_q;
-            in_q -= src;
-          } else if (cut.input == Input::K) {
-            if (xk == qk_in) in_k = *qk_in, xk = &in_k;
-            in_k -= src;
-          } else {
-            if (xv == &resid) in_v = resid, xv = &in_v;
-            in_v -= src;
-          }
-        }
-        (c.smeared_keys ? lc.k_unsmeared : lc.k).slice(h).noalias() = *xk * w.W_K.slice(h);
-        lc.q.slice(h).noalias() = *xq * w.W_Q.slice(h);
-        lc.v.slice(h).noalias() = *xv * w.W_V.slice(h);
-      }
-    }
-
-    if (!cache.keep_scores) ws.S.resize(Tl, Tl);  // one head's scores at a time
-    for (int h = 0; h < H; ++h) {
-      auto q = lc.q.slice(h);
-      auto k = lc.k.slice(h);
-      auto v = lc.v.slice(h);
-      if (c.use_bias) {
-        q.rowwise() += w.b_Q.row(h);
-        (c.smeared_keys ? lc.k_unsmeared.slice(h) : k).rowwise() += w.b_K.row(h);
-        v.rowwise() += w.b_V.row(h);
-      }
-      if (c.smeared_keys) {
-        // k_j <- s k_j + (1 - s) k_{j-1} for j > 0, s = sigmoid(alpha)
-        auto kr = lc.k_unsmeared.slice(h);
-        const T s = sigmoid(w.smear_alpha.data[h]);
-        for (int b = 0; b < B; ++b) {
-          k.row(b * Tl) = kr.row(b * Tl);
-          for (int t = 1; t < Tl; ++t) k.row(b * Tl + t) = s * kr.row(b * Tl + t) + (T(1) - s) * kr.row(b * Tl + t - 1);
-        }
-      }
-      for (int b = 0; b < B; ++b) {
-        const std::size_t bh = static_cast<std::size_t>(b) * H + h;
-        T* S = cache.keep_scores ? lc.attn_scores.ptr() + bh * TT : ws.S.data();
-        T* P = lc.pattern.ptr() + bh * TT;
-        const std::size_t row0 = static_cast<std::size_t>(h) * NDh + static_cast<std::size_t>(b) * Tl * Dh;
-        // scores = q k^T / sqrt(d_head), causal mask (only the lower triangle is computed)
-        mm(Op::N, Op::T, Tl, Tl, Dh, scale, lc.q.ptr() + row0, Dh, lc.k.ptr() + row0, Dh, T(0), S, Tl, Causal::LowerC);
-        for (int i = 0; i < Tl; ++i) {
-          T* Si = S + static_cast<std::size_t>(i) * Tl;
-          T* Pi = P + static_cast<std::size_t>(i) * Tl;
-          if (cache.keep_scores) std::fill(Si + i + 1, Si + Tl, -std::numeric_limits<T>::infinity());
-          // pattern = softmax(scores)
-          softmax_row(Si, Pi, i + 1, i + 1);
-        }
-        // z = pattern v (the pattern is zero above the diagonal)
-        mm(Op::N, Op::N, Tl, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0, Dh, Causal::LowerA);
-      }
-      // result = z W_O (or, without hook_result, attn_out += z W_O)
-      if (keep_result)
-        mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + h * NDh, Dh, w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D,
-           T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D, D);
-      else
-        mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + h * NDh, Dh, w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D,
-           T(h == 0 ? 0 : 1), lc.attn_out.ptr(), D);
-    }
-    // Ablations replace a head's output after it is computed (its pattern stays visible).
-    for (const auto& a : iv.ablations) {
-      if (a.layer != l) continue;
-      auto r = lc.result.slice(a.head);
-      if (!a.mean) {
-        r.setZero();
-      } else if (a.mean_value.size() == static_cast<std::size_t>(D)) {
-        RowVecT<T> m(D);
-        for (int d = 0; d < D; ++d) m(d) = static_cast<T>(a.mean_value[d]);
-        r.rowwise() = m;
-      } else {
-        for (int b = 0; b < B; ++b)
-          for (int t = 0; t < Tl; ++t)
-            for (int d = 0; d < D; ++d) r(b * Tl + t, d) = static_cast<T>(a.mean_value[static_cast<std::size_t>(t) * D + d]);
-      }
-    }
-    // attn_out = sum_h result_h + b_O ; resid_post = resid_pre + attn_out (in one pass)
-    {
-      const std::size_t ND = static_cast<std::size_t>(N) * D;
-      const T* res = lc.result.ptr();
-      T* ao = lc.attn_out.ptr();
-      T* rs = resid.data();
-      T* post = lc.resid_post.ptr();
-      if (keep_result) {
-        for (std::size_t i = 0; i < ND; ++i) {
-          T a = res[i];
-          for (int h = 1; h < H; ++h) a += res[h * ND + i];
-          ao[i] = a;
-        }
-      }
-      for (std::size_t i = 0; i < ND; ++i) {
-        const T a = c.use_bias ? ao[i] + w.b_O.data[i % D] : ao[i];
-        ao[i] = a;
-        post[i] = rs[i] += a;
-      }
-    }
-  }
-  cache.resid_final.ensure({B, Tl, D});
-  cache.resid_final.mat() = resid;
-  // logits = resid W_U + b_U
-  cache.logits.ensure({B, Tl, V});
-  mm(Op::N, Op::N, N, V, D, T(1), resid.data(), D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
-  if (c.use_bias) cache.logits.mat().rowwise() += p.b_U.vec();
+  for (int l = 0; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, keep_result, st, cache);
+  unembed_forward(p, dm, *st.resid, cache);
 }
 
 template <class T>
@@ -403,22 +561,16 @@ LossResult loss_from_logits(const ActivationCache<T>& cache, const Batch& batch)
   return r;
 }
 
-template <class T>
-void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& batch, Params<T>& g) {
-  const Config& c = p.cfg;
-  if (cache.intervened) throw std::logic_error("backward: the cache came from a forward pass with an intervention");
-  const int B = cache.n_batch, Tl = cache.n_pos, N = B * Tl;
-  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab, HDh = H * Dh;
-  const std::size_t NDh = static_cast<std::size_t>(N) * Dh, TT = static_cast<std::size_t>(Tl) * Tl;
-  const T scale = T(1) / std::sqrt(T(Dh));
-  if (g.cfg != c || g.blocks.size() != p.blocks.size()) g = make_params<T>(c);
-  for_each_tensor(g, [](Tensor<T>& t) { t.zero(); });
-  Workspace<T>& ws = cache.work;
+namespace {
 
-  // loss = sum_n mask_n CE_n / sum mask ; dCE/dlogits = softmax - onehot(target)
+// ---- Backward stages: each differentiates the forward stage of the same name ----
+
+// loss = sum_n mask_n CE_n / sum mask ; dCE/dlogits = softmax - onehot(target)   dlogits [N, V]
+template <class T>
+void loss_backward(const Dims& dm, const ActivationCache<T>& cache, const Batch& batch, MatRM<T>& dlogits) {
+  const int N = dm.N, V = dm.V;
   double msum = 0;
   for (float m : batch.mask) msum += m;
-  MatRM<T>& dlogits = ws.dlogits;
   dlogits.resize(N, V);
   for (int n = 0; n < N; ++n) {
     T* d = dlogits.data() + static_cast<std::size_t>(n) * V;
@@ -432,126 +584,190 @@ void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& 
     for (int j = 0; j < V; ++j) d[j] *= w;
     d[batch.targets[n]] -= static_cast<T>(batch.mask[n] / msum);
   }
-  // logits = resid W_U + b_U
+}
+
+// logits = resid W_U + b_U : dW_U = resid^T dlogits, db_U = sum_n dlogits, dresid = dlogits W_U^T  [N, D]
+template <class T>
+void unembed_backward(const Params<T>& p, const Dims& dm, const ActivationCache<T>& cache, const MatRM<T>& dlogits,
+                      Params<T>& g, MatRM<T>& dresid) {
+  const int N = dm.N, D = dm.D, V = dm.V;
   mm(Op::T, Op::N, D, V, N, T(1), cache.resid_final.ptr(), D, dlogits.data(), V, T(0), g.W_U.ptr(), V);
-  if (c.use_bias) g.b_U.vec() = dlogits.colwise().sum();
-  MatRM<T>& dresid = ws.dresid;  // [N, D]
+  if (p.cfg.use_bias) g.b_U.vec() = dlogits.colwise().sum();
   dresid.resize(N, D);
   mm(Op::N, Op::T, N, D, V, T(1), dlogits.data(), V, p.W_U.ptr(), V, T(0), dresid.data(), D);
+}
 
-  const bool shortformer = c.pos_embed == PosEmbed::Shortformer;
-  MatRM<T>& dpos_total = ws.dpos;  // gradient reaching hook_pos_embed
-  dpos_total.setZero(Tl, D);
-  ws.dz.resize(N, HDh);
-  ws.dqkv.resize(N, 3 * HDh);
-  ws.dP.resize(Tl, Tl);
-  if (ws.dS.rows() != Tl || ws.dS.cols() != Tl) ws.dS.setZero(Tl, Tl);  // its upper triangle stays zero
+// attn_out = sum_h result_h + b_O : db_O = sum_n dattn_out
+// (resid_post = resid_pre + attn_out: dattn_out = dresid, and dresid flows on to resid_pre.)
+template <class T>
+void attn_out_backward(const Config& c, const MatRM<T>& dao, LayerParams<T>& gw) {
+  if (c.use_bias) gw.b_O.vec() = dao.colwise().sum();
+}
+
+// result_h = z_h W_O[h] : dz = dattn_out W_O^T for every head at once (W_O is [H*Dh, D]
+// row-major), into dz [N, H*Dh] ; dW_O[h] = z_h^T dattn_out, one head at a time.
+template <class T>
+void result_backward(const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, const MatRM<T>& dao, T* dz,
+                     LayerParams<T>& gw) {
+  const int N = dm.N, D = dm.D, Dh = dm.Dh, HDh = dm.HDh;
+  mm(Op::N, Op::T, N, HDh, D, T(1), dao.data(), D, w.W_O.ptr(), D, T(0), dz, HDh);
+  for (int h = 0; h < dm.H; ++h)
+    mm(Op::T, Op::N, Dh, D, N, T(1), lc.z.ptr() + h * dm.NDh, Dh, dao.data(), D, T(0),
+       gw.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D);
+}
+
+// From dz [N, H*Dh] to dq | dk | dv, written into dqkv [N, 3*H*Dh] (row stride ldq).
+template <class T>
+void attention_backward(const Dims& dm, const LayerCache<T>& lc, const T* dz, T* dqkv, Workspace<T>& ws) {
+  const int Tl = dm.Tl, Dh = dm.Dh, HDh = dm.HDh, ldq = 3 * HDh;
+  const T scale = T(1) / std::sqrt(T(Dh));
+  for (int h = 0; h < dm.H; ++h) {
+    T* dq = dqkv + h * Dh;
+    T* dk = dqkv + HDh + h * Dh;
+    T* dv = dqkv + 2 * HDh + h * Dh;
+    for (int b = 0; b < dm.B; ++b) {
+      const std::size_t bh = static_cast<std::size_t>(b) * dm.H + h;
+      const T* P = lc.pattern.ptr() + bh * dm.TT;  // [T, T]
+      const std::size_t row0 = dm.head_row0(h, b);
+      const std::size_t r0 = static_cast<std::size_t>(b) * Tl;
+      const T* dzb = dz + r0 * HDh + h * Dh;
+      T* dP = ws.dP.data();  // [T, T]
+      T* dS = ws.dS.data();  // [T, T]
+      // z = pattern v
+      mm(Op::N, Op::T, Tl, Tl, Dh, T(1), dzb, HDh, lc.v.ptr() + row0, Dh, T(0), dP, Tl, Causal::LowerC);
+      mm(Op::T, Op::N, Tl, Dh, Tl, T(1), P, Tl, dzb, HDh, T(0), dv + r0 * ldq, ldq, Causal::UpperA);
+      // pattern = softmax(scores): dS = P * (dP - sum_j P dP)
+      for (int i = 0; i < Tl; ++i) {
+        const std::size_t o = static_cast<std::size_t>(i) * Tl;
+        softmax_grad_row(P + o, dP + o, dS + o, i + 1, i + 1);
+      }
+      // scores = q k^T / sqrt(d_head)
+      mm(Op::N, Op::N, Tl, Dh, Tl, scale, dS, Tl, lc.k.ptr() + row0, Dh, T(0), dq + r0 * ldq, ldq, Causal::LowerA);
+      mm(Op::T, Op::N, Tl, Dh, Tl, scale, dS, Tl, lc.q.ptr() + row0, Dh, T(0), dk + r0 * ldq, ldq, Causal::UpperA);
+    }
+  }
+}
+
+// k_j = s kr_j + (1 - s) kr_{j-1} (j > 0), k_0 = kr_0 : dk in dqkv becomes dkr, and dalpha.
+template <class T>
+void smear_keys_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, T* dqkv,
+                         LayerParams<T>& gw, Workspace<T>& ws) {
+  if (!c.smeared_keys) return;
+  const int B = dm.B, Tl = dm.Tl, N = dm.N, Dh = dm.Dh, HDh = dm.HDh, ldq = 3 * HDh;
+  using Strided = Eigen::Map<MatRM<T>, 0, Eigen::OuterStride<>>;
+  for (int h = 0; h < dm.H; ++h) {
+    auto kr = lc.k_unsmeared.slice(h);
+    const T s = sigmoid(w.smear_alpha.data[h]);
+    T ds = 0;
+    Strided dkm(dqkv + HDh + h * Dh, N, Dh, Eigen::OuterStride<>(ldq));
+    MatRM<T>& dkr = ws.dkr;
+    dkr.setZero(N, Dh);
+    for (int b = 0; b < B; ++b) {
+      dkr.row(b * Tl) += dkm.row(b * Tl);
+      for (int t = 1; t < Tl; ++t) {
+        int n = b * Tl + t;
+        dkr.row(n) += s * dkm.row(n);
+        dkr.row(n - 1) += (T(1) - s) * dkm.row(n);
+        ds += dkm.row(n).dot(kr.row(n) - kr.row(n - 1));
+      }
+    }
+    // s = sigmoid(alpha): ds/dalpha = s (1 - s)
+    gw.smear_alpha.data[h] = ds * s * (T(1) - s);
+    dkm = dkr;
+  }
+}
+
+// q = qk_in W_Q + b_Q ; k = qk_in W_K + b_K ; v = resid_pre W_V + b_V, for every head at once:
+// db = sum_n d(q|k|v) ; dW = x^T d(q|k|v), written into each head's [D, Dh] block ;
+// dresid_pre = dresid + d(q|k|v) [W_Q|W_K|W_V]^T, the shortformer's dqk_in also reaching dpos.
+// On return, dresid holds the gradient at hook_resid_pre.
+template <class T>
+void qkv_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, const T* qk_in,
+                  const T* dqkv, LayerParams<T>& gw, Workspace<T>& ws) {
+  const int B = dm.B, Tl = dm.Tl, N = dm.N, D = dm.D, Dh = dm.Dh, HDh = dm.HDh, ldq = 3 * HDh;
+  if (c.use_bias) {
+    using CStrided = Eigen::Map<const MatRM<T>, 0, Eigen::OuterStride<>>;
+    for (int h = 0; h < dm.H; ++h) {
+      gw.b_Q.row(h) = CStrided(dqkv + h * Dh, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
+      gw.b_K.row(h) = CStrided(dqkv + HDh + h * Dh, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
+      gw.b_V.row(h) = CStrided(dqkv + 2 * HDh + h * Dh, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
+    }
+  }
+  const T* resid_pre = lc.resid_pre.ptr();
+  const std::size_t wstride = static_cast<std::size_t>(D) * Dh;
+  mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv, ldq, T(0), gw.W_Q.ptr(), Dh, Causal::None, Dh, wstride);
+  mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv + HDh, ldq, T(0), gw.W_K.ptr(), Dh, Causal::None, Dh, wstride);
+  mm(Op::T, Op::N, D, HDh, N, T(1), resid_pre, D, dqkv + 2 * HDh, ldq, T(0), gw.W_V.ptr(), Dh, Causal::None, Dh, wstride);
+  concat_qkv(w, dm.H, D, Dh, ws.wcat);
+  MatRM<T>& dresid_pre = ws.dresid_pre;  // [N, D]
+  dresid_pre = ws.dresid;
+  if (c.pos_embed != PosEmbed::Shortformer) {
+    mm(Op::N, Op::T, N, D, 3 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(1), dresid_pre.data(), D);
+  } else {
+    // qk_in = resid_pre + pos
+    MatRM<T>& dqk_in = ws.dqk_in;  // [N, D]
+    dqk_in.resize(N, D);
+    mm(Op::N, Op::T, N, D, 2 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(0), dqk_in.data(), D);
+    mm(Op::N, Op::T, N, D, HDh, T(1), dqkv + 2 * HDh, ldq, ws.wcat.data() + 2 * HDh, ldq, T(1), dresid_pre.data(), D);
+    dresid_pre += dqk_in;
+    for (int b = 0; b < B; ++b) ws.dpos += dqk_in.middleRows(b * Tl, Tl);
+  }
+  ws.dresid.swap(dresid_pre);
+}
+
+// One attention layer backwards: ws.dresid goes from hook_resid_post's gradient to hook_resid_pre's.
+template <class T>
+void layer_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc,
+                    const ActivationCache<T>& cache, LayerParams<T>& gw, Workspace<T>& ws) {
+  const MatRM<T>& dao = ws.dresid;  // resid_post = resid_pre + attn_out: dattn_out = dresid
   T* dz = ws.dz.data();
   T* dqkv = ws.dqkv.data();
-  const int ldq = 3 * HDh;
-  for (int l = c.n_layers - 1; l >= 0; --l) {
-    const LayerParams<T>& w = p.blocks[l];
-    LayerParams<T>& gw = g.blocks[l];
-    const LayerCache<T>& lc = cache.layers[l];
-    // resid_post = resid_pre + attn_out: dattn_out = dresid, and dresid flows on to resid_pre.
-    const MatRM<T>& dao = dresid;
-    // attn_out = sum_h result_h + b_O
-    if (c.use_bias) gw.b_O.vec() = dao.colwise().sum();
-    const T* resid_pre = lc.resid_pre.ptr();
-    const T* qk_in = resid_pre;
-    if (shortformer) {
-      ws.qk_in = lc.resid_pre.mat();
-      for (int b = 0; b < B; ++b) ws.qk_in.middleRows(b * Tl, Tl) += cache.pos_embed.mat();
-      qk_in = ws.qk_in.data();
-    }
-    // result_h = z_h W_O[h]: dz for every head at once (W_O is [H*Dh, D] row-major) ...
-    mm(Op::N, Op::T, N, HDh, D, T(1), dao.data(), D, w.W_O.ptr(), D, T(0), dz, HDh);
-    for (int h = 0; h < H; ++h) {
-      // ... and dW_O one head at a time.
-      mm(Op::T, Op::N, Dh, D, N, T(1), lc.z.ptr() + h * NDh, Dh, dao.data(), D, T(0),
-         gw.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D);
-      T* dq = dqkv + h * Dh;
-      T* dk = dqkv + HDh + h * Dh;
-      T* dv = dqkv + 2 * HDh + h * Dh;
-      for (int b = 0; b < B; ++b) {
-        const std::size_t bh = static_cast<std::size_t>(b) * H + h;
-        const T* P = lc.pattern.ptr() + bh * TT;
-        const std::size_t row0 = static_cast<std::size_t>(h) * NDh + static_cast<std::size_t>(b) * Tl * Dh;
-        const std::size_t r0 = static_cast<std::size_t>(b) * Tl;
-        const T* dzb = dz + r0 * HDh + h * Dh;
-        T* dP = ws.dP.data();
-        T* dS = ws.dS.data();
-        // z = pattern v
-        mm(Op::N, Op::T, Tl, Tl, Dh, T(1), dzb, HDh, lc.v.ptr() + row0, Dh, T(0), dP, Tl, Causal::LowerC);
-        mm(Op::T, Op::N, Tl, Dh, Tl, T(1), P, Tl, dzb, HDh, T(0), dv + r0 * ldq, ldq, Causal::UpperA);
-        // pattern = softmax(scores): dS = P * (dP - sum_j P dP)
-        for (int i = 0; i < Tl; ++i) {
-          const std::size_t o = static_cast<std::size_t>(i) * Tl;
-          softmax_grad_row(P + o, dP + o, dS + o, i + 1, i + 1);
-        }
-        // scores = q k^T / sqrt(d_head)
-        mm(Op::N, Op::N, Tl, Dh, Tl, scale, dS, Tl, lc.k.ptr() + row0, Dh, T(0), dq + r0 * ldq, ldq, Causal::LowerA);
-        mm(Op::T, Op::N, Tl, Dh, Tl, scale, dS, Tl, lc.q.ptr() + row0, Dh, T(0), dk + r0 * ldq, ldq, Causal::UpperA);
-      }
-      if (c.smeared_keys) {
-        // k_j = s kr_j + (1 - s) kr_{j-1} (j > 0), k_0 = kr_0
-        auto kr = lc.k_unsmeared.slice(h);
-        const T s = sigmoid(w.smear_alpha.data[h]);
-        T ds = 0;
-        using Strided = Eigen::Map<MatRM<T>, 0, Eigen::OuterStride<>>;
-        Strided dkm(dk, N, Dh, Eigen::OuterStride<>(ldq));
-        MatRM<T>& dkr = ws.dkr;
-        dkr.setZero(N, Dh);
-        for (int b = 0; b < B; ++b) {
-          dkr.row(b * Tl) += dkm.row(b * Tl);
-          for (int t = 1; t < Tl; ++t) {
-            int n = b * Tl + t;
-            dkr.row(n) += s * dkm.row(n);
-            dkr.row(n - 1) += (T(1) - s) * dkm.row(n);
-            ds += dkm.row(n).dot(kr.row(n) - kr.row(n - 1));
-          }
-        }
-        // s = sigmoid(alpha): ds/dalpha = s (1 - s)
-        gw.smear_alpha.data[h] = ds * s * (T(1) - s);
-        dkm = dkr;
-      }
-      if (c.use_bias) {
-        using CStrided = Eigen::Map<const MatRM<T>, 0, Eigen::OuterStride<>>;
-        gw.b_Q.row(h) = CStrided(dq, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
-        gw.b_K.row(h) = CStrided(dk, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
-        gw.b_V.row(h) = CStrided(dv, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
-      }
-    }
-    // q = qk_in W_Q + b_Q ; k = qk_in W_K + b_K ; v = resid_pre W_V + b_V, for every head at once:
-    // dW = x^T d(q|k|v), written into each head's [D, Dh] block ...
-    const std::size_t wstride = static_cast<std::size_t>(D) * Dh;
-    mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv, ldq, T(0), gw.W_Q.ptr(), Dh, Causal::None, Dh, wstride);
-    mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv + HDh, ldq, T(0), gw.W_K.ptr(), Dh, Causal::None, Dh, wstride);
-    mm(Op::T, Op::N, D, HDh, N, T(1), resid_pre, D, dqkv + 2 * HDh, ldq, T(0), gw.W_V.ptr(), Dh, Causal::None, Dh, wstride);
-    // ... and dx = d(q|k|v) [W_Q|W_K|W_V]^T.
-    concat_qkv(w, H, D, Dh, ws.wcat);
-    MatRM<T>& dresid_pre = ws.dresid_pre;
-    dresid_pre = dresid;
-    if (!shortformer) {
-      mm(Op::N, Op::T, N, D, 3 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(1), dresid_pre.data(), D);
-    } else {
-      // qk_in = resid_pre + pos
-      MatRM<T>& dqk_in = ws.dqk_in;
-      dqk_in.resize(N, D);
-      mm(Op::N, Op::T, N, D, 2 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(0), dqk_in.data(), D);
-      mm(Op::N, Op::T, N, D, HDh, T(1), dqkv + 2 * HDh, ldq, ws.wcat.data() + 2 * HDh, ldq, T(1), dresid_pre.data(), D);
-      dresid_pre += dqk_in;
-      for (int b = 0; b < B; ++b) dpos_total += dqk_in.middleRows(b * Tl, Tl);
-    }
-    dresid.swap(dresid_pre);
+  // qk_in = resid_pre + pos (shortformer), as qk_input_forward computed it
+  const T* qk_in = lc.resid_pre.ptr();
+  if (c.pos_embed == PosEmbed::Shortformer) {
+    add_positions(lc.resid_pre.mat(), cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
+    qk_in = ws.qk_in.data();
   }
-  // resid_0 = embed (+ pos for standard)
+  attn_out_backward(c, dao, gw);
+  result_backward(dm, w, lc, dao, dz, gw);
+  attention_backward(dm, lc, dz, dqkv, ws);
+  smear_keys_backward(c, dm, w, lc, dqkv, gw, ws);
+  qkv_backward(c, dm, w, lc, qk_in, dqkv, gw, ws);
+}
+
+// resid_0 = embed (+ pos for standard) ; hook_pos_embed = W_pos[0:T] ; hook_embed = W_E[tokens]
+template <class T>
+void embed_backward(const Config& c, const Dims& dm, const ActivationCache<T>& cache, Params<T>& g, Workspace<T>& ws) {
+  const int B = dm.B, Tl = dm.Tl;
+  const MatRM<T>& dresid = ws.dresid;
+  MatRM<T>& dpos_total = ws.dpos;  // [T, D]
   if (c.pos_embed == PosEmbed::Standard)
     for (int b = 0; b < B; ++b) dpos_total += dresid.middleRows(b * Tl, Tl);
   if (c.pos_embed != PosEmbed::None) g.W_pos.mat().topRows(Tl) += dpos_total;
-  // embed = W_E[tokens]
   auto gWE = g.W_E.mat();
-  for (int n = 0; n < N; ++n) gWE.row(cache.tokens[n]) += dresid.row(n);
+  for (int n = 0; n < dm.N; ++n) gWE.row(cache.tokens[n]) += dresid.row(n);
+}
+
+}  // namespace
+
+template <class T>
+void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& batch, Params<T>& g) {
+  const Config& c = p.cfg;
+  if (cache.intervened) throw std::logic_error("backward: the cache came from a forward pass with an intervention");
+  const Dims dm(c, cache.n_batch, cache.n_pos);
+  if (g.cfg != c || g.blocks.size() != p.blocks.size()) g = make_params<T>(c);
+  for_each_tensor(g, [](Tensor<T>& t) { t.zero(); });
+  Workspace<T>& ws = cache.work;
+
+  loss_backward(dm, cache, batch, ws.dlogits);
+  unembed_backward(p, dm, cache, ws.dlogits, g, ws.dresid);
+  ws.dpos.setZero(dm.Tl, dm.D);  // the gradient reaching hook_pos_embed, summed over layers
+  ws.dz.resize(dm.N, dm.HDh);
+  ws.dqkv.resize(dm.N, 3 * dm.HDh);
+  ws.dP.resize(dm.Tl, dm.Tl);
+  if (ws.dS.rows() != dm.Tl || ws.dS.cols() != dm.Tl) ws.dS.setZero(dm.Tl, dm.Tl);  // its upper triangle stays zero
+  for (int l = c.n_layers - 1; l >= 0; --l) layer_backward(c, dm, p.blocks[l], cache.layers[l], cache, g.blocks[l], ws);
+  embed_backward(c, dm, cache, g, ws);
 }
 
 template <class T>
