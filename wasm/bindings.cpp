@@ -26,6 +26,7 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -35,8 +36,11 @@
 
 #include "analysis/circuits.h"
 #include "analysis/corpus_stats.h"
+#include "analysis/forward_outputs.h"
 #include "analysis/ioi.h"
 #include "analysis/scores.h"
+#include "analysis/text_scores.h"
+#include "analysis/training_metrics.h"
 #include "io.h"
 #include "ioi_templates.h"
 #include "model.h"
@@ -288,24 +292,79 @@ val spectrum_js(const cs::Spectrum& s) {
 
 const std::vector<std::string> kLayerHead = {"layer", "head"};
 
-// {previous_token, duplicate_token, prefix_matching, copying: [L, H], tokens: [B, T]}
-// headScores' batch from its JS arguments: `batch` rows of [bos] + R + R, R of length L drawn
-// from ids [first, first + n).
-cs::RepeatedTokens repeated_tokens_js(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js,
-                                      const val& n_js, const val& bos_js) {
-  return cs::make_repeated_tokens(to_int(batch_js, "headScores: batch"), to_int(L_js, "headScores: L"),
-                                  to_int(first_js, "headScores: first"), to_int(n_js, "headScores: n"),
-                                  to_int(bos_js, "headScores: bos"), to_seed(seed_js, "headScores: seed"));
+// Reads an optional field of an options object (undefined when the object or the field is absent).
+val opt(const val& opts, const char* key) {
+  if (opts.isUndefined() || opts.isNull()) return val::undefined();
+  return opts[key];
+}
+bool opt_bool(const val& opts, const char* key, bool fallback) {
+  const val v = opt(opts, key);
+  return v.isUndefined() || v.isNull() ? fallback : v.as<bool>();
+}
+int opt_int(const val& opts, const char* key, int fallback, const std::string& what) {
+  const val v = opt(opts, key);
+  return v.isUndefined() || v.isNull() ? fallback : to_int(v, what);
 }
 
-val head_scores_js(const cs::HeadScores& s, const cs::RepeatedTokens& rt) {
+// headScores' options {L, batch, seed, first, n, bos}; unset ones are -1 (the core chooses).
+cs::RepeatedTokensSpec repeated_tokens_spec(const val& opts) {
+  cs::RepeatedTokensSpec s;
+  s.L = opt_int(opts, "L", -1, "headScores: L");
+  s.batch = opt_int(opts, "batch", -1, "headScores: batch");
+  s.first = opt_int(opts, "first", -1, "headScores: first");
+  s.n = opt_int(opts, "n", -1, "headScores: n");
+  s.bos = opt_int(opts, "bos", -1, "headScores: bos");
+  const val seed = opt(opts, "seed");
+  if (!seed.isUndefined() && !seed.isNull()) s.seed = static_cast<long long>(to_seed(seed, "headScores: seed"));
+  return s;
+}
+
+// {previous_token, duplicate_token, prefix_matching, copying: [L, H], tokens: [B, T], and the
+// batch's L, batch, seed, first, n, bos}
+val head_scores_js(const cs::HeadScores& s, const cs::RepeatedTokens& rt, const cs::RepeatedTokensSpec& spec) {
   val out = val::object();
   out.set("previous_token", tagged(s.previous_token, kLayerHead));
   out.set("duplicate_token", tagged(s.duplicate_token, kLayerHead));
   out.set("prefix_matching", tagged(s.prefix_matching, kLayerHead));
   out.set("copying", tagged(s.copying, kLayerHead));
   out.set("tokens", tagged_ints(rt.tokens, {rt.B, rt.T()}, {"batch", "pos"}));
+  out.set("L", spec.L);
+  out.set("batch", spec.batch);
+  out.set("seed", static_cast<double>(spec.seed));
+  out.set("first", spec.first);
+  out.set("n", spec.n);
+  out.set("bos", spec.bos);
   return out;
+}
+
+val repeat_js(const std::optional<cs::Repeat>& r) {
+  if (!r) return val::null();
+  val o = val::object();
+  o.set("a", r->a);
+  o.set("d", r->d);
+  o.set("r", r->r);
+  return o;
+}
+
+val text_scores_js(const cs::TextScores& t) {
+  val o = val::object();
+  o.set("previous_token", tagged(t.previous_token, kLayerHead));
+  o.set("prefix_matching", tagged(t.prefix_matching, kLayerHead));
+  o.set("stripe", tagged(t.stripe, kLayerHead));
+  return o;
+}
+
+// A phase change (cs::phase_change) as {step, record, layer, head, final, threshold}, or null.
+val phase_change_js(const std::optional<cs::PhaseChange>& pc) {
+  if (!pc) return val::null();
+  val o = val::object();
+  o.set("step", pc->step);
+  o.set("record", pc->record);
+  o.set("layer", pc->layer);
+  o.set("head", pc->head);
+  o.set("final", pc->final_score);
+  o.set("threshold", pc->threshold);
+  return o;
 }
 
 val intervention_js(const cs::Intervention& iv) {
@@ -351,6 +410,7 @@ class Model {
         return 0;
       });
     }
+    name_ids_ = has_task_ ? names_ : cs::ioi_symbolic_name_ids(file_.tokenizer);
   }
 
   // {"config": {...}, "tokenizer": {...}, "info": {...}} as a JSON string.
@@ -391,24 +451,20 @@ class Model {
   // long enough: the JS wrapper checks) receive those results instead of new arrays; the
   // result's data is then a subarray of the caller's buffer. The activation cache is kept
   // between calls (as forwardBatch's), so a call allocates nothing when T does not change.
-  val run(const val& ids_js, const val& iv_js, bool want_resid, bool want_result, bool want_patterns, bool want_logits,
-          const val& into) {
+  val run(const val& ids_js, const val& iv_js, const val& opts) {
     return guarded([&] {
       const std::vector<int> ids = copy_in<int>(ids_js, "run: token ids");
       const cs::Intervention iv = to_intervention(iv_js, "run");
+      cs::RunOptions o;
+      o.resid = opt_bool(opts, "resid", false);
+      o.result = opt_bool(opts, "result", false);
+      o.topk = opt_int(opts, "topk", 0, "run: topk");
+      o.text_scores = opt_bool(opts, "textScores", false);
+      const bool want_patterns = opt_bool(opts, "patterns", true), want_logits = opt_bool(opts, "logits", true);
+      const val into = opt(opts, "into");
+      const cs::RunExtras x = cs::run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), cache_);
+      const cs::ActivationCache<float>& cache = cache_;
       const int T = static_cast<int>(ids.size());
-      check_length(T, "run");
-      cs::ActivationCache<float>& cache = cache_;
-      cache.keep_result = true;  // (forwardBatch clears it)
-      cs::forward<float>(file_.params, ids, 1, T, cache, iv);
-
-      const cs::Batch batch = cs::next_token_batch(ids, 1, T);
-      std::vector<float> loss(T, std::numeric_limits<float>::quiet_NaN());
-      if (T > 1) {
-        const cs::LossResult lr = cs::loss_from_logits<float>(cache, batch);
-        for (int t = 0; t + 1 < T && t < static_cast<int>(lr.per_token.size()); ++t) loss[t] = lr.per_token[t];
-      }
-
       const cs::Config& c = file_.cfg;
       const int L = c.n_layers, H = c.n_heads, V = c.d_vocab, D = c.d_model;
       const bool reuse = !into.isUndefined() && !into.isNull();
@@ -423,20 +479,16 @@ class Model {
         out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T},
                                    {"layer", "head", "query_pos", "key_pos"}));
       }
-      out.set("loss", tagged(fill_or_copy(buffer("loss"), {{loss.data(), loss.size()}}), {T}, {"pos"}));
-      if (want_resid) {
-        // Stage 0: blocks.0.hook_resid_pre; stage l+1: blocks.l.hook_resid_post ([B=1, T, D] each).
-        std::vector<float> resid;
-        resid.reserve(static_cast<std::size_t>(L + 1) * T * D);
-        const cs::Tensor<float>& first = L > 0 ? cache.layers[0].resid_pre : cache.resid_final;
-        resid.insert(resid.end(), first.data.begin(), first.data.end());
-        for (int l = 0; l < L; ++l)
-          resid.insert(resid.end(), cache.layers[l].resid_post.data.begin(), cache.layers[l].resid_post.data.end());
-        out.set("resid", tagged(resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
+      out.set("loss", tagged(fill_or_copy(buffer("loss"), {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
+      if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
+      if (o.result) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
+      if (x.top) {
+        const int k = x.top->k;
+        out.set("top_ids", tagged_ints(x.top->ids.data, {T, k}, {"pos", "rank"}));
+        out.set("top_probs", tagged(x.top->probs.data, {T, k}, {"pos", "rank"}));
       }
-      if (want_result)  // blocks.l.attn.hook_result [H, B=1, T, D]
-        out.set("result", tagged(stack_layers(cache, &cs::LayerCache<float>::result), {L, H, T, D},
-                                 {"layer", "head", "pos", "d_model"}));
+      if (x.text_scores) out.set("text_scores", text_scores_js(*x.text_scores));
+      if (x.text_scores) out.set("repeat", repeat_js(x.text_scores->repeat));
       return out;
     });
   }
@@ -548,12 +600,11 @@ class Model {
   }
 
   // Head scores on `batch` rows of [bos] + R + R, R of length L drawn from ids [first, first + n).
-  val headScores(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js, const val& n_js,
-                 const val& bos_js) const {
+  val headScores(const val& opts) const {
     return guarded([&] {
-      const cs::RepeatedTokens rt = repeated_tokens_js(L_js, batch_js, seed_js, first_js, n_js, bos_js);
-      check_length(rt.T(), "headScores: 2L + 1");
-      return head_scores_js(cs::head_scores(file_.params, rt), rt);
+      const cs::RepeatedTokensSpec spec = cs::resolve_repeated_tokens(repeated_tokens_spec(opts), file_.tokenizer, file_.cfg.n_ctx);
+      const cs::RepeatedTokens rt = cs::make_repeated_tokens(spec);
+      return head_scores_js(cs::head_scores(file_.params, rt), rt, spec);
     });
   }
 
@@ -635,6 +686,15 @@ class Model {
       lens.set("prob_io", tagged(a.lens_prob_io, {S}, {"stage"}));
       lens.set("prob_s", tagged(a.lens_prob_s, {S}, {"stage"}));
       out.set("lens", lens);
+      const int V = file_.cfg.d_vocab, K = static_cast<int>(a.top_ids.size());
+      out.set("probs", tagged(a.probs, {V}, {"d_vocab"}));
+      out.set("top_ids", tagged_ints(a.top_ids, {K}, {"rank"}));
+      out.set("top_probs", tagged(a.top_probs, {K}, {"rank"}));
+      out.set("name_ids", copy_out(name_ids_.data(), name_ids_.size(), "Int32Array"));
+      out.set("head_share_diff", tagged(a.head_share_diff, kLayerHead));
+      out.set("head_share_sum", tagged(a.head_share_sum, kLayerHead));
+      out.set("most_contrastive", a.most_contrastive.empty() ? val::null() : val(a.most_contrastive));
+      out.set("most_additive", a.most_additive.empty() ? val::null() : val(a.most_additive));
       return out;
     });
   }
@@ -681,8 +741,58 @@ class Model {
 
   // The sentence-template task as JSON ({kind, templates, names, places, objects, holdout_templates,
   // holdout_pair_fraction}), or null for any other model.
+  // Also: splits [{split, what}] (the four evaluation splits and what each holds) and
+  // template_info [{index, text, readable: [IO S S form, S IO S form], held_out}].
   val ioiTask() const {
-    return guarded([&] { return has_task_ ? val::global("JSON").call<val>("parse", cs::ioi_template_task_json(task_).dump()) : val::null(); });
+    return guarded([&] {
+      if (!has_task_) return val::null();
+      nlohmann::json j = cs::ioi_template_task_json(task_);
+      j["splits"] = nlohmann::json::array();
+      for (cs::IoiSplit sp : cs::kIoiSplits)
+        j["splits"].push_back({{"split", cs::ioi_split_name(sp)}, {"what", cs::ioi_split_description(sp)}});
+      j["template_info"] = nlohmann::json::array();
+      for (int t = 0; t < static_cast<int>(task_.templates.size()); ++t)
+        j["template_info"].push_back({{"index", t},
+                                      {"text", task_.templates[t]},
+                                      {"readable", {cs::ioi_template_readable(task_, t, 0), cs::ioi_template_readable(task_, t, 1)}},
+                                      {"held_out", cs::ioi_template_held_out(task_, t)}});
+      return val::global("JSON").call<val>("parse", j.dump());
+    });
+  }
+
+  // One sentence of the task: {template, order, io, s, place, object} (indices; symbolic models
+  // read only order, io, s) -> {text, tokens, words, template_held_out, pair_held_out, split}.
+  val ioiSentence(const val& opts) const {
+    return guarded([&] {
+      const int order = opt_int(opts, "order", 0, "ioiSentence: order");
+      const int io = opt_int(opts, "io", 0, "ioiSentence: io"), s = opt_int(opts, "s", 1, "ioiSentence: s");
+      val out = val::object();
+      if (has_task_) {
+        cs::IoiTemplateRow row;
+        row.tpl = opt_int(opts, "template", 0, "ioiSentence: template");
+        row.order = order;
+        row.io = io;
+        row.s = s;
+        row.place = opt_int(opts, "place", 0, "ioiSentence: place");
+        row.object = opt_int(opts, "object", 0, "ioiSentence: object");
+        const cs::IoiSentence x = cs::ioi_template_sentence_of(task_, file_.tokenizer, row);
+        out.set("text", x.text);
+        out.set("tokens", copy_out(x.tokens.data(), x.tokens.size(), "Int32Array"));
+        out.set("words", str_array(x.words));
+        out.set("template_held_out", x.template_held_out);
+        out.set("pair_held_out", x.pair_held_out);
+        out.set("split", std::string(cs::ioi_split_name(x.split)));
+      } else {
+        const cs::IoiSymbolicSentence x = cs::ioi_symbolic_sentence(file_.tokenizer, io, s, order);
+        out.set("text", x.text);
+        out.set("tokens", copy_out(x.tokens.data(), x.tokens.size(), "Int32Array"));
+        out.set("words", str_array(x.words));
+        out.set("template_held_out", false);
+        out.set("pair_held_out", false);
+        out.set("split", std::string("train"));
+      }
+      return out;
+    });
   }
 
   // The intervention cutting input 'q' | 'k' | 'v' of every head from every earlier layer's heads.
@@ -799,6 +909,7 @@ class Model {
   cs::IoiTemplateTask task_;
   bool has_task_ = false;
   std::vector<int> names_;
+  std::vector<int> name_ids_;  // the names whose probabilities ioi() reports (template or symbolic)
   static constexpr int kMaxTemplateRows = 2000;
 
   static cs::IoiSplit split_of(const val& v) {
@@ -809,25 +920,7 @@ class Model {
     throw std::invalid_argument("IOI split must be 'train', 'held-out pairs', 'held-out templates' or 'held-out both', got " + describe(v));
   }
 
-  // The sentence the page shows for text longer than the context (the core's forward pass would
-  // also refuse it, in its own words).
-  void check_length(int T, const char* what) const {
-    if (T == 0) throw std::invalid_argument(std::string(what) + ": no tokens to run");
-    if (T > file_.cfg.n_ctx)
-      throw std::invalid_argument(std::string(what) + ": " + std::to_string(T) +
-                                  " tokens is longer than the model's context of " + std::to_string(file_.cfg.n_ctx) +
-                                  " tokens");
-  }
-
-  // One [B=1, ...] tensor per layer, concatenated layer-major into a new Float32Array.
-  static val stack_layers(const cs::ActivationCache<float>& cache, cs::Tensor<float> cs::LayerCache<float>::*member) {
-    std::size_t n = 0;
-    for (const auto& lc : cache.layers) n += (lc.*member).size();
-    std::vector<float> out;
-    out.reserve(n);
-    for (const auto& lc : cache.layers) out.insert(out.end(), (lc.*member).data.begin(), (lc.*member).data.end());
-    return copy_out(out.data(), out.size(), "Float32Array");
-  }
+  void check_length(int T, const char* what) const { cs::check_context_length(file_.cfg, T, what); }
 
   // The pieces [ptr, ptr + n) one after another: copied into the caller's Float32Array `buffer`
   // (returning the subarray they fill) or, when buffer is undefined, into a new Float32Array.
@@ -903,15 +996,12 @@ class Trainer {
   // Head scores of the model as it stands (cs::head_scores on the trainer's weights, as the
   // CLI's training metrics record them), on `batch` rows of [bos] + R + R, R of length L drawn
   // from ids [first, first + n). Same result as Model.headScores on the saved model.
-  val headScores(const val& L_js, const val& batch_js, const val& seed_js, const val& first_js, const val& n_js,
-                 const val& bos_js) const {
+  val headScores(const val& opts) const {
     return guarded([&] {
-      const cs::RepeatedTokens rt = repeated_tokens_js(L_js, batch_js, seed_js, first_js, n_js, bos_js);
-      const int n_ctx = trainer_->recipe().model.n_ctx;
-      if (rt.T() > n_ctx)
-        throw std::invalid_argument("headScores: 2L + 1: " + std::to_string(rt.T()) +
-                                    " tokens is longer than the model's context of " + std::to_string(n_ctx) + " tokens");
-      return head_scores_js(cs::head_scores(trainer_->params(), rt), rt);
+      const cs::RepeatedTokensSpec spec =
+          cs::resolve_repeated_tokens(repeated_tokens_spec(opts), trainer_->tokenizer(), trainer_->recipe().model.n_ctx);
+      const cs::RepeatedTokens rt = cs::make_repeated_tokens(spec);
+      return head_scores_js(cs::head_scores(trainer_->params(), rt), rt, spec);
     });
   }
 
@@ -945,6 +1035,26 @@ class Trainer {
 
 std::string version() { return CIRCUITSCOPE_VERSION; }
 
+// cs::phase_change over records [{step, prefix_matching: number[] (n_layers * n_heads)}] (the
+// metrics files' records, or the trainer's): {step, record, layer, head, final, threshold} or null.
+val phaseChange(const val& records, const val& n_heads) {
+  return guarded([&] {
+    if (!records.isArray()) throw std::invalid_argument("phaseChange: records must be an array of {step, prefix_matching}");
+    const int n = records["length"].as<int>();
+    std::vector<int> steps;
+    std::vector<std::vector<double>> pm;
+    for (int i = 0; i < n; ++i) {
+      const val r = records[i];
+      if (!is_plain_object(r)) throw std::invalid_argument("phaseChange: record " + std::to_string(i) + " must be an object {step, prefix_matching}");
+      steps.push_back(to_int(r["step"], "phaseChange: records[" + std::to_string(i) + "].step"));
+      const val p = r["prefix_matching"];
+      pm.push_back(p.isUndefined() || p.isNull() ? std::vector<double>{}
+                                                 : copy_in<double>(p, "phaseChange: records[" + std::to_string(i) + "].prefix_matching"));
+    }
+    return phase_change_js(cs::phase_change(steps, pm, n_heads.isUndefined() || n_heads.isNull() ? 0 : to_int(n_heads, "phaseChange: nHeads")));
+  });
+}
+
 // {heapSize: bytes of linear memory (grows, never shrinks), allocated: bytes malloc has handed
 // out and not yet freed}: for leak checks.
 val memoryStats() {
@@ -958,6 +1068,7 @@ val memoryStats() {
 EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("version", &version);
   emscripten::function("memoryStats", &memoryStats);
+  emscripten::function("phaseChange", &phaseChange);
   emscripten::class_<Model>("Model")
       .constructor<const val&>()
       .function("config", &Model::config)
@@ -977,6 +1088,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("ioiSequences", &Model::ioiSequences)
       .function("ioiEvaluate", &Model::ioiEvaluate)
       .function("ioiTask", &Model::ioiTask)
+      .function("ioiSentence", &Model::ioiSentence)
       .function("cutComposition", &Model::cutComposition)
       .function("skipTrigrams", &Model::skipTrigrams)
       .function("corpusStats", &Model::corpusStats)

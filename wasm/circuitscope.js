@@ -11,6 +11,7 @@ const isNode = typeof process === 'object' && process !== null && !!process.vers
   typeof window === 'undefined';
 
 let defaultInstance = null;
+let readyModule = null;  // the first module instance that finished loading (for phaseChange)
 
 /** The induction-heads paper's in-context-learning score compares token index 500 with 50. */
 export const PAPER_ICL_EARLY = 50;
@@ -103,19 +104,12 @@ function runBuffers(into, config, T) {
   return out;
 }
 
-// Head scores on repeated random tokens, for a model or a trainer (the same arguments).
-function headScores(handle, config, vocab, options) {
+// Head scores on repeated random tokens, for a model or a trainer (the same options). The core
+// fills in every option left out (cs::resolve_repeated_tokens: the random-token pool from the
+// tokenizer, the longest L that fits, <BOS>, batch 16, seed 0) and returns the values it used.
+function headScores(handle, options) {
   const o = opts(options, ['L', 'batch', 'seed', 'first', 'n', 'bos'], 'headScores');
-  // Random tokens come from the ids after the leading special tokens (<BOS>, <UNK>, <MID>...).
-  let first = 0;
-  while (first < vocab.length && /^<.+>$/.test(vocab[first])) first++;
-  first = o.first ?? first;
-  const n = o.n ?? config.d_vocab - first;
-  const L = o.L ?? Math.min(n, Math.floor((config.n_ctx - 1) / 2));
-  const bos = o.bos ?? Math.max(0, vocab.indexOf('<BOS>'));
-  const out = call(() => handle.headScores(L, o.batch ?? 16, o.seed ?? 0, first, n, bos));
-  Object.assign(out, { L, batch: o.batch ?? 16, seed: o.seed ?? 0, first, n, bos });
-  return out;
+  return call(() => handle.headScores(o));
 }
 
 function wrap(mod, handle) {
@@ -150,11 +144,13 @@ function wrap(mod, handle) {
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores'], 'run');
       const ids = tokens(input, 'run');
       const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
-      const out = call(() => handle.run(ids, intervention, bool(o.resid, false), bool(o.result, false),
-        bool(o.patterns, true), bool(o.logits, true), into));
+      const out = call(() => handle.run(ids, intervention, {
+        resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
+        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false),
+      }));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };
       return out;
@@ -205,7 +201,7 @@ function wrap(mod, handle) {
     },
     headScores(options) {
       live('headScores');
-      return headScores(handle, config, vocab, options);
+      return headScores(handle, options);
     },
     topK(input, k = 5) {
       live('topK');
@@ -239,7 +235,7 @@ function wrap(mod, handle) {
         call(() => handle.ioiEvaluate(intervention, undefined));
         const seqs = call(() => handle.ioiSequences(undefined));
         const [n, T] = seqs.shape;
-        const pad = call(() => handle.ioiTask()) ? 1 : -1;  // template rows end in <PAD> (id 1)
+        const pad = vocab.indexOf('<PAD>');  // template rows end in <PAD>; symbolic ones have none
         const out = [];
         for (let i = 0; i < n; i++) {
           let end = (i + 1) * T;
@@ -267,6 +263,11 @@ function wrap(mod, handle) {
     ioiTask() {
       live('ioiTask');
       return call(() => handle.ioiTask());
+    },
+    ioiSentence(options) {
+      live('ioiSentence');
+      const o = opts(options, ['template', 'order', 'io', 's', 'place', 'object'], 'ioiSentence');
+      return call(() => handle.ioiSentence(o));
     },
     cutComposition(input) {
       live('cutComposition');
@@ -339,7 +340,7 @@ function wrapTrainer(handle) {
      */
     headScores(options) {
       live('headScores');
-      return headScores(handle, parsed.config, parsed.tokenizer?.vocab ?? [], options);
+      return headScores(handle, options);
     },
     /**
      * Runs n optimisation steps (default 1), each its own call into the module, and returns the
@@ -389,6 +390,7 @@ export async function init(options = {}) {
   if (options.print) moduleOptions.print = options.print;
   if (options.printErr) moduleOptions.printErr = options.printErr;
   const mod = await createCircuitscope(moduleOptions);
+  if (!readyModule) readyModule = mod;
   return {
     module: mod,
     version: mod.version(),
@@ -405,6 +407,10 @@ export async function init(options = {}) {
     /** {heapSize, allocated} in bytes: the module's linear memory and malloc's live bytes. */
     memory() {
       return mod.memoryStats();
+    },
+    /** The phase change of training records (see the module-level phaseChange). */
+    phaseChange(records, options) {
+      return phaseChangeWith(mod, records, options);
     },
   };
 }
@@ -427,6 +433,27 @@ export async function load(bytes, options = {}) {
 /** Starts a training run with the shared, lazily initialised module. */
 export async function trainer(recipe, options = {}) {
   return (await sharedInstance(options)).trainer(recipe);
+}
+
+function phaseChangeWith(mod, records, options) {
+  const o = opts(options, ['nHeads'], 'phaseChange');
+  if (records !== undefined && records !== null && !Array.isArray(records)) {
+    throw new TypeError('phaseChange: records must be an array of {step, prefix_matching}');
+  }
+  return call(() => mod.phaseChange(records ?? [], o.nHeads));
+}
+
+/**
+ * The phase change of a training run, as the core defines it (cs::phase_change, the report's
+ * definition): over records [{step, prefix_matching}] in step order (the metrics files' records
+ * or a trainer's), the first record whose best head (over all heads) reaches half the final
+ * record's best score; null when that final best is below 0.1 (no induction head formed) or there
+ * are no records. {nHeads} splits the flat head index into layer and head. Synchronous: needs a
+ * module that has finished loading in this thread (after await init(), load() or trainer()).
+ */
+export function phaseChange(records, options) {
+  if (!readyModule) throw new Error('phaseChange: the WebAssembly module has not been loaded yet (await init(), load() or trainer() first)');
+  return phaseChangeWith(readyModule, records, options);
 }
 
 /**
