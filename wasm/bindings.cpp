@@ -26,6 +26,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("topK", &Model::topK)
       .function("ablate", &Model::ablate)
       .function("ioi", &Model::ioi)
+      .function("ioiAll", &Model::ioiAll)
       .function("ioiSequences", &Model::ioiSequences)
       .function("ioiEvaluate", &Model::ioiEvaluate)
       .function("ioiTask", &Model::ioiTask)

@@ -273,24 +273,8 @@ function wrap(handle) {
     },
     ioi(input, intervention) {
       live('ioi');
-      if (input === undefined || input === null) {
-        // The core's whole-task evaluation refuses a model of another vocabulary (with its
-        // sentence); the per-sequence analysis below would not.
-        call(() => handle.ioiEvaluate(intervention, undefined));
-        const seqs = call(() => handle.ioiSequences(undefined));
-        const [n, T] = seqs.shape;
-        const pad = vocab.indexOf('<PAD>');  // template rows end in <PAD>; symbolic ones have none
-        const out = [];
-        for (let i = 0; i < n; i++) {
-          let end = (i + 1) * T;
-          while (end > i * T + 1 && seqs.data[end - 1] === pad) end--;
-          const ids = seqs.data.slice(i * T, end);
-          const a = call(() => handle.ioi(ids, intervention));
-          a.tokens = ids;
-          out.push(a);
-        }
-        return out;
-      }
+      // Without tokens: every sequence of the task, each cut after its last word by the core.
+      if (input === undefined || input === null) return call(() => handle.ioiAll(intervention, undefined));
       const ids = tokens(input, 'ioi');
       const a = call(() => handle.ioi(ids, intervention));
       a.tokens = Int32Array.from(ids);

@@ -721,6 +721,21 @@ val Model::ioi(const val& ids_js, const val& iv_js) const {
   });
 }
 
+// ioi() of every sequence of the task's split, each with its `tokens` (cs::ModelSession::ioi_all).
+val Model::ioiAll(const val& iv_js, const val& split_js) const {
+  return guarded([&] {
+    const cs::Intervention iv = to_intervention(iv_js, "ioi");
+    const cs::Config& c = session_->config();
+    val out = val::array();
+    for (const auto& row : session_->ioi_all(iv, to_split(split_js))) {
+      val a = ioi_analysis_js(row.analysis, c.n_layers, c.d_vocab, session_->ioi_name_ids());
+      a.set("tokens", copy_out(row.tokens.data(), row.tokens.size(), "Int32Array"));
+      out.call<void>("push", a);
+    }
+    return out;
+  });
+}
+
 // The IOI task's sequences [B, T] (cs::ModelSession::ioi_sequences).
 val Model::ioiSequences(const val& split_js) const {
   return guarded([&] {

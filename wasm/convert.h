@@ -48,6 +48,7 @@ class Model {
   val topK(const val& ids, const val& k) const;
   val ablate(const val& ids, const val& batch, const val& intervention, const val& early, const val& late) const;
   val ioi(const val& ids, const val& intervention) const;
+  val ioiAll(const val& intervention, const val& split) const;
   val ioiSequences(const val& split) const;
   val ioiEvaluate(const val& intervention, const val& split) const;
   val ioiTask() const;

@@ -211,11 +211,15 @@ Batch ioi_symbolic_sequences() {
 }
 
 // Seed 001: evaluation over the whole symbolic task.
-IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
+void check_symbolic_vocabulary(const Config& cfg) {
   const int V = ioi_symbolic_tokenizer().size();
-  if (p.cfg.d_vocab != V)
+  if (cfg.d_vocab != V)
     throw std::invalid_argument("IOI: the symbolic task's vocabulary has " + std::to_string(V) +
-                                " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(p.cfg.d_vocab));
+                                " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(cfg.d_vocab));
+}
+
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
+  check_symbolic_vocabulary(p.cfg);
   return ioi_evaluate(p, ioi_symbolic_sequences(), iv);
 }
 

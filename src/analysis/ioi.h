@@ -120,6 +120,8 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const
 // Seed 001: over the 60 sequences of the symbolic task with the default vocabulary
 // (ioi_symbolic_tokenizer(): <BOS> <MID> A..F, d_vocab 8). Throws if the model's vocabulary differs.
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv = Intervention());
+// Throws the sentence ioi_evaluate gives unless the model's vocabulary is the symbolic task's.
+void check_symbolic_vocabulary(const Config& cfg);
 // The 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> of the default vocabulary, [60, 5].
 Batch ioi_symbolic_sequences();
 

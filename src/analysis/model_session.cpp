@@ -156,6 +156,24 @@ IoiEvaluation ModelSession::ioi_evaluate(const Intervention& iv, std::optional<I
   return cs::ioi_evaluate(file_.params, ioi_sequences(split), iv, names_);
 }
 
+std::vector<ModelSession::IoiRow> ModelSession::ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const {
+  if (!task_) check_symbolic_vocabulary(file_.cfg);
+  const Batch b = ioi_sequences(split);
+  std::vector<IoiRow> rows;
+  for (int r = 0; r < b.B; ++r) {
+    const std::size_t off = static_cast<std::size_t>(r) * b.T;
+    int pos = b.T - 1;
+    if (b.mask.size() == b.tokens.size())
+      for (int t = 0; t < b.T; ++t)
+        if (b.mask[off + t] != 0) pos = t;
+    IoiRow row;
+    row.tokens.assign(b.tokens.begin() + off, b.tokens.begin() + off + pos + 1);
+    row.analysis = ioi(row.tokens, iv);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 IoiSentence ModelSession::ioi_sentence(const IoiTemplateRow& row) const {
   if (task_) return ioi_template_sentence_of(*task_, file_.tokenizer, row);
   const IoiSymbolicSentence x = ioi_symbolic_sentence(file_.tokenizer, row.io, row.s, row.order);

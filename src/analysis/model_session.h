@@ -96,6 +96,14 @@ class ModelSession {
   // at most kMaxTemplateRows rows and padded with <PAD>, or the symbolic task's 60.
   Batch ioi_sequences(std::optional<IoiSplit> split) const;
   IoiEvaluation ioi_evaluate(const Intervention& iv, std::optional<IoiSplit> split) const;
+  // ioi() of every sequence of ioi_sequences(split), each cut after its prediction position (the
+  // position its mask marks: a template row's padding is left out), with the tokens analysed.
+  // Refuses a model of another vocabulary, as ioi_evaluate does.
+  struct IoiRow {
+    std::vector<int> tokens;
+    IoiAnalysis analysis;
+  };
+  std::vector<IoiRow> ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const;
   // One sentence: a template model reads the whole row, a symbolic model order, io and s.
   IoiSentence ioi_sentence(const IoiTemplateRow& row) const;
 

@@ -22,6 +22,14 @@ TEST(ModelSession, TemplateModelCarriesItsTaskSplitsAndNames) {
   const Batch b = m.ioi_sequences(std::nullopt);  // held-out both
   EXPECT_GT(b.B, 0);
   EXPECT_LE(b.B, ModelSession::kMaxTemplateRows);
+  // The whole task: each row cut after its last word (no <PAD>), analysed there.
+  const int pad = m.file().tokenizer.find("<PAD>");
+  const auto rows = m.ioi_all(Intervention(), IoiSplit::Train);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_NE(r.tokens.back(), pad);
+    EXPECT_EQ(r.analysis.pos, static_cast<int>(r.tokens.size()) - 1);
+  }
   const IoiSentence s = m.ioi_sentence({0, 0, 1, 1, 0, 0});
   const IoiAnalysis a = m.ioi(s.tokens, Intervention());
   EXPECT_EQ(a.io, m.ioi_name_ids()[0]);
@@ -36,6 +44,10 @@ TEST(ModelSession, SymbolicModelUsesTheSymbolicTask) {
   EXPECT_EQ(m.ioi_name_ids().size(), 6u);
   EXPECT_EQ(m.ioi_evaluate(Intervention(), std::nullopt).n, 60);
   EXPECT_EQ(m.ioi_sentence({0, 2, 3, 0, 0, 0}).text, "C D D <MID>");
+  const auto rows = m.ioi_all(Intervention(), std::nullopt);
+  ASSERT_EQ(rows.size(), 60u);
+  EXPECT_EQ(rows[0].tokens.size(), 5u);
+  EXPECT_THROW(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_all(Intervention(), std::nullopt), std::invalid_argument);
 }
 
 TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {

@@ -6,9 +6,11 @@
 // Needs `npm run build` (build/wasm/circuitscope.js and its module).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { root, wrapperModule } from './module.mjs';
+import { pathToFileURL } from 'node:url';
+import { root, wrapper, wrapperModule } from './module.mjs';
 
 const read = (f) => readFileSync(path.join(root, 'models', f));
 const TEXT = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
@@ -287,4 +289,11 @@ test('phaseChange() is the report\'s definition, on the main thread without a mo
   const pc = api.phaseChange([{ step: 0, prefix_matching: [0, 0.1] }, { step: 7, prefix_matching: [0.3, 0.1] }, { step: 9, prefix_matching: [0.5, 0.2] }]);
   assert.deepEqual(pc, { step: 7, record: 1, layer: 0, head: 0, final: 0.5, threshold: 0.25 });
   assert.throws(() => api.phaseChange([{ prefix_matching: [1] }]), /phaseChange: records\[0\]\.step must be an integer/);
+});
+
+test('phaseChange() before any module has loaded says what to do', () => {
+  const script = `const m = await import(${JSON.stringify(pathToFileURL(wrapper).href)});
+try { m.phaseChange([]); console.log('no error'); } catch (e) { console.log(e.message); }`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script]).toString();
+  assert.match(out, /phaseChange: the WebAssembly module has not been loaded yet \(await init\(\), load\(\) or trainer\(\) first\)/);
 });
