@@ -261,13 +261,17 @@ export interface CompositionResult {
 }
 
 export interface HeadScoreOptions {
-  /** Length of the random segment R (rows are [BOS] R R, T = 2L + 1 <= n_ctx); default min(n, (n_ctx - 1) / 2). */
+  /**
+   * Length of the random segment R (rows are [BOS] R R, T = 2L + 1 <= n_ctx); default min(n, (n_ctx - 1) / 2).
+   * Every option left out is chosen by the core (cs::resolve_repeated_tokens), the same way for a
+   * model, a trainer and the CLI; the result reports the values used.
+   */
   L?: number;
   /** Rows (default 16). */
   batch?: number;
   /** Seed of the portable generator (default 0). */
   seed?: number;
-  /** R is drawn from ids [first, first + n): by default the ids after the leading <...> special tokens. */
+  /** R is drawn from ids [first, first + n): by default the ids after the vocabulary's leading <...> special tokens (cs::random_token_pool). */
   first?: number;
   n?: number;
   /** The id put at position 0 (default the <BOS> id, else 0). */
@@ -609,8 +613,10 @@ export interface LoadedModel {
   ablate(tokens: TokensIn | Tagged<Int32Array>, intervention?: Intervention, options?: AblateOptions): AblationResult;
   /**
    * IOI analysis at the last position of one sequence (text such as "A B B <MID>" or ids), or,
-   * with no tokens, of each of the 60 symbolic sequences. Throws unless the sequence names one
-   * person once and another twice.
+   * with no tokens, of each sequence of the model's task (the 60 symbolic sequences, or a
+   * template model's 'held-out both' split, up to 2,000 rows), each cut by the core after its last
+   * word and carrying its `tokens`. Throws unless the sequence names one person once and another
+   * twice, and (without tokens) for a model that has no IOI task.
    */
   ioi(tokens: TokensIn, intervention?: Intervention): IoiAnalysis;
   ioi(tokens?: undefined | null, intervention?: Intervention): IoiAnalysis[];
