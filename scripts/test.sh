@@ -4,7 +4,9 @@
 #   1. native GoogleTest suites (ctest in build/native, two shards in parallel)
 #   2. the same suites compiled to WebAssembly, under node (ctest in build/wasm)
 #   3. node tests of the WASM module (tests/js/)
-#   4. browser tests of the built page in Chromium (tests/browser/)
+#   4. the JS API's types: tsc over tests/types/tsconfig.json (wasm/circuitscope.js checked
+#      against wasm/circuitscope.d.ts, and a page script using it); one test, passed or failed
+#   5. browser tests of the built page in Chromium (tests/browser/)
 # Counts: ctest's "N tests failed out of M" (one ctest test per GoogleTest shard) says which shards
 # failed, the shards' GoogleTest JSON reports give the number of test cases; node's "# pass N" /
 # "# fail N" lines give the JS counts. A stage that fails to run or runs no test counts as one
@@ -123,9 +125,25 @@ run_node_tests() {  # run_node_tests <stage> <dir>
   fi
 }
 
+run_types() {  # run_types <stage>: tsc --noEmit -p tests/types, counted as one test
+  local stage=$1 log="$LOGS/$1.log"
+  banner "$stage"
+  if [[ ! -x node_modules/.bin/tsc ]]; then
+    record "$stage" 0 1 "node_modules/.bin/tsc is missing: run npm ci"
+    return
+  fi
+  node_modules/.bin/tsc -p tests/types --noEmit 2>&1 | tee "$log"
+  if ((PIPESTATUS[0] == 0)); then
+    record "$stage" 1 0
+  else
+    record "$stage" 0 1 "tsc found errors; see $log"
+  fi
+}
+
 run_ctest native-ctest build/native
 run_ctest wasm-ctest build/wasm
 run_node_tests js tests/js
+run_types types
 run_node_tests browser tests/browser
 
 banner "summary"

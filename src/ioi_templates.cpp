@@ -172,26 +172,70 @@ bool ioi_pair_held_out(const IoiTemplateTask& t, int a, int b) {
   return static_cast<double>(z >> 11) * (1.0 / 9007199254740992.0) < t.holdout_pair_fraction;
 }
 
-std::string ioi_template_sentence(const IoiTemplateTask& t, int tpl, int io, int s, int order, int place, int object) {
-  const std::vector<std::string> ps = pieces(t.templates.at(tpl));
+namespace {
+
+// The template's pieces joined by single spaces (punctuation glued to the word before it), with
+// fill(slot, io_here) for each slot; io_here says whether a name slot holds IO in this order.
+template <class Fill>
+std::string fill_template(const std::string& tpl, int order, Fill fill) {
   std::string out;
   int name_slot = 0;
-  for (const std::string& p : ps) {
+  for (const std::string& p : pieces(tpl)) {
     std::string w = p;
     if (p == "{IO}" || p == "{S}") {
       // IO S S, or S IO S: the first two name slots swap.
-      bool io_here = order == 0 ? p == "{IO}" : name_slot == 1;
-      w = t.names.at(io_here ? io : s);
+      const bool io_here = order == 0 ? p == "{IO}" : name_slot == 1;
+      w = fill(p, io_here);
       ++name_slot;
-    } else if (p == "{PLACE}") {
-      w = t.places.at(place);
-    } else if (p == "{OBJECT}") {
-      w = t.objects.at(object);
+    } else if (p == "{PLACE}" || p == "{OBJECT}") {
+      w = fill(p, false);
     }
     const bool glue = w.size() == 1 && !word_char(w[0]);  // punctuation sticks to the word before it
     if (!out.empty() && !glue) out += ' ';
     out += w;
   }
+  return out;
+}
+
+}  // namespace
+
+std::string ioi_template_sentence(const IoiTemplateTask& t, int tpl, int io, int s, int order, int place, int object) {
+  return fill_template(t.templates.at(tpl), order, [&](const std::string& slot, bool io_here) {
+    return slot == "{PLACE}" ? t.places.at(place) : slot == "{OBJECT}" ? t.objects.at(object) : t.names.at(io_here ? io : s);
+  });
+}
+
+std::string ioi_template_readable(const IoiTemplateTask& t, int tpl, int order) {
+  return fill_template(t.templates.at(tpl), order, [&](const std::string& slot, bool io_here) -> std::string {
+    return slot == "{PLACE}" ? "[place]" : slot == "{OBJECT}" ? "[object]" : io_here ? "[IO]" : "[S]";
+  });
+}
+
+bool ioi_template_held_out(const IoiTemplateTask& t, int tpl) {
+  return tpl >= static_cast<int>(t.templates.size()) - t.holdout_templates;
+}
+
+IoiSentence ioi_template_sentence_of(const IoiTemplateTask& t, const Tokenizer& tok, const IoiTemplateRow& w) {
+  auto check = [](int i, std::size_t n, const char* what) {
+    if (i < 0 || i >= static_cast<int>(n))
+      throw std::invalid_argument(std::string("ioiSentence: ") + what + " " + std::to_string(i) + " is not one of the task's " +
+                                  std::to_string(n) + " (0.." + std::to_string(static_cast<int>(n) - 1) + ")");
+  };
+  check(w.tpl, t.templates.size(), "template");
+  check(w.io, t.names.size(), "name io");
+  check(w.s, t.names.size(), "name s");
+  check(w.place, t.places.size(), "place");
+  check(w.object, t.objects.size(), "object");
+  if (w.order != 0 && w.order != 1)
+    throw std::invalid_argument("ioiSentence: order must be 0 (IO S S) or 1 (S IO S), got " + std::to_string(w.order));
+  if (w.io == w.s) throw std::invalid_argument("ioiSentence: io and s must be two different names");
+  IoiSentence out;
+  out.text = ioi_template_sentence(t, w.tpl, w.io, w.s, w.order, w.place, w.object);
+  out.tokens = tok.encode_ids(out.text, true);
+  for (int id : out.tokens) out.words.push_back(tok.token_text(id));
+  out.template_held_out = ioi_template_held_out(t, w.tpl);
+  out.pair_held_out = ioi_pair_held_out(t, w.io, w.s);
+  out.split = ioi_split_of(out.template_held_out, out.pair_held_out);
   return out;
 }
 
@@ -212,6 +256,21 @@ const char* ioi_split_name(IoiSplit s) {
   return "";
 }
 
+const char* ioi_split_description(IoiSplit s) {
+  switch (s) {
+    case IoiSplit::Train: return "templates and name pairs trained on";
+    case IoiSplit::HeldOutPairs: return "trained templates, name pairs never trained on";
+    case IoiSplit::HeldOutTemplates: return "templates never trained on, trained name pairs";
+    case IoiSplit::HeldOutBoth: return "neither the template nor the name pair trained on";
+  }
+  return "";
+}
+
+IoiSplit ioi_split_of(bool template_held_out, bool pair_held_out) {
+  return template_held_out ? (pair_held_out ? IoiSplit::HeldOutBoth : IoiSplit::HeldOutTemplates)
+                           : (pair_held_out ? IoiSplit::HeldOutPairs : IoiSplit::Train);
+}
+
 Batch ioi_template_sequences(const IoiTemplateTask& t, const Tokenizer& tok, IoiSplit split, int max_rows) {
   const int NT = static_cast<int>(t.templates.size()), NN = static_cast<int>(t.names.size());
   const bool held_tpl = split == IoiSplit::HeldOutTemplates || split == IoiSplit::HeldOutBoth;
@@ -219,7 +278,7 @@ Batch ioi_template_sequences(const IoiTemplateTask& t, const Tokenizer& tok, Ioi
   std::vector<IoiTemplateRow> rows;
   const int np = static_cast<int>(t.places.size()), no = static_cast<int>(t.objects.size());
   for (int tpl = 0; tpl < NT; ++tpl) {
-    if ((tpl >= NT - t.holdout_templates) != held_tpl) continue;
+    if (ioi_template_held_out(t, tpl) != held_tpl) continue;
     for (int io = 0; io < NN; ++io)
       for (int s = 0; s < NN; ++s)
         if (io != s && ioi_pair_held_out(t, io, s) == held_pair)

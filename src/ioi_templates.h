@@ -44,6 +44,13 @@ std::vector<int> ioi_template_name_ids(const IoiTemplateTask& task, const Tokeni
 // 1 (S IO S), place and object indices. The text (without <BOS>), ending before the answer.
 std::string ioi_template_sentence(const IoiTemplateTask& task, int t, int io, int s, int order, int place, int object);
 
+// A template in an order with readable slots: "When [IO] and [S] went to the [place], [S] gave a
+// [object] to" (order 0) or "When [S] and [IO] went to ..." (order 1).
+std::string ioi_template_readable(const IoiTemplateTask& task, int t, int order);
+
+// True when template t is never trained on (one of the task's last holdout_templates).
+bool ioi_template_held_out(const IoiTemplateTask& task, int t);
+
 // The longest sentence in tokens, with its <BOS>.
 int ioi_template_max_len(const IoiTemplateTask& task, const Tokenizer& tok);
 
@@ -59,6 +66,22 @@ Batch ioi_template_batch(const IoiTemplateTask& task, const Tokenizer& tok, cons
 enum class IoiSplit { Train, HeldOutPairs, HeldOutTemplates, HeldOutBoth };
 inline constexpr IoiSplit kIoiSplits[] = {IoiSplit::Train, IoiSplit::HeldOutPairs, IoiSplit::HeldOutTemplates, IoiSplit::HeldOutBoth};
 const char* ioi_split_name(IoiSplit s);  // "train", "held-out pairs", "held-out templates", "held-out both"
+const char* ioi_split_description(IoiSplit s);  // what the split holds, in one line
+// The split a sentence belongs to, from whether its template and its name pair are held out.
+IoiSplit ioi_split_of(bool template_held_out, bool pair_held_out);
+
+// One sentence as the page shows it: the text (without <BOS>), its tokens (with <BOS>) and their
+// texts, and which split it belongs to.
+struct IoiSentence {
+  std::string text;
+  std::vector<int> tokens;
+  std::vector<std::string> words;
+  bool template_held_out = false, pair_held_out = false;
+  IoiSplit split = IoiSplit::Train;
+};
+// The sentence of `row` (indices checked, with a sentence naming the bad one), built by the same
+// code as the training and evaluation batches.
+IoiSentence ioi_template_sentence_of(const IoiTemplateTask& task, const Tokenizer& tok, const IoiTemplateRow& row);
 
 // Every (template, ordered name pair, order) of a split, [B, T] padded with <PAD> after the
 // sentence; the place and object cycle deterministically. Target IO and mask 1 at the last word.

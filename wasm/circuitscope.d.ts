@@ -94,6 +94,44 @@ export interface RunOptions {
    * for T = n_ctx to fit any sequence), or run throws a RangeError.
    */
   into?: { patterns?: Float32Array; logits?: Float32Array; loss?: Float32Array };
+  /**
+   * Also return the k most probable next tokens at every position, from the same pass:
+   * `top_ids` / `top_probs` (softmax probabilities over the whole vocabulary). 1 <= k <= d_vocab;
+   * default 0 (none).
+   */
+  topk?: number;
+  /**
+   * Also return the head scores on this text (`text_scores`) and its longest repeated block
+   * (`repeat`), read from this pass's attention patterns (default false). Cheap enough for every
+   * keystroke.
+   */
+  textScores?: boolean;
+}
+
+/** A block of tokens that occurs twice: first copy [a, a + r), second copy [a + d, a + d + r). */
+export interface Repeat {
+  a: number;
+  d: number;
+  r: number;
+}
+
+/**
+ * Induction-heads scores on the typed text (cs::text_scores), each shape [n_layers, n_heads], axes
+ * ["layer", "head"]. A leading <BOS> is left out: positions run from `from` = 1 after a <BOS>, else 0.
+ */
+export interface TextScores {
+  /** Mean attention from q to q - 1 over the queries q > from (NaN with none). */
+  previous_token: Tagged;
+  /**
+   * Prefix matching: over the queries q whose token occurred earlier (at j >= from, j + 1 < q),
+   * the mean over those q of the attention summed over every such j + 1 (NaN when no token repeats).
+   */
+  prefix_matching: Tagged;
+  /**
+   * The induction stripe of `repeat`: mean attention from each second-copy token q to the token
+   * after its first copy, q - d + 1 (counted when that is before q, i.e. d > 1). NaN without a repeat.
+   */
+  stripe: Tagged;
 }
 
 export interface RunResult {
@@ -119,6 +157,17 @@ export interface RunResult {
   resid?: Tagged;
   /** With {result: true}: blocks.l.attn.hook_result, shape [n_layers, n_heads, T, d_model], axes ["layer", "head", "pos", "d_model"]. */
   result?: Tagged;
+  /** With {topk: k}: the k most probable next tokens, most probable first: shape [T, k], axes ["pos", "rank"]. */
+  top_ids?: Tagged<Int32Array>;
+  /** With {topk: k}: their softmax probabilities, shape [T, k], axes ["pos", "rank"]. */
+  top_probs?: Tagged;
+  /** With {textScores: true}: the head scores on this text. */
+  text_scores?: TextScores;
+  /**
+   * With {textScores: true}: the longest block occurring twice without overlap (over the tokens
+   * after a leading <BOS>; the earliest, nearest one among equals), or null below 4 tokens.
+   */
+  repeat?: Repeat | null;
 }
 
 /**
@@ -212,13 +261,17 @@ export interface CompositionResult {
 }
 
 export interface HeadScoreOptions {
-  /** Length of the random segment R (rows are [BOS] R R, T = 2L + 1 <= n_ctx); default min(n, (n_ctx - 1) / 2). */
+  /**
+   * Length of the random segment R (rows are [BOS] R R, T = 2L + 1 <= n_ctx); default min(n, (n_ctx - 1) / 2).
+   * Every option left out is chosen by the core (cs::resolve_repeated_tokens), the same way for a
+   * model, a trainer and the CLI; the result reports the values used.
+   */
   L?: number;
   /** Rows (default 16). */
   batch?: number;
   /** Seed of the portable generator (default 0). */
   seed?: number;
-  /** R is drawn from ids [first, first + n): by default the ids after the leading <...> special tokens. */
+  /** R is drawn from ids [first, first + n): by default the ids after the vocabulary's leading <...> special tokens (cs::random_token_pool). */
   first?: number;
   n?: number;
   /** The id put at position 0 (default the <BOS> id, else 0). */
@@ -309,6 +362,27 @@ export interface IoiAnalysis {
   bias_sum: number;
   /** Logit lens at pos, each shape [n_layers + 1], axes ["stage"]. */
   lens: { logit_io: Tagged; logit_s: Tagged; prob_io: Tagged; prob_s: Tagged };
+  /** The softmax at pos over the whole vocabulary: shape [d_vocab], axes ["d_vocab"] (p of name id = probs.data[id]). */
+  probs: Tagged;
+  /** The 5 most probable tokens at pos (fewer for a smaller vocabulary): shape [k], axes ["rank"]. */
+  top_ids: Tagged<Int32Array>;
+  top_probs: Tagged;
+  /** The model's name tokens: a template task's names in its order, or a symbolic vocabulary's A..F. */
+  name_ids: Int32Array;
+  /**
+   * Each head's share of the logit difference: head_diff / logit_diff, shape [n_layers, n_heads].
+   * The shares of all heads plus (direct_diff + bias_diff) / logit_diff sum to 1.
+   */
+  head_share_diff: Tagged;
+  /** Each head's share of the logit sum: head_sum / (logit_io + logit_s), shape [n_layers, n_heads]. */
+  head_share_sum: Tagged;
+  /**
+   * The head ("L{l}H{h}") with the largest share of the logit difference (head_share_diff), and
+   * the one with the largest share of the logit sum (head_share_sum); the first in layer-major
+   * order among equals; null when the total is exactly 0. A near-silent head has a share near 0.
+   */
+  most_contrastive: string | null;
+  most_additive: string | null;
 }
 
 /** Over the 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> (names A..F). */
@@ -413,6 +487,64 @@ export interface IoiTemplateTask {
   holdout_templates: number;
   /** This fraction of unordered name pairs was never trained on. */
   holdout_pair_fraction: number;
+  /** The four evaluation splits in order, with what each holds in one line. */
+  splits: { split: IoiSplit; what: string }[];
+  /**
+   * Per template (same order as `templates`): its text, its readable forms in the two orders
+   * (readable[0] "When [IO] and [S] went to the [place], [S] gave a [object] to", readable[1]
+   * the S IO S order), and whether it was held out of training.
+   */
+  template_info: { index: number; text: string; readable: [string, string]; held_out: boolean }[];
+}
+
+/**
+ * ioiSentence()'s choice, as indices: a template model reads them all (template into
+ * task.templates, io and s into task.names, place, object); a symbolic model reads order, io and s
+ * (indices into its names A..F). order 0 = IO S S, 1 = S IO S. Defaults: 0, io 0, s 1, 0, 0.
+ */
+export interface IoiSentenceOptions {
+  template?: number;
+  order?: 0 | 1;
+  io?: number;
+  s?: number;
+  place?: number;
+  object?: number;
+}
+
+/** One IOI sentence, built by the core's own builder (the training batches' text). */
+export interface IoiSentence {
+  /** The text without <BOS> (run(), ioi() read it back to `tokens`): "When Mary and John ... to", "A B B <MID>". */
+  text: string;
+  /** Its tokens, with <BOS> first. */
+  tokens: Int32Array;
+  /** The text of each token. */
+  words: string[];
+  template_held_out: boolean;
+  pair_held_out: boolean;
+  /** The split it belongs to ('train' for the symbolic task, which trains on every sequence). */
+  split: IoiSplit;
+}
+
+/** The phase change of a training run (cs::phase_change). */
+export interface PhaseChange {
+  /** The first record's step at which the best head passes the threshold. */
+  step: number;
+  /** That record's index. */
+  record: number;
+  /** The best head at that record (flat index split by nHeads; layer 0 without it). */
+  layer: number;
+  head: number;
+  /** The final record's best prefix-matching score (at least 0.1). */
+  final: number;
+  /** Half of it. */
+  threshold: number;
+}
+
+/** One training record as phaseChange() reads it (metrics files' records, the trainer worker's). */
+export interface PhaseChangeRecord {
+  step: number;
+  /** Every head's prefix-matching score, layer-major [n_layers * n_heads]; missing counts as none. */
+  prefix_matching?: ArrayLike<number> | null;
 }
 
 /** An intervention as returned by cutComposition() (every field present). */
@@ -481,8 +613,10 @@ export interface LoadedModel {
   ablate(tokens: TokensIn | Tagged<Int32Array>, intervention?: Intervention, options?: AblateOptions): AblationResult;
   /**
    * IOI analysis at the last position of one sequence (text such as "A B B <MID>" or ids), or,
-   * with no tokens, of each of the 60 symbolic sequences. Throws unless the sequence names one
-   * person once and another twice.
+   * with no tokens, of each sequence of the model's task (the 60 symbolic sequences, or a
+   * template model's 'held-out both' split, up to 2,000 rows), each cut by the core after its last
+   * word and carrying its `tokens`. Throws unless the sequence names one person once and another
+   * twice, and (without tokens) for a model that has no IOI task.
    */
   ioi(tokens: TokensIn, intervention?: Intervention): IoiAnalysis;
   ioi(tokens?: undefined | null, intervention?: Intervention): IoiAnalysis[];
@@ -500,6 +634,8 @@ export interface LoadedModel {
   ioiEvaluate(intervention?: Intervention, split?: IoiSplit): IoiEvaluation;
   /** A sentence-template IOI model's task (templates, names, places, objects, held-out parts), else null. */
   ioiTask(): IoiTemplateTask | null;
+  /** One sentence of the model's IOI task (template or symbolic), with its tokens and split. */
+  ioiSentence(options?: IoiSentenceOptions): IoiSentence;
   /** The intervention cutting input q, k or v of every head from all heads of earlier layers (empty for 1 layer). */
   cutComposition(input: 'q' | 'k' | 'v'): InterventionOut;
   /** Top skip-trigrams of one head (default k 20) and the "bugs" they force (default at most 32). */
@@ -638,6 +774,8 @@ export interface Circuitscope {
    * the bytes malloc has handed out and not freed. For leak checks.
    */
   memory(): { heapSize: number; allocated: number };
+  /** phaseChange() on this instance. */
+  phaseChange(records: PhaseChangeRecord[] | null | undefined, options?: { nHeads?: number }): PhaseChange | null;
 }
 
 export function init(options?: InitOptions): Promise<Circuitscope>;
@@ -649,6 +787,15 @@ export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions): Pr
 export function trainer(recipe: Recipe | string, options?: InitOptions): Promise<Trainer>;
 
 /** The induction-heads paper's ICL score token indices (50 and 500). */
+/**
+ * The phase change (the report's definition): over records in step order, the first whose best
+ * head (the maximum over every head) reaches half the final record's best prefix-matching score;
+ * null when that final best is below 0.1 or there are no records. {nHeads} splits the head
+ * index into layer and head. Synchronous; needs a module already loaded in this thread (after
+ * `await init()`, `load()` or `trainer()`), else throws.
+ */
+export function phaseChange(records: PhaseChangeRecord[] | null | undefined, options?: { nHeads?: number }): PhaseChange | null;
+
 export const PAPER_ICL_EARLY: number;
 export const PAPER_ICL_LATE: number;
 

@@ -5,17 +5,34 @@
 // and returns an object with step(), save() and delete(). Results are plain objects whose bulk
 // arrays are copied typed arrays tagged {data, shape, axes} (see circuitscope.d.ts). This file
 // only chooses defaults and checks arguments; every computation happens in the C++ core.
+// The methods that only check their options and pass them on are rows of one table (MODEL_CALLS,
+// TRAINER_CALLS); the few that do more (tokens in, buffers, the whole IOI task) are written out.
+// `tsc -p tests/types` checks this file against circuitscope.d.ts through the JSDoc types below.
 import createCircuitscope from './circuitscope.mjs';
 
-const isNode = typeof process === 'object' && process !== null && !!process.versions?.node &&
+/** @typedef {import('./circuitscope.js').LoadedModel} LoadedModel */
+/** @typedef {import('./circuitscope.js').Trainer} Trainer */
+/** @typedef {import('./circuitscope.js').Circuitscope} Circuitscope */
+/** @typedef {import('./circuitscope.js').InitOptions} InitOptions */
+/** @typedef {import('./circuitscope.js').PhaseChange} PhaseChange */
+/** @typedef {import('./circuitscope.js').PhaseChangeRecord} PhaseChangeRecord */
+/** @typedef {import('./circuitscope.js').Tagged<Float32Array | Int32Array>} AnyTagged */
+/** @typedef {Record<string, any>} Options */
+
+const nodeProcess = /** @type {any} */ (globalThis).process;
+const isNode = typeof nodeProcess === 'object' && nodeProcess !== null && !!nodeProcess.versions?.node &&
   typeof window === 'undefined';
 
+/** @type {Promise<Circuitscope> | null} */
 let defaultInstance = null;
+/** @type {any} the first module instance that finished loading (for phaseChange) */
+let readyModule = null;
 
 /** The induction-heads paper's in-context-learning score compares token index 500 with 50. */
 export const PAPER_ICL_EARLY = 50;
 export const PAPER_ICL_LATE = 500;
 
+/** @param {Uint8Array | ArrayBuffer | ArrayBufferView} bytes @returns {Uint8Array} */
 function toBytes(bytes) {
   if (bytes instanceof Uint8Array) return bytes;
   if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
@@ -23,9 +40,11 @@ function toBytes(bytes) {
   throw new TypeError('load: expected the model file as a Uint8Array or an ArrayBuffer');
 }
 
-function toInt32(ids, what = 'run') {
-  if (ids instanceof Int32Array) return ids;
-  if (Array.isArray(ids) || ArrayBuffer.isView(ids)) {
+/** @param {any} given @param {string} what @returns {Int32Array} */
+function toInt32(given, what = 'run') {
+  if (given instanceof Int32Array) return given;
+  if (Array.isArray(given) || ArrayBuffer.isView(given)) {
+    const ids = /** @type {ArrayLike<number>} */ (given);
     for (let i = 0; i < ids.length; i++) {
       if (!Number.isInteger(Number(ids[i]))) {
         throw new TypeError(`${what}: token id ${String(ids[i])} at position ${i} is not an integer`);
@@ -38,11 +57,13 @@ function toInt32(ids, what = 'run') {
 
 // Embind may surface an error as something other than an Error (e.g. a bare number when an
 // exception escapes uncaught); make sure callers always get an Error with a message.
+/** @param {unknown} e @returns {Error} */
 function asError(e) {
   if (e instanceof Error) return e;
   return new Error(`circuitscope: internal error (${String(e)})`);
 }
 
+/** @template T @param {() => T} fn @returns {T} */
 function call(fn) {
   try {
     return fn();
@@ -52,6 +73,7 @@ function call(fn) {
 }
 
 // Options objects: undefined is {}; unknown keys are an error (a typo should not be ignored).
+/** @param {unknown} options @param {string[]} allowed @param {string} what @returns {Options} */
 function opts(options, allowed, what) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object' || Array.isArray(options)) {
@@ -65,9 +87,11 @@ function opts(options, allowed, what) {
   return options;
 }
 
+/** @param {unknown} x @param {boolean} fallback */
 const bool = (x, fallback) => (x === undefined ? fallback : !!x);
 
 // The handle's config() JSON; on failure the handle is freed and the error rethrown readably.
+/** @param {any} handle @returns {any} */
 function parseConfig(handle) {
   try {
     return JSON.parse(handle.config());
@@ -81,15 +105,18 @@ function parseConfig(handle) {
 // new arrays (so a view that runs on every keystroke allocates nothing). Each is optional and
 // must hold at least the result (e.g. n_layers * n_heads * n_ctx * n_ctx floats for patterns, to
 // fit any sequence); the result's data is then a subarray of it.
+/** @param {any} into @param {any} config @param {number} T @returns {Options} */
 function runBuffers(into, config, T) {
   if (typeof into !== 'object' || Array.isArray(into)) {
     throw new TypeError('run: options.into must be an object {patterns?, logits?, loss?} of Float32Arrays');
   }
+  /** @type {Record<string, number>} */
   const need = {
     patterns: config.n_layers * config.n_heads * T * T,
     logits: T * config.d_vocab,
     loss: T,
   };
+  /** @type {Options} */
   const out = {};
   for (const [key, value] of Object.entries(into)) {
     if (!(key in need)) throw new TypeError(`run: unknown buffer "${key}" in options.into (expected patterns, logits, loss)`);
@@ -103,39 +130,81 @@ function runBuffers(into, config, T) {
   return out;
 }
 
-// Head scores on repeated random tokens, for a model or a trainer (the same arguments).
-function headScores(handle, config, vocab, options) {
-  const o = opts(options, ['L', 'batch', 'seed', 'first', 'n', 'bos'], 'headScores');
-  // Random tokens come from the ids after the leading special tokens (<BOS>, <UNK>, <MID>...).
-  let first = 0;
-  while (first < vocab.length && /^<.+>$/.test(vocab[first])) first++;
-  first = o.first ?? first;
-  const n = o.n ?? config.d_vocab - first;
-  const L = o.L ?? Math.min(n, Math.floor((config.n_ctx - 1) / 2));
-  const bos = o.bos ?? Math.max(0, vocab.indexOf('<BOS>'));
-  const out = call(() => handle.headScores(L, o.batch ?? 16, o.seed ?? 0, first, n, bos));
-  Object.assign(out, { L, batch: o.batch ?? 16, seed: o.seed ?? 0, first, n, bos });
-  return out;
+// The calls that check their options and pass them on unchanged, one row each: name -> [the
+// option keys (null: no options argument), where the options argument is, and the handle's
+// arguments from the checked options and the call's own arguments]. Defaults the core does not
+// choose itself are here.
+/** @typedef {[string[] | null, number, (o: Options, ...args: any[]) => any[]]} CallRow */
+/** @satisfies {Record<string, CallRow>} */
+const MODEL_CALLS = {
+  qk: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
+  ov: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
+  posQk: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
+  eigen: [null, 0, (_, l, h) => [l, h]],
+  spectra: [null, 0, () => []],
+  composition: [['samples', 'seed'], 0, (o) => [o.samples ?? 200, o.seed ?? 0]],
+  // The core fills in every option left out (the random-token pool from the tokenizer, the
+  // longest L that fits, <BOS>, batch 16, seed 0) and returns the values it used.
+  headScores: [['L', 'batch', 'seed', 'first', 'n', 'bos'], 0, (o) => [o]],
+  ioiSequences: [null, 0, (_, split) => [split]],
+  ioiEvaluate: [null, 0, (_, intervention, split) => [intervention, split]],
+  ioiTask: [null, 0, () => []],
+  ioiSentence: [['template', 'order', 'io', 's', 'place', 'object'], 0, (o) => [o]],
+  cutComposition: [null, 0, (_, input) => [input]],
+  skipTrigrams: [['k', 'maxBugs'], 2, (o, l, h) => [l, h, o.k ?? 20, o.maxBugs ?? 32]],
+  save: [null, 0, () => []],
+};
+/** @satisfies {Record<string, CallRow>} */
+const TRAINER_CALLS = {
+  headScores: MODEL_CALLS.headScores,
+  save: [null, 0, () => []],
+};
+
+/**
+ * The methods of a table's rows on a handle: each checks that the handle is alive, checks its
+ * options, calls the handle and turns anything thrown into an Error.
+ * @template {Record<string, CallRow>} R
+ * @param {any} handle @param {R} table @param {(what: string) => void} live
+ * @returns {{[K in keyof R]: (...args: any[]) => any}}
+ */
+function tableMethods(handle, table, live) {
+  /** @type {Record<string, (...args: any[]) => any>} */
+  const out = {};
+  for (const [name, row] of Object.entries(table)) {
+    const [keys, at, args] = /** @type {CallRow} */ (row);
+    out[name] = (...given) => {
+      live(name);
+      const o = keys ? opts(given[at], keys, name) : {};
+      return call(() => handle[name](...args(o, ...given)));
+    };
+  }
+  return /** @type {any} */ (out);
 }
 
-function wrap(mod, handle) {
+/** @param {any} handle @returns {LoadedModel} */
+function wrap(handle) {
   const parsed = parseConfig(handle);
   const config = parsed.config;
   const tokenizer = parsed.tokenizer;
   const vocab = tokenizer.vocab ?? [];
   const bosId = vocab.indexOf('<BOS>');
   let alive = true;
-  let last = null;  // {tokens, intervention} of the last run()
+  /** @type {{tokens: Int32Array, intervention: any} | null} */
+  let last = null;  // the last run()'s
+  /** @param {string} what */
   const live = (what) => {
     if (!alive) throw new Error(`${what}: this model has been deleted`);
   };
   // Text is tokenized (with <BOS> first when the vocabulary has one); ids pass through.
+  /** @param {any} input @param {string} what @returns {Int32Array} */
   const tokens = (input, what) => {
     if (typeof input === 'string') return call(() => handle.tokenize(input)).ids;
     return toInt32(input, what);
   };
 
+  /** @type {LoadedModel} */
   const model = {
+    ...tableMethods(handle, MODEL_CALLS, live),
     config,
     tokenizer,
     info: parsed.info ?? {},
@@ -146,15 +215,17 @@ function wrap(mod, handle) {
     },
     /** Token texts of ids (for labels). */
     tokenText(ids) {
-      return Array.from(ids, (id) => vocab[id] ?? `#${id}`);
+      return Array.from(ids, (/** @type {number} */ id) => vocab[id] ?? `#${id}`);
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores'], 'run');
       const ids = tokens(input, 'run');
       const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
-      const out = call(() => handle.run(ids, intervention, bool(o.resid, false), bool(o.result, false),
-        bool(o.patterns, true), bool(o.logits, true), into));
+      const out = call(() => handle.run(ids, intervention, {
+        resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
+        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false),
+      }));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };
       return out;
@@ -175,46 +246,15 @@ function wrap(mod, handle) {
       else if (Number.isInteger(pos) && pos < 0) pos += ids.length;
       return call(() => handle.attribution(ids, pos, intervention));
     },
-    qk(layer, head, options) {
-      live('qk');
-      const o = opts(options, ['k', 'table', 'factors'], 'qk');
-      return call(() => handle.qk(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
-    },
-    ov(layer, head, options) {
-      live('ov');
-      const o = opts(options, ['k', 'table', 'factors'], 'ov');
-      return call(() => handle.ov(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
-    },
-    posQk(layer, head, options) {
-      live('posQk');
-      const o = opts(options, ['k', 'table', 'factors'], 'posQk');
-      return call(() => handle.posQk(layer, head, o.k ?? 10, bool(o.table, true), bool(o.factors, false)));
-    },
-    eigen(layer, head) {
-      live('eigen');
-      return call(() => handle.eigen(layer, head));
-    },
-    spectra() {
-      live('spectra');
-      return call(() => handle.spectra());
-    },
-    composition(options) {
-      live('composition');
-      const o = opts(options, ['samples', 'seed'], 'composition');
-      return call(() => handle.composition(o.samples ?? 200, o.seed ?? 0));
-    },
-    headScores(options) {
-      live('headScores');
-      return headScores(handle, config, vocab, options);
-    },
     topK(input, k = 5) {
       live('topK');
       const ids = tokens(input, 'topK');
       return call(() => handle.topK(ids, k));
     },
-    ablate(input, intervention, options) {
+    ablate(given, intervention, options) {
       live('ablate');
       const o = opts(options, ['iclEarly', 'iclLate', 'batch'], 'ablate');
+      const input = /** @type {any} */ (given);
       let ids;
       let B = o.batch ?? 1;
       if (input && typeof input === 'object' && input.data && Array.isArray(input.shape)) {
@@ -233,49 +273,12 @@ function wrap(mod, handle) {
     },
     ioi(input, intervention) {
       live('ioi');
-      if (input === undefined || input === null) {
-        // The core's whole-task evaluation refuses a model of another vocabulary (with its
-        // sentence); the per-sequence analysis below would not.
-        call(() => handle.ioiEvaluate(intervention, undefined));
-        const seqs = call(() => handle.ioiSequences(undefined));
-        const [n, T] = seqs.shape;
-        const pad = call(() => handle.ioiTask()) ? 1 : -1;  // template rows end in <PAD> (id 1)
-        const out = [];
-        for (let i = 0; i < n; i++) {
-          let end = (i + 1) * T;
-          while (end > i * T + 1 && seqs.data[end - 1] === pad) end--;
-          const ids = seqs.data.slice(i * T, end);
-          const a = call(() => handle.ioi(ids, intervention));
-          a.tokens = ids;
-          out.push(a);
-        }
-        return out;
-      }
+      // Without tokens: every sequence of the task, each cut after its last word by the core.
+      if (input === undefined || input === null) return call(() => handle.ioiAll(intervention, undefined));
       const ids = tokens(input, 'ioi');
       const a = call(() => handle.ioi(ids, intervention));
       a.tokens = Int32Array.from(ids);
       return a;
-    },
-    ioiSequences(split) {
-      live('ioiSequences');
-      return call(() => handle.ioiSequences(split));
-    },
-    ioiEvaluate(intervention, split) {
-      live('ioiEvaluate');
-      return call(() => handle.ioiEvaluate(intervention, split));
-    },
-    ioiTask() {
-      live('ioiTask');
-      return call(() => handle.ioiTask());
-    },
-    cutComposition(input) {
-      live('cutComposition');
-      return call(() => handle.cutComposition(input));
-    },
-    skipTrigrams(layer, head, options) {
-      live('skipTrigrams');
-      const o = opts(options, ['k', 'maxBugs'], 'skipTrigrams');
-      return call(() => handle.skipTrigrams(layer, head, o.k ?? 20, o.maxBugs ?? 32));
     },
     corpusStats(input, options) {
       live('corpusStats');
@@ -284,10 +287,6 @@ function wrap(mod, handle) {
       // Text: drop the <BOS> tokenize() puts first (a stream, not a sequence).
       if (typeof input === 'string' && bosId >= 0 && ids[0] === bosId) ids = ids.subarray(1);
       return call(() => handle.corpusStats(ids, o.window ?? 8, bool(o.leadingTerms, false)));
-    },
-    save() {
-      live('save');
-      return call(() => handle.save());
     },
     /**
      * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, B * T of them) into
@@ -309,19 +308,23 @@ function wrap(mod, handle) {
   return model;
 }
 
+/** @param {unknown} recipe @returns {string} */
 function recipeJson(recipe) {
   if (typeof recipe === 'string') return recipe;
   if (recipe !== null && typeof recipe === 'object' && !Array.isArray(recipe)) return JSON.stringify(recipe);
   throw new TypeError('trainer: expected the recipe as an object or a JSON string');
 }
 
+/** @param {any} handle @returns {Trainer} */
 function wrapTrainer(handle) {
   const parsed = parseConfig(handle);
   let alive = true;
+  /** @param {string} what */
   const live = (what) => {
     if (!alive) throw new Error(`${what}: this trainer has been deleted`);
   };
   return {
+    ...tableMethods(handle, TRAINER_CALLS, live),
     config: parsed.config,
     tokenizer: parsed.tokenizer,
     recipe: parsed.recipe,
@@ -332,14 +335,6 @@ function wrapTrainer(handle) {
     get stepsDone() {
       live('stepsDone');
       return handle.stepsDone();
-    },
-    /**
-     * Head scores of the model as it stands (the same as load(save()).headScores(options), without
-     * the round trip): previous-token, duplicate-token, prefix-matching and copying [L, H].
-     */
-    headScores(options) {
-      live('headScores');
-      return headScores(handle, parsed.config, parsed.tokenizer?.vocab ?? [], options);
     },
     /**
      * Runs n optimisation steps (default 1), each its own call into the module, and returns the
@@ -357,11 +352,6 @@ function wrapTrainer(handle) {
       }
       return metrics;
     },
-    /** The model as it stands, as model-file bytes (a fresh Uint8Array) that load() accepts. */
-    save() {
-      live('save');
-      return call(() => handle.save());
-    },
     delete() {
       if (alive) {
         alive = false;
@@ -375,7 +365,9 @@ function wrapTrainer(handle) {
  * Loads the WebAssembly module. In node the .wasm file next to this one is read from disk; in a
  * browser (page or worker) it is fetched from beside this file (or from options.wasmUrl).
  */
+/** @param {InitOptions & Record<string, any>} options @returns {Promise<Circuitscope>} */
 export async function init(options = {}) {
+  /** @type {Record<string, any>} */
   const moduleOptions = {};
   if (options.wasmBinary) {
     moduleOptions.wasmBinary = options.wasmBinary;
@@ -384,18 +376,19 @@ export async function init(options = {}) {
     moduleOptions.wasmBinary = await readFile(new URL('./circuitscope.wasm', import.meta.url));
   } else {
     const wasmUrl = options.wasmUrl ?? new URL('./circuitscope.wasm', import.meta.url).href;
-    moduleOptions.locateFile = (path) => (path.endsWith('.wasm') ? wasmUrl : path);
+    moduleOptions.locateFile = (/** @type {string} */ path) => (path.endsWith('.wasm') ? wasmUrl : path);
   }
   if (options.print) moduleOptions.print = options.print;
   if (options.printErr) moduleOptions.printErr = options.printErr;
   const mod = await createCircuitscope(moduleOptions);
+  if (!readyModule) readyModule = mod;
   return {
     module: mod,
     version: mod.version(),
     load(bytes) {
       const b = toBytes(bytes);
       const handle = call(() => new mod.Model(b));
-      return wrap(mod, handle);
+      return wrap(handle);
     },
     trainer(recipe) {
       const json = recipeJson(recipe);
@@ -406,9 +399,14 @@ export async function init(options = {}) {
     memory() {
       return mod.memoryStats();
     },
+    /** The phase change of training records (see the module-level phaseChange). */
+    phaseChange(records, options) {
+      return phaseChangeWith(mod, records, options);
+    },
   };
 }
 
+/** @param {InitOptions} options @returns {Promise<Circuitscope>} */
 async function sharedInstance(options) {
   if (!defaultInstance) defaultInstance = init(options);
   try {
@@ -420,19 +418,48 @@ async function sharedInstance(options) {
 }
 
 /** Opens a model file with a shared, lazily initialised module. */
+/** @param {Uint8Array | ArrayBuffer} bytes @param {InitOptions} options @returns {Promise<LoadedModel>} */
 export async function load(bytes, options = {}) {
   return (await sharedInstance(options)).load(bytes);
 }
 
 /** Starts a training run with the shared, lazily initialised module. */
+/** @param {import('./circuitscope.js').Recipe | string} recipe @param {InitOptions} options @returns {Promise<Trainer>} */
 export async function trainer(recipe, options = {}) {
   return (await sharedInstance(options)).trainer(recipe);
+}
+
+/**
+ * @param {any} mod @param {PhaseChangeRecord[] | null | undefined} records @param {{nHeads?: number}} [options]
+ * @returns {PhaseChange | null}
+ */
+function phaseChangeWith(mod, records, options) {
+  const o = opts(options, ['nHeads'], 'phaseChange');
+  if (records !== undefined && records !== null && !Array.isArray(records)) {
+    throw new TypeError('phaseChange: records must be an array of {step, prefix_matching}');
+  }
+  return call(() => mod.phaseChange(records ?? [], o.nHeads));
+}
+
+/**
+ * The phase change of a training run, as the core defines it (cs::phase_change, the report's
+ * definition): over records [{step, prefix_matching}] in step order (the metrics files' records
+ * or a trainer's), the first record whose best head (over all heads) reaches half the final
+ * record's best score; null when that final best is below 0.1 (no induction head formed) or there
+ * are no records. {nHeads} splits the flat head index into layer and head. Synchronous: needs a
+ * module that has finished loading in this thread (after await init(), load() or trainer()).
+ */
+/** @param {PhaseChangeRecord[] | null | undefined} records @param {{nHeads?: number}} [options] @returns {PhaseChange | null} */
+export function phaseChange(records, options) {
+  if (!readyModule) throw new Error('phaseChange: the WebAssembly module has not been loaded yet (await init(), load() or trainer() first)');
+  return phaseChangeWith(readyModule, records, options);
 }
 
 /**
  * Reads one element of a tagged array: at(t, i, j, ...) with one index per axis (row-major).
  * Throws a RangeError for a wrong number of indices or an index outside its axis.
  */
+/** @param {AnyTagged} t @param {number[]} index @returns {number} */
 export function at(t, ...index) {
   if (index.length !== t.shape.length) {
     throw new RangeError(`at: expected ${t.shape.length} indices (${t.axes.join(', ')}), got ${index.length}`);
@@ -449,6 +476,7 @@ export function at(t, ...index) {
 }
 
 /** The index tuple and value of the largest element of a tagged array. */
+/** @param {AnyTagged} t @returns {{index: number[], value: number}} */
 export function argmax(t) {
   let best = 0;
   for (let i = 1; i < t.data.length; i++) if (t.data[i] > t.data[best]) best = i;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -98,6 +99,26 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
     a.lens_prob_io.push_back(static_cast<float>(pio));
     a.lens_prob_s.push_back(static_cast<float>(ps));
   }
+
+  // The softmax at pos and its top tokens.
+  const int V = static_cast<int>(lg.size());
+  const double mx = lg.maxCoeff();
+  double z = 0;
+  for (int j = 0; j < V; ++j) z += std::exp(static_cast<double>(lg(j)) - mx);
+  a.probs.resize(V);
+  for (int j = 0; j < V; ++j) a.probs[j] = static_cast<float>(std::exp(static_cast<double>(lg(j)) - mx) / z);
+  const int K = std::min(kIoiTopK, V);
+  std::vector<int> idx(V);
+  std::iota(idx.begin(), idx.end(), 0);
+  std::partial_sort(idx.begin(), idx.begin() + K, idx.end(),
+                    [&](int x, int y) { return lg(x) > lg(y) || (lg(x) == lg(y) && x < y); });
+  for (int i = 0; i < K; ++i) a.top_ids.push_back(idx[i]), a.top_probs.push_back(a.probs[idx[i]]);
+
+  IoiHeadRoles roles = ioi_head_roles(a.head_diff, a.head_sum, a.logit_diff, a.logit_io + a.logit_s);
+  a.head_share_diff = std::move(roles.share_diff);
+  a.head_share_sum = std::move(roles.share_sum);
+  a.most_contrastive = roles.most_contrastive;
+  a.most_additive = roles.most_additive;
   return a;
 }
 
@@ -190,12 +211,65 @@ Batch ioi_symbolic_sequences() {
 }
 
 // Seed 001: evaluation over the whole symbolic task.
-IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
+void check_symbolic_vocabulary(const Config& cfg) {
   const int V = ioi_symbolic_tokenizer().size();
-  if (p.cfg.d_vocab != V)
+  if (cfg.d_vocab != V)
     throw std::invalid_argument("IOI: the symbolic task's vocabulary has " + std::to_string(V) +
-                                " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(p.cfg.d_vocab));
+                                " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(cfg.d_vocab));
+}
+
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
+  check_symbolic_vocabulary(p.cfg);
   return ioi_evaluate(p, ioi_symbolic_sequences(), iv);
+}
+
+// Seed 001 (the additive and the contrastive head): each head's share of the two totals.
+IoiHeadRoles ioi_head_roles(const Tensor<float>& head_diff, const Tensor<float>& head_sum, double logit_diff, double logit_sum) {
+  if (head_diff.shape != head_sum.shape) throw std::invalid_argument("IOI: head_diff and head_sum differ in shape");
+  IoiHeadRoles r;
+  r.share_diff.resize(head_diff.shape);
+  r.share_sum.resize(head_sum.shape);
+  const int H = head_diff.shape.size() == 2 ? head_diff.shape[1] : static_cast<int>(head_diff.size());
+  auto pick = [&](const Tensor<float>& part, double total, Tensor<float>& share) -> std::string {
+    if (total == 0 || part.data.empty()) return "";
+    std::size_t best = 0;
+    for (std::size_t i = 0; i < part.data.size(); ++i) {
+      share.data[i] = static_cast<float>(part.data[i] / total);
+      if (share.data[i] > share.data[best]) best = i;
+    }
+    return "L" + std::to_string(best / H) + "H" + std::to_string(best % H);
+  };
+  r.most_contrastive = pick(head_diff, logit_diff, r.share_diff);
+  r.most_additive = pick(head_sum, logit_sum, r.share_sum);
+  return r;
+}
+
+std::vector<int> ioi_symbolic_name_ids(const Tokenizer& tok) {
+  const int bos = tok.find("<BOS>"), mid = tok.find("<MID>");
+  std::vector<int> names;
+  for (int i = 0; i < tok.size(); ++i)
+    if (i != bos && i != mid) names.push_back(i);
+  return names;
+}
+
+IoiSymbolicSentence ioi_symbolic_sentence(const Tokenizer& tok, int io, int s, int order) {
+  const int bos = tok.find("<BOS>"), mid = tok.find("<MID>");
+  if (bos < 0 || mid < 0) throw std::invalid_argument("ioiSentence: this model's vocabulary has no <BOS> and <MID>: it is not a symbolic IOI model");
+  const std::vector<int> names = ioi_symbolic_name_ids(tok);
+  const int n = static_cast<int>(names.size());
+  for (auto [i, what] : {std::pair<int, const char*>{io, "io"}, {s, "s"}})
+    if (i < 0 || i >= n)
+      throw std::invalid_argument(std::string("ioiSentence: name ") + what + " " + std::to_string(i) + " is not one of the " +
+                                  std::to_string(n) + " names (0.." + std::to_string(n - 1) + ")");
+  if (io == s) throw std::invalid_argument("ioiSentence: io and s must be two different names");
+  if (order != 0 && order != 1)
+    throw std::invalid_argument("ioiSentence: order must be 0 (IO S S) or 1 (S IO S), got " + std::to_string(order));
+  IoiSymbolicSentence out;
+  const int I = names[io], S = names[s];
+  out.tokens = order == 0 ? std::vector<int>{bos, I, S, S, mid} : std::vector<int>{bos, S, I, S, mid};
+  for (int id : out.tokens) out.words.push_back(tok.token_text(id));
+  for (std::size_t i = 1; i < out.words.size(); ++i) out.text += (i > 1 ? " " : "") + out.words[i];
+  return out;
 }
 
 // Seed 001 (Q/K/V composition ablation): cut `input` of every later head from every earlier head.

@@ -3,11 +3,13 @@
 // direction (IO + S) and the difference direction (IO - S), the logit lens, accuracy over all 60
 // sequences (optionally under an Intervention), and the interventions that cut Q/K/V composition.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "model.h"
 #include "params.h"
 #include "tensor.h"
+#include "tokenizer.h"
 
 namespace cs {
 
@@ -60,7 +62,32 @@ struct IoiAnalysis {
   std::vector<float> lens_logit_s;   // [n_layers + 1]
   std::vector<float> lens_prob_io;   // [n_layers + 1]
   std::vector<float> lens_prob_s;    // [n_layers + 1]
+
+  // The softmax over the whole vocabulary at pos (the probability of every name is probs[id]),
+  // and its kIoiTopK most probable tokens, most probable first.
+  std::vector<float> probs;      // [d_vocab]
+  std::vector<int> top_ids;      // [min(kIoiTopK, d_vocab)]
+  std::vector<float> top_probs;  // [min(kIoiTopK, d_vocab)]
+
+  // Each head's share of the two totals (see ioi_head_roles), and the heads they name.
+  Tensor<float> head_share_diff;  // [n_layers, n_heads] head_diff / logit_diff
+  Tensor<float> head_share_sum;   // [n_layers, n_heads] head_sum / (logit_io + logit_s)
+  std::string most_contrastive, most_additive;  // "L{l}H{h}", or "" when the total is 0
 };
+constexpr int kIoiTopK = 5;
+
+// Which heads carry the logit difference and the logit sum. A head's share of the difference is
+// its direct contribution along u_diff divided by the total logit difference (head_diff /
+// logit_diff); its share of the sum likewise (head_sum / (logit_io + logit_s)). The most
+// contrastive head has the largest share of the difference, the most additive the largest share
+// of the sum (the first such head in layer-major order); a near-silent head has a share near 0,
+// whatever the ratio of its two tiny contributions. With a total of exactly 0 the shares are 0
+// and no head is named ("").
+struct IoiHeadRoles {
+  Tensor<float> share_diff, share_sum;  // [n_layers, n_heads]
+  std::string most_contrastive, most_additive;
+};
+IoiHeadRoles ioi_head_roles(const Tensor<float>& head_diff, const Tensor<float>& head_sum, double logit_diff, double logit_sum);
 
 // Seed 001 (residual-stream decomposition and logit lens) for one sequence of tokens [T]
 // (T <= n_ctx), predicted at its last position.
@@ -93,8 +120,24 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const
 // Seed 001: over the 60 sequences of the symbolic task with the default vocabulary
 // (ioi_symbolic_tokenizer(): <BOS> <MID> A..F, d_vocab 8). Throws if the model's vocabulary differs.
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv = Intervention());
+// Throws the sentence ioi_evaluate gives unless the model's vocabulary is the symbolic task's.
+void check_symbolic_vocabulary(const Config& cfg);
 // The 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> of the default vocabulary, [60, 5].
 Batch ioi_symbolic_sequences();
+
+// The name tokens of a symbolic vocabulary: every id but <BOS> and <MID> (the ioi_symbolic data
+// source's names, A..F for the shipped models).
+std::vector<int> ioi_symbolic_name_ids(const Tokenizer& tok);
+
+// One symbolic sequence <BOS> IO S S <MID> (order 0) or <BOS> S IO S <MID> (order 1), io and s
+// indices into ioi_symbolic_name_ids: its text as tokenize() reads it ("A B B <MID>"), its tokens
+// and their texts. Throws with a sentence naming a bad index.
+struct IoiSymbolicSentence {
+  std::string text;
+  std::vector<int> tokens;
+  std::vector<std::string> words;
+};
+IoiSymbolicSentence ioi_symbolic_sentence(const Tokenizer& tok, int io, int s, int order);
 
 // Seed 001 (Q/K/V composition ablation): an Intervention cutting input `input` (Q, K or V) of every
 // head from the output of every head of every earlier layer. For a 2-layer model: all

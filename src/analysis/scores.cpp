@@ -26,6 +26,38 @@ void check_cache_matches(const Params<float>& p, const ActivationCache<float>& c
 
 }  // namespace
 
+// Seed 004's random tokens are drawn from the ordinary tokens: skip the leading "<...>" ones.
+TokenPool random_token_pool(const Tokenizer& tok) {
+  TokenPool pool;
+  const int V = tok.size();
+  while (pool.first < V) {
+    const std::string& t = tok.token_text(pool.first);
+    if (!(t.size() > 1 && t.front() == '<' && t.back() == '>')) break;
+    ++pool.first;
+  }
+  pool.n = V - pool.first;
+  return pool;
+}
+
+RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, int n_ctx) {
+  const TokenPool pool = random_token_pool(tok);
+  RepeatedTokensSpec r = spec;
+  if (r.first < 0) r.first = pool.first;
+  if (r.n < 0) r.n = tok.size() - r.first;
+  if (r.L < 0) r.L = std::min(r.n, (n_ctx - 1) / 2);
+  if (r.bos < 0) r.bos = std::max(0, tok.bos_id());
+  if (r.batch < 0) r.batch = 16;
+  if (r.seed < 0) r.seed = 0;
+  if (2 * r.L + 1 > n_ctx)
+    throw std::invalid_argument("headScores: 2L + 1: " + std::to_string(2 * r.L + 1) +
+                                " tokens is longer than the model's context of " + std::to_string(n_ctx) + " tokens");
+  return r;
+}
+
+RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& r) {
+  return make_repeated_tokens(r.batch, r.L, r.first, r.n, r.bos, static_cast<std::uint64_t>(r.seed));
+}
+
 // Seed 004: [BOS] + R + R with R random tokens from [first, first + n).
 RepeatedTokens make_repeated_tokens(int B, int L, int first, int n, int bos, std::uint64_t seed, bool distinct) {
   if (B < 1) throw std::invalid_argument("repeated tokens: the batch needs at least one sequence");

@@ -13,6 +13,7 @@
 #include "model.h"
 #include "params.h"
 #include "tensor.h"
+#include "tokenizer.h"
 
 namespace cs {
 
@@ -35,6 +36,24 @@ struct RepeatedTokens {
 // different, so each token of the second copy has exactly one earlier copy and the scores below
 // are unambiguous; otherwise they are drawn independently. Throws std::invalid_argument on bad sizes.
 RepeatedTokens make_repeated_tokens(int B, int L, int first, int n, int bos, std::uint64_t seed, bool distinct = true);
+
+// The ids random tokens are drawn from: [first, first + n), every id after the vocabulary's
+// leading special tokens (<BOS>, <UNK>, <PAD>, <MID>, ...: texts of the form "<...>").
+struct TokenPool {
+  int first = 0, n = 0;
+};
+TokenPool random_token_pool(const Tokenizer& tok);
+
+// The repeated-random-token batch of the head scores with every unset choice (< 0) filled in
+// the one way the page, the trainer and the CLI fill it: first / n from random_token_pool, L the
+// largest segment that fits the context (min(n, (n_ctx - 1) / 2)), bos the <BOS> id (0 without
+// one), batch 16, seed 0. Throws with a sentence when 2L + 1 exceeds n_ctx.
+struct RepeatedTokensSpec {
+  int L = -1, batch = -1, first = -1, n = -1, bos = -1;
+  long long seed = -1;
+};
+RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, int n_ctx);
+RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& resolved);
 
 // Per-head scores, each [n_layers, n_heads]. Attention scores are averaged over rows and positions.
 struct HeadScores {

@@ -73,11 +73,9 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
   has_icl_ = spec.icl_late < valid_.T - 1;
   // Repeated random tokens for the head scores: ids other than the special tokens.
   bos_ = std::max(0, tok.bos_id());
-  first_ = 0;
-  while (first_ < tok.size() && tok.token_text(first_).size() > 1 && tok.token_text(first_).front() == '<' &&
-         tok.token_text(first_).back() == '>')
-    ++first_;
-  n_ = tok.size() - first_;
+  const TokenPool pool = random_token_pool(tok);
+  first_ = pool.first;
+  n_ = pool.n;
   L_ = spec.repeat_len > 0 ? spec.repeat_len : std::min(n_, (c.n_ctx - 1) / 2);
   if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("recipe: eval.repeat_len must be at least 2 and fit 2L+1 <= n_ctx");
   L_ = std::min(L_, n_);
@@ -156,6 +154,52 @@ nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>&
     out["pca"] = {{"components", proj}, {"explained_variance", var}, {"n_positions", P}};
   }
   return out;
+}
+
+// Seed 004 (the phase change): the first record whose best head passes half the final best score.
+std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std::vector<std::vector<double>>& pm, int n_heads) {
+  if (steps.size() != pm.size()) throw std::invalid_argument("phase change: one step per record is needed");
+  if (pm.empty()) return std::nullopt;
+  auto best = [](const std::vector<double>& r, int* at) {
+    double b = 0;
+    for (std::size_t i = 0; i < r.size(); ++i)
+      if (r[i] > b) b = r[i], *at = static_cast<int>(i);
+    return b;
+  };
+  int ignored = 0;
+  const double final_best = best(pm.back(), &ignored);
+  if (final_best < kMinInductionScore) return std::nullopt;
+  const double threshold = kPhaseChangeFraction * final_best;
+  for (std::size_t i = 0; i < pm.size(); ++i) {
+    int at = 0;
+    if (best(pm[i], &at) >= threshold) {
+      PhaseChange pc;
+      pc.step = steps[i];
+      pc.record = static_cast<int>(i);
+      pc.layer = n_heads > 0 ? at / n_heads : 0;
+      pc.head = n_heads > 0 ? at % n_heads : at;
+      pc.final_score = final_best;
+      pc.threshold = threshold;
+      return pc;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PhaseChange> phase_change(const nlohmann::json& records, int n_heads) {
+  if (!records.is_array()) throw std::invalid_argument("phase change: the records must be an array");
+  std::vector<int> steps;
+  std::vector<std::vector<double>> pm;
+  for (const auto& r : records) {
+    if (!r.is_object() || !r.contains("step") || !r["step"].is_number())
+      throw std::invalid_argument("phase change: every record needs a numeric \"step\"");
+    steps.push_back(r["step"].get<int>());
+    std::vector<double> scores;
+    if (r.contains("prefix_matching") && r["prefix_matching"].is_array())
+      for (const auto& x : r["prefix_matching"]) scores.push_back(x.is_number() ? x.get<double>() : 0.0);
+    pm.push_back(std::move(scores));
+  }
+  return phase_change(steps, pm, n_heads);
 }
 
 }  // namespace cs

@@ -2,6 +2,7 @@
 // in-context-learning score, per-head scores on repeated random tokens, the per-token-loss vector)
 // and the principal-component trajectory of those vectors (induction-heads seed, 004_...).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,27 @@ class Evaluator {
 // first `n_components` principal components (centred across records; components are the
 // eigenvectors of the records' Gram matrix), with the variance each explains.
 nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>& records, int n_components = 3);
+
+// The phase change (induction-heads seed, 004: the step at which induction heads form), one
+// definition for the report, the page and the trainer: over records in step order, each with every
+// head's prefix-matching score, let best(r) be the largest score of record r over all heads (0 if
+// none is positive). With F = best(last record): no phase change when F < kMinInductionScore (half
+// of a near-zero score is met at step 0); otherwise the first record whose best(r) >= 0.5 F.
+constexpr double kMinInductionScore = 0.1;
+constexpr double kPhaseChangeFraction = 0.5;
+struct PhaseChange {
+  int step = 0;           // the record's step
+  int record = 0;         // its index among the records
+  int layer = 0, head = 0;  // the head with the best score at that record (index / n_heads, index % n_heads)
+  double final_score = 0;   // F
+  double threshold = 0;     // 0.5 F
+};
+// steps[i] and prefix_matching[i] ([n_layers * n_heads], layer-major; may be empty) of record i.
+// n_heads <= 0 counts every score as a head of layer 0.
+std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std::vector<std::vector<double>>& prefix_matching,
+                                        int n_heads = 0);
+// The same over a metrics file's "records" (objects with "step" and "prefix_matching"; a record
+// without prefix_matching counts as having no scores).
+std::optional<PhaseChange> phase_change(const nlohmann::json& records, int n_heads = 0);
 
 }  // namespace cs

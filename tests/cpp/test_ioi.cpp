@@ -171,5 +171,69 @@ TEST(Ioi, CutCompositionBuildsEveryPathAndMeasuresTheDrop) {
   EXPECT_LT(worst, 0.9);
 }
 
+// A hand-built case of the additive and contrastive heads: L0H0 writes a lot along both
+// directions, L0H1 carries most of the difference, L1H0 is near-silent but its tiny difference
+// is all difference (the |difference| / |sum| ratio of the page's first reading would name it).
+TEST(IoiHeadRoles, SharesOfTheTotalsNameTheHeads) {
+  Tensor<float> diff({2, 2}), sum({2, 2});
+  diff.data = {1.0f, 3.0f, 0.001f, 0.0f};
+  sum.data = {6.0f, 0.5f, 0.0f, 0.2f};
+  const double logit_diff = 5.0, logit_sum = 8.0;  // the rest comes from the direct path and biases
+  const IoiHeadRoles r = ioi_head_roles(diff, sum, logit_diff, logit_sum);
+  EXPECT_EQ(r.most_contrastive, "L0H1");
+  EXPECT_EQ(r.most_additive, "L0H0");
+  EXPECT_FLOAT_EQ(r.share_diff.data[1], 0.6f);
+  EXPECT_FLOAT_EQ(r.share_sum.data[0], 0.75f);
+  EXPECT_FLOAT_EQ(r.share_diff.data[2], 0.0002f);
+  // A negative total: the share is still signed along it.
+  const IoiHeadRoles n = ioi_head_roles(diff, sum, -2.0, 8.0);
+  // Every head pushes towards IO while the total favours S: every share is negative, and the
+  // largest (L1H1's 0) names the head that works least against the total.
+  EXPECT_EQ(n.most_contrastive, "L1H1");
+  EXPECT_FLOAT_EQ(n.share_diff.data[1], -1.5f);
+  // No total: no head named.
+  const IoiHeadRoles z = ioi_head_roles(diff, sum, 0.0, 0.0);
+  EXPECT_EQ(z.most_contrastive, "");
+  EXPECT_EQ(z.most_additive, "");
+}
+
+TEST(IoiAnalysis, ProbabilitiesTopTokensAndRolesComeWithTheAnalysis) {
+  const Params<float>& p = trained(1, 2);
+  const IoiAnalysis a = ioi_analyse(p, {0, 2, 3, 3, 1});
+  ASSERT_EQ(a.probs.size(), static_cast<std::size_t>(p.cfg.d_vocab));
+  double total = 0;
+  for (float x : a.probs) total += x;
+  EXPECT_NEAR(total, 1.0, 1e-5);
+  EXPECT_NEAR(a.probs[a.io], a.prob_io, 1e-6);
+  ASSERT_EQ(a.top_ids.size(), 5u);
+  EXPECT_EQ(a.top_ids[0], a.predicted);
+  for (int i = 1; i < 5; ++i) EXPECT_LE(a.top_probs[i], a.top_probs[i - 1]);
+  EXPECT_FALSE(a.most_contrastive.empty());
+  EXPECT_FALSE(a.most_additive.empty());
+  double share = 0;
+  for (float x : a.head_share_diff.data) share += x;
+  EXPECT_NEAR(share * a.logit_diff + a.direct_diff + a.bias_diff, a.logit_diff, 1e-3 * std::max(1.0, std::abs(a.logit_diff)));
+}
+
+TEST(IoiSymbolic, SentenceBuilderMatchesTheTasksSequences) {
+  const Tokenizer tok = ioi_symbolic_tokenizer();
+  const std::vector<int> names = ioi_symbolic_name_ids(tok);
+  ASSERT_EQ(names.size(), 6u);
+  const Batch all = ioi_symbolic_sequences();
+  int row = 0;
+  for (int io = 0; io < 6; ++io)
+    for (int s = 0; s < 6; ++s) {
+      if (io == s) continue;
+      for (int order = 0; order < 2; ++order, ++row) {
+        const IoiSymbolicSentence x = ioi_symbolic_sentence(tok, io, s, order);
+        EXPECT_EQ(x.tokens, std::vector<int>(all.tokens.begin() + row * 5, all.tokens.begin() + row * 5 + 5));
+        EXPECT_EQ(tok.encode_ids(x.text, true), x.tokens) << x.text;
+      }
+    }
+  EXPECT_EQ(ioi_symbolic_sentence(tok, 0, 1, 1).text, "B A B <MID>");
+  EXPECT_THROW(ioi_symbolic_sentence(tok, 0, 6, 0), std::invalid_argument);
+  EXPECT_THROW(ioi_symbolic_sentence(tok, 2, 2, 0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace cs

@@ -143,3 +143,51 @@ TEST(IoiTemplates, NamesAmongOtherWords) {
 
 }  // namespace
 }  // namespace cs
+
+namespace cs {
+namespace {
+
+TEST(IoiTemplates, ReadableFormsHeldOutTemplatesAndSplits) {
+  IoiTemplateTask t = ioi_template_task(spec());
+  EXPECT_EQ(ioi_template_readable(t, 0, 0), "When [IO] and [S] went to the [place], [S] gave a [object] to");
+  EXPECT_EQ(ioi_template_readable(t, 0, 1), "When [S] and [IO] went to the [place], [S] gave a [object] to");
+  EXPECT_FALSE(ioi_template_held_out(t, 0));
+  EXPECT_FALSE(ioi_template_held_out(t, 1));
+  EXPECT_TRUE(ioi_template_held_out(t, 2));
+  EXPECT_EQ(ioi_split_of(false, false), IoiSplit::Train);
+  EXPECT_EQ(ioi_split_of(false, true), IoiSplit::HeldOutPairs);
+  EXPECT_EQ(ioi_split_of(true, false), IoiSplit::HeldOutTemplates);
+  EXPECT_EQ(ioi_split_of(true, true), IoiSplit::HeldOutBoth);
+  for (IoiSplit sp : kIoiSplits) EXPECT_GT(std::string(ioi_split_description(sp)).size(), 10u);
+  EXPECT_EQ(std::string(ioi_split_description(IoiSplit::HeldOutPairs)), "trained templates, name pairs never trained on");
+}
+
+TEST(IoiTemplates, OneSentenceIsWhatTheBatchesBuild) {
+  IoiTemplateTask t = ioi_template_task(spec());
+  Tokenizer tok = ioi_template_tokenizer(t);
+  std::set<IoiSplit> seen;
+  for (int tpl = 0; tpl < 3; ++tpl)
+    for (int io = 0; io < 8; ++io)
+      for (int s = 0; s < 8; ++s) {
+        if (io == s) continue;
+        const IoiSentence x = ioi_template_sentence_of(t, tok, {tpl, io, s, 1, 1, 0});
+        EXPECT_EQ(x.text, ioi_template_sentence(t, tpl, io, s, 1, 1, 0));
+        // The same tokens as the row the batch builder makes of it.
+        const Batch b = ioi_template_batch(t, tok, {{tpl, io, s, 1, 1, 0}}, static_cast<int>(x.tokens.size()));
+        EXPECT_EQ(x.tokens, b.tokens);
+        ASSERT_EQ(x.words.size(), x.tokens.size());
+        EXPECT_EQ(x.words[0], "<BOS>");
+        EXPECT_EQ(x.words.back(), "to");
+        EXPECT_EQ(x.template_held_out, tpl == 2);
+        EXPECT_EQ(x.pair_held_out, ioi_pair_held_out(t, io, s));
+        EXPECT_EQ(x.split, ioi_split_of(x.template_held_out, x.pair_held_out));
+        seen.insert(x.split);
+      }
+  EXPECT_EQ(seen.size(), 4u);
+  EXPECT_THROW(ioi_template_sentence_of(t, tok, {3, 0, 1, 0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(ioi_template_sentence_of(t, tok, {0, 0, 0, 0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(ioi_template_sentence_of(t, tok, {0, 0, 1, 2, 0, 0}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cs

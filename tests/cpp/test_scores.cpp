@@ -233,5 +233,39 @@ TEST(IclScore, IsLateMinusEarlyAveragedOverRows) {
   EXPECT_THROW(icl_score(pt, kPaperIclEarly, kPaperIclLate), std::invalid_argument);
 }
 
+TEST(RandomTokenPool, SkipsTheLeadingSpecialTokens) {
+  const Tokenizer chars = Tokenizer::build_char("abcab <x>");
+  const TokenPool c = random_token_pool(chars);  // <BOS> <UNK>, then the characters
+  EXPECT_EQ(c.first, 2);
+  EXPECT_EQ(c.n, chars.size() - 2);
+  const Tokenizer words = Tokenizer::build_word({"<BOS>", "<MID>", "A", "B", "<PAD>"});
+  const TokenPool w = random_token_pool(words);  // only the leading ones
+  EXPECT_EQ(w.first, 2);
+  EXPECT_EQ(w.n, 3);
+}
+
+TEST(RandomTokenPool, ResolveFillsEveryUnsetChoiceOnce) {
+  const Tokenizer chars = Tokenizer::build_char("abcdefghij");
+  RepeatedTokensSpec spec;
+  const RepeatedTokensSpec r = resolve_repeated_tokens(spec, chars, 9);
+  EXPECT_EQ(r.first, 2);
+  EXPECT_EQ(r.n, 10);
+  EXPECT_EQ(r.L, 4);  // (9 - 1) / 2
+  EXPECT_EQ(r.bos, 0);
+  EXPECT_EQ(r.batch, 16);
+  EXPECT_EQ(r.seed, 0);
+  spec.L = 5;
+  EXPECT_THROW(resolve_repeated_tokens(spec, chars, 9), std::invalid_argument);
+  spec.L = 3;
+  spec.first = 4;
+  spec.seed = 9;
+  const RepeatedTokensSpec q = resolve_repeated_tokens(spec, chars, 9);
+  EXPECT_EQ(q.n, 8);  // the ids from first to the end
+  const RepeatedTokens rt = make_repeated_tokens(q);
+  EXPECT_EQ(rt.T(), 7);
+  for (std::size_t i = 0; i < rt.tokens.size(); ++i)
+    if (i % 7) EXPECT_GE(rt.tokens[i], 4);
+}
+
 }  // namespace
 }  // namespace cs

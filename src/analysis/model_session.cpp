@@ -1,0 +1,188 @@
+// One opened model and the page's calls on it (see model_session.h).
+#include "analysis/model_session.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace cs {
+
+SpectraTable spectra_table(const std::vector<Spectrum>& ss, int L, int H) {
+  SpectraTable t;
+  t.L = L;
+  t.H = H;
+  for (const auto& s : ss) t.K = std::max(t.K, static_cast<int>(s.eigenvalues.size()));
+  t.re.assign(static_cast<std::size_t>(L) * H * t.K, 0.0f);
+  t.im.assign(t.re.size(), 0.0f);
+  for (std::size_t i = 0; i < ss.size(); ++i) {
+    t.copying.push_back(static_cast<float>(ss[i].copying_score));
+    t.positive_fraction.push_back(static_cast<float>(ss[i].positive_fraction));
+    for (std::size_t j = 0; j < ss[i].eigenvalues.size(); ++j) {
+      t.re[i * t.K + j] = static_cast<float>(ss[i].eigenvalues[j].real());
+      t.im[i * t.K + j] = static_cast<float>(ss[i].eigenvalues[j].imag());
+    }
+  }
+  return t;
+}
+
+HeadScoresRun head_scores_run(const Params<float>& p, const Tokenizer& tok, const RepeatedTokensSpec& spec) {
+  HeadScoresRun r;
+  r.spec = resolve_repeated_tokens(spec, tok, p.cfg.n_ctx);
+  r.tokens = make_repeated_tokens(r.spec);
+  r.scores = head_scores(p, r.tokens);
+  return r;
+}
+
+int batch_length(std::size_t n, int B, const std::string& what) {
+  if (B < 1 || n == 0 || n % static_cast<std::size_t>(B) != 0)
+    throw std::invalid_argument(what + ": " + std::to_string(n) + " token ids do not make " + std::to_string(B) +
+                                " sequence(s) of equal length");
+  return static_cast<int>(n / static_cast<std::size_t>(B));
+}
+
+IoiSplit ioi_split_from_name(const std::string& name) {
+  for (IoiSplit sp : kIoiSplits)
+    if (name == ioi_split_name(sp)) return sp;
+  throw std::invalid_argument("IOI split must be 'train', 'held-out pairs', 'held-out templates' or 'held-out both', got \"" +
+                              name + "\"");
+}
+
+ModelSession::ModelSession(ModelFile file) : file_(std::move(file)) {
+  // A sentence-template IOI model carries its task (templates, names, places, objects).
+  const nlohmann::json& info = file_.info;
+  if (info.is_object() && info.contains("task") && info["task"].is_object() && info["task"].value("kind", "") == "ioi_templates") {
+    task_ = ioi_template_task(info["task"]);
+    names_ = ioi_template_name_ids(*task_, file_.tokenizer);
+  }
+  name_ids_ = task_ ? names_ : ioi_symbolic_name_ids(file_.tokenizer);
+}
+
+ModelSession ModelSession::from_bytes(const std::uint8_t* data, std::size_t size) {
+  return ModelSession(load_model_bytes(data, size));
+}
+
+nlohmann::json ModelSession::describe() const {
+  nlohmann::json j;
+  j["config"] = config_to_json(file_.cfg);
+  j["tokenizer"] = file_.tokenizer.to_json();
+  j["info"] = file_.info;
+  return j;
+}
+
+std::vector<Token> ModelSession::tokenize(const std::string& text) const {
+  return file_.tokenizer.encode(text, file_.tokenizer.bos_id() >= 0);
+}
+
+RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
+  return run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), cache_);
+}
+
+double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
+  if (B < 1 || T < 1) throw std::invalid_argument("forwardBatch: B and T must be positive");
+  if (ids.size() != static_cast<std::size_t>(B) * static_cast<std::size_t>(T))
+    throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" + std::to_string(B) +
+                                ", " + std::to_string(T) + "] batch");
+  check_context_length(file_.cfg, T, "forwardBatch");
+  cache_.keep_result = false;  // the loss does not need each head's output
+  forward<float>(file_.params, ids, B, T, cache_);
+  return loss_from_logits<float>(cache_, next_token_batch(ids, B, T)).loss;
+}
+
+Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, const Intervention& iv) const {
+  const int T = static_cast<int>(ids.size());
+  check_context_length(file_.cfg, T, "attribution");
+  ActivationCache<float> cache;
+  forward<float>(file_.params, ids, 1, T, cache, iv);
+  return cs::attribution(file_.params, cache, 0, pos, iv);
+}
+
+HeadScoresRun ModelSession::head_scores(const RepeatedTokensSpec& spec) const {
+  return head_scores_run(file_.params, file_.tokenizer, spec);
+}
+
+TopK ModelSession::top_k(const std::vector<int>& ids, int k) const {
+  const int T = static_cast<int>(ids.size());
+  check_context_length(file_.cfg, T, "topK");
+  ActivationCache<float> cache;
+  forward<float>(file_.params, ids, 1, T, cache);
+  return top_k_predictions(cache, k);
+}
+
+AblationResult ModelSession::ablate(const std::vector<int>& ids, int B, const Intervention& iv, int icl_early, int icl_late) const {
+  const int T = batch_length(ids.size(), B, "ablate");
+  check_context_length(file_.cfg, T, "ablate");
+  return cs::ablate(file_.params, ids, B, T, iv, icl_early, icl_late);
+}
+
+SpectraTable ModelSession::spectra(bool ov) const {
+  return spectra_table(ov ? ov_spectra(file_.params) : qk_spectra(file_.params), file_.cfg.n_layers, file_.cfg.n_heads);
+}
+
+CorpusStatsRun ModelSession::corpus_stats(const std::vector<int>& ids, int window) const {
+  const Config& c = file_.cfg;
+  CorpusStatsRun r;
+  r.stats = cs::corpus_stats(ids, c.d_vocab, window);
+  r.direct_path_cosine = cs::direct_path_cosine(file_.params, r.stats);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h) r.ov_cosine.push_back(static_cast<float>(ov_cosine(file_.params, r.stats, l, h)));
+  return r;
+}
+
+nlohmann::json ModelSession::ioi_task_json() const {
+  if (!task_) return nullptr;
+  nlohmann::json j = ioi_template_task_json(*task_);
+  j["splits"] = nlohmann::json::array();
+  for (IoiSplit sp : kIoiSplits) j["splits"].push_back({{"split", ioi_split_name(sp)}, {"what", ioi_split_description(sp)}});
+  j["template_info"] = nlohmann::json::array();
+  for (int t = 0; t < static_cast<int>(task_->templates.size()); ++t)
+    j["template_info"].push_back({{"index", t},
+                                  {"text", task_->templates[t]},
+                                  {"readable", {ioi_template_readable(*task_, t, 0), ioi_template_readable(*task_, t, 1)}},
+                                  {"held_out", ioi_template_held_out(*task_, t)}});
+  return j;
+}
+
+IoiAnalysis ModelSession::ioi(const std::vector<int>& ids, const Intervention& iv) const {
+  check_context_length(file_.cfg, static_cast<int>(ids.size()), "ioi");
+  return ioi_analyse(file_.params, ids, iv, names_);
+}
+
+Batch ModelSession::ioi_sequences(std::optional<IoiSplit> split) const {
+  if (!task_) return ioi_symbolic_sequences();
+  return ioi_template_sequences(*task_, file_.tokenizer, split.value_or(IoiSplit::HeldOutBoth), kMaxTemplateRows);
+}
+
+IoiEvaluation ModelSession::ioi_evaluate(const Intervention& iv, std::optional<IoiSplit> split) const {
+  if (!task_) return cs::ioi_evaluate(file_.params, iv);
+  return cs::ioi_evaluate(file_.params, ioi_sequences(split), iv, names_);
+}
+
+std::vector<ModelSession::IoiRow> ModelSession::ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const {
+  if (!task_) check_symbolic_vocabulary(file_.cfg);
+  const Batch b = ioi_sequences(split);
+  std::vector<IoiRow> rows;
+  for (int r = 0; r < b.B; ++r) {
+    const std::size_t off = static_cast<std::size_t>(r) * b.T;
+    int pos = b.T - 1;
+    if (b.mask.size() == b.tokens.size())
+      for (int t = 0; t < b.T; ++t)
+        if (b.mask[off + t] != 0) pos = t;
+    IoiRow row;
+    row.tokens.assign(b.tokens.begin() + off, b.tokens.begin() + off + pos + 1);
+    row.analysis = ioi(row.tokens, iv);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+IoiSentence ModelSession::ioi_sentence(const IoiTemplateRow& row) const {
+  if (task_) return ioi_template_sentence_of(*task_, file_.tokenizer, row);
+  const IoiSymbolicSentence x = ioi_symbolic_sentence(file_.tokenizer, row.io, row.s, row.order);
+  IoiSentence out;
+  out.text = x.text;
+  out.tokens = x.tokens;
+  out.words = x.words;
+  out.split = IoiSplit::Train;  // the symbolic task trains on every sequence
+  return out;
+}
+
+}  // namespace cs

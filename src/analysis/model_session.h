@@ -1,0 +1,120 @@
+// One opened model as the page's API uses it: the model file, the forward cache kept between
+// run() calls, and for a sentence-template IOI model its task and name tokens. Each method is one
+// call of the JS API (wasm/convert.cpp converts its arguments and its result and nothing else),
+// with the defaults, choices and checks those calls rely on: which IOI task a model carries,
+// which sequences and names it uses, the context-length check, the shape of a batch, how spectra
+// and per-head cosines are tabulated.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/circuits.h"
+#include "analysis/corpus_stats.h"
+#include "analysis/forward_outputs.h"
+#include "analysis/ioi.h"
+#include "analysis/scores.h"
+#include "io.h"
+#include "ioi_templates.h"
+
+namespace cs {
+
+// Every head's spectrum in tables: copying and positive_fraction [L, H]; re and im [L, H, K]
+// (K the longest spectrum; shorter ones padded with 0).
+struct SpectraTable {
+  int L = 0, H = 0, K = 0;
+  std::vector<float> copying, positive_fraction;  // [L * H]
+  std::vector<float> re, im;                      // [L * H * K]
+};
+SpectraTable spectra_table(const std::vector<Spectrum>& spectra, int n_layers, int n_heads);
+
+// Head scores with the repeated-token batch and the choices that made it.
+struct HeadScoresRun {
+  HeadScores scores;
+  RepeatedTokens tokens;
+  RepeatedTokensSpec spec;  // resolved
+};
+// Seed 004 on the weights `p` of a model with tokenizer `tok`: the unset choices of `spec`
+// resolved (resolve_repeated_tokens), the batch made and scored.
+HeadScoresRun head_scores_run(const Params<float>& p, const Tokenizer& tok, const RepeatedTokensSpec& spec);
+
+// Corpus statistics and their cosines with the model's tables (seed 002).
+struct CorpusStatsRun {
+  CorpusStats stats;
+  double direct_path_cosine = 0;
+  std::vector<float> ov_cosine;  // [L * H]
+};
+
+// The number of sequences of `n` ids in a [B, T] batch, checked: throws "<what>: 10 token ids do
+// not make 3 sequence(s) of equal length". Returns T.
+int batch_length(std::size_t n, int B, const std::string& what);
+
+// "train" | "held-out pairs" | "held-out templates" | "held-out both" -> the split; throws naming
+// the four otherwise.
+IoiSplit ioi_split_from_name(const std::string& name);
+
+class ModelSession {
+ public:
+  explicit ModelSession(ModelFile file);
+  static ModelSession from_bytes(const std::uint8_t* data, std::size_t size);
+
+  const ModelFile& file() const { return file_; }
+  const Config& config() const { return file_.cfg; }
+  // {"config", "tokenizer", "info"}
+  nlohmann::json describe() const;
+  // With <BOS> first when the vocabulary has one (as the CLI does).
+  std::vector<Token> tokenize(const std::string& text) const;
+
+  // One forward pass into the kept cache (see cache()) and run()'s extras.
+  RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
+  // The cache of the last run() or forward_batch().
+  const ActivationCache<float>& cache() const { return cache_; }
+  // One forward pass over a [B, T] batch into the kept cache; the mean next-token loss.
+  double forward_batch(const std::vector<int>& ids, int B, int T);
+
+  Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv) const;
+  HeadScoresRun head_scores(const RepeatedTokensSpec& spec) const;
+  TopK top_k(const std::vector<int>& ids, int k) const;  // [1, T, k]
+  // ids row-major [B, T].
+  AblationResult ablate(const std::vector<int>& ids, int B, const Intervention& iv, int icl_early, int icl_late) const;
+  SpectraTable spectra(bool ov) const;
+  CorpusStatsRun corpus_stats(const std::vector<int>& ids, int window) const;
+
+  // IOI: the template task when the model file's info carries one ("task": {"kind":
+  // "ioi_templates", ...}), else the symbolic task.
+  const IoiTemplateTask* ioi_task() const { return task_ ? &*task_ : nullptr; }
+  // The task for the page: ioi_template_task_json plus "splits" [{split, what}] and
+  // "template_info" [{index, text, readable: [order 0, order 1], held_out}]; null without a task.
+  nlohmann::json ioi_task_json() const;
+  // The names whose probabilities ioi() reports: the task's names, or the symbolic A..F.
+  const std::vector<int>& ioi_name_ids() const { return name_ids_; }
+  IoiAnalysis ioi(const std::vector<int>& ids, const Intervention& iv) const;
+  // The task's sequences: a template model's split (HeldOutBoth by default) evenly subsampled to
+  // at most kMaxTemplateRows rows and padded with <PAD>, or the symbolic task's 60.
+  Batch ioi_sequences(std::optional<IoiSplit> split) const;
+  IoiEvaluation ioi_evaluate(const Intervention& iv, std::optional<IoiSplit> split) const;
+  // ioi() of every sequence of ioi_sequences(split), each cut after its prediction position (the
+  // position its mask marks: a template row's padding is left out), with the tokens analysed.
+  // Refuses a model of another vocabulary, as ioi_evaluate does.
+  struct IoiRow {
+    std::vector<int> tokens;
+    IoiAnalysis analysis;
+  };
+  std::vector<IoiRow> ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const;
+  // One sentence: a template model reads the whole row, a symbolic model order, io and s.
+  IoiSentence ioi_sentence(const IoiTemplateRow& row) const;
+
+  static constexpr int kMaxTemplateRows = 2000;
+
+ private:
+  ModelFile file_;
+  ActivationCache<float> cache_;
+  std::optional<IoiTemplateTask> task_;
+  std::vector<int> names_;     // the template task's name tokens (what ioi_names reads); empty for symbolic
+  std::vector<int> name_ids_;  // names_, or the symbolic names
+};
+
+}  // namespace cs

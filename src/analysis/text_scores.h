@@ -1,0 +1,44 @@
+// Head scores on any text the user typed (previous-token, prefix-matching and the induction
+// stripe of a repeated block), read from the attention patterns of one forward pass, and the
+// longest repeated block of a token sequence. What the induction view shows on every keystroke
+// (induction-heads seed, seeds/004: the same scores as head_scores, on the text instead of on
+// repeated random tokens).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "model.h"
+#include "tensor.h"
+
+namespace cs {
+
+// A block of tokens that occurs twice without overlapping: first copy [a, a + r), second copy
+// [a + d, a + d + r).
+struct Repeat {
+  int a = 0, d = 0, r = 0;
+};
+
+// The longest such block over ids[from ..] (the earliest start and smallest distance among equals),
+// or nothing below 4 tokens. O(T^2).
+std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from);
+
+struct TextScores {
+  // Mean attention from query q to q - 1, over q = from + 1 .. T - 1 (NaN without such q).
+  Tensor<float> previous_token;   // [n_layers, n_heads]
+  // Prefix matching: over the queries q > from whose token occurred before (at j >= from, with
+  // j + 1 < q), the mean over those q of the attention summed over every such j + 1 (NaN if none).
+  Tensor<float> prefix_matching;  // [n_layers, n_heads]
+  // The induction stripe of `repeat`: mean attention from each second-copy token q (a + d <= q <
+  // a + d + r) to the token after its first copy, q - d + 1 (only when that is before q, i.e. d > 1).
+  // NaN when there is no repeat.
+  Tensor<float> stripe;           // [n_layers, n_heads]
+  std::optional<Repeat> repeat;   // find_repeat(tokens, from)
+};
+
+// Seed 004's scores on the text of a one-sequence forward pass (cache.n_batch == 1). `from` is 1
+// when the sequence starts with a <BOS> that the scores leave out, else 0 (text_scores_from).
+TextScores text_scores(const ActivationCache<float>& cache, int from);
+// 1 when tokens start with bos_id (>= 0), else 0.
+int text_scores_from(const std::vector<int>& tokens, int bos_id);
+
+}  // namespace cs

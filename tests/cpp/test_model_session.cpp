@@ -1,0 +1,93 @@
+// The page's calls on one model (cs::ModelSession), which the WASM boundary only converts: the
+// sentence-template task comes from the file, spectra tabulate every head, batches and splits
+// are checked with sentences, and run() keeps its cache between calls.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "analysis/model_session.h"
+
+namespace cs {
+namespace {
+
+TEST(ModelSession, TemplateModelCarriesItsTaskSplitsAndNames) {
+  const ModelSession m(load_model_file("models/ioi-templates-1l2h.safetensors"));
+  ASSERT_NE(m.ioi_task(), nullptr);
+  const nlohmann::json j = m.ioi_task_json();
+  ASSERT_EQ(j["splits"].size(), 4u);
+  EXPECT_EQ(j["splits"][1]["split"], "held-out pairs");
+  EXPECT_EQ(j["template_info"].size(), m.ioi_task()->templates.size());
+  EXPECT_EQ(j["template_info"].back()["held_out"], m.ioi_task()->holdout_templates > 0);
+  EXPECT_EQ(m.ioi_name_ids().size(), m.ioi_task()->names.size());
+  const Batch b = m.ioi_sequences(std::nullopt);  // held-out both
+  EXPECT_GT(b.B, 0);
+  EXPECT_LE(b.B, ModelSession::kMaxTemplateRows);
+  // The whole task: each row cut after its last word (no <PAD>), analysed there.
+  const int pad = m.file().tokenizer.find("<PAD>");
+  const auto rows = m.ioi_all(Intervention(), IoiSplit::Train);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_NE(r.tokens.back(), pad);
+    EXPECT_EQ(r.analysis.pos, static_cast<int>(r.tokens.size()) - 1);
+  }
+  const IoiSentence s = m.ioi_sentence({0, 0, 1, 1, 0, 0});
+  const IoiAnalysis a = m.ioi(s.tokens, Intervention());
+  EXPECT_EQ(a.io, m.ioi_name_ids()[0]);
+  EXPECT_EQ(a.s, m.ioi_name_ids()[1]);
+}
+
+TEST(ModelSession, SymbolicModelUsesTheSymbolicTask) {
+  const ModelSession m(load_model_file("models/ioi-1l2h.safetensors"));
+  EXPECT_EQ(m.ioi_task(), nullptr);
+  EXPECT_TRUE(m.ioi_task_json().is_null());
+  EXPECT_EQ(m.ioi_sequences(std::nullopt).B, 60);
+  EXPECT_EQ(m.ioi_name_ids().size(), 6u);
+  EXPECT_EQ(m.ioi_evaluate(Intervention(), std::nullopt).n, 60);
+  EXPECT_EQ(m.ioi_sentence({0, 2, 3, 0, 0, 0}).text, "C D D <MID>");
+  const auto rows = m.ioi_all(Intervention(), std::nullopt);
+  ASSERT_EQ(rows.size(), 60u);
+  EXPECT_EQ(rows[0].tokens.size(), 5u);
+  EXPECT_THROW(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_all(Intervention(), std::nullopt), std::invalid_argument);
+}
+
+TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {
+  ModelSession m(load_model_file("models/char-2l.safetensors"));
+  const Config& c = m.config();
+  const SpectraTable t = m.spectra(true);
+  EXPECT_EQ(t.L, c.n_layers);
+  EXPECT_EQ(t.H, c.n_heads);
+  EXPECT_EQ(t.copying.size(), static_cast<std::size_t>(c.n_layers * c.n_heads));
+  EXPECT_EQ(t.re.size(), static_cast<std::size_t>(c.n_layers * c.n_heads * t.K));
+  const Spectrum s = ov_spectrum(m.file().params, 1, 2);
+  EXPECT_FLOAT_EQ(t.copying[c.n_heads + 2], static_cast<float>(s.copying_score));
+  EXPECT_FLOAT_EQ(t.re[(c.n_heads + 2) * t.K], static_cast<float>(s.eigenvalues[0].real()));
+
+  EXPECT_EQ(batch_length(12, 3, "ablate"), 4);
+  try {
+    batch_length(10, 3, "ablate");
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "ablate: 10 token ids do not make 3 sequence(s) of equal length");
+  }
+  EXPECT_EQ(ioi_split_from_name("held-out templates"), IoiSplit::HeldOutTemplates);
+  EXPECT_THROW(ioi_split_from_name("test"), std::invalid_argument);
+  EXPECT_THROW(m.forward_batch({1, 2, 3}, 2, 2), std::invalid_argument);
+
+  const std::vector<Token> toks = m.tokenize("abc");
+  std::vector<int> ids;
+  for (const Token& t : toks) ids.push_back(t.id);
+  RunOptions o;
+  o.text_scores = true;
+  const RunExtras x = m.run(ids, Intervention(), o);
+  EXPECT_EQ(m.cache().n_pos, static_cast<int>(ids.size()));
+  EXPECT_TRUE(std::isnan(x.loss.back()));
+  ASSERT_TRUE(x.text_scores.has_value());
+  EXPECT_FALSE(x.text_scores->repeat.has_value());
+  const double loss = m.forward_batch(ids, 1, static_cast<int>(ids.size()));
+  double mean = 0;
+  for (std::size_t i = 0; i + 1 < x.loss.size(); ++i) mean += x.loss[i];
+  EXPECT_NEAR(loss, mean / (x.loss.size() - 1), 1e-5);
+}
+
+}  // namespace
+}  // namespace cs

@@ -1,0 +1,949 @@
+// The WASM boundary's conversions and the page's two handles (see convert.h).
+#include "convert.h"
+
+#include <emscripten/heap.h>
+#include <malloc.h>
+
+#include <climits>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <exception>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/text_scores.h"
+#include "analysis/training_metrics.h"
+
+#ifndef CIRCUITSCOPE_VERSION
+#define CIRCUITSCOPE_VERSION "0.0.0"
+#endif
+
+namespace csjs {
+
+namespace {
+
+
+[[noreturn]] void throw_js_error(const std::string& message) {
+  val::global("Error").new_(message).throw_();
+  __builtin_unreachable();
+}
+
+// Runs fn(); a C++ exception becomes a JS Error with the same message. The JS error is thrown
+// after the C++ exception has been fully handled (outside the catch block).
+template <class F>
+auto guarded(F&& fn) -> decltype(fn()) {
+  std::string message;
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "circuitscope: unexpected internal error";
+  }
+  throw_js_error(message);
+}
+
+// ------------------------------------------------------------------------------ JS -> C++
+
+// A short rendering of a JS value for error messages: "1.5", "\"x\"", "undefined", "[object Object]".
+std::string describe(const val& x) {
+  if (x.isString()) return "\"" + x.as<std::string>() + "\"";
+  if (x.isArray()) return "an array";
+  return val::global("String")(x).as<std::string>();
+}
+
+bool is_array_like(const val& x) {
+  if (x.isUndefined() || x.isNull() || x.isString()) return false;
+  return x.isArray() || val::global("ArrayBuffer").call<bool>("isView", x);
+}
+
+// Copies a JS typed array (or plain array of numbers) into a new std::vector<T>.
+template <class T>
+std::vector<T> copy_in(const val& array, const std::string& what) {
+  if (!is_array_like(array))
+    throw std::invalid_argument(what + " must be a typed array or an array of numbers, got " + describe(array));
+  const std::size_t n = array["length"].as<std::size_t>();
+  std::vector<T> out(n);
+  if (n) {
+    // The view is made after the allocation above and used at once: no heap growth in between.
+    val view(emscripten::typed_memory_view(n, out.data()));
+    view.call<void>("set", array);
+  }
+  return out;
+}
+
+int to_int(const val& x, const std::string& what) {
+  if (!x.isNumber()) throw std::invalid_argument(what + " must be an integer, got " + describe(x));
+  const double d = x.as<double>();
+  if (!std::isfinite(d) || std::floor(d) != d || d < INT_MIN || d > INT_MAX)
+    throw std::invalid_argument(what + " must be an integer, got " + describe(x));
+  return static_cast<int>(d);
+}
+
+std::uint64_t to_seed(const val& x, const std::string& what) {
+  if (!x.isNumber()) throw std::invalid_argument(what + " must be a non-negative integer, got " + describe(x));
+  const double d = x.as<double>();
+  if (!std::isfinite(d) || std::floor(d) != d || d < 0 || d > 9007199254740991.0)
+    throw std::invalid_argument(what + " must be a non-negative integer, got " + describe(x));
+  return static_cast<std::uint64_t>(d);
+}
+
+bool is_plain_object(const val& x) {
+  return !x.isNull() && !x.isUndefined() && x.typeOf().as<std::string>() == "object" && !x.isArray() &&
+         !val::global("ArrayBuffer").call<bool>("isView", x);
+}
+
+// Throws unless every own key of `obj` is one of `allowed`.
+void check_keys(const val& obj, std::initializer_list<const char*> allowed, const std::string& what) {
+  const val keys = val::global("Object").call<val>("keys", obj);
+  const int n = keys["length"].as<int>();
+  for (int i = 0; i < n; ++i) {
+    const std::string key = keys[i].as<std::string>();
+    bool ok = false;
+    std::string list;
+    for (const char* a : allowed) {
+      ok = ok || key == a;
+      list += list.empty() ? a : std::string(", ") + a;
+    }
+    if (!ok) throw std::invalid_argument(what + " has an unknown field \"" + key + "\" (expected " + list + ")");
+  }
+}
+
+// [layer, head] as a two-element array.
+std::pair<int, int> head_pair(const val& x, const std::string& what) {
+  if (!x.isArray() || x["length"].as<int>() != 2)
+    throw std::invalid_argument(what + " must be [layer, head], got " + describe(x));
+  return {to_int(x[0], what + "[0] (layer)"), to_int(x[1], what + "[1] (head)")};
+}
+
+// The plain JS intervention object -> cs::Intervention. undefined / null: no intervention.
+// Only types are checked here; the core checks that heads exist, that cuts go from an earlier
+// layer to a later one and that means have d_model or n_ctx * d_model values.
+cs::Intervention to_intervention(const val& js, const std::string& where) {
+  cs::Intervention iv;
+  if (js.isUndefined() || js.isNull()) return iv;
+  const std::string what = where + ": the intervention";
+  if (!is_plain_object(js))
+    throw std::invalid_argument(what + " must be an object {ablate, cut, removePos}, got " + describe(js));
+  check_keys(js, {"ablate", "cut", "removePos"}, what);
+
+  const val ablate = js["ablate"];
+  if (!ablate.isUndefined() && !ablate.isNull()) {
+    if (!ablate.isArray()) throw std::invalid_argument(what + ": ablate must be an array, got " + describe(ablate));
+    const int n = ablate["length"].as<int>();
+    for (int i = 0; i < n; ++i) {
+      const std::string w = what + ": ablate[" + std::to_string(i) + "]";
+      const val a = ablate[i];
+      if (!is_plain_object(a)) throw std::invalid_argument(w + " must be an object {layer, head, mean?}, got " + describe(a));
+      check_keys(a, {"layer", "head", "mean"}, w);
+      cs::HeadAblation h;
+      h.layer = to_int(a["layer"], w + ".layer");
+      h.head = to_int(a["head"], w + ".head");
+      const val mean = a["mean"];
+      if (!mean.isUndefined() && !mean.isNull()) {
+        h.mean = true;
+        h.mean_value = copy_in<float>(mean, w + ".mean");
+      }
+      iv.ablations.push_back(std::move(h));
+    }
+  }
+
+  const val cut = js["cut"];
+  if (!cut.isUndefined() && !cut.isNull()) {
+    if (!cut.isArray()) throw std::invalid_argument(what + ": cut must be an array, got " + describe(cut));
+    const int n = cut["length"].as<int>();
+    for (int i = 0; i < n; ++i) {
+      const std::string w = what + ": cut[" + std::to_string(i) + "]";
+      const val c = cut[i];
+      if (!is_plain_object(c))
+        throw std::invalid_argument(w + " must be an object {from: [layer, head], to: [layer, head], input}, got " +
+                                    describe(c));
+      check_keys(c, {"from", "to", "input"}, w);
+      cs::PathCut k;
+      std::tie(k.src_layer, k.src_head) = head_pair(c["from"], w + ".from");
+      std::tie(k.dst_layer, k.dst_head) = head_pair(c["to"], w + ".to");
+      const val input = c["input"];
+      const std::string s = input.isString() ? input.as<std::string>() : "";
+      if (s == "q" || s == "Q") k.input = cs::Input::Q;
+      else if (s == "k" || s == "K") k.input = cs::Input::K;
+      else if (s == "v" || s == "V") k.input = cs::Input::V;
+      else throw std::invalid_argument(w + ".input must be 'q', 'k' or 'v', got " + describe(input));
+      iv.cuts.push_back(k);
+    }
+  }
+
+  const val rp = js["removePos"];
+  if (!rp.isUndefined() && !rp.isNull()) {
+    if (!rp.isTrue() && !rp.isFalse()) throw std::invalid_argument(what + ": removePos must be true or false, got " + describe(rp));
+    iv.remove_pos = rp.isTrue();
+  }
+  return iv;
+}
+
+// ------------------------------------------------------------------------------ C++ -> JS
+
+// A new JS typed array holding a copy of [ptr, ptr + n): no view into the heap survives.
+template <class T>
+val copy_out(const T* ptr, std::size_t n, const char* ctor) {
+  return val::global(ctor).new_(emscripten::typed_memory_view(n, ptr));
+}
+
+val int_array(const std::vector<int>& xs) {
+  val out = val::array();
+  for (int x : xs) out.call<void>("push", x);
+  return out;
+}
+
+val str_array(const std::vector<std::string>& xs) {
+  val out = val::array();
+  for (const auto& x : xs) out.call<void>("push", x);
+  return out;
+}
+
+val tagged(val data, const std::vector<int>& shape, const std::vector<std::string>& axes) {
+  val out = val::object();
+  out.set("data", data);
+  out.set("shape", int_array(shape));
+  out.set("axes", str_array(axes));
+  return out;
+}
+
+val tagged(const cs::Tensor<float>& t, const std::vector<std::string>& axes) {
+  return tagged(copy_out(t.ptr(), t.size(), "Float32Array"), t.shape, axes);
+}
+
+val tagged(const cs::Tensor<int>& t, const std::vector<std::string>& axes) {
+  std::vector<std::int32_t> v(t.data.begin(), t.data.end());
+  return tagged(copy_out(v.data(), v.size(), "Int32Array"), t.shape, axes);
+}
+
+val tagged(const std::vector<float>& v, const std::vector<int>& shape, const std::vector<std::string>& axes) {
+  return tagged(copy_out(v.data(), v.size(), "Float32Array"), shape, axes);
+}
+
+val tagged_ints(const std::vector<int>& v, const std::vector<int>& shape, const std::vector<std::string>& axes) {
+  std::vector<std::int32_t> w(v.begin(), v.end());
+  return tagged(copy_out(w.data(), w.size(), "Int32Array"), shape, axes);
+}
+
+// A double matrix, rounded to float32.
+val tagged(const cs::MatRM<double>& m, const std::vector<std::string>& axes) {
+  std::vector<float> v(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) v[static_cast<std::size_t>(i * m.cols() + j)] = static_cast<float>(m(i, j));
+  return tagged(v, {static_cast<int>(m.rows()), static_cast<int>(m.cols())}, axes);
+}
+
+// Top-k entries as [{<row_name>: i, <col_name>: j, value}], best first.
+val entries(const std::vector<cs::Entry>& es, const char* row_name, const char* col_name) {
+  val out = val::array();
+  for (const auto& e : es) {
+    val o = val::object();
+    o.set(row_name, e.row);
+    o.set(col_name, e.col);
+    o.set("value", e.value);
+    out.call<void>("push", o);
+  }
+  return out;
+}
+
+// {re, im (Float64Array [k], by decreasing |lambda|), copying, positive_fraction}
+val spectrum_js(const cs::Spectrum& s) {
+  std::vector<double> re, im;
+  for (const auto& z : s.eigenvalues) re.push_back(z.real()), im.push_back(z.imag());
+  val out = val::object();
+  out.set("re", copy_out(re.data(), re.size(), "Float64Array"));
+  out.set("im", copy_out(im.data(), im.size(), "Float64Array"));
+  out.set("copying", s.copying_score);
+  out.set("positive_fraction", s.positive_fraction);
+  return out;
+}
+
+const std::vector<std::string> kLayerHead = {"layer", "head"};
+
+// Reads an optional field of an options object (undefined when the object or the field is absent).
+val opt(const val& opts, const char* key) {
+  if (opts.isUndefined() || opts.isNull()) return val::undefined();
+  return opts[key];
+}
+bool opt_bool(const val& opts, const char* key, bool fallback) {
+  const val v = opt(opts, key);
+  return v.isUndefined() || v.isNull() ? fallback : v.as<bool>();
+}
+int opt_int(const val& opts, const char* key, int fallback, const std::string& what) {
+  const val v = opt(opts, key);
+  return v.isUndefined() || v.isNull() ? fallback : to_int(v, what);
+}
+
+// headScores' options {L, batch, seed, first, n, bos}; unset ones are -1 (the core chooses).
+cs::RepeatedTokensSpec repeated_tokens_spec(const val& opts) {
+  cs::RepeatedTokensSpec s;
+  s.L = opt_int(opts, "L", -1, "headScores: L");
+  s.batch = opt_int(opts, "batch", -1, "headScores: batch");
+  s.first = opt_int(opts, "first", -1, "headScores: first");
+  s.n = opt_int(opts, "n", -1, "headScores: n");
+  s.bos = opt_int(opts, "bos", -1, "headScores: bos");
+  const val seed = opt(opts, "seed");
+  if (!seed.isUndefined() && !seed.isNull()) s.seed = static_cast<long long>(to_seed(seed, "headScores: seed"));
+  return s;
+}
+
+// {previous_token, duplicate_token, prefix_matching, copying: [L, H], tokens: [B, T], and the
+// batch's L, batch, seed, first, n, bos}
+val head_scores_js(const cs::HeadScoresRun& r) {
+  const cs::HeadScores& s = r.scores;
+  const cs::RepeatedTokens& rt = r.tokens;
+  const cs::RepeatedTokensSpec& spec = r.spec;
+  val out = val::object();
+  out.set("previous_token", tagged(s.previous_token, kLayerHead));
+  out.set("duplicate_token", tagged(s.duplicate_token, kLayerHead));
+  out.set("prefix_matching", tagged(s.prefix_matching, kLayerHead));
+  out.set("copying", tagged(s.copying, kLayerHead));
+  out.set("tokens", tagged_ints(rt.tokens, {rt.B, rt.T()}, {"batch", "pos"}));
+  out.set("L", spec.L);
+  out.set("batch", spec.batch);
+  out.set("seed", static_cast<double>(spec.seed));
+  out.set("first", spec.first);
+  out.set("n", spec.n);
+  out.set("bos", spec.bos);
+  return out;
+}
+
+val repeat_js(const std::optional<cs::Repeat>& r) {
+  if (!r) return val::null();
+  val o = val::object();
+  o.set("a", r->a);
+  o.set("d", r->d);
+  o.set("r", r->r);
+  return o;
+}
+
+val text_scores_js(const cs::TextScores& t) {
+  val o = val::object();
+  o.set("previous_token", tagged(t.previous_token, kLayerHead));
+  o.set("prefix_matching", tagged(t.prefix_matching, kLayerHead));
+  o.set("stripe", tagged(t.stripe, kLayerHead));
+  return o;
+}
+
+// A phase change (cs::phase_change) as {step, record, layer, head, final, threshold}, or null.
+val phase_change_js(const std::optional<cs::PhaseChange>& pc) {
+  if (!pc) return val::null();
+  val o = val::object();
+  o.set("step", pc->step);
+  o.set("record", pc->record);
+  o.set("layer", pc->layer);
+  o.set("head", pc->head);
+  o.set("final", pc->final_score);
+  o.set("threshold", pc->threshold);
+  return o;
+}
+
+val intervention_js(const cs::Intervention& iv) {
+  val out = val::object();
+  val ablate = val::array();
+  for (const auto& a : iv.ablations) {
+    val o = val::object();
+    o.set("layer", a.layer);
+    o.set("head", a.head);
+    if (a.mean) o.set("mean", copy_out(a.mean_value.data(), a.mean_value.size(), "Float32Array"));
+    ablate.call<void>("push", o);
+  }
+  val cut = val::array();
+  for (const auto& k : iv.cuts) {
+    val o = val::object();
+    o.set("from", int_array({k.src_layer, k.src_head}));
+    o.set("to", int_array({k.dst_layer, k.dst_head}));
+    o.set("input", std::string(k.input == cs::Input::Q ? "q" : k.input == cs::Input::K ? "k" : "v"));
+    cut.call<void>("push", o);
+  }
+  out.set("ablate", ablate);
+  out.set("cut", cut);
+  out.set("removePos", iv.remove_pos);
+  return out;
+}
+
+// The pieces [ptr, ptr + n) one after another: copied into the caller's Float32Array `buffer`
+// (returning the subarray they fill) or, when buffer is undefined, into a new Float32Array.
+val fill_or_copy(const val& buffer, const std::vector<std::pair<const float*, std::size_t>>& parts) {
+  std::size_t total = 0;
+  for (const auto& p : parts) total += p.second;
+  if (buffer.isUndefined() || buffer.isNull()) {
+    if (parts.size() == 1) return copy_out(parts[0].first, parts[0].second, "Float32Array");
+    std::vector<float> out;
+    out.reserve(total);
+    for (const auto& p : parts) out.insert(out.end(), p.first, p.first + p.second);
+    return copy_out(out.data(), out.size(), "Float32Array");
+  }
+  std::size_t offset = 0;
+  for (const auto& p : parts) {
+    // Each view is made and used at once: nothing allocates in between.
+    buffer.call<void>("set", val(emscripten::typed_memory_view(p.second, p.first)), static_cast<double>(offset));
+    offset += p.second;
+  }
+  return buffer.call<val>("subarray", 0, static_cast<double>(total));
+}
+
+val factored_js(const cs::Factored& f, int k, bool table, bool factors, const char* row_axis,
+                       const char* col_axis, const char* row_name, const char* col_name) {
+  val out = val::object();
+  out.set("shape", int_array({f.rows(), f.cols()}));
+  out.set("axes", str_array({row_axis, col_axis}));
+  out.set("top", entries(cs::topk(f, k, true), row_name, col_name));
+  out.set("bottom", entries(cs::topk(f, k, false), row_name, col_name));
+  if (table) out.set("table", tagged(cs::materialize(f), {row_axis, col_axis}));
+  if (factors) {
+    out.set("A", tagged(f.A, {row_axis, "inner"}));
+    out.set("B", tagged(f.B, {"inner", col_axis}));
+  }
+  return out;
+}
+
+// 'q' | 'k' | 'v' (either case) -> the input it names.
+cs::Input to_input(const val& v, const std::string& what) {
+  const std::string s = v.isString() ? v.as<std::string>() : "";
+  if (s == "q" || s == "Q") return cs::Input::Q;
+  if (s == "k" || s == "K") return cs::Input::K;
+  if (s == "v" || s == "V") return cs::Input::V;
+  throw std::invalid_argument(what + " must be 'q', 'k' or 'v', got " + describe(v));
+}
+
+// An IOI split name; undefined / null: none (the core's default).
+std::optional<cs::IoiSplit> to_split(const val& v) {
+  if (v.isUndefined() || v.isNull()) return std::nullopt;
+  if (!v.isString())
+    throw std::invalid_argument("IOI split must be 'train', 'held-out pairs', 'held-out templates' or 'held-out both', got " + describe(v));
+  return cs::ioi_split_from_name(v.as<std::string>());
+}
+
+val json_js(const nlohmann::json& j) { return val::global("JSON").call<val>("parse", j.dump()); }
+
+val spectra_js(const cs::SpectraTable& t) {
+  val o = val::object();
+  o.set("copying", tagged(t.copying, {t.L, t.H}, kLayerHead));
+  o.set("positive_fraction", tagged(t.positive_fraction, {t.L, t.H}, kLayerHead));
+  o.set("re", tagged(t.re, {t.L, t.H, t.K}, {"layer", "head", "eigenvalue"}));
+  o.set("im", tagged(t.im, {t.L, t.H, t.K}, {"layer", "head", "eigenvalue"}));
+  return o;
+}
+
+val ioi_evaluation_js(const cs::IoiEvaluation& e) {
+  const int n = e.n;
+  val out = val::object();
+  out.set("n", e.n);
+  out.set("correct", e.correct);
+  out.set("accuracy", e.accuracy);
+  out.set("mean_logit_diff", e.mean_logit_diff);
+  out.set("mean_prob_io", e.mean_prob_io);
+  out.set("mean_prob_s", e.mean_prob_s);
+  out.set("mean_loss", e.mean_loss);
+  out.set("predicted", tagged_ints(e.predicted, {n}, {"sequence"}));
+  out.set("logit_diff", tagged(e.logit_diff, {n}, {"sequence"}));
+  out.set("prob_io", tagged(e.prob_io, {n}, {"sequence"}));
+  out.set("prob_s", tagged(e.prob_s, {n}, {"sequence"}));
+  out.set("mean_head_diff", tagged(e.mean_head_diff, kLayerHead));
+  out.set("mean_head_sum", tagged(e.mean_head_sum, kLayerHead));
+  out.set("mean_head_cos_diff", tagged(e.mean_head_cos_diff, kLayerHead));
+  out.set("mean_head_cos_sum", tagged(e.mean_head_cos_sum, kLayerHead));
+  return out;
+}
+
+val ioi_analysis_js(const cs::IoiAnalysis& a, int n_layers, int d_vocab, const std::vector<int>& name_ids) {
+  const int S = n_layers + 1;
+  val out = val::object();
+  out.set("pos", a.pos);
+  out.set("io", a.io);
+  out.set("s", a.s);
+  out.set("predicted", a.predicted);
+  out.set("logit_io", a.logit_io);
+  out.set("logit_s", a.logit_s);
+  out.set("logit_diff", a.logit_diff);
+  out.set("prob_io", a.prob_io);
+  out.set("prob_s", a.prob_s);
+  out.set("head_diff", tagged(a.head_diff, kLayerHead));
+  out.set("head_sum", tagged(a.head_sum, kLayerHead));
+  out.set("head_cos_diff", tagged(a.head_cos_diff, kLayerHead));
+  out.set("head_cos_sum", tagged(a.head_cos_sum, kLayerHead));
+  out.set("direct_diff", a.direct_diff);
+  out.set("direct_sum", a.direct_sum);
+  out.set("bias_diff", a.bias_diff);
+  out.set("bias_sum", a.bias_sum);
+  val lens = val::object();
+  lens.set("logit_io", tagged(a.lens_logit_io, {S}, {"stage"}));
+  lens.set("logit_s", tagged(a.lens_logit_s, {S}, {"stage"}));
+  lens.set("prob_io", tagged(a.lens_prob_io, {S}, {"stage"}));
+  lens.set("prob_s", tagged(a.lens_prob_s, {S}, {"stage"}));
+  out.set("lens", lens);
+  const int K = static_cast<int>(a.top_ids.size());
+  out.set("probs", tagged(a.probs, {d_vocab}, {"d_vocab"}));
+  out.set("top_ids", tagged_ints(a.top_ids, {K}, {"rank"}));
+  out.set("top_probs", tagged(a.top_probs, {K}, {"rank"}));
+  out.set("name_ids", copy_out(name_ids.data(), name_ids.size(), "Int32Array"));
+  out.set("head_share_diff", tagged(a.head_share_diff, kLayerHead));
+  out.set("head_share_sum", tagged(a.head_share_sum, kLayerHead));
+  out.set("most_contrastive", a.most_contrastive.empty() ? val::null() : val(a.most_contrastive));
+  out.set("most_additive", a.most_additive.empty() ? val::null() : val(a.most_additive));
+  return out;
+}
+
+val step_metrics_js(const cs::StepMetrics& m) {
+  val out = val::object();
+  out.set("step", m.step);
+  out.set("loss", m.loss);
+  out.set("lr", m.lr);
+  out.set("grad_norm", m.grad_norm);
+  out.set("loss_repeated", m.loss_repeated);
+  out.set("loss_fresh", m.loss_fresh);
+  return out;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ Model
+
+Model::Model(const val& bytes)
+    : session_(guarded([&] {
+        std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
+        return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size()));
+      })) {}
+
+// {"config": {...}, "tokenizer": {...}, "info": {...}} as a JSON string.
+std::string Model::config() const {
+  return guarded([&] { return session_->describe().dump(); });
+}
+
+// {ids, begins, ends}: Int32Arrays; spans in UTF-16 code units; <BOS> (an empty span) first when
+// the vocabulary has one.
+val Model::tokenize(const std::string& text) const {
+  return guarded([&] {
+    const std::vector<cs::Token> toks = session_->tokenize(text);
+    std::vector<std::int32_t> ids, begins, ends;
+    for (const auto& t : toks) {
+      ids.push_back(t.id);
+      begins.push_back(t.begin);
+      ends.push_back(t.end);
+    }
+    val out = val::object();
+    out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
+    out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
+    out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
+    return out;
+  });
+}
+
+// One forward pass (cs::ModelSession::run) and what options {resid, result, patterns, logits,
+// into, topk, textScores} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
+// loss; each optional, each long enough: the JS wrapper checks) that receive those results
+// instead of new arrays; the result's data is then a subarray of the caller's buffer. Patterns
+// and logits are copied straight from the session's cache, which is kept between calls.
+val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "run: token ids");
+    const cs::Intervention iv = to_intervention(iv_js, "run");
+    cs::RunOptions o;
+    o.resid = opt_bool(opts, "resid", false);
+    o.result = opt_bool(opts, "result", false);
+    o.topk = opt_int(opts, "topk", 0, "run: topk");
+    o.text_scores = opt_bool(opts, "textScores", false);
+    const bool want_patterns = opt_bool(opts, "patterns", true), want_logits = opt_bool(opts, "logits", true);
+    const val into = opt(opts, "into");
+    const cs::RunExtras x = session_->run(ids, iv, o);
+    const cs::ActivationCache<float>& cache = session_->cache();
+    const int T = static_cast<int>(ids.size());
+    const cs::Config& c = session_->config();
+    const int L = c.n_layers, H = c.n_heads, V = c.d_vocab, D = c.d_model;
+    const bool reuse = !into.isUndefined() && !into.isNull();
+    auto buffer = [&](const char* key) { return reuse ? into[key] : val::undefined(); };
+    val out = val::object();
+    if (want_logits)
+      out.set("logits", tagged(fill_or_copy(buffer("logits"), {{cache.logits.ptr(), cache.logits.size()}}), {T, V},
+                               {"pos", "d_vocab"}));
+    if (want_patterns) {
+      std::vector<std::pair<const float*, std::size_t>> parts;
+      for (const auto& lc : cache.layers) parts.emplace_back(lc.pattern.ptr(), lc.pattern.size());
+      out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T}, {"layer", "head", "query_pos", "key_pos"}));
+    }
+    out.set("loss", tagged(fill_or_copy(buffer("loss"), {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
+    if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
+    if (o.result) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
+    if (x.top) {
+      const int k = x.top->k;
+      out.set("top_ids", tagged_ints(x.top->ids.data, {T, k}, {"pos", "rank"}));
+      out.set("top_probs", tagged(x.top->probs.data, {T, k}, {"pos", "rank"}));
+    }
+    if (x.text_scores) {
+      out.set("text_scores", text_scores_js(*x.text_scores));
+      out.set("repeat", repeat_js(x.text_scores->repeat));
+    }
+    return out;
+  });
+}
+
+// Path expansion of the logits at `pos` (cs::attribution).
+val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "attribution: token ids");
+    const int pos = to_int(pos_js, "attribution: pos");
+    const cs::Intervention iv = to_intervention(iv_js, "attribution");
+    const cs::Attribution a = session_->attribution(ids, pos, iv);
+    val out = val::object();
+    out.set("pos", a.pos);
+    out.set("token", a.token);
+    out.set("logits", tagged(a.logits, {"d_vocab"}));
+    out.set("names", str_array(a.names));
+    out.set("parts", tagged(a.parts, {"part", "d_vocab"}));
+    out.set("path_names", str_array(a.path_names));
+    out.set("path_part", copy_out(a.path_part.data(), a.path_part.size(), "Int32Array"));
+    out.set("paths", tagged(a.paths, {"path", "d_vocab"}));
+    return out;
+  });
+}
+
+// Full QK circuit W_E W_Q W_K^T W_E^T [V_dest, V_src] (unscaled).
+val Model::qk(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+  return guarded([&] {
+    const cs::Factored f = cs::full_qk(session_->file().params, to_int(layer, "qk: layer"), to_int(head, "qk: head"));
+    return factored_js(f, to_int(k, "qk: k"), table, factors, "dest_token", "src_token", "dest", "src");
+  });
+}
+
+// Full OV circuit W_E W_V W_O W_U [V_src, V_out].
+val Model::ov(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+  return guarded([&] {
+    const cs::Factored f = cs::full_ov(session_->file().params, to_int(layer, "ov: layer"), to_int(head, "ov: head"));
+    return factored_js(f, to_int(k, "ov: k"), table, factors, "src_token", "out_token", "src", "out");
+  });
+}
+
+// Positional QK circuit W_pos W_Q W_K^T W_pos^T [C_query, C_key] (unscaled).
+val Model::posQk(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+  return guarded([&] {
+    const cs::Factored f = cs::pos_qk(session_->file().params, to_int(layer, "posQk: layer"), to_int(head, "posQk: head"));
+    return factored_js(f, to_int(k, "posQk: k"), table, factors, "query_pos", "key_pos", "query", "key");
+  });
+}
+
+// {ov: spectrum, qk: spectrum} of one head.
+val Model::eigen(const val& layer_js, const val& head_js) const {
+  return guarded([&] {
+    const int layer = to_int(layer_js, "eigen: layer"), head = to_int(head_js, "eigen: head");
+    val out = val::object();
+    out.set("ov", spectrum_js(cs::ov_spectrum(session_->file().params, layer, head)));
+    out.set("qk", spectrum_js(cs::qk_spectrum(session_->file().params, layer, head)));
+    return out;
+  });
+}
+
+// Every head's spectra: {ov: {copying, positive_fraction [L, H], re, im [L, H, K]}, qk: {...}}.
+val Model::spectra() const {
+  return guarded([&] {
+    val out = val::object();
+    out.set("ov", spectra_js(session_->spectra(true)));
+    out.set("qk", spectra_js(session_->spectra(false)));
+    return out;
+  });
+}
+
+// Q/K/V composition scores [3, L, H, L, H] with the random baseline.
+val Model::composition(const val& samples, const val& seed) const {
+  return guarded([&] {
+    const cs::CompositionScores s = cs::composition_scores(session_->file().params, to_int(samples, "composition: samples"),
+                                                           to_seed(seed, "composition: seed"));
+    val out = val::object();
+    out.set("scores", tagged(s.scores, {"kind", "src_layer", "src_head", "dst_layer", "dst_head"}));
+    out.set("kinds", str_array({"q", "k", "v"}));
+    out.set("baseline", s.baseline);
+    out.set("baseline_std", s.baseline_std);
+    out.set("baseline_samples", s.baseline_samples);
+    return out;
+  });
+}
+
+// Head scores on repeated random tokens; options {L, batch, seed, first, n, bos}, each optional.
+val Model::headScores(const val& opts) const {
+  return guarded([&] { return head_scores_js(session_->head_scores(repeated_tokens_spec(opts))); });
+}
+
+// The k most probable next tokens at every position of one sequence.
+val Model::topK(const val& ids_js, const val& k_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "topK: token ids");
+    const int k = to_int(k_js, "topK: k");
+    const int T = static_cast<int>(ids.size());
+    const cs::TopK t = session_->top_k(ids, k);
+    val out = val::object();
+    out.set("ids", tagged_ints(t.ids.data, {T, k}, {"pos", "rank"}));
+    out.set("probs", tagged(t.probs.data, {T, k}, {"pos", "rank"}));
+    return out;
+  });
+}
+
+// cs::ablate over a [B, T] batch (ids row-major).
+val Model::ablate(const val& ids_js, const val& B_js, const val& iv_js, const val& early_js, const val& late_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "ablate: token ids");
+    const int B = to_int(B_js, "ablate: batch");
+    const int T = cs::batch_length(ids.size(), B, "ablate");
+    const cs::Intervention iv = to_intervention(iv_js, "ablate");
+    const cs::AblationResult r =
+        session_->ablate(ids, B, iv, to_int(early_js, "ablate: iclEarly"), to_int(late_js, "ablate: iclLate"));
+    const int V = session_->config().d_vocab;
+    val out = val::object();
+    out.set("logits", tagged(r.logits.data, {B, T, V}, {"batch", "pos", "d_vocab"}));
+    out.set("per_token", tagged(r.per_token.data, {B, T - 1}, {"batch", "pos"}));
+    out.set("logits_delta", tagged(r.logits_delta.data, {B, T, V}, {"batch", "pos", "d_vocab"}));
+    out.set("per_token_delta", tagged(r.per_token_delta.data, {B, T - 1}, {"batch", "pos"}));
+    out.set("loss", r.loss);
+    out.set("icl", r.icl);
+    out.set("clean_loss", r.clean_loss);
+    out.set("clean_icl", r.clean_icl);
+    out.set("loss_delta", r.loss_delta);
+    out.set("icl_delta", r.icl_delta);
+    return out;
+  });
+}
+
+// IOI analysis of one sequence at its last position (cs::ioi_analyse).
+val Model::ioi(const val& ids_js, const val& iv_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "ioi: token ids");
+    const cs::Intervention iv = to_intervention(iv_js, "ioi");
+    const cs::Config& c = session_->config();
+    return ioi_analysis_js(session_->ioi(ids, iv), c.n_layers, c.d_vocab, session_->ioi_name_ids());
+  });
+}
+
+// ioi() of every sequence of the task's split, each with its `tokens` (cs::ModelSession::ioi_all).
+val Model::ioiAll(const val& iv_js, const val& split_js) const {
+  return guarded([&] {
+    const cs::Intervention iv = to_intervention(iv_js, "ioi");
+    const cs::Config& c = session_->config();
+    val out = val::array();
+    for (const auto& row : session_->ioi_all(iv, to_split(split_js))) {
+      val a = ioi_analysis_js(row.analysis, c.n_layers, c.d_vocab, session_->ioi_name_ids());
+      a.set("tokens", copy_out(row.tokens.data(), row.tokens.size(), "Int32Array"));
+      out.call<void>("push", a);
+    }
+    return out;
+  });
+}
+
+// The IOI task's sequences [B, T] (cs::ModelSession::ioi_sequences).
+val Model::ioiSequences(const val& split_js) const {
+  return guarded([&] {
+    const cs::Batch b = session_->ioi_sequences(to_split(split_js));
+    return tagged_ints(b.tokens, {b.B, b.T}, {"sequence", "pos"});
+  });
+}
+
+// Accuracy etc. over the IOI task's sequences, optionally under an intervention.
+val Model::ioiEvaluate(const val& iv_js, const val& split_js) const {
+  return guarded([&] {
+    const cs::Intervention iv = to_intervention(iv_js, "ioiEvaluate");
+    return ioi_evaluation_js(session_->ioi_evaluate(iv, to_split(split_js)));
+  });
+}
+
+// The sentence-template task (cs::ModelSession::ioi_task_json), or null for any other model.
+val Model::ioiTask() const {
+  return guarded([&] { return session_->ioi_task() ? json_js(session_->ioi_task_json()) : val::null(); });
+}
+
+// One sentence of the task: options {template, order, io, s, place, object} (indices).
+val Model::ioiSentence(const val& opts) const {
+  return guarded([&] {
+    cs::IoiTemplateRow row;
+    row.tpl = opt_int(opts, "template", 0, "ioiSentence: template");
+    row.order = opt_int(opts, "order", 0, "ioiSentence: order");
+    row.io = opt_int(opts, "io", 0, "ioiSentence: io");
+    row.s = opt_int(opts, "s", 1, "ioiSentence: s");
+    row.place = opt_int(opts, "place", 0, "ioiSentence: place");
+    row.object = opt_int(opts, "object", 0, "ioiSentence: object");
+    const cs::IoiSentence x = session_->ioi_sentence(row);
+    val out = val::object();
+    out.set("text", x.text);
+    out.set("tokens", copy_out(x.tokens.data(), x.tokens.size(), "Int32Array"));
+    out.set("words", str_array(x.words));
+    out.set("template_held_out", x.template_held_out);
+    out.set("pair_held_out", x.pair_held_out);
+    out.set("split", std::string(cs::ioi_split_name(x.split)));
+    return out;
+  });
+}
+
+// The intervention cutting input 'q' | 'k' | 'v' of every head from every earlier layer's heads.
+val Model::cutComposition(const val& input_js) const {
+  return guarded([&] {
+    return intervention_js(cs::cut_composition(session_->config(), to_input(input_js, "cutComposition: input")));
+  });
+}
+
+// Skip-trigrams of one head (probe sequences start with the model's <BOS> when it has one).
+val Model::skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const {
+  return guarded([&] {
+    const cs::SkipTrigrams s =
+        cs::skip_trigrams(session_->file().params, to_int(layer, "skipTrigrams: layer"), to_int(head, "skipTrigrams: head"),
+                          to_int(k, "skipTrigrams: k"), session_->file().tokenizer.bos_id(), to_int(max_bugs, "skipTrigrams: maxBugs"));
+    val top = val::array();
+    for (const auto& t : s.top) {
+      val o = val::object();
+      o.set("source", t.source);
+      o.set("dest", t.dest);
+      o.set("out", t.out);
+      o.set("qk", t.qk);
+      o.set("ov", t.ov);
+      o.set("score", t.score);
+      top.call<void>("push", o);
+    }
+    val bugs = val::array();
+    for (const auto& b : s.bugs) {
+      val o = val::object();
+      o.set("source", b.source);
+      o.set("dest", b.dest);
+      o.set("out", b.out);
+      o.set("own_out", b.own_out);
+      o.set("partner_dest", b.partner_dest);
+      o.set("score", b.score);
+      o.set("crossed_in_top", b.crossed_in_top);
+      o.set("p_own", b.p_own);
+      o.set("p_crossed", b.p_crossed);
+      o.set("p_crossed_without_source", b.p_crossed_without_source);
+      bugs.call<void>("push", o);
+    }
+    val out = val::object();
+    out.set("layer", s.layer);
+    out.set("head", s.head);
+    out.set("top", top);
+    out.set("bugs", bugs);
+    return out;
+  });
+}
+
+// Corpus statistics of a token stream over this model's vocabulary, and the cosines between
+// their leading terms and the model's learned tables.
+val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_terms) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "corpusStats: token ids");
+    const cs::CorpusStatsRun r = session_->corpus_stats(ids, to_int(window_js, "corpusStats: window"));
+    const cs::CorpusStats& s = r.stats;
+    const cs::Config& c = session_->config();
+    val out = val::object();
+    out.set("window", s.window);
+    out.set("bigram", tagged(s.bigram, {"current_token", "next_token"}));
+    out.set("interchange", tagged(s.interchange, {"next_token", "next_token_2"}));
+    out.set("context", tagged(s.context, {"token", "context_token"}));
+    out.set("current_freq", tagged(s.current_freq, {s.V}, {"token"}));
+    out.set("next_freq", tagged(s.next_freq, {s.V}, {"token"}));
+    out.set("direct_path_cosine", r.direct_path_cosine);
+    out.set("ov_cosine", tagged(r.ov_cosine, {c.n_layers, c.n_heads}, kLayerHead));
+    if (leading_terms) {
+      out.set("direct_path_leading_term", tagged(cs::direct_path_leading_term(s), {"current_token", "next_token"}));
+      out.set("ov_leading_term", tagged(cs::ov_leading_term(s), {"src_token", "out_token"}));
+    }
+    return out;
+  });
+}
+
+// The model file (F32 safetensors bytes), copied into a new Uint8Array.
+val Model::save() const {
+  return guarded([&] {
+    const std::vector<std::uint8_t> bytes = cs::save_model_bytes(session_->file());
+    return copy_out(bytes.data(), bytes.size(), "Uint8Array");
+  });
+}
+
+// Benchmark entry: one forward pass over a [B, T] batch into the session's cache; the mean loss.
+double Model::forwardBatch(const val& ids_js, int B, int T) {
+  return guarded([&] { return session_->forward_batch(copy_in<int>(ids_js, "forwardBatch: token ids"), B, T); });
+}
+
+// ------------------------------------------------------------------------------ Trainer
+
+Trainer::Trainer(const std::string& recipe_json)
+    : trainer_(guarded([&] {
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(recipe_json);
+        } catch (const nlohmann::json::parse_error& e) {
+          throw std::invalid_argument(std::string("recipe: not valid JSON: ") + e.what());
+        }
+        return std::make_unique<cs::Trainer>(cs::recipe_from_json(j));
+      })) {}
+
+// {step, loss, lr, grad_norm, loss_repeated, loss_fresh}; step counts the steps completed.
+val Trainer::step() {
+  return guarded([&] { return step_metrics_js(trainer_->step()); });
+}
+
+int Trainer::stepsDone() const { return trainer_->steps_done(); }
+
+// Head scores of the model as it stands (as Model::headScores on the saved model).
+val Trainer::headScores(const val& opts) const {
+  return guarded([&] {
+    return head_scores_js(cs::head_scores_run(trainer_->params(), trainer_->tokenizer(), repeated_tokens_spec(opts)));
+  });
+}
+
+// The model file as it stands (F32 safetensors bytes), copied into a new Uint8Array.
+val Trainer::save() const {
+  return guarded([&] {
+    const std::vector<std::uint8_t> bytes = cs::save_model_bytes(trainer_->model_file());
+    return copy_out(bytes.data(), bytes.size(), "Uint8Array");
+  });
+}
+
+// {"config", "tokenizer", "recipe", "steps", "batch_size", "seed"} as a JSON string.
+std::string Trainer::config() const {
+  return guarded([&] {
+    const cs::Recipe& r = trainer_->recipe();
+    nlohmann::json j;
+    j["config"] = cs::config_to_json(r.model);
+    j["tokenizer"] = trainer_->tokenizer().to_json();
+    j["recipe"] = r.source;
+    j["steps"] = r.steps;
+    j["batch_size"] = r.batch_size;
+    j["seed"] = r.seed;
+    return j.dump();
+  });
+}
+
+// ------------------------------------------------------------------------------ functions
+
+std::string version() { return CIRCUITSCOPE_VERSION; }
+
+val memoryStats() {
+  const struct mallinfo mi = mallinfo();
+  val out = val::object();
+  out.set("heapSize", static_cast<double>(emscripten_get_heap_size()));
+  out.set("allocated", static_cast<double>(mi.uordblks));
+  return out;
+}
+
+val phaseChange(const val& records, const val& n_heads) {
+  return guarded([&] {
+    if (!records.isArray()) throw std::invalid_argument("phaseChange: records must be an array of {step, prefix_matching}");
+    const int n = records["length"].as<int>();
+    std::vector<int> steps;
+    std::vector<std::vector<double>> pm;
+    for (int i = 0; i < n; ++i) {
+      const std::string what = "phaseChange: records[" + std::to_string(i) + "]";
+      const val r = records[i];
+      if (!is_plain_object(r)) throw std::invalid_argument(what + " must be an object {step, prefix_matching}");
+      steps.push_back(to_int(r["step"], what + ".step"));
+      const val p = r["prefix_matching"];
+      pm.push_back(p.isUndefined() || p.isNull() ? std::vector<double>{} : copy_in<double>(p, what + ".prefix_matching"));
+    }
+    const int H = n_heads.isUndefined() || n_heads.isNull() ? 0 : to_int(n_heads, "phaseChange: nHeads");
+    return phase_change_js(cs::phase_change(steps, pm, H));
+  });
+}
+
+}  // namespace csjs

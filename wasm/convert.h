@@ -1,0 +1,87 @@
+// The WASM boundary's conversions: JS values in (typed arrays, plain option and intervention
+// objects, checked for type with a sentence naming the argument), results out as copied typed
+// arrays tagged with shape and axis names, and the two handles the page holds (Model, Trainer),
+// whose methods convert their arguments, make one call into the core and convert its result.
+// No analysis happens here (it is all in src/); wasm/bindings.cpp only registers these.
+//
+// Conventions (wasm/circuitscope.d.ts documents each result):
+//   - bulk results are {data, shape, axes}: a new typed array (a copy, never a view into the
+//     heap), its row-major shape and one axis name per dimension;
+//   - scalar arguments arrive as JS values and are checked here ("qk: head must be an integer,
+//     got 1.5"); ranges (no such head, too many tokens) are checked by the core, whose sentence
+//     the caller gets;
+//   - options arrive as the plain JS object the wrapper was given (unknown keys are refused by
+//     the wrapper); a missing option takes the core's default;
+//   - an intervention is a plain JS object, converted here into cs::Intervention:
+//       {ablate: [{layer, head, mean?}], cut: [{from: [l, h], to: [l, h], input: 'q'|'k'|'v'}],
+//        removePos: bool}
+//     (mean: d_model or n_ctx * d_model numbers; without it the head is zero-ablated);
+//   - every method catches std::exception and rethrows it as a JS Error with the same sentence.
+#pragma once
+#include <emscripten/val.h>
+
+#include <memory>
+#include <string>
+
+#include "analysis/model_session.h"
+#include "train.h"
+
+namespace csjs {
+
+using emscripten::val;
+
+// A model file opened for the page (cs::ModelSession).
+class Model {
+ public:
+  explicit Model(const val& bytes);
+  std::string config() const;
+  val tokenize(const std::string& text) const;
+  val run(const val& ids, const val& intervention, const val& options);
+  val attribution(const val& ids, const val& pos, const val& intervention) const;
+  val qk(const val& layer, const val& head, const val& k, bool table, bool factors) const;
+  val ov(const val& layer, const val& head, const val& k, bool table, bool factors) const;
+  val posQk(const val& layer, const val& head, const val& k, bool table, bool factors) const;
+  val eigen(const val& layer, const val& head) const;
+  val spectra() const;
+  val composition(const val& samples, const val& seed) const;
+  val headScores(const val& options) const;
+  val topK(const val& ids, const val& k) const;
+  val ablate(const val& ids, const val& batch, const val& intervention, const val& early, const val& late) const;
+  val ioi(const val& ids, const val& intervention) const;
+  val ioiAll(const val& intervention, const val& split) const;
+  val ioiSequences(const val& split) const;
+  val ioiEvaluate(const val& intervention, const val& split) const;
+  val ioiTask() const;
+  val ioiSentence(const val& options) const;
+  val cutComposition(const val& input) const;
+  val skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const;
+  val corpusStats(const val& ids, const val& window, bool leading_terms) const;
+  val save() const;
+  double forwardBatch(const val& ids, int B, int T);
+
+ private:
+  std::unique_ptr<cs::ModelSession> session_;
+};
+
+// A training run driven one optimisation step per call (cs::Trainer). The recipe is the CLI's
+// JSON; recipes whose tokenizer or data read files fail with the C++ sentence.
+class Trainer {
+ public:
+  explicit Trainer(const std::string& recipe_json);
+  val step();
+  int stepsDone() const;
+  val headScores(const val& options) const;
+  val save() const;
+  std::string config() const;
+
+ private:
+  std::unique_ptr<cs::Trainer> trainer_;
+};
+
+std::string version();
+// {heapSize, allocated} in bytes, for leak checks.
+val memoryStats();
+// cs::phase_change over [{step, prefix_matching}] records: {step, record, layer, head, final, threshold} or null.
+val phaseChange(const val& records, const val& n_heads);
+
+}  // namespace csjs
