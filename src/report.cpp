@@ -17,6 +17,7 @@
 #include "analysis/ioi.h"
 #include "ioi_templates.h"
 #include "analysis/scores.h"
+#include "analysis/training_metrics.h"
 #include "io.h"
 #include "model.h"
 
@@ -59,13 +60,17 @@ json claim(const std::string& id, const std::string& seed, const std::string& te
 
 const char* verdict(bool ok) { return ok ? "reproduced" : "not reproduced"; }
 
-// Head scores of a char model on repeated random characters (the ids after <BOS> and <UNK>).
-HeadScores char_head_scores(const ModelFile& m) {
-  const int first = 2, n = m.tokenizer.size() - 2;
-  const int L = std::min(n, (m.cfg.n_ctx - 1) / 2);
-  RepeatedTokens rt = make_repeated_tokens(8, L, first, n, m.tokenizer.bos_id(), 1234);
-  return head_scores(m.params, rt);
+// Repeated random tokens for a model, from the pool the core picks for its tokenizer (for a char
+// model, the ids after <BOS> and <UNK>), 8 rows.
+RepeatedTokens repeated_tokens(const ModelFile& m, long long seed) {
+  RepeatedTokensSpec spec;
+  spec.batch = 8;
+  spec.seed = seed;
+  return make_repeated_tokens(resolve_repeated_tokens(spec, m.tokenizer, m.cfg.n_ctx));
 }
+
+// Head scores of a char model on repeated random characters.
+HeadScores char_head_scores(const ModelFile& m) { return head_scores(m.params, repeated_tokens(m, 1234)); }
 
 std::pair<int, float> best_of(const Tensor<float>& t) {
   if (t.empty()) return {-1, 0.0f};
@@ -73,21 +78,11 @@ std::pair<int, float> best_of(const Tensor<float>& t) {
   return {static_cast<int>(it - t.data.begin()), *it};
 }
 
-// The first recorded step at which the best head's prefix-matching score passes half of its final
-// value (the phase change), or -1 if it never reaches 0.1.
+// The phase change of a run's metrics (phase_change() in analysis/training_metrics.h, the one
+// definition the page and the trainer use too): its step, or -1 when there is none.
 int phase_change_step(const json& metrics) {
-  const auto& recs = metrics["records"];
-  auto best = [](const json& r) {
-    double b = 0;
-    for (const auto& x : r["prefix_matching"]) b = std::max(b, x.get<double>());
-    return b;
-  };
-  if (recs.empty()) return -1;
-  double final_best = best(recs.back());
-  if (final_best < 0.1) return -1;
-  for (const auto& r : recs)
-    if (best(r) >= 0.5 * final_best) return r["step"].get<int>();
-  return -1;
+  const auto pc = phase_change(metrics["records"]);
+  return pc ? pc->step : -1;
 }
 
 double metric_at(const json& metrics, int step, const char* key) {
@@ -341,8 +336,8 @@ KCompositionFigures measure_k_composition(const Zoo& zoo, const HeadScores& s) {
   for (int kind = 0; kind < 3; ++kind)
     f.composition[kind] = comp.scores.data[(((static_cast<std::size_t>(kind) * 2 + 0) * H + prev) * 2 + 1) * H + (ind - H)];
   f.baseline = comp.baseline;
-  const int n = m.tokenizer.size() - 2, L = std::min(n, (m.cfg.n_ctx - 1) / 2);
-  RepeatedTokens rt = make_repeated_tokens(8, L, 2, n, m.tokenizer.bos_id(), 99);
+  RepeatedTokens rt = repeated_tokens(m, 99);
+  const int L = rt.L;
   auto second_half_loss = [&](const Intervention& iv) {
     ActivationCache<float> c;
     forward(m.params, rt.tokens, rt.B, rt.T(), c, iv);
