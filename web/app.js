@@ -1,15 +1,22 @@
-// The app shell: reads the state from the URL hash (state.js), shows one view (a <cs-*> custom
-// element from views/, imported on first use) per tab, keeps the hash in step with the state
-// the views report through `cs-state` events, switches models, copies links and embed code,
-// and reports errors in the page. A view module that is missing or fails to load gives a
-// "this view is not available" panel, never a broken page.
-import { decodeHash, encodeState, DEFAULT_STATE, VIEWS } from './state.js';
-import { el, getModelIndex } from './views/common.js';
+// The app shell: opens the link (the URL hash) into the store (store.js), shows the store's view
+// (a <cs-*> custom element from views/, imported on first use), keeps the hash in step with the
+// store, and owns the header's controls: the tabs, the one model picker, the snapshot picker,
+// "Copy link" and "Copy embed code". Every control dispatches to the store; the views read it.
+// A view module that is missing or fails to load gives a "this view is not available" panel,
+// never a broken page.
+import {
+  store, decodeHash, encodeState, linkFits, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
+  modelsFor, modelOf, getModel, getSnapshots,
+} from './store.js';
+import { el } from './views/common.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {
   tabs: [...document.querySelectorAll('#tabs [role="tab"]')],
   model: $('model-switch'),
+  modelField: $('model-field'),
+  snapshot: $('snapshot-switch'),
+  snapshotField: $('snapshot-field'),
   copyLink: $('copy-link'),
   copyEmbed: $('copy-embed'),
   status: $('app-status'),
@@ -21,9 +28,7 @@ const els = {
   openFull: $('open-full'),
 };
 
-let state = { ...DEFAULT_STATE };
 const views = new Map();        // view name -> {element, ok}
-let modelList = [];
 let writing = false;            // the hash change we caused ourselves
 
 function setStatus(message) {
@@ -36,48 +41,101 @@ function showError(message) {
   els.error.hidden = !message;
 }
 
+// ------------------------------------------------------------------------------------------------
+// The link: the store's serialisation
+
+/** The state as a link may hold it: all of it, or without its text when that is too long. */
+function linkState(state) {
+  return linkFits(state).fits ? state : { ...state, text: null, pos: null };
+}
+
 function writeHash() {
-  const hash = `#${encodeState(state)}`;
+  const hash = `#${encodeState(linkState(store.state))}`;
   if (location.hash === hash) return;
   writing = true;
   history.replaceState(null, '', hash);
   writing = false;
 }
 
-function applyChrome() {
-  document.body.classList.toggle('embed', !!state.embed);
-  document.body.classList.toggle('hide-header', !!state.embed && state.hide.includes('header'));
-  document.body.classList.toggle('hide-controls', !!state.embed && state.hide.includes('controls'));
-  els.openFull.hidden = !state.embed;
-  if (state.embed) {
-    const full = { ...state, embed: false, hide: [] };
-    els.openFull.href = `${location.pathname}#${encodeState(full)}`;
+// Typing changes the text on every keystroke: its hash (the text compressed, then
+// history.replaceState) is written once typing pauses, off the keystroke's frame. Any other
+// change writes the hash at once, text included.
+let hashTimer = 0;
+function writeHashSoon() {
+  clearTimeout(hashTimer);
+  hashTimer = setTimeout(() => { hashTimer = 0; writeHash(); }, 250);
+}
+window.addEventListener('pagehide', () => { if (hashTimer) { clearTimeout(hashTimer); hashTimer = 0; writeHash(); } });
+
+/**
+ * Opens a link: reads it, checks it against the model it names (heads, cuts, snapshot), and
+ * puts it into the store; a link that does not fit gives the default view and a sentence.
+ */
+async function openHash() {
+  const seq = ++openSeq;
+  let { state, error } = decodeHash(location.hash);
+  if (!error) error = await problemWith(state);
+  if (seq !== openSeq) return;
+  if (error) {
+    setStatus(error.startsWith('This link') ? error : `This link could not be read (${error}), so the default view is shown.`);
+    document.body.dataset.hashError = 'true';
+    state = decodeHash('').state;
+  } else {
+    delete document.body.dataset.hashError;
+  }
+  store.dispatch({ type: 'replace', state });
+  applyChrome();
+  render(store.state, null);
+  if (!error) writeHash();
+}
+let openSeq = 0;
+
+/** What in a decoded state does not fit the site's models (a phrase), or null. */
+async function problemWith(state) {
+  const offered = await modelsFor(state.view);
+  if (state.model && !offered.some((m) => m.name === state.model)) {
+    return `the ${VIEW_TITLES[state.view]} view has no model "${state.model}"`;
+  }
+  const name = await modelOf(state);
+  const needsModel = state.head || state.ablate.length || state.cut.length || state.nopos || state.snapshot;
+  if (!name || !needsModel) return null;
+  const snapshots = await getSnapshots(name);
+  if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;
+  try {
+    const model = await getModel(name);
+    return checkState({ ...state, model: name }, { config: model.config, snapshots });
+  } catch (e) {
+    return e.message.replace(/\.$/, '');
   }
 }
 
 // ------------------------------------------------------------------------------------------------
-// Views
+// Rendering the shell from the store
 
-const VIEW_TAG = { induction: 'cs-induction', ioi: 'cs-ioi', circuits: 'cs-circuits', training: 'cs-training', report: 'cs-report' };
-const VIEW_TITLE = { induction: 'Induction', ioi: 'IOI', circuits: 'Circuits', training: 'Training', report: 'Reproduction' };
+function applyChrome() {
+  const s = store.state;
+  document.body.classList.toggle('embed', !!s.embed);
+  document.body.classList.toggle('hide-header', !!s.embed && s.hide.includes('header'));
+  document.body.classList.toggle('hide-controls', !!s.embed && s.hide.includes('controls'));
+  els.openFull.hidden = !s.embed;
+  if (s.embed) els.openFull.href = `${location.pathname}#${encodeState({ ...linkState(s), embed: false, hide: [] })}`;
+}
 
 async function viewElement(name) {
   if (views.has(name)) return views.get(name);
-  const entry = { element: null, ok: false, cls: null };
+  const entry = { element: null, ok: false };
   views.set(name, entry);
   try {
-    await import(`./views/${name}.js`);
-    const tag = VIEW_TAG[name];
-    const cls = customElements.get(tag);
-    if (!cls) throw new Error(`views/${name}.js does not define <${tag}>`);
-    entry.cls = cls;
+    const module = await import(`./views/${name}.js`);
+    const tag = module.TAG;
+    if (!tag || !customElements.get(tag)) throw new Error(`views/${name}.js does not define its element`);
     entry.element = document.createElement(tag);
     entry.ok = true;
   } catch (e) {
     entry.element = el('section', { class: 'panel unavailable', role: 'note' },
-      el('h2', {}, VIEW_TITLE[name]),
+      el('h2', {}, VIEW_TITLES[name]),
       el('p', {}, `This view is not available in this build of the page (${e?.message ? String(e.message).split('\n')[0] : 'its module could not be loaded'}).`),
-      el('p', {}, el('a', { href: '#v=1&view=induction' }, 'Go to the induction view')));
+      el('p', {}, el('a', { href: '#v=2&view=induction' }, 'Go to the induction view')));
     entry.element.dataset.unavailable = name;
   }
   entry.element.classList.add('view');
@@ -86,16 +144,10 @@ async function viewElement(name) {
   return entry;
 }
 
-function modelFits(entry, name) {
-  if (!name) return true;
-  const m = modelList.find((x) => x.name === name);
-  if (!m) return false;
-  return !entry?.cls?.modelFilter || entry.cls.modelFilter(m);
-}
-
-let showSeq = 0;
-async function showView() {
-  const seq = ++showSeq;
+let renderSeq = 0;
+/** Shows the store's view and fills the header's pickers from the store. */
+async function render(state, prev) {
+  const seq = ++renderSeq;
   const name = state.view;
   for (const t of els.tabs) {
     const on = t.dataset.view === name;
@@ -103,57 +155,64 @@ async function showView() {
     t.tabIndex = on ? 0 : -1;
   }
   els.host.setAttribute('aria-labelledby', `tab-${name}`);
+  document.body.dataset.view = name;
+  document.title = `${VIEW_TITLES[name]} · circuitscope`;
+  if (!prev || prev.view !== name || prev.model !== state.model || prev.snapshot !== state.snapshot) await fillPickers(state, seq);
+  if (seq !== renderSeq) return;
   const entry = await viewElement(name);
-  if (seq !== showSeq) return;
-  await modelsReady;
-  if (entry.ok && state.model && !modelFits(entry, state.model)) {
-    // The model belongs to another kind of view: this one starts from its own default.
-    state = { ...state, model: null, snapshot: null, head: null, ablate: [], cut: [], pos: null };
+  if (seq !== renderSeq) return;
+  for (const [n, e] of views) e.element.hidden = n !== name;
+  if (entry.ok) entry.element.requestRender();
+}
+
+async function fillPickers(state, seq) {
+  const offered = await modelsFor(state.view);
+  const current = await modelOf(state);
+  const snapshots = current ? await getSnapshots(current) : [];
+  if (seq !== renderSeq) return;
+  els.modelField.hidden = offered.length === 0;
+  els.model.replaceChildren(...offered.map((m) => el('option', { value: m.name, title: m.description || null }, m.title || m.name)));
+  els.model.value = current ?? '';
+  els.model.disabled = offered.length < 2;
+  els.snapshotField.hidden = snapshots.length === 0;
+  els.snapshot.replaceChildren(
+    el('option', { value: '' }, 'final model'),
+    ...snapshots.map((s) => el('option', { value: s }, `training step ${s.replace(/^step/, '')}`)));
+  els.snapshot.value = state.snapshot ?? '';
+  document.body.dataset.snapshot = state.snapshot ?? '';
+}
+
+store.subscribe((state, prev) => {
+  const typing = Object.keys(state).every((k) => k === 'text' || k === 'pos' || state[k] === prev[k]);
+  if (typing) {
+    writeHashSoon();
+  } else {
+    clearTimeout(hashTimer);
+    hashTimer = 0;
     writeHash();
   }
-  for (const [n, e] of views) e.element.hidden = n !== name;
-  if (entry.ok) entry.element.state = { ...state };
-  fillModelSwitch(entry);
-  document.body.dataset.view = name;
-  document.title = `${VIEW_TITLE[name]} · circuitscope`;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Model switcher
-
-let modelsReady = getModelIndex().then((list) => { modelList = list; });
-
-function fillModelSwitch(entry) {
-  const fits = modelList.filter((m) => !entry?.cls?.modelFilter || entry.cls.modelFilter(m));
-  const current = state.model || entry?.cls?.defaultModel || fits[0]?.name || '';
-  els.model.replaceChildren(...fits.map((m) => el('option', { value: m.name, title: m.description || null }, m.title || m.name)));
-  if (!fits.some((m) => m.name === current) && current) {
-    els.model.append(el('option', { value: current }, current));
+  if (state.embed !== prev.embed || state.hide !== prev.hide) applyChrome();
+  if (state.view !== prev.view || state.model !== prev.model || state.snapshot !== prev.snapshot) render(state, prev);
+  if (!linkFits(state).fits && linkFits(prev).fits) {
+    setStatus(`The text is too long for a link (${state.text.length.toLocaleString('en')} characters; a link holds up to ${MAX_TEXT.toLocaleString('en')} and 64 KB): links from this page now leave it out.`);
   }
-  els.model.value = current;
-  els.model.disabled = fits.length === 0;
-}
-
-els.model.addEventListener('change', () => {
-  state = { ...state, model: els.model.value, snapshot: null, head: null, ablate: [], cut: [], pos: null };
-  writeHash();
-  const entry = views.get(state.view);
-  if (entry?.ok) entry.element.state = { ...state };
 });
 
 // ------------------------------------------------------------------------------------------------
-// Tabs (arrow keys move between tabs, as in the WAI-ARIA tabs pattern)
+// The header's controls
 
-function selectView(name) {
-  if (!VIEWS.includes(name) || name === state.view) return;
-  state = { ...state, view: name, head: null, ablate: [], cut: [], pos: null };
-  writeHash();
-  showView();
+els.model.addEventListener('change', () => store.dispatch({ type: 'model', model: els.model.value }));
+els.snapshot.addEventListener('change', () => store.dispatch({ type: 'snapshot', snapshot: els.snapshot.value || null }));
+
+async function selectView(name) {
+  if (!VIEWS.includes(name) || name === store.state.view) return;
+  const keep = store.state.model && (await modelsFor(name)).some((m) => m.name === store.state.model);
+  store.dispatch({ type: 'view', view: name, model: keep ? store.state.model : null });
 }
 
 els.tabs.forEach((tab, i) => {
   tab.addEventListener('click', () => selectView(tab.dataset.view));
-  tab.addEventListener('keydown', (e) => {
+  tab.addEventListener('keydown', (e) => {   // arrow keys move between tabs (WAI-ARIA tabs pattern)
     let j = null;
     if (e.key === 'ArrowRight') j = (i + 1) % els.tabs.length;
     else if (e.key === 'ArrowLeft') j = (i - 1 + els.tabs.length) % els.tabs.length;
@@ -166,36 +225,8 @@ els.tabs.forEach((tab, i) => {
   });
 });
 
-// ------------------------------------------------------------------------------------------------
-// Views report their changes
-
-// Typing changes the text on every keystroke: its hash (the text compressed, then
-// history.replaceState) is written once typing pauses, off the keystroke's frame. Any other
-// change writes the hash at once, text included.
-let hashTimer = 0;
-function writeHashSoon() {
-  clearTimeout(hashTimer);
-  hashTimer = setTimeout(() => { hashTimer = 0; writeHash(); }, 250);
-}
-window.addEventListener('pagehide', () => { if (hashTimer) { clearTimeout(hashTimer); hashTimer = 0; writeHash(); } });
-
-els.host.addEventListener('cs-state', (e) => {
-  const partial = e.detail || {};
-  state = { ...state, ...partial };
-  if ('text' in partial && Object.keys(partial).every((k) => k === 'text' || k === 'pos')) {
-    writeHashSoon();
-  } else {
-    clearTimeout(hashTimer);
-    hashTimer = 0;
-    writeHash();
-  }
-  if ('model' in partial) fillModelSwitch(views.get(state.view));
-  if (partial.model) document.body.dataset.modelLoaded = 'true';
-});
-
-els.host.addEventListener('cs-error', (e) => {
-  showError(e.detail?.message || 'Something went wrong in the view.');
-});
+els.host.addEventListener('cs-error', (e) => showError(e.detail?.message || 'Something went wrong in the view.'));
+els.host.addEventListener('cs-status', (e) => setStatus(e.detail?.message ?? ''));
 
 // Sent after every render: write only what is not already so.
 els.host.addEventListener('cs-rendered', () => {
@@ -204,54 +235,43 @@ els.host.addEventListener('cs-rendered', () => {
   if (document.body.dataset.ready !== 'true') document.body.dataset.ready = 'true';
 });
 
-window.addEventListener('hashchange', () => {
-  if (writing) return;
-  readHash();
-  showView();
-});
-
-function readHash() {
-  const { state: s, error } = decodeHash(location.hash);
-  state = s;
-  if (error) {
-    setStatus(error);
-    document.body.dataset.hashError = 'true';
-  } else {
-    delete document.body.dataset.hashError;
-  }
-  applyChrome();
-  return error;
-}
+window.addEventListener('hashchange', () => { if (!writing) openHash(); });
 
 // ------------------------------------------------------------------------------------------------
 // Copy link / embed code
 
-async function copy(text, what) {
+async function copy(text, what, note = '') {
   els.copyText.value = text;
   els.copyLabel.textContent = `${what}:`;
   els.copyBox.hidden = false;
   try {
     await navigator.clipboard.writeText(text);
-    setStatus(`${what} copied to the clipboard.`);
+    setStatus(`${what} copied to the clipboard.${note}`);
   } catch {
-    setStatus(`${what}: select the text below and copy it (the clipboard is not available here).`);
+    setStatus(`${what}: select the text below and copy it (the clipboard is not available here).${note}`);
   }
   els.copyText.focus();
   els.copyText.select();
 }
 
+/** The link to the store's state (with `extra` settings), and a note when its text had to go. */
 function shareUrl(extra = {}) {
+  const state = { ...store.state, ...extra };
   const url = new URL(location.href);
-  url.hash = encodeState({ ...state, ...extra });
-  return url.href;
+  url.hash = encodeState(linkState(state));
+  const note = linkFits(state).fits ? '' : ' The text is too long for a link, so the link leaves it out: send the text separately.';
+  return { href: url.href, note };
 }
 
-els.copyLink.addEventListener('click', () => copy(shareUrl({ embed: false, hide: [] }), 'Link'));
+els.copyLink.addEventListener('click', () => {
+  const { href, note } = shareUrl({ embed: false, hide: [] });
+  copy(href, 'Link', note);
+});
 els.copyEmbed.addEventListener('click', () => {
-  const src = shareUrl({ embed: true });
-  const title = `circuitscope: ${VIEW_TITLE[state.view]} view`;
-  const snippet = `<iframe src="${src.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}" title="${title}" width="100%" height="720" loading="lazy" style="border:0"></iframe>`;
-  copy(snippet, 'Embed code');
+  const { href, note } = shareUrl({ embed: true });
+  const title = `circuitscope: ${VIEW_TITLES[store.state.view]} view`;
+  const snippet = `<iframe src="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}" title="${title}" width="100%" height="720" loading="lazy" style="border:0"></iframe>`;
+  copy(snippet, 'Embed code', note);
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -259,6 +279,5 @@ els.copyEmbed.addEventListener('click', () => {
 window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message}`));
 window.addEventListener('unhandledrejection', (e) => showError(`Unexpected error: ${e.reason?.message ?? e.reason}`));
 
-const hashError = readHash();
-if (!hashError) writeHash();
-showView();
+window.__cs = { store, encodeState };   // for the browser tests and the console
+openHash();

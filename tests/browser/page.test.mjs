@@ -198,7 +198,7 @@ test('a copied link restores the same state in a fresh page', async () => {
     await context.grantPermissions(['clipboard-read', 'clipboard-write']);
     await page.click('#copy-link');
     link = await page.inputValue('#copy-text');
-    assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/#v=1&/);
+    assert.match(link, /^http:\/\/127\.0\.0\.1:\d+\/#v=2&/);
     // The unknown character is marked.
     assert.ok(await page.$('cs-induction .tok.unk'), 'a character outside the vocabulary is marked as <UNK>');
     assert.match(await page.textContent('cs-induction .note'), /<UNK>/);
@@ -221,8 +221,8 @@ test('a copied link restores the same state in a fresh page', async () => {
   }
   // A long text goes compressed and comes back the same.
   const long = 'abcdefghij'.repeat(60);
-  const { encodeState, decodeHash } = await import(pathToFileURL(path.join(site, 'state.js')).href);
-  const h = encodeState({ v: 1, view: 'induction', text: long });
+  const { encodeState, decodeHash } = await import(pathToFileURL(path.join(site, 'store.js')).href);
+  const h = encodeState({ view: 'induction', text: long });
   assert.match(h, /tz=/);
   assert.equal(decodeHash(h).state.text, long);
 });
@@ -253,7 +253,7 @@ test('embed mode renders with minimal chrome; hide=controls,header hides those t
   try {
     await waitForInduction(c.page);
     await c.page.click('#copy-embed');
-    assert.match(await c.page.inputValue('#copy-text'), /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/#v=1&amp;[^"]*embed=1[^"]*" title="circuitscope: Induction view"/);
+    assert.match(await c.page.inputValue('#copy-text'), /^<iframe src="http:\/\/127\.0\.0\.1:\d+\/#v=2&amp;[^"]*embed=1[^"]*" title="circuitscope: Induction view"/);
   } finally {
     await c.context.close();
   }
@@ -261,7 +261,9 @@ test('embed mode renders with minimal chrome; hide=controls,header hides those t
 
 test('a malformed hash shows a message and the default view', async () => {
   const bad = ['#v=9&view=induction', '#garbage%%%', '#v=1&view=nosuch', '#v=1&tz=@@@@', '#v=1&ablate=L0H1,hello',
-    `#v=1&text=${'a'.repeat(70_000)}`];
+    `#v=1&text=${'a'.repeat(70_000)}`,
+    // Settings the model does not have: checked against it before the view opens.
+    '#v=2&head=L7H0', '#v=2&ablate=L0H9', '#v=2&snapshot=step999999', '#v=2&cut=L1H0>L0H1.k', '#v=2&model=ioi-1l2h'];
   for (const hash of bad) {
     const { context, page, problems } = await openPage(hash);
     try {
@@ -282,7 +284,7 @@ test('the reproduction report\'s links open their views (each distinct view and 
     await page.waitForSelector('cs-report[data-ready="true"]', { timeout: LOAD_TIMEOUT });
     const hrefs = await page.$$eval('cs-report tbody a', (as) => as.map((a) => a.getAttribute('href')));
     assert.ok(hrefs.length >= 10, `${hrefs.length} links`);
-    const { decodeHash } = await import(pathToFileURL(path.join(site, 'state.js')).href);
+    const { decodeHash } = await import(pathToFileURL(path.join(site, 'store.js')).href);
     const seen = new Set();
     for (const href of hrefs) {
       const want = decodeHash(href);

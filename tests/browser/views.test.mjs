@@ -87,9 +87,13 @@ async function openUrl(url, { missing = [] } = {}) {
   await page.goto(url);
   await page.evaluate(() => {
     window.__violations = [];
-    window.__events = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
-    document.addEventListener('cs-state', (e) => window.__events.push(e.detail));
+  });
+  // Every change of the page's one state, as the store's actions ('set' actions as their values).
+  await page.evaluate(async () => {
+    window.__events = [];
+    const { store } = await import('/store.js');
+    store.subscribe((_state, _prev, action) => window.__events.push(action.type === 'set' ? action.values : action));
   });
   const check = async (t) => {
     const unexpected = notFound.filter((p) => !missing.some((m) => p.endsWith(m)));
@@ -142,7 +146,7 @@ test('IOI: ioi-1l2h gets a template right; 1L1H vs 1L2H accuracy; unknown names 
     assert.match(msg, /does not know the name "Zoe"/);
     assert.match(msg, /Mary \(A\).*John \(B\)/);
     const events = await page.evaluate(() => window.__events);
-    assert.ok(events.some((e) => e.io === 'Zoe') && events.some((e) => e.order === 'SIOS'), 'changes reported as cs-state events');
+    assert.ok(events.some((e) => e.io === 'Zoe') && events.some((e) => e.order === 'SIOS'), 'changes go to the store');
     // Back to a known name for the screenshot.
     await page.fill('cs-ioi input[id$="-io"]', 'Mary');
     await page.press('cs-ioi input[id$="-io"]', 'Enter');
@@ -162,14 +166,14 @@ test('IOI: cutting V-composition on ioi-2l1h changes the accuracy shown', async 
     const clean = await page.$eval('cs-ioi', (e) => +e.dataset.accuracy);
     const shown = {};
     for (const cut of ['Q', 'K', 'V']) {
-      await page.selectOption('cs-ioi select[id$="-cut"]', cut);
+      await page.selectOption('cs-ioi select[id$="-cut"]', cut.toLowerCase());
       await page.waitForFunction((c) => document.querySelector('cs-ioi .cs-accuracy').textContent.includes(`${c}-composition cut`), cut);
       shown[cut] = await page.$eval('cs-ioi', (e) => +e.dataset.accuracy);
     }
     t.diagnostic(`ioi-2l1h accuracy: clean ${clean}, cut Q ${shown.Q}, K ${shown.K}, V ${shown.V}`);
     assert.notEqual(shown.V, clean, 'cutting V-composition changes the accuracy');
     assert.match(await page.$eval('cs-ioi .cs-accuracy', (e) => e.textContent), /without the intervention/);
-    assert.ok((await page.evaluate(() => window.__events)).some((e) => e.cut === 'V'));
+    assert.ok((await page.evaluate(() => window.__events)).some((e) => e.cut?.join() === '*>*.v'));
     // Removing the positional embedding too.
     await page.check('cs-ioi input[id$="-nopos"]');
     await page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy').textContent.includes('without the positional embedding'));
@@ -253,8 +257,8 @@ test('IOI templates: a link opens the builder; a training template and name pair
     assert.match(options[0].text, /\[IO\].*\[S\]/);
     const datalist = await page.$$eval('cs-ioi datalist option', (o) => o.map((x) => x.value));
     assert.deepEqual(datalist, task.names, 'the name fields suggest the model\'s names');
-    // The model switcher offers both template models, labelled as such.
-    const models = await page.$$eval('cs-ioi select[id$="-model"] option', (o) => o.map((x) => x.textContent));
+    // The header's model picker offers both template models, labelled as such.
+    const models = await page.$$eval('#model-switch option', (o) => o.map((x) => x.textContent));
     for (const m of ['ioi-templates-1l2h', 'ioi-templates-2l']) assert.ok(models.some((x) => x.startsWith(m) && /sentence templates/.test(x)), `${m} is offered: ${models}`);
 
     // Pick a training template, the order, a name pair (typed in another case), place and object.
@@ -430,16 +434,16 @@ test('IOI in the app: cutting composition and removing positions go into the lin
   const { context, page, check } = await openApp('#v=1&view=ioi&model=ioi-2l1h');
   try {
     await page.waitForSelector('cs-ioi[data-ready="true"]', { timeout: 60_000 });
-    await page.selectOption('cs-ioi select[id$="-cut"]', 'V');
+    await page.selectOption('cs-ioi select[id$="-cut"]', 'v');
     await page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy').textContent.includes('V-composition cut'));
     await page.check('cs-ioi input[id$="-nopos"]');
-    await page.waitForFunction(() => /cut=V/.test(location.hash) && /removePos/.test(location.hash));
+    await page.waitForFunction(() => /cut=\*%3E\*\.v/.test(location.hash) && /nopos=1/.test(location.hash));
     const hash = await page.evaluate(() => location.hash);
     await check(t);
     const again = await openApp(hash);
     try {
       await again.page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy')?.textContent.includes('V-composition cut'), null, { timeout: 60_000 });
-      assert.equal(await again.page.$eval('cs-ioi select[id$="-cut"]', (e) => e.value), 'V');
+      assert.equal(await again.page.$eval('cs-ioi select[id$="-cut"]', (e) => e.value), 'v');
       assert.equal(await again.page.isChecked('cs-ioi input[id$="-nopos"]'), true);
       await again.check(t);
     } finally {
@@ -483,10 +487,10 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
     await page.waitForFunction((w) => document.querySelector('cs-circuits .cs-heat-wrap canvas').width > w, before);
     await page.selectOption('cs-circuits select[id$="-top"]', '40');
     // A 1-layer IOI model shows skip-trigrams.
-    await page.selectOption('cs-circuits select[id$="-model"]', 'ioi-1l2h');
+    await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'ioi-1l2h' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '8x8');
     await page.waitForFunction(() => [...document.querySelectorAll('cs-circuits caption')].some((c) => c.textContent === 'Top skip-trigrams'));
-    await page.selectOption('cs-circuits select[id$="-model"]', 'char-2l');
+    await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'char-2l' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '82x82');
     await page.screenshot({ path: path.join(artifacts, 'views-circuits.png'), fullPage: true });
     await check(t);
@@ -712,11 +716,11 @@ test('report: the claims of models/report.json, each linking to its view', async
       assert.equal(rows.length, claims.length);
       // Each row links to the report's view as a versioned link the page's codec reads back to
       // the same settings (the report itself writes them without the page's version).
-      const { decodeHash, VERSION } = await import(pathToFileURL(path.join(site, 'state.js')).href);
+      const { decodeHash } = await import(pathToFileURL(path.join(site, 'store.js')).href);
       claims.forEach((c, i) => {
         assert.ok(rows[i].text.includes(c.claim));
         const got = decodeHash(rows[i].href);
-        const want = decodeHash(`v=${VERSION}&${c.view.slice(1)}`);
+        const want = decodeHash(`v=1&${c.view.slice(1)}`);   // the report writes version-1 links
         assert.equal(got.error, null, `${c.id}: ${rows[i].href}`);
         assert.equal(want.error, null, `${c.id}: ${c.view}`);
         assert.deepEqual(got.state, want.state, c.id);

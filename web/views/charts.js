@@ -89,6 +89,7 @@ export class LineChart {
   constructor(options) {
     this.options = options;
     this.marker = options.marker ?? null;
+    this.snapshotX = null;   // the snapshot in use: a solid line
     this.data = [[], ...options.series.map(() => [])];
     this.width = 0;
     this.u = null;
@@ -117,6 +118,15 @@ export class LineChart {
     this.element.dataset.points = String(this.data[0].length);
     this.updateLabel();
     this.u?.setData(this.data);
+  }
+
+  /** A solid line at x (the snapshot in use), or none for null; data-snapshot holds its x. */
+  setSnapshot(x) {
+    const v = Number.isFinite(x) ? x : null;
+    if (this.snapshotX === v) return;
+    this.snapshotX = v;
+    if (v === null) delete this.element.dataset.snapshot; else this.element.dataset.snapshot = String(v);
+    this.u?.redraw(false);
   }
 
   setMarker(marker) {
@@ -155,6 +165,7 @@ export class LineChart {
     const fg = getComputedStyle(fig).color || '#000';
     const grid = resolveColor(fig, 'var(--cs-border)');
     const markColor = resolveColor(fig, 'var(--cs-bad)');
+    const snapColor = resolveColor(fig, 'var(--cs-accent)');
     const pr = window.devicePixelRatio || 1;
     const colors = o.series.map((s) => resolveColor(fig, s.color));
     const axis = (label, size, labelSize) => ({
@@ -201,6 +212,20 @@ export class LineChart {
       cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 } },
       hooks: {
         draw: [(u) => {
+          if (chart.snapshotX !== null && chart.snapshotX !== undefined) {
+            const { top, height } = u.bbox;
+            const x = Math.round(u.valToPos(chart.snapshotX, 'x', true));
+            const r = uPlot.pxRatio || pr;
+            u.ctx.save();
+            u.ctx.strokeStyle = snapColor;
+            u.ctx.lineWidth = 2 * r;
+            u.ctx.beginPath();
+            u.ctx.moveTo(x, top);
+            u.ctx.lineTo(x, top + height);
+            u.ctx.stroke();
+            u.ctx.restore();
+          }
+        }, (u) => {
           const m = chart.marker;
           if (!m || !Number.isFinite(m.x)) { delete fig.dataset.marker; delete fig.dataset.markerPx; return; }
           const { left, top, width, height } = u.bbox;

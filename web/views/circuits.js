@@ -12,10 +12,11 @@
 // Attributes (standalone) or state keys (set by the app): model, head ("L{l}H{h}"), snapshot
 // ("step1000": a training snapshot of that model, as <cs-training> reports it), sort (token |
 // row | col | both), top (all | 10 | 20 | 40 | 80: rows and columns of highest variance), zoom
-// (cell size in pixels), text (the text of the path expansion). Changes go out as `cs-state`.
+// (cell size in pixels), text (the text of the path expansion). Every control writes to the
+// page's store (store.js).
 import { el, heatmap, getModel, downloadCSV, CsView } from './common.js';
 
-export const CIRCUIT_MODELS = ['char-2l', 'char-2l-smeared', 'char-1l', 'char-1l-smeared', 'char-0l', 'ioi-1l2h', 'ioi-1l1h', 'ioi-2l1h', 'ioi-1l2h-nopos'];
+export const TAG = 'cs-circuits';
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let uid = 0;
 
@@ -83,25 +84,14 @@ function eigenPlot(spec, title) {
 }
 
 export class CsCircuits extends CsView {
-  static defaults = { model: 'char-2l', head: '', snapshot: '', sort: 'token', top: '40', zoom: '12', text: '' };
-
-  connectedCallback() {
-    if (!this._attrsRead) {
-      this._attrsRead = true;
-      const a = {};
-      for (const k of ['model', 'head', 'snapshot', 'sort', 'top', 'zoom', 'text']) if (this.hasAttribute(k)) a[k] = this.getAttribute(k);
-      if (Object.keys(a).length) this._state = { ...this._state, ...a };
-    }
-    super.connectedCallback();
-  }
+  static view = 'circuits';
+  static attributes = ['model', 'head', 'snapshot', 'sort', 'top', 'zoom', 'text'];
 
   build() {
     const id = `cs-circuits-${++uid}`;
     this.classList.add('cs-view');
     const r = (this.refs = {});
     const field = (text, control) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, text), control);
-    r.model = el('select', { id: `${id}-model`, onchange: () => this.update({ model: r.model.value, head: '', snapshot: '' }) },
-      CIRCUIT_MODELS.map((m) => el('option', { value: m }, m)));
     r.head = el('select', { id: `${id}-head`, onchange: () => this.update({ head: r.head.value }) });
     r.sort = el('select', { id: `${id}-sort`, onchange: () => this.update({ sort: r.sort.value }) },
       el('option', { value: 'token' }, 'by token (vocabulary order)'),
@@ -110,7 +100,7 @@ export class CsCircuits extends CsView {
       el('option', { value: 'both' }, 'rows and columns by mean'));
     r.top = el('select', { id: `${id}-top`, onchange: () => this.update({ top: r.top.value }) },
       ['all', '80', '40', '20', '10'].map((v) => el('option', { value: v }, v === 'all' ? 'all tokens' : `top ${v} by variance`)));
-    r.zoom = el('input', { type: 'range', id: `${id}-zoom`, min: 3, max: 28, step: 1, oninput: () => this.update({ zoom: r.zoom.value }) });
+    r.zoom = el('input', { type: 'range', id: `${id}-zoom`, min: 3, max: 28, step: 1, oninput: () => this.update({ zoom: Number(r.zoom.value) }) });
     r.snapshot = el('p', { class: 'cs-note', role: 'status' });
     r.status = el('p', { class: 'cs-note', role: 'status', 'aria-live': 'polite' });
     r.unavailable = el('p', { class: 'cs-unavailable', role: 'status', hidden: true });
@@ -124,7 +114,7 @@ export class CsCircuits extends CsView {
     r.eigen = el('div', { class: 'cs-figures' });
     r.composition = el('div');
     r.text = el('textarea', { id: `${id}-text`, rows: 2, spellcheck: 'false', autocomplete: 'off',
-      oninput: () => { clearTimeout(this._textTimer); this._textTimer = setTimeout(() => this.update({ text: r.text.value }), 250); } });
+      oninput: () => this.update({ text: r.text.value }) });
     r.attribution = el('div');
     const heat = (title, canvas, hover, top, explain) => el('div', {},
       el('h3', {}, title), el('p', { class: 'cs-explain' }, explain),
@@ -132,7 +122,7 @@ export class CsCircuits extends CsView {
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h` },
         el('h2', { id: `${id}-h` }, 'Circuits of one head'),
-        el('div', { class: 'cs-controls' }, field('Model', r.model), field('Head', r.head), field('Sort', r.sort), field('Show', r.top), field('Zoom (cell size)', r.zoom)),
+        el('div', { class: 'cs-controls' }, field('Head', r.head), field('Sort', r.sort), field('Show', r.top), field('Zoom (cell size)', r.zoom)),
         r.snapshot, r.status, r.unavailable,
         el('div', { class: 'cs-grid2' },
           heat('Full QK circuit', r.qkCanvas, r.qkHover, r.qkTop, 'W_E W_Q W_Kᵀ W_Eᵀ: rows are the destination (query) token, columns the source (key) token; red = attends more, blue = less (unscaled scores). For a layer-1 head this is the direct-path term only.'),
@@ -170,14 +160,12 @@ export class CsCircuits extends CsView {
     if (!this.refs) this.build();
     const r = this.refs;
     const st = this.state;
-    const name = CIRCUIT_MODELS.includes(st.model) ? st.model : (/^[\w.-]+$/.test(String(st.model ?? '')) ? String(st.model) : 'char-2l');
-    if (![...r.model.options].some((o) => o.value === name)) r.model.append(el('option', { value: name }, name));
-    r.model.value = name;
-    r.sort.value = ['token', 'row', 'col', 'both'].includes(st.sort) ? st.sort : 'token';
-    r.top.value = ['all', '80', '40', '20', '10'].includes(String(st.top)) ? String(st.top) : '40';
-    const zoom = Math.min(28, Math.max(3, Number(st.zoom) || 12));
+    const name = this.modelName;
+    r.sort.value = st.sort ?? 'token';
+    r.top.value = st.top ?? '40';
+    const zoom = st.zoom ?? 12;
     r.zoom.value = String(zoom);
-    const snapshot = /^step\d+$/.test(String(st.snapshot ?? '')) ? st.snapshot : '';
+    const snapshot = st.snapshot ?? '';
     const seq = (this._seq = (this._seq || 0) + 1);
     let model;
     try {
@@ -191,13 +179,15 @@ export class CsCircuits extends CsView {
     }
     if (seq !== this._seq) return;
     r.unavailable.hidden = true;
-    r.snapshot.replaceChildren(snapshot
-      ? [`Showing the training snapshot ${snapshot} of ${name}. `, el('button', { type: 'button', onclick: () => this.update({ snapshot: '' }) }, 'Use the final model')]
-      : `The final trained ${name}.`);
+    r.snapshot.replaceChildren(...(snapshot
+      ? [`Showing ${name} at training ${snapshot.replace('step', 'step ')}. `, el('button', { type: 'button', onclick: () => this.dispatch({ type: 'snapshot', snapshot: null }) }, 'Use the final model')]
+      : [`The final trained ${name}.`]));
     const cfg = model.config;
     const vocab = model.tokenizer.vocab;
     if (cfg.n_layers === 0) {
       r.head.replaceChildren();
+      delete r.head.dataset.key;   // the next model with heads lists them again
+      this._headKey = null;        // and draws its tables again
       r.status.textContent = `${name} has no attention layers: its logits are the direct path W_E W_U alone (a bigram table), shown below as the path expansion.`;
     }
     const [l, h] = cfg.n_layers ? parseHead(st.head, cfg) : [0, 0];
@@ -365,4 +355,4 @@ function barSvg(v, bound) {
     el('svg:line', { class: 'axis', x1: W / 2, x2: W / 2, y1: 0, y2: Hh }));
 }
 
-if (!customElements.get('cs-circuits')) customElements.define('cs-circuits', CsCircuits);
+if (!customElements.get(TAG)) customElements.define(TAG, CsCircuits);

@@ -1,10 +1,9 @@
 // Shared helpers for circuitscope's views (web/views/*.js): a DOM builder that never parses HTML,
-// plain-canvas heatmaps with colour-blind-safe palettes, a cached model loader over the WASM API,
+// plain-canvas heatmaps with colour-blind-safe palettes, the store's model loader re-exported,
 // downloads (CSV, JSON, PNG) and CsView, the base class of every <cs-*> view element.
 // Import from a view: `import { el, heatmap, getModel, CsView } from './common.js';`
-// Paths are resolved from this file's URL, so views also work when another page includes them.
-
-const SITE = new URL('../', import.meta.url);   // the site root (web/ when built: build/site/)
+// Paths are resolved from store.js's URL, so views also work when another page includes them.
+import { store, modelsFor } from '../store.js';
 
 // ---------------------------------------------------------------------------------------------
 // DOM
@@ -243,90 +242,9 @@ export function heatmap(canvas, tagged, options = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The module and models
+// The module and models: the store owns the registry and the cache; views import them from here.
 
-let modulePromise = null;
-const modelCache = new Map();
-
-/** The initialised WASM API (one instance for the page). */
-export function getModule() {
-  if (!modulePromise) {
-    modulePromise = import(new URL('wasm/circuitscope.js', SITE).href).then((m) => m.init());
-    modulePromise.catch(() => { modulePromise = null; });
-  }
-  return modulePromise;
-}
-
-/** URL of a file of the site (e.g. siteUrl('models/index.json')). */
-export function siteUrl(p) { return new URL(p, SITE).href; }
-
-/**
- * Loads (once) and returns models/<name>.safetensors as a LoadedModel, or with
- * {snapshot: 'step1000'} models/snapshots/<name>/<snapshot>.safetensors. The models are shared
- * between views: never delete() one you got from here. Rejects with an Error whose message says
- * which file could not be fetched or opened.
- */
-export function getModel(name, { snapshot = null } = {}) {
-  if (!/^[\w.-]+$/.test(String(name)) || (snapshot && !/^[\w.-]+$/.test(String(snapshot)))) {
-    return Promise.reject(new Error(`"${name}${snapshot ? '/' + snapshot : ''}" is not a model name.`));
-  }
-  const key = snapshot ? `${name}/${snapshot}` : name;
-  if (!modelCache.has(key)) {
-    const file = snapshot ? `models/snapshots/${name}/${snapshot}.safetensors` : `models/${name}.safetensors`;
-    const p = (async () => {
-      const cs = await getModule();
-      const res = await fetch(siteUrl(file));
-      if (!res.ok) throw new Error(`Could not fetch ${file} (HTTP ${res.status}).`);
-      const bytes = new Uint8Array(await res.arrayBuffer());
-      try {
-        return cs.load(bytes);
-      } catch (e) {
-        throw new Error(`Could not open ${file}: ${e.message}`);
-      }
-    })();
-    p.catch(() => modelCache.delete(key));
-    modelCache.set(key, p);
-  }
-  return modelCache.get(key);
-}
-
-let indexPromise = null;
-/**
- * The models of the site as [{file, name, title, description}] (name = file without
- * .safetensors): models/index.json's curated entries first, then any other model the build's
- * models/manifest.json lists (title = its name). Never rejects (an empty list at worst).
- */
-export function getModelIndex() {
-  if (!indexPromise) {
-    indexPromise = Promise.all([getJSON('models/index.json'), getJSON('models/manifest.json')]).then(([index, manifest]) => {
-      const list = (Array.isArray(index) ? index : [])
-        .filter((m) => m && typeof m.file === 'string')
-        .map((m) => ({ ...m, name: m.file.replace(/\.safetensors$/, '') }));
-      const known = new Set(list.map((m) => m.name));
-      for (const name of (manifest && Array.isArray(manifest.models) ? manifest.models : [])) {
-        if (typeof name === 'string' && !known.has(name)) list.push({ file: `${name}.safetensors`, name, title: name, description: '' });
-      }
-      return list;
-    });
-  }
-  return indexPromise;
-}
-
-/** models/manifest.json's snapshot names of a model (e.g. ["step0", "step100", ...]); [] if none. */
-export async function getSnapshots(name) {
-  const manifest = await getJSON('models/manifest.json');
-  const s = manifest?.snapshots?.[name];
-  return Array.isArray(s) ? s : [];
-}
-
-const jsonCache = new Map();
-/** Fetches (once) a JSON file of the site (e.g. 'models/report.json'); null if missing or bad. */
-export function getJSON(p) {
-  if (!jsonCache.has(p)) {
-    jsonCache.set(p, fetch(siteUrl(p)).then((r) => (r.ok ? r.json() : null)).catch(() => null));
-  }
-  return jsonCache.get(p);
-}
+export { getModule, getModel, getModelIndex, getSnapshots, getJSON, siteUrl } from '../store.js';
 
 // ---------------------------------------------------------------------------------------------
 // Downloads
@@ -526,44 +444,57 @@ export async function downloadPNG(name, element) {
 // The base class of views
 
 /**
- * class MyView extends CsView { render() {...} }  customElements.define('cs-my', MyView);
- * The app sets `view.state = {...whole state...}`; the view reads `this.state` in render() (called
- * after connect and after each state change, at most once per animation frame). When the user
- * changes something, the view calls `this.update({key: value})`, which merges it into its state,
- * re-renders and dispatches a bubbling `cs-state` CustomEvent whose detail is that partial state
- * (the app mirrors it in the URL hash). Standalone (no app), a view keeps its own state the same way.
- * Subclasses may define `static defaults` (merged under any given state).
+ * class MyView extends CsView { static view = 'mine'; render() {...} }  customElements.define('cs-my', MyView);
+ * A view holds no state of its own: `this.state` is the page's store (store.js), render() reads
+ * it (called after connect and after each change of the store, at most once per animation
+ * frame, and only while the view is the store's view), and every control changes it with
+ * `this.dispatch(action)` or `this.update({key: value})` (a 'set' action). Mounted alone in
+ * another page, a view sets the store's view to its own and reads its attributes into it once.
+ * `this.modelName` is the model the view shows: the state's, or the view's default from
+ * models/index.json.
  */
 export class CsView extends HTMLElement {
+  /** Attributes a view mounted alone reads into the store (name -> store key). */
+  static attributes = ['model', 'snapshot', 'text', 'head'];
+
   constructor() {
     super();
-    this._state = { ...(this.constructor.defaults || {}) };
     this._frame = 0;
+    this._unsubscribe = null;
   }
 
-  get state() { return this._state; }
+  get state() { return store.state; }
 
-  set state(obj) {
-    const prev = this._state;
-    this._state = { ...(this.constructor.defaults || {}), ...(obj || {}) };
-    this.stateChanged?.(prev, this._state);
-    this.requestRender();
-  }
+  get inApp() { return !!this.closest('[data-cs-app]'); }
 
-  /** Merge a change made by the user, re-render, and tell the app. */
-  update(partial) {
-    const prev = this._state;
-    this._state = { ...this._state, ...partial };
-    this.stateChanged?.(prev, this._state);
-    this.requestRender();
-    this.dispatchEvent(new CustomEvent('cs-state', { detail: partial, bubbles: true, composed: true }));
-  }
+  /** Whether the store shows this view (a view mounted alone always shows). */
+  get active() { return store.state.view === this.constructor.view; }
+
+  /** The model this view shows: the state's, or the first models/index.json lists for the view. */
+  get modelName() { return this.state.model ?? this._defaultModel ?? null; }
+
+  dispatch(action) { store.dispatch(action); }
+
+  /** A plain change of settings (a 'set' action). */
+  update(values) { store.dispatch({ type: 'set', values }); }
 
   connectedCallback() {
-    this.requestRender();
+    if (!this.inApp && !this._attrsRead) {
+      this._attrsRead = true;
+      const values = { view: this.constructor.view };
+      for (const a of this.constructor.attributes) if (this.hasAttribute(a)) values[a] = this.getAttribute(a);
+      this.update(values);
+    }
+    this._unsubscribe ??= store.subscribe(() => this.requestRender());
+    modelsFor(this.constructor.view).then((list) => {
+      this._defaultModel = list[0]?.name ?? null;
+      this.requestRender();
+    });
   }
 
   disconnectedCallback() {
+    this._unsubscribe?.();
+    this._unsubscribe = null;
     if (this._frame) cancelAnimationFrame(this._frame);
     if (this._nowFrame) cancelAnimationFrame(this._nowFrame);
     this._frame = 0;
@@ -571,7 +502,7 @@ export class CsView extends HTMLElement {
   }
 
   requestRender() {
-    if (this._frame || !this.isConnected) return;
+    if (this._frame || !this.isConnected || !this.active || this._defaultModel === undefined) return;
     this._frame = requestAnimationFrame(() => {
       this._frame = 0;
       this._render();
@@ -586,23 +517,29 @@ export class CsView extends HTMLElement {
    * still costs one render per frame.
    */
   renderNow() {
-    if (!this.isConnected) return;
+    if (!this.isConnected || !this.active) return;
     if (this._nowFrame) { this.requestRender(); return; }
     if (this._frame) { cancelAnimationFrame(this._frame); this._frame = 0; }
     this._nowFrame = requestAnimationFrame(() => { this._nowFrame = 0; });
     this._render();
   }
 
+  /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {
+    const version = store.version;
+    const done = () => {
+      if (!(Number(this.dataset.version) > version)) this.dataset.version = String(version);
+    };
     try {
       const r = this.render?.();
-      if (r && typeof r.catch === 'function') r.catch((e) => this.showError(e));
+      if (r && typeof r.then === 'function') r.then(done, (e) => { this.showError(e); done(); });
+      else done();
     } catch (e) {
       this.showError(e);
+      done();
     }
     this.addPanelExports();
   }
-
   /**
    * Gives every panel (section.cs-panel with a heading) a button that downloads it as a PNG,
    * named after the heading. Hidden with the other controls in embed mode.
@@ -620,6 +557,20 @@ export class CsView extends HTMLElement {
       }, 'PNG');
       panel.prepend(button);
     }
+  }
+
+  /**
+   * Says what an action just did (a passing remark, not part of the state): in the app's status
+   * line, or alone on a page, in an alert box at the top of the view.
+   */
+  announce(message) {
+    if (this.inApp) {
+      this.dispatchEvent(new CustomEvent('cs-status', { detail: { message }, bubbles: true, composed: true }));
+      return;
+    }
+    let box = this.querySelector(':scope > .cs-view-status');
+    if (!box) box = this.insertBefore(el('p', { class: 'cs-view-status status', role: 'status' }), this.firstChild);
+    box.textContent = message;
   }
 
   /** Reports an error inside the view (role=alert) and to the app (cs-error event). */

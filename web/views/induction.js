@@ -15,8 +15,10 @@
 // or set `element.state = {model: 'char-2l', text: '...', head: 'L1H2', ablate: ['L0H1']}`.
 // It dispatches bubbling `cs-state` events (detail: the changed keys) when the user changes
 // something. Outside the app it shows its own model picker.
-import { el, heatmap, getModel, getModelIndex, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, pixelTable, packPixel, PIXEL_LEVELS, CsView } from './common.js';
-import { parseHead, headName, interventionOf } from '../state.js';
+import { el, heatmap, getModel, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, pixelTable, packPixel, PIXEL_LEVELS, CsView } from './common.js';
+import { parseHead, headName, interventionOf } from '../store.js';
+
+export const TAG = 'cs-induction';
 
 const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
@@ -51,11 +53,7 @@ function findRepeat(ids, from) {
 }
 
 export class CsInduction extends CsView {
-  static defaults = { model: null, text: null, head: null, ablate: [], pos: null, snapshot: null };
-  static defaultModel = 'char-2l';
-  /** Models this view can show (the app's model switcher lists these). */
-  static modelFilter(entry) { return /^char-/.test(entry.name); }
-  static get observedAttributes() { return ['model', 'text']; }
+  static view = 'induction';
 
   constructor() {
     super();
@@ -72,17 +70,10 @@ export class CsInduction extends CsView {
     this.shown = {};            // keys of what each part of the view shows, to skip unchanged parts
   }
 
-  attributeChangedCallback(name, _old, value) {
-    if (this.built) return;
-    if (name === 'model' || name === 'text') this._state = { ...this._state, [name]: value };
-  }
-
   connectedCallback() {
     if (!this.built) this.build();
     super.connectedCallback();
   }
-
-  get inApp() { return !!this.closest('[data-cs-app]'); }
 
   /** The token spans, in order (index = token position). */
   get tokenEls() { return this.toks.map((r) => r.span); }
@@ -96,9 +87,6 @@ export class CsInduction extends CsView {
     const id = (s) => `ind-${s}`;
     this.els = {};
     const E = this.els;
-    E.modelSelect = el('select', { id: id('model'), onchange: () => this.update({ model: E.modelSelect.value, snapshot: null, head: null, ablate: [], pos: null }) });
-    E.modelField = el('div', { class: 'field standalone-only' }, el('label', { for: id('model') }, 'Model'), E.modelSelect);
-    E.modelField.hidden = this.inApp;
     E.text = el('textarea', {
       id: id('text'), rows: 4, spellcheck: 'false', autocomplete: 'off', class: 'ind-text',
       oninput: () => { this.update({ text: E.text.value, pos: null }); this.renderNow(); },
@@ -139,7 +127,6 @@ export class CsInduction extends CsView {
       el('section', { class: 'panel ind-input', 'aria-labelledby': id('in-h') },
         el('h2', { id: id('in-h') }, 'Induction heads'),
         el('p', { class: 'explain' }, 'An induction head looks back for an earlier copy of the current token, attends to the token that followed it and predicts it again. Type, or repeat your text, and watch the second copy\'s loss drop and a stripe appear in the induction head\'s pattern.'),
-        el('div', { class: 'controls' }, E.modelField),
         el('label', { for: id('text') }, 'Text (character-level: every character is a token)'),
         E.text,
         el('div', { class: 'button-row controls-only' }, E.repeat, E.random, E.clearAbl, E.csv, E.png),
@@ -184,22 +171,8 @@ export class CsInduction extends CsView {
   // ---------------------------------------------------------------------------------------------
   // Model
 
-  async populateModels() {
-    if (this.modelsListed) return;
-    this.modelsListed = true;
-    const list = (await getModelIndex()).filter((m) => CsInduction.modelFilter(m));
-    const E = this.els;
-    E.modelSelect.replaceChildren(...list.map((m) => el('option', { value: m.name }, m.title || m.name)));
-    this.availableModels = list.map((m) => m.name);
-    if (this.state.model) E.modelSelect.value = this.state.model;
-  }
-
-  wantedModel() {
-    return this.state.model || CsInduction.defaultModel;
-  }
-
   ensureModel() {
-    const name = this.wantedModel();
+    const name = this.modelName;
     const key = this.state.snapshot ? `${name}/${this.state.snapshot}` : name;
     if (this.modelKey === key) return true;
     if (this.loadingKey === key) return false;
@@ -214,7 +187,8 @@ export class CsInduction extends CsView {
       this.buffers = null;
       this.dataset.model = key;
       const c = m.config;
-      this.els.status.textContent = `${key}: ${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} heads, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.`;
+      const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
+      this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.`;
       this.requestRender();
       this.scheduleRandomScores();
     }, (e) => {
@@ -237,7 +211,7 @@ export class CsInduction extends CsView {
       } catch (e) {
         this.randomScores.set(m, { error: e.message });
       }
-      if (this.model === m) this.renderScores();
+      if (this.model === m) this.requestRender();   // the default head is the strongest induction head
     }, 50);
   }
 
@@ -354,12 +328,8 @@ export class CsInduction extends CsView {
 
   render() {
     const E = this.els;
-    const inApp = this.inApp;
-    if (E.modelField.hidden !== inApp) E.modelField.hidden = inApp;
-    this.populateModels();
     const text = this.state.text ?? SAMPLE;
     if (E.text.value !== text) E.text.value = text;
-    if (!inApp && E.modelSelect.value !== this.wantedModel()) E.modelSelect.value = this.wantedModel();
     if (!this.ensureModel()) return;
     let a;
     try {
@@ -372,7 +342,7 @@ export class CsInduction extends CsView {
     const c = this.model.config;
     const sel = parseHead(this.state.head);
     this.head = sel && sel[0] < c.n_layers && sel[1] < c.n_heads ? sel : this.defaultHead();
-    const headKey = headName(...this.head);
+    const headKey = this.head ? headName(...this.head) : null;
     const ablate = this.state.ablate || [];
     this.renderNote(a);
     this.renderTokens(a);
@@ -391,7 +361,9 @@ export class CsInduction extends CsView {
       };
       Object.defineProperty(this.lastResult, 'analysis', { value: a, enumerable: false });
     }
-    if (this.dataset.ready !== 'true') this.dataset.ready = 'true';
+    // Ready once the default head is known (it comes from the random-token scores).
+    const ready = this.randomScores.get(this.model) ? 'true' : 'false';
+    if (this.dataset.ready !== ready) this.dataset.ready = ready;
     this.dataset.renders = String((Number(this.dataset.renders) || 0) + 1);
     this.dispatchEvent(new CustomEvent('cs-rendered', { bubbles: true }));
   }
@@ -399,6 +371,7 @@ export class CsInduction extends CsView {
   defaultHead() {
     // The strongest induction head by the random-token score if known, else the last head.
     const c = this.model.config;
+    if (!c.n_layers) return null;
     const rs = this.randomScores.get(this.model);
     if (rs && rs.prefix_matching) {
       let best = 0;
@@ -406,7 +379,7 @@ export class CsInduction extends CsView {
       for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;
       return [Math.floor(best / c.n_heads), best % c.n_heads];
     }
-    return [c.n_layers - 1, c.n_heads - 1];
+    return c.n_layers ? [c.n_layers - 1, c.n_heads - 1] : null;
   }
 
   /** Sets el.textContent unless it already shows `text` (remembered under `key` in this.shown). */
@@ -522,10 +495,10 @@ export class CsInduction extends CsView {
     if (!a || !this.toks.length) return;
     const q = this.focusPos();
     const c = this.model.config;
-    const [l, h] = this.head;
+    const [l, h] = this.head ?? [0, 0];
     const loss = a.run ? a.run.loss.data : null;
     let row = null;
-    if (q !== null && a.run) {
+    if (q !== null && a.run && this.head) {
       row = a.run.patterns.data.subarray(((l * c.n_heads + h) * a.T + q) * a.T, ((l * c.n_heads + h) * a.T + q + 1) * a.T);
     }
     this.setLegend(row ? 'attention' : 'loss');
@@ -605,13 +578,14 @@ export class CsInduction extends CsView {
     }
     const q = this.focusPos();
     const c = this.model.config;
-    const [l, h] = this.head;
-    const key = q === null ? `hint|${headName(l, h)}` : { a, q, l, h };
+    const [l, h] = this.head ?? [-1, -1];
+    const headText = this.head ? headName(l, h) : null;
+    const key = q === null ? `hint|${headText}` : { a, q, l, h };
     const prev = this.shown.focus;
     if (prev === key || (typeof key === 'object' && prev && prev.a === a && prev.q === q && prev.l === l && prev.h === h)) return;
     this.shown.focus = key;
     if (q === null) {
-      E.focusInfo.replaceChildren(el('p', { class: 'explain' }, `Hover or focus a token to see where ${headName(l, h)} attends from it and what the model predicts next.`));
+      E.focusInfo.replaceChildren(el('p', { class: 'explain' }, headText ? `Hover or focus a token to see where ${headText} attends from it and what the model predicts next.` : 'Hover or focus a token to see what the model predicts next.'));
       return;
     }
     const V = c.d_vocab;
@@ -638,11 +612,11 @@ export class CsInduction extends CsView {
     }));
     // Where the head attends: the top keys.
     const base = ((l * c.n_heads + h) * a.T + q) * a.T;
-    const keys = Array.from({ length: q + 1 }, (_, k) => k).sort((x, y) => a.run.patterns.data[base + y] - a.run.patterns.data[base + x]).slice(0, 3);
+    const keys = this.head ? Array.from({ length: q + 1 }, (_, k) => k).sort((x, y) => a.run.patterns.data[base + y] - a.run.patterns.data[base + x]).slice(0, 3) : [];
     const tokName = (k) => (k < a.bos ? 'BOS' : showTok(a.text.slice(a.begins[k], a.ends[k])));
     E.focusInfo.replaceChildren(
       el('p', {}, el('strong', {}, `Token ${q} `), el('code', {}, tokName(q)), q + 1 < a.T ? ` (next: ` : '', q + 1 < a.T ? el('code', {}, tokName(q + 1)) : '', q + 1 < a.T ? ')' : ''),
-      el('p', {}, `${headName(l, h)} attends most to: `, keys.map((k, i) => [i ? ', ' : '', el('code', {}, tokName(k)), ` @${k} (${(a.run.patterns.data[base + k] * 100).toFixed(0)}%)`])),
+      headText && el('p', {}, `${headText} attends most to: `, keys.map((k, i) => [i ? ', ' : '', el('code', {}, tokName(k)), ` @${k} (${(a.run.patterns.data[base + k] * 100).toFixed(0)}%)`])),
       el('p', { class: 'muted' }, a.ablating ? 'Top-5 next tokens (with the ablation):' : 'Top-5 next tokens:'),
       list);
   }
@@ -724,7 +698,7 @@ export class CsInduction extends CsView {
     }
     const byName = new Map(a.scores.map((s) => [s.name, s]));
     for (const t of E.thumbs) {
-      const isSel = this.head[0] === t.l && this.head[1] === t.h;
+      const isSel = !!this.head && this.head[0] === t.l && this.head[1] === t.h;
       if (t.sel !== isSel) {
         t.sel = isSel;
         t.select.setAttribute('aria-pressed', String(isSel));
@@ -774,10 +748,12 @@ export class CsInduction extends CsView {
 
   renderBig(a) {
     const E = this.els;
-    const [l, h] = this.head;
     const c = this.model.config;
+    const none = !a.run || !this.head;   // no tokens, or a model without attention heads
+    if (E.big.hidden !== none) E.big.hidden = none;
+    if (none) { this.setText('bigCaption', E.bigCaption, ''); this.shown.big = null; return; }
+    const [l, h] = this.head;
     const name = headName(l, h);
-    if (!a.run || !c.n_layers) { this.setText('bigCaption', E.bigCaption, ''); return; }
     const T = a.T;
     const ablated = (this.state.ablate || []).includes(name);
     const prev = this.shown.big;
@@ -859,7 +835,7 @@ export class CsInduction extends CsView {
       const row = E.scoreRows[i];
       if (!row) return;
       const rv = (k) => (rs && rs[k] ? fmt(rs[k].data[i]) : rs && rs.error ? 'error' : '…');
-      const sel = this.head[0] === s.layer && this.head[1] === s.head;
+      const sel = !!this.head && this.head[0] === s.layer && this.head[1] === s.head;
       if (row.shown.sel !== sel) { row.shown.sel = sel; row.tr.classList.toggle('selected', sel); }
       put(row, 'prefix', row.cells.prefix, fmt(s.prefix));
       put(row, 'previous', row.cells.previous, fmt(s.previous));
@@ -895,7 +871,7 @@ export class CsInduction extends CsView {
       note = `Only the last ${max} characters were repeated, so that both copies fit in the context.`;
     }
     this.update({ text: base + base, pos: null });
-    if (note) queueMicrotask(() => { this.els.note.textContent = note + ' ' + this.els.note.textContent; this.els.note.hidden = false; });
+    if (note) this.announce(note);
   }
 
   insertRandom() {
@@ -964,7 +940,7 @@ function attnColor(t) {
   return `rgb(${Math.round(r)}, ${Math.round(g)}, ${Math.round(b)})`;
 }
 
-if (!customElements.get('cs-induction')) customElements.define('cs-induction', CsInduction);
+if (!customElements.get(TAG)) customElements.define(TAG, CsInduction);
 
 // Preload the module so that the first model arrives sooner.
 getModule().catch(() => {});

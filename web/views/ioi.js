@@ -24,15 +24,28 @@
 // Changes the user makes are reported with a bubbling `cs-state` event (detail: the changed keys).
 // All user text reaches the page through textContent (el() never parses HTML).
 import { el, heatmap, divergingColor, getModel, getJSON, downloadCSV, downloadJSON, CsView } from './common.js';
+import { interventionOf, modelsFor } from '../store.js';
 
-export const IOI_MODELS = [
-  { name: 'ioi-1l1h', label: '1 layer, 1 head' },
-  { name: 'ioi-1l2h', label: '1 layer, 2 heads' },
-  { name: 'ioi-2l1h', label: '2 layers, 1 head each' },
-  { name: 'ioi-1l2h-nopos', label: '1 layer, 2 heads, no positional embedding' },
-  { name: 'ioi-templates-1l2h', label: 'sentence templates: 1 layer, 2 heads', templates: true },
-  { name: 'ioi-templates-2l', label: 'sentence templates: 2 layers', templates: true },
-];
+export const TAG = 'cs-ioi';
+
+/**
+ * The IOI models of the site (models/index.json), each with its label (its title after the
+ * name) and whether it is a sentence-template model (its ioiTask() says so): [{name, label,
+ * templates, model | error}].
+ */
+let zooPromise = null;
+function ioiModels() {
+  zooPromise ??= modelsFor('ioi').then((list) => Promise.all(list.map(async (m) => {
+    const label = String(m.title || m.name).replace(/^[^:]*:\s*/, '');
+    try {
+      const model = await getModel(m.name);
+      return { name: m.name, label, templates: !!model.ioiTask(), model };
+    } catch (e) {
+      return { name: m.name, label, templates: false, error: e.message };
+    }
+  })));
+  return zooPromise;
+}
 /** The evaluation splits of a sentence-template model, with what each holds. */
 export const IOI_SPLITS = [
   { split: 'train', what: 'templates and name pairs trained on' },
@@ -45,7 +58,6 @@ const DEFAULT_NAMES = ['Mary', 'John', 'Alice', 'Bob', 'Eve', 'Dan'];
 const TOP_NAMES = 5;   // probability rows of a template model: the most probable names, plus IO and S
 const pct = (x) => `${(100 * x).toFixed(x === 1 || x === 0 ? 0 : 1)}%`;
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
-const isTemplateModel = (name) => !!IOI_MODELS.find((m) => m.name === name)?.templates;
 const unset = (v) => v === null || v === undefined || v === '';
 let uid = 0;
 
@@ -201,45 +213,18 @@ export function bar(value, bound, { diverging = true, label = '' } = {}) {
 }
 
 export class CsIoi extends CsView {
-  static defaults = { model: 'ioi-1l2h', order: 'IOSS', io: null, s: null, names: DEFAULT_NAMES.join(','), removePos: '', cut: '', tpl: null, place: null, object: null };
-  static defaultModel = 'ioi-1l2h';
-  /** The app's model switcher lists only the IOI models for this view. */
-  static modelFilter(entry) { return IOI_MODELS.some((m) => m.name === entry.name); }
+  static view = 'ioi';
+  static attributes = ['model', 'order', 'io', 's', 'names', 'tpl', 'place', 'object'];
 
-  connectedCallback() {
-    // Standalone: attributes seed the state (the app overwrites it with `state = ...`).
-    if (!this._attrsRead) {
-      this._attrsRead = true;
-      const fromAttrs = {};
-      for (const k of ['model', 'order', 'io', 's', 'names', 'cut', 'tpl', 'place', 'object']) if (this.hasAttribute(k)) fromAttrs[k] = this.getAttribute(k);
-      if (this.hasAttribute('removepos')) fromAttrs.removePos = this.getAttribute('removepos') || '1';
-      if (Object.keys(fromAttrs).length) this._state = { ...this._state, ...fromAttrs };
-    }
-    super.connectedCallback();
+  /** The composition the state cuts whole ("*>*.q" -> 'q'), or ''. */
+  static cutInput(state) {
+    const c = (state.cut || []).find((x) => /^\*>\*\.[qkv]$/.test(x));
+    return c ? c.slice(-1) : '';
   }
 
-  /**
-   * Names and template settings mean nothing to the other kind of model: when the model switches
-   * between a symbolic and a sentence-template one and they did not change with it, they go back
-   * to the new model's defaults (and the app hears of it).
-   */
-  stateChanged(prev, next) {
-    if (!prev || isTemplateModel(prev.model) === isTemplateModel(next.model)) return;
-    const carried = ['io', 's', 'tpl', 'place', 'object'].filter((k) => !unset(next[k]) && next[k] === prev[k]);
-    if (!carried.length) return;
-    const reset = Object.fromEntries(carried.map((k) => [k, null]));
-    this._state = { ...next, ...reset };
-    queueMicrotask(() => this.dispatchEvent(new CustomEvent('cs-state', { detail: reset, bubbles: true, composed: true })));
-  }
-
-  /** The intervention the toggles describe, for `model` (cut only on models with 2+ layers). */
+  /** The intervention of the state, for `model`. */
   intervention(model) {
-    const st = this.state;
-    let iv = {};
-    const cut = String(st.cut || '').toLowerCase();
-    if (['q', 'k', 'v'].includes(cut) && model.config.n_layers > 1) iv = model.cutComposition(cut);
-    if (st.removePos && st.removePos !== '0' && st.removePos !== 'false') iv = { ...iv, removePos: true };
-    return iv;
+    return interventionOf(this.state, model.config);
   }
 
   build() {
@@ -247,16 +232,12 @@ export class CsIoi extends CsView {
     this.classList.add('cs-view');
     this.refs = {};
     const r = this.refs;
-    const option = (m) => el('option', { value: m.name }, `${m.name} (${m.label})`);
-    r.modelSelect = el('select', { id: `${id}-model`, onchange: () => this.update({ model: r.modelSelect.value }) },
-      el('optgroup', { label: 'Symbolic task (names A–F)' }, IOI_MODELS.filter((m) => !m.templates).map(option)),
-      el('optgroup', { label: 'Sentence templates' }, IOI_MODELS.filter((m) => m.templates).map(option)));
-    r.removePos = el('input', { type: 'checkbox', id: `${id}-nopos`, onchange: () => this.update({ removePos: r.removePos.checked ? '1' : '' }) });
-    r.cut = el('select', { id: `${id}-cut`, onchange: () => this.update({ cut: r.cut.value }) },
+    r.removePos = el('input', { type: 'checkbox', id: `${id}-nopos`, onchange: () => this.update({ nopos: r.removePos.checked }) });
+    r.cut = el('select', { id: `${id}-cut`, onchange: () => this.update({ cut: r.cut.value ? [`*>*.${r.cut.value}`] : [] }) },
       el('option', { value: '' }, 'nothing'),
-      el('option', { value: 'Q' }, 'Q-composition (layer 0 → query of layer 1)'),
-      el('option', { value: 'K' }, 'K-composition (layer 0 → key of layer 1)'),
-      el('option', { value: 'V' }, 'V-composition (layer 0 → value of layer 1)'));
+      el('option', { value: 'q' }, 'Q-composition (layer 0 → query of layer 1)'),
+      el('option', { value: 'k' }, 'K-composition (layer 0 → key of layer 1)'),
+      el('option', { value: 'v' }, 'V-composition (layer 0 → value of layer 1)'));
     r.cutNote = el('span', { class: 'cs-note' });
     r.archExplain = el('p', { class: 'cs-explain' });
     r.accuracy = el('p', { class: 'cs-accuracy', role: 'status', 'aria-live': 'polite' });
@@ -276,6 +257,7 @@ export class CsIoi extends CsView {
         type: 'text', id: `${id}-${key}`, list: `${id}-known`, autocomplete: 'off', spellcheck: 'false', maxlength: 64,
         oninput: () => { if (this._knows?.(input.value)) this.setName(key, input.value); },
         onchange: () => this.setName(key, input.value),
+        onblur: () => this.renderNow(),   // the field shows the name as the model spells it
       });
       return input;
     };
@@ -283,6 +265,7 @@ export class CsIoi extends CsView {
     r.s = nameInput('s');
     r.nameInputs = LETTERS.map((L, i) => el('input', {
       type: 'text', id: `${id}-name-${L}`, size: 8, autocomplete: 'off', spellcheck: 'false', maxlength: 24,
+      onblur: () => this.renderNow(),
       onchange: () => {
         const names = parseNames(this.state.names);
         names[i] = r.nameInputs[i].value.replace(/,/g, ' ').trim() || DEFAULT_NAMES[i];
@@ -343,7 +326,6 @@ export class CsIoi extends CsView {
         el('h2', { id: `${id}-h-arch` }, 'Indirect object identification: architecture'),
         r.archExplain,
         el('div', { class: 'cs-controls' },
-          field('Model', r.modelSelect),
           el('div', { class: 'cs-field cs-check' }, r.removePos, el('label', { for: r.removePos.id }, 'Remove the positional embedding')),
           field('Cut composition', r.cut, r.cutNote)),
         r.accuracy,
@@ -437,6 +419,7 @@ export class CsIoi extends CsView {
     r.headsNote.textContent = '';
     r.patterns.replaceChildren();
     r.lens.replaceChildren();
+    r.lensExplain.textContent = '';
     this._numbers = null;
   }
 
@@ -444,13 +427,12 @@ export class CsIoi extends CsView {
     if (!this.refs) this.build();
     const r = this.refs;
     const st = this.state;
-    const modelName = IOI_MODELS.some((m) => m.name === st.model) ? st.model : 'ioi-1l2h';
+    const modelName = this.modelName;
 
     // Controls mirror the state (never rebuilt, so focus stays where it was).
-    r.modelSelect.value = modelName;
     r.order.value = st.order === 'SIOS' ? 'SIOS' : 'IOSS';
-    r.removePos.checked = !!st.removePos && st.removePos !== '0' && st.removePos !== 'false';
-    r.cut.value = ['Q', 'K', 'V'].includes(String(st.cut || '').toUpperCase()) ? String(st.cut).toUpperCase() : '';
+    r.removePos.checked = st.nopos;
+    r.cut.value = CsIoi.cutInput(st);
     this.dataset.ready = 'false';
 
     const seq = ++this._seq || (this._seq = 1);
@@ -465,7 +447,7 @@ export class CsIoi extends CsView {
     this.clearError();
     const twoLayer = model.config.n_layers > 1;
     r.cut.disabled = !twoLayer;
-    r.cutNote.textContent = twoLayer ? '' : 'only for 2-layer models (ioi-2l1h, ioi-templates-2l)';
+    r.cutNote.textContent = twoLayer ? '' : 'only for models with two or more layers';
     r.removePos.disabled = model.config.pos_embed === 'none';
     const task = model.ioiTask();
     this.dataset.kind = task ? 'templates' : 'symbolic';
@@ -519,6 +501,7 @@ export class CsIoi extends CsView {
       unknown: (text, role) => `The model does not know the name "${String(text ?? '').trim()}" (${role}).`,
       knownLine: `It knows six names: ${known}. Rename them above to use other names.` })) {
       this.clearResults();
+      this.dataset.ready = 'true';   // settled: the message says what to change
       return;
     }
     const letters = r.order.value === 'SIOS' ? [s, io, s] : [io, s, s];
@@ -740,7 +723,7 @@ export class CsIoi extends CsView {
   async renderSplits(model, modelName, iv, seq) {
     const r = this.refs;
     const changes = this.changes(iv);
-    const ivKey = `${iv.cut?.length ? r.cut.value : ''}|${iv.removePos ? 1 : 0}`;
+    const ivKey = JSON.stringify(iv);
     const now = splitAccuracy(model, modelName, iv, ivKey);
     const base = changes.length ? splitAccuracy(model, modelName, {}, '|0') : now;
     r.splitHead.replaceChildren(el('tr', {}, ['split', 'what it holds', 'accuracy', 'correct', 'mean p(IO)', 'mean p(S)', 'mean logit difference',
@@ -777,15 +760,8 @@ export class CsIoi extends CsView {
 
   /** The sentence-template models side by side (no intervention). */
   async renderTemplateZoo(current, seq) {
-    const models = IOI_MODELS.filter((m) => m.templates);
-    const rows = await Promise.all(models.map(async (m) => {
-      try {
-        const model = await getModel(m.name);
-        return { ...m, splits: await splitAccuracy(model, m.name, {}, '|0').promise };
-      } catch (e) {
-        return { ...m, error: e.message };
-      }
-    }));
+    const models = (await ioiModels()).filter((m) => m.templates);
+    const rows = await Promise.all(models.map(async (m) => (m.error ? m : { ...m, splits: await splitAccuracy(m.model, m.name, {}, '|0').promise })));
     if (seq !== this._seq) return;
     this.refs.tplZoo.replaceChildren(...rows.map((m) => el('tr', { class: m.name === current ? 'current' : null, dataset: { model: m.name } },
       el('th', { scope: 'row' }, m.name === current ? `▸ ${m.name}` : m.name),
@@ -801,7 +777,7 @@ export class CsIoi extends CsView {
   changes(iv) {
     const out = [];
     if (iv.removePos) out.push('without the positional embedding');
-    if (iv.cut?.length) out.push(`with ${this.refs.cut.value}-composition cut`);
+    if (iv.cut?.length) out.push(`with ${CsIoi.cutInput(this.state).toUpperCase() || 'some'}-composition cut`);
     return out;
   }
 
@@ -881,15 +857,10 @@ export class CsIoi extends CsView {
   /** The comparison table of the four symbolic architectures (models that fail to load say so). */
   async renderZoo(current) {
     if (!this._zoo) {
-      this._zoo = Promise.all(IOI_MODELS.filter((m) => !m.templates).map(async (m) => {
+      this._zoo = ioiModels().then((list) => Promise.all(list.filter((m) => !m.templates).map(async (m) => {
         const seeds = await getJSON(`models/${m.name}.seeds.json`);
-        try {
-          const model = await getModel(m.name);
-          return { ...m, accuracy: model.ioiEvaluate().accuracy, seeds };
-        } catch (e) {
-          return { ...m, error: e.message, seeds };
-        }
-      }));
+        return { ...m, accuracy: m.error ? undefined : m.model.ioiEvaluate().accuracy, seeds };
+      })));
     }
     const zoo = await this._zoo;
     this.refs.zoo.replaceChildren(...zoo.map((m) => el('tr', { class: m.name === current ? 'current' : null, dataset: { model: m.name, accuracy: m.accuracy ?? '' } },
@@ -902,4 +873,4 @@ export class CsIoi extends CsView {
   }
 }
 
-if (!customElements.get('cs-ioi')) customElements.define('cs-ioi', CsIoi);
+if (!customElements.get(TAG)) customElements.define(TAG, CsIoi);

@@ -10,17 +10,19 @@
 // Optional attribute `src` (default models/report.json, relative to the site root). No state of
 // its own; links change the page's hash, which the app turns into state.
 import { el, getJSON, downloadCSV, CsView } from './common.js';
-import { decodeHash, encodeState, VERSION } from '../state.js';
+import { decodeHash, encodeState } from '../store.js';
+
+export const TAG = 'cs-report';
 
 /**
- * The report's `view` ("#view=ioi&model=ioi-2l1h&cut=Q", written by the C++ report without the
- * page's link version) as a link the page opens: versioned, checked by the same codec as any
- * shared link; null when it is not one.
+ * The report's `view` ("#view=ioi&model=ioi-2l1h&cut=Q", written by the C++ report in the
+ * link form of version 1, without the version) as a link the page opens: versioned, checked by
+ * the same codec as any shared link; null when it is not one.
  */
 export function viewLink(view) {
   if (typeof view !== 'string' || !view.startsWith('#')) return null;
   const p = new URLSearchParams(view.slice(1));
-  if (!p.has('v')) p.set('v', String(VERSION));
+  if (!p.has('v')) p.set('v', '1');
   const { state, error } = decodeHash(p.toString());
   return error ? null : `#${encodeState(state)}`;
 }
@@ -39,6 +41,9 @@ const SEEDS = {
 };
 
 export class CsReport extends CsView {
+  static view = 'report';
+  static attributes = [];
+
   async render() {
     if (this._built) return;
     this._built = true;
@@ -81,4 +86,4 @@ export class CsReport extends CsView {
   }
 }
 
-if (!customElements.get('cs-report')) customElements.define('cs-report', CsReport);
+if (!customElements.get(TAG)) customElements.define(TAG, CsReport);

@@ -19,15 +19,13 @@
 //   <cs-training model="char-2l"></cs-training>
 // Attributes (standalone) or state keys (set by the app): model (char-1l | char-2l |
 // char-1l-smeared), snapshot ("step<N>"). Changes go out as `cs-state` events.
-import { el, getModel, getModule, getJSON, siteUrl, sequentialColor, downloadCSV, CsView } from './common.js';
+import { el, getModel, getModule, getJSON, getSnapshots, siteUrl, sequentialColor, downloadCSV, CsView } from './common.js';
+import { encodeState, DEFAULT_STATE } from '../store.js';
+
+export const TAG = 'cs-training';
 import { LineChart, destroyCharts, stylesReady } from './charts.js';
 import { TrainerClient } from '../worker-client.js';
 
-export const TRAINING_MODELS = [
-  { name: 'char-1l', label: '1 layer (no induction heads expected)' },
-  { name: 'char-2l', label: '2 layers (induction heads)' },
-  { name: 'char-1l-smeared', label: '1 layer with smeared keys' },
-];
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
 let uid = 0;
@@ -170,17 +168,8 @@ export function trajectoryChart(points, options = {}) {
 }
 
 export class CsTraining extends CsView {
-  static defaults = { model: 'char-2l', snapshot: '' };
-
-  connectedCallback() {
-    if (!this._attrsRead) {
-      this._attrsRead = true;
-      const a = {};
-      for (const k of ['model', 'snapshot']) if (this.hasAttribute(k)) a[k] = this.getAttribute(k);
-      if (Object.keys(a).length) this._state = { ...this._state, ...a };
-    }
-    super.connectedCallback();
-  }
+  static view = 'training';
+  static attributes = ['model', 'snapshot'];
 
   disconnectedCallback() {
     super.disconnectedCallback();
@@ -193,13 +182,11 @@ export class CsTraining extends CsView {
     this.classList.add('cs-view');
     const r = (this.refs = {});
     const field = (text, control) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, text), control);
-    r.model = el('select', { id: `${id}-model`, onchange: () => this.update({ model: r.model.value, snapshot: '' }) },
-      TRAINING_MODELS.map((m) => el('option', { value: m.name }, `${m.name}: ${m.label}`)));
     r.summary = el('p', { role: 'status', 'aria-live': 'polite' });
     r.charts = el('div', { class: 'cs-grid2' });
     r.slider = el('input', { type: 'range', id: `${id}-step`, min: 0, max: 0, step: 1, disabled: true,
       oninput: () => { r.sliderValue.textContent = this.snapLabel(+r.slider.value); },
-      onchange: () => this._snapSteps && this.update({ snapshot: +r.slider.value < this._snapSteps.length ? `step${this._snapSteps[+r.slider.value]}` : '' }) });
+      onchange: () => this._snapSteps && this.dispatch({ type: 'snapshot', snapshot: +r.slider.value < this._snapSteps.length ? `step${this._snapSteps[+r.slider.value]}` : null }) });
     r.sliderValue = el('output', { for: r.slider.id });
     r.snapInfo = el('p', { class: 'cs-note', role: 'status', 'aria-live': 'polite' });
 
@@ -218,7 +205,6 @@ export class CsTraining extends CsView {
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h` },
         el('h2', { id: `${id}-h` }, 'Training: the induction-head phase change'),
-        el('div', { class: 'cs-controls' }, field('Model', r.model)),
         r.summary, r.charts,
         el('h3', {}, 'Snapshots'),
         el('div', { class: 'cs-controls' }, field('Training step of the snapshot to use', r.slider), r.sliderValue),
@@ -235,8 +221,7 @@ export class CsTraining extends CsView {
     if (!this.refs) this.build();
     const r = this.refs;
     const st = this.state;
-    const name = TRAINING_MODELS.some((m) => m.name === st.model) ? st.model : 'char-2l';
-    r.model.value = name;
+    const name = this.modelName;
     if (this._metricsFor !== name) {
       this._metricsFor = name;
       this._loading = this.loadModelData(name);
@@ -244,6 +229,8 @@ export class CsTraining extends CsView {
     await this._loading;
     if (this._metricsFor !== name) return;
     const snap = /^step(\d+)$/.exec(String(st.snapshot ?? ''));
+    // The snapshot in use, as a solid line on every chart of the shipped run.
+    for (const f of r.charts.querySelectorAll('figure.cs-uplot')) f.csChart?.setSnapshot(snap ? Number(snap[1]) : null);
     if (this._snapSteps) {
       const idx = snap ? this._snapSteps.indexOf(+snap[1]) : -1;
       if (document.activeElement !== r.slider) r.slider.value = String(idx >= 0 ? idx : this._snapSteps.length);
@@ -259,7 +246,7 @@ export class CsTraining extends CsView {
           for (let i = 1; i < hs.prefix_matching.data.length; i++) if (hs.prefix_matching.data[i] > hs.prefix_matching.data[best]) best = i;
           const H = m.config.n_heads;
           r.snapInfo.replaceChildren(`Using ${st.snapshot} of ${name} (train loss ${fmt(m.info.train_loss)}): its strongest prefix-matching head is L${Math.floor(best / H)}H${best % H} (${fmt(hs.prefix_matching.data[best])}). `,
-            el('a', { href: `#view=circuits&model=${encodeURIComponent(name)}&snapshot=${encodeURIComponent(st.snapshot)}` }, 'See its circuits'), '.');
+            el('a', { href: `#${encodeState({ ...DEFAULT_STATE, view: 'circuits', model: name, snapshot: st.snapshot })}` }, 'See its circuits'), '.');
           this.dataset.snapshot = st.snapshot;
         } catch (e) {
           r.snapInfo.textContent = `${st.snapshot} of ${name} is not available: ${e.message}`;
@@ -289,14 +276,9 @@ export class CsTraining extends CsView {
     await stylesReady;   // uPlot's stylesheet, so the charts are laid out right from the start
     if (this._metricsFor !== name) return;
     this.renderCharts(name, metrics, model?.config?.n_heads);
-    const listed = (m) => (Array.isArray(m?.info?.recipe?.snapshots) ? m.info.recipe.snapshots : []);
-    let list = listed(model);
-    if (!list.length && metrics) {
-      // An older final model without the list: the first snapshot carries the recipe too.
-      try { list = listed(await getModel(name, { snapshot: 'step0' })); } catch { /* none */ }
-    }
-    const last = model?.info?.step ?? metrics?.records?.at(-1)?.step ?? Infinity;
-    const snaps = list.filter((s) => Number.isInteger(s) && s < last);
+    // The snapshots the site has (the header's snapshot picker lists the same).
+    const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
+    if (this._metricsFor !== name) return;
     this._snapSteps = snaps.length ? snaps : null;
     r.slider.disabled = !snaps.length;
     r.slider.max = String(snaps.length);  // the last position is the final model
@@ -591,4 +573,4 @@ export class CsTraining extends CsView {
   }
 }
 
-if (!customElements.get('cs-training')) customElements.define('cs-training', CsTraining);
+if (!customElements.get(TAG)) customElements.define(TAG, CsTraining);

@@ -1,0 +1,124 @@
+// The page's store (web/store.js, as built into build/site): its link codec as a property over
+// random states and action sequences (encode, decode, compare), version-1 links, hostile links
+// (which give the default state and a sentence, never an exception), and the intervention that
+// a state's cuts expand to.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const S = await import(pathToFileURL(path.join(site, 'store.js')).href);
+
+function rng(seed) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return { next, int: (n) => Math.floor(next() * n), pick: (l) => l[Math.floor(next() * l.length)] };
+}
+
+const head = (r) => `L${r.int(3)}H${r.int(4)}`;
+const end = (r) => (r.next() < 0.2 ? '*' : head(r));
+const TEXTS = ['', 'a', 'Hello hello', 'é ✓ 😀 \u0301 שלום', 'x'.repeat(5000), 'The cat. '.repeat(300), '%&=#?+'];
+
+/** A random action of any kind the page dispatches. */
+function randomAction(r) {
+  switch (r.int(8)) {
+    case 0: return { type: 'view', view: r.pick(S.VIEWS), model: r.pick([null, 'char-2l']) };
+    case 1: return { type: 'model', model: r.pick(['char-2l', 'char-1l', 'ioi-1l2h', 'ioi-templates-2l']) };
+    case 2: return { type: 'snapshot', snapshot: r.pick([null, 'step0', 'step1000']) };
+    case 3: return { type: 'toggleAblate', head: head(r) };
+    case 4: return { type: 'toggleCut', cut: `${end(r)}>${end(r)}.${r.pick(['q', 'k', 'v'])}` };
+    case 5: return { type: 'set', values: { text: r.pick(TEXTS) + r.int(100), pos: r.pick([null, r.int(300)]) } };
+    case 6: return { type: 'set', values: { head: r.pick([null, head(r)]), nopos: r.next() < 0.5 } };
+    default: return {
+      type: 'set',
+      values: r.pick([{ order: r.pick(['IOSS', 'SIOS']) }, { io: r.pick(['Mary', 'Zoe', '', 'a b']) }, { s: 'John' }, { tpl: r.int(12) },
+        { place: 'store' }, { object: 'drink' }, { names: 'Ann,Bo,Cy,Di,Ed,Flo' }, { sort: r.pick(['token', 'row', 'col', 'both']) },
+        { top: r.pick(['all', '80', '40', '20', '10']) }, { zoom: 3 + r.int(26) }, { embed: r.next() < 0.5 }, { hide: ['controls'] }]),
+    };
+  }
+}
+
+test('store: 2,000 random action sequences encode to links that decode to the same state', () => {
+  for (let n = 0; n < 2000; n++) {
+    const r = rng(n + 1);
+    const store = S.createStore();
+    const actions = Array.from({ length: 1 + r.int(12) }, () => randomAction(r));
+    for (const a of actions) store.dispatch(a);
+    const hash = S.encodeState(store.state);
+    const { state, error } = S.decodeHash(`#${hash}`);
+    assert.equal(error, null, `sequence ${n}: ${JSON.stringify(actions)} -> ${hash.slice(0, 200)}`);
+    assert.deepEqual(state, { ...store.state }, `sequence ${n}`);
+    assert.equal(S.encodeState(state), hash, `sequence ${n}: encoding is stable`);
+  }
+});
+
+test('store: actions that change nothing notify no one; a model switch clears what belonged to the old model', () => {
+  const store = S.createStore();
+  let calls = 0;
+  store.subscribe(() => { calls += 1; });
+  store.dispatch({ type: 'set', values: { head: null } });
+  assert.equal(calls, 0);
+  assert.equal(store.version, 0);
+  store.dispatch({ type: 'toggleAblate', head: 'L0H1' });
+  store.dispatch({ type: 'set', values: { head: 'L1H2', snapshot: 'step100', text: 'abc' } });
+  assert.equal(calls, 2);
+  store.dispatch({ type: 'model', model: 'char-1l' });
+  assert.deepEqual([store.state.ablate, store.state.head, store.state.snapshot, store.state.text], [[], null, null, 'abc'],
+    'heads, ablations and the snapshot go with the model; the text stays');
+  assert.ok(Object.isFrozen(store.state));
+});
+
+test('store: version-1 links still open, with their IOI cut and positions switch upgraded', () => {
+  const cases = [
+    ['#v=1&view=ioi&model=ioi-2l1h&cut=V&removePos=%221%22', { view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'], nopos: true }],
+    ['#v=1&view=ioi&io=%22A%22&s=%22B%22&order=SIOS', { view: 'ioi', io: 'A', s: 'B', order: 'SIOS' }],
+    ['#v=1&model=char-2l&head=L1H2&ablate=L0H1,L1H3&cut=L0H1>L1H2.k&nopos=1', { model: 'char-2l', head: 'L1H2', ablate: ['L0H1', 'L1H3'], cut: ['L0H1>L1H2.k'], nopos: true }],
+    ['#v=1&view=circuits&sort=%22both%22&top=%2220%22&zoom=%2214%22', { view: 'circuits', sort: 'both', top: '20', zoom: 14 }],
+  ];
+  for (const [hash, want] of cases) {
+    const { state, error } = S.decodeHash(hash);
+    assert.equal(error, null, hash);
+    for (const [k, v] of Object.entries(want)) assert.deepEqual(state[k], v, `${hash}: ${k}`);
+  }
+});
+
+test('store: hostile links give the default state and a sentence, never an exception', () => {
+  const hostile = ['#v=2&constructor=1', '#v=2&__proto__=1&toString=2', '#v=2&tz=@@@', '#v=2&view=<script>',
+    '#v=2&head=L1H2"onload=1', '#v=99', '#v=x', '#nothing', `#v=2&text=${'a'.repeat(70_000)}`, '#v=2&ablate=' + 'L0H0,'.repeat(300),
+    '#v=2&pos=-1', '#v=2&zoom=2.5', '#v=2&tpl=1e3', '#%E0%A4%A', '#v=2&cut=L0H1>L1H2.x', '#v=2&hide=everything'];
+  for (const hash of hostile) {
+    const { state, error } = S.decodeHash(hash);
+    const fresh = S.decodeHash('').state;
+    if (error) {
+      assert.match(error, /^This link could not be read \(.+\), so the default view is shown\.$/, hash);
+      assert.doesNotMatch(error, /undefined|TypeError|is not a function/, hash);
+      assert.deepEqual(state, fresh, hash);
+    } else {
+      // Unknown keys are ignored: the rest of the state is the default one.
+      assert.deepEqual(state, fresh, hash);
+    }
+  }
+  assert.equal(Object.prototype.toString.call({}), '[object Object]', 'no prototype was touched');
+});
+
+test('store: interventionOf expands * ends to the paths from an earlier layer into a later one', () => {
+  const config = { n_layers: 2, n_heads: 2, pos_embed: 'standard' };
+  const iv = S.interventionOf({ ablate: ['L0H1'], cut: ['*>*.q', 'L0H0>L1H1.k'], nopos: true }, config);
+  assert.deepEqual(iv.ablate, [{ layer: 0, head: 1 }]);
+  assert.equal(iv.removePos, true);
+  assert.deepEqual(iv.cut.filter((c) => c.input === 'q').map((c) => `${c.from}>${c.to}`),
+    ['0,0>1,0', '0,0>1,1', '0,1>1,0', '0,1>1,1']);
+  assert.deepEqual(iv.cut.filter((c) => c.input === 'k'), [{ from: [0, 0], to: [1, 1], input: 'k' }]);
+  assert.equal(S.checkState({ model: 'm', cut: ['L1H0>L0H0.k'], ablate: [] }, { config }), 'the cut L1H0>L0H0.k does not go from an earlier layer to a later one');
+  assert.match(S.checkState({ model: 'm', head: 'L2H0', ablate: [], cut: [] }, { config }), /m has no head L2H0 \(it has 2 layers of 2 heads\)/);
+  assert.match(S.checkState({ model: 'm', snapshot: 'step5', ablate: [], cut: [] }, { config, snapshots: ['step0'] }), /no training snapshot step5/);
+  assert.equal(S.checkState({ model: 'm', head: 'L1H1', ablate: ['L0H0'], cut: ['*>*.v'] }, { config }), null);
+});

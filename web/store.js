@@ -1,0 +1,410 @@
+// The page's one state. A store holds it, every control in every view changes it through
+// dispatch(action), the views and the shell subscribe to it, and the URL hash is its only
+// serialisation (versioned; links of version 1 still open). The store also owns the model
+// registry (models/index.json says which views offer which model) and the model cache.
+//
+// Hash form (version 2): #v=2&view=induction&model=char-2l&head=L1H2&ablate=L0H1,L1H3&text=...
+//   text     short text, percent-encoded; long text goes as tz=<lz-string encodedURIComponent>
+//   head     "L{layer}H{head}"; ablate: comma-separated heads
+//   cut      comma-separated composition cuts "FROM>TO.INPUT": FROM, TO a head or * (every
+//            head), INPUT q, k or v. "*>*.q" cuts every path into every head's query: the IOI
+//            view's "cut Q-composition". This is the one intervention encoding: in the store,
+//            in the link, and (expanded by interventionOf) at the core's boundary.
+//   nopos    1 = act as if W_pos were zero
+//   IOI      order IOSS | SIOS; io, s: the names; names: six display names of the symbolic
+//            task; tpl, place, object: the sentence template, its place and object
+//   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
+//   embed=1  minimal chrome; hide=controls,header hides those too
+// Unknown keys are ignored (a later version's setting does not stop an older page opening the
+// link); values are checked, and a link that cannot be read gives the default state and a
+// sentence. decodeHash never throws.
+import LZString from './vendor/lz-string.mjs';
+
+export const VERSION = 2;
+export const MAX_HASH = 64 * 1024;         // characters of the hash we accept
+export const MAX_TEXT = 100_000;           // characters of text after decompression
+export const VIEWS = ['induction', 'ioi', 'circuits', 'training', 'report'];
+export const VIEW_TITLES = { induction: 'Induction', ioi: 'IOI', circuits: 'Circuits', training: 'Training', report: 'Reproduction' };
+const HIDEABLE = ['controls', 'header'];
+const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;
+const END_RE = '(?:L\\d{1,2}H\\d{1,2}|\\*)';
+const CUT_RE = new RegExp(`^${END_RE}>${END_RE}\\.[qkv]$`);
+const NAME_RE = /^[\w.-]{1,64}$/;
+const WORD_RE = /^[\p{L}\p{N}']{1,40}$/u;
+const SHORT_TEXT_RE = /^[^\u0000-\u001f\u007f]{0,64}$/u;   // short text, no control characters
+
+export const DEFAULT_STATE = Object.freeze({
+  view: 'induction',
+  model: null,        // null: the view's default model (the first models/index.json lists for it)
+  snapshot: null,     // e.g. "step1000" (models/snapshots/<model>/<snapshot>.safetensors)
+  text: null,         // null: the view's sample text
+  pos: null,          // the focused token position
+  head: null,         // "L1H2"
+  ablate: Object.freeze([]),
+  cut: Object.freeze([]),
+  nopos: false,
+  names: null,        // IOI: the six symbolic names' display names, comma-separated
+  order: null,        // IOI: "IOSS" | "SIOS" (null: IOSS)
+  io: null,           // IOI: the indirect object's name (null: the view's default)
+  s: null,            // IOI: the subject's name
+  tpl: null,          // IOI, sentence templates: the template's index
+  place: null,        // IOI, sentence templates: the place and the object
+  object: null,
+  sort: null,         // Circuits: how the tables' rows and columns are ordered (null: token)
+  top: null,          // Circuits: rows and columns shown (null: 40)
+  zoom: null,         // Circuits: cell size in pixels (null: 12)
+  embed: false,
+  hide: Object.freeze([]),
+});
+
+// ------------------------------------------------------------------------------------------------
+// Fields: parse(string) -> value (throws a sentence), format(value) -> string | null (left out)
+
+const bad = (what, s, describe) => new Error(`${what}: "${String(s).slice(0, 40)}" is not ${describe}`);
+const oneOf = (what, values) => ({
+  parse: (s) => { if (!values.includes(s)) throw bad(what, s, `one of ${values.join(', ')}`); return s; },
+  format: (x) => x,
+});
+const matching = (what, re, describe) => ({
+  parse: (s) => { if (!re.test(s)) throw bad(what, s, describe); return s; },
+  format: (x) => x,
+});
+const list = (what, re, describe) => ({
+  parse: (s) => {
+    const items = s === '' ? [] : s.split(',');
+    if (items.length > 256) throw new Error(`${what}: more than 256 entries`);
+    for (const x of items) if (!re.test(x)) throw bad(what, x, describe);
+    return [...new Set(items)].sort();
+  },
+  format: (a) => a.join(','),
+});
+const integer = (what, lo, hi) => ({
+  parse: (s) => {
+    const n = Number(s);
+    if (!/^\d{1,6}$/.test(s) || n < lo || n > hi) throw bad(what, s, `a whole number from ${lo} to ${hi}`);
+    return n;
+  },
+  format: (x) => String(x),
+});
+const flag = (what) => ({
+  parse: (s) => { if (s !== '0' && s !== '1') throw bad(what, s, '0 or 1'); return s === '1'; },
+  format: (b) => (b ? '1' : null),
+});
+
+const FIELDS = new Map(Object.entries({
+  view: oneOf('view', VIEWS),
+  model: matching('model', NAME_RE, 'a model name'),
+  snapshot: matching('snapshot', /^step\d{1,9}$/, 'a snapshot name such as step1000'),
+  pos: integer('pos', 0, 99_999),
+  head: matching('head', HEAD_RE, 'a head such as L1H2'),
+  ablate: list('ablate', HEAD_RE, 'a head such as L1H2'),
+  cut: list('cut', CUT_RE, 'a cut such as L0H1>L1H2.k'),
+  nopos: flag('nopos'),
+  names: { parse: (s) => { if (s.length > 400 || !/^[^\u0000-\u001f\u007f]*$/u.test(s)) throw bad('names', s, 'a list of six names'); return s; }, format: (x) => x },
+  order: oneOf('order', ['IOSS', 'SIOS']),
+  io: matching('io', SHORT_TEXT_RE, 'a name'),
+  s: matching('s', SHORT_TEXT_RE, 'a name'),
+  tpl: integer('tpl', 0, 999),
+  place: matching('place', WORD_RE, 'a word'),
+  object: matching('object', WORD_RE, 'a word'),
+  sort: oneOf('sort', ['token', 'row', 'col', 'both']),
+  top: oneOf('top', ['all', '80', '40', '20', '10']),
+  zoom: integer('zoom', 3, 28),
+  embed: flag('embed'),
+  hide: list('hide', new RegExp(`^(${HIDEABLE.join('|')})$`), HIDEABLE.join(' or ')),
+}));
+
+const fresh = () => ({ ...DEFAULT_STATE });
+const same = (a, b) => a === b || JSON.stringify(a) === JSON.stringify(b);
+
+/** The hash (without '#') that encodes a state; default values are left out. */
+export function encodeState(state) {
+  const p = new URLSearchParams();
+  p.set('v', String(VERSION));
+  for (const [key, field] of FIELDS) {
+    const value = state[key];
+    if (value === undefined || value === null || same(value, DEFAULT_STATE[key])) continue;
+    const s = field.format(value);
+    if (s !== null && s !== undefined) p.set(key, s);
+  }
+  if (typeof state.text === 'string') {
+    const plain = encodeURIComponent(state.text);
+    const packed = LZString.compressToEncodedURIComponent(state.text);
+    if (plain.length <= 120 || plain.length <= packed.length) p.set('text', state.text);
+    else p.set('tz', packed);
+  }
+  return p.toString();
+}
+
+/** The length of the link's hash for a state, and whether the app can write it. */
+export function linkFits(state) {
+  const hash = encodeState(state);
+  return { length: hash.length, fits: hash.length <= MAX_HASH && (state.text ?? '').length <= MAX_TEXT };
+}
+
+// Version 1 carried some settings as JSON strings (io=%22A%22), the IOI view's cut of all
+// composition as a bare Q | K | V, and its positions switch as removePos.
+const unquote = (s) => {
+  if (s.length >= 2 && s.startsWith('"') && s.endsWith('"')) {
+    try { const v = JSON.parse(s); if (typeof v === 'string') return v; } catch { /* as written */ }
+  }
+  return s;
+};
+function upgradeV1(key, value) {
+  if (key === 'cut') return ['cut', value.split(',').filter(Boolean).map((c) => (/^[QKV]$/.test(c) ? `*>*.${c.toLowerCase()}` : c)).join(',')];
+  if (key === 'removePos') return ['nopos', unquote(value) === '1' || value === 'true' ? '1' : '0'];
+  return [key, unquote(value)];
+}
+
+function readText(key, value) {
+  let text = value;
+  if (key === 'tz') {
+    text = LZString.decompressFromEncodedURIComponent(value);
+    if (typeof text !== 'string' || (text === '' && value !== '')) throw new Error('its compressed text is damaged');
+  }
+  if (text.length > MAX_TEXT) throw new Error(`its text is longer than ${MAX_TEXT.toLocaleString('en')} characters`);
+  return text;
+}
+
+/**
+ * Reads a hash ('#...' or '...'). Returns {state, error}: state is always a full, valid state
+ * (the default one when error is set); error is a sentence for the page, or null.
+ */
+export function decodeHash(hash) {
+  const raw = String(hash ?? '').replace(/^#/, '');
+  if (!raw) return { state: fresh(), error: null };
+  const fail = (why) => ({ state: fresh(), error: `This link could not be read (${why}), so the default view is shown.` });
+  if (raw.length > MAX_HASH) return fail(`it is ${Math.round(raw.length / 1024)} KB, more than the ${MAX_HASH / 1024} KB a link may hold`);
+  let p;
+  try { p = new URLSearchParams(raw); } catch { return fail('it is not a list of settings'); }
+  const v = p.get('v');
+  if (v === null) return fail('it has no version number');
+  if (v !== '1' && v !== String(VERSION)) {
+    return fail(/^\d{1,6}$/.test(v) ? `it was made by version ${v} of the page; this is version ${VERSION}` : 'its version is not a number');
+  }
+  const state = fresh();
+  try {
+    for (const [rawKey, rawValue] of p) {
+      if (rawKey === 'v') continue;
+      const [key, value] = v === '1' ? upgradeV1(rawKey, rawValue) : [rawKey, rawValue];
+      if (key === 'text' || key === 'tz') state.text = readText(key, value);
+      else if (FIELDS.has(key)) state[key] = FIELDS.get(key).parse(value);
+      // any other key: a setting this page does not know; ignored
+    }
+  } catch (e) {
+    return fail(e.message);
+  }
+  return { state, error: null };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Heads, cuts and the intervention
+
+/** "L1H2" -> [1, 2] (null if not a head). */
+export function parseHead(s) {
+  const m = typeof s === 'string' && /^L(\d+)H(\d+)$/.exec(s);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+export const headName = (l, h) => `L${l}H${h}`;
+
+/** "L0H1>L1H2.k" -> {from: [0, 1], to: [1, 2], input: 'k'}; an end of * is null (every head). */
+export function parseCut(s) {
+  const m = typeof s === 'string' && /^(L\d+H\d+|\*)>(L\d+H\d+|\*)\.([qkv])$/.exec(s);
+  return m ? { from: m[1] === '*' ? null : parseHead(m[1]), to: m[2] === '*' ? null : parseHead(m[2]), input: m[3] } : null;
+}
+
+/** Every head of a config as [layer, head]. */
+function heads(config) {
+  const out = [];
+  for (let l = 0; l < config.n_layers; l++) for (let h = 0; h < config.n_heads; h++) out.push([l, h]);
+  return out;
+}
+
+/**
+ * The core's intervention for a state: {ablate: [{layer, head}], cut: [{from, to, input}],
+ * removePos}. Cuts with * ends name every head there (only paths from an earlier layer to a
+ * later one exist). Call after checkState(): heads outside the model are not expected here.
+ */
+export function interventionOf(state, config) {
+  const out = {};
+  const ablate = (state.ablate || []).map(parseHead).filter(Boolean).map(([layer, head]) => ({ layer, head }));
+  const cut = [];
+  const seen = new Set();
+  for (const c of (state.cut || []).map(parseCut).filter(Boolean)) {
+    for (const from of c.from ? [c.from] : heads(config)) {
+      for (const to of c.to ? [c.to] : heads(config)) {
+        const key = `${from}>${to}.${c.input}`;
+        if (from[0] < to[0] && !seen.has(key)) { seen.add(key); cut.push({ from, to, input: c.input }); }
+      }
+    }
+  }
+  if (ablate.length) out.ablate = ablate;
+  if (cut.length) out.cut = cut;
+  if (state.nopos) out.removePos = true;
+  return out;
+}
+
+/**
+ * Checks a state against the model it names: heads inside the model, cuts from an earlier layer
+ * into a later one, a snapshot the model has. A sentence saying what does not fit, or null.
+ */
+export function checkState(state, { config, snapshots = [] }) {
+  const name = state.model ?? 'the model';
+  const inside = (h) => h && h[0] < config.n_layers && h[1] < config.n_heads;
+  const size = config.n_layers ? `${config.n_layers} layer${config.n_layers > 1 ? 's' : ''} of ${config.n_heads} head${config.n_heads > 1 ? 's' : ''}` : 'no attention heads';
+  for (const h of [state.head, ...(state.ablate || [])]) {
+    if (h && !inside(parseHead(h))) return `${name} has no head ${h} (it has ${size})`;
+  }
+  for (const s of state.cut || []) {
+    const c = parseCut(s);
+    if ((c.from && !inside(c.from)) || (c.to && !inside(c.to))) return `${name} has no path ${s} (it has ${size})`;
+    if (c.from && c.to && c.from[0] >= c.to[0]) return `the cut ${s} does not go from an earlier layer to a later one`;
+  }
+  if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;
+  if (state.nopos && config.pos_embed === 'none') return `${name} has no positional embedding to remove`;
+  return null;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Actions: the only way the state changes. Each is plain data, so a test can replay them.
+
+const RESET_ON_MODEL = { snapshot: null, head: null, ablate: [], cut: [], nopos: false, pos: null };
+const toggled = (arr, x) => (arr.includes(x) ? arr.filter((y) => y !== x) : [...arr, x].sort());
+
+/** The next state after an action (a pure function). */
+export function reduce(state, action) {
+  switch (action.type) {
+    case 'view':      // another tab: heads and interventions belong to the view left behind; the app
+                      // passes the model when the new view offers it too
+      if (action.view === state.view) return state;
+      return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, pos: null,
+        model: action.model ?? null, snapshot: action.model && action.model === state.model ? state.snapshot : null };
+    case 'model':
+      return { ...state, ...RESET_ON_MODEL, model: action.model, tpl: null, io: null, s: null, place: null, object: null };
+    case 'snapshot':
+      return { ...state, snapshot: action.snapshot ?? null };
+    case 'toggleAblate':
+      return { ...state, ablate: toggled(state.ablate, action.head) };
+    case 'toggleCut':
+      return { ...state, cut: toggled(state.cut, action.cut) };
+    case 'set': {     // plain settings: {type: 'set', values: {head: 'L1H2', text: '...'}}
+      const next = { ...state };
+      for (const [k, v] of Object.entries(action.values)) if (Object.hasOwn(DEFAULT_STATE, k)) next[k] = Array.isArray(v) ? [...new Set(v)].sort() : v;
+      return next;
+    }
+    case 'replace':   // a whole state read from a link
+      return { ...fresh(), ...action.state };
+    default:
+      throw new Error(`unknown action ${action.type}`);
+  }
+}
+
+/**
+ * A store: {state, version, dispatch(action), subscribe(fn) -> unsubscribe}. `version` counts the
+ * changes; a view records the version it last rendered (data-version), so a test can tell when
+ * the page shows the store's state.
+ */
+export function createStore(initial = fresh()) {
+  let state = Object.freeze({ ...fresh(), ...initial });
+  let version = 0;
+  const listeners = new Set();
+  return {
+    get state() { return state; },
+    get version() { return version; },
+    dispatch(action) {
+      const prev = state;
+      const next = reduce(state, action);
+      if (Object.keys(DEFAULT_STATE).every((k) => same(next[k], prev[k]))) return;
+      state = Object.freeze(next);
+      version += 1;
+      for (const fn of [...listeners]) fn(state, prev, action);
+    },
+    subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); },
+  };
+}
+
+/** The page's store (one per page; a view mounted alone in another page uses it too). */
+export const store = createStore();
+
+// ------------------------------------------------------------------------------------------------
+// The model registry and cache
+
+const SITE = new URL('./', import.meta.url);   // the site root (this file sits there)
+export const siteUrl = (p) => new URL(p, SITE).href;
+
+const jsonCache = new Map();
+/** Fetches (once) a JSON file of the site (e.g. 'models/report.json'); null if missing or bad. */
+export function getJSON(p) {
+  if (!jsonCache.has(p)) jsonCache.set(p, fetch(siteUrl(p)).then((r) => (r.ok ? r.json() : null)).catch(() => null));
+  return jsonCache.get(p);
+}
+
+let indexPromise = null;
+/**
+ * The models of the site, from models/index.json alone: [{file, name, title, description,
+ * views}] (name = file without .safetensors; views = the views that offer it). Never rejects.
+ */
+export function getModelIndex() {
+  indexPromise ??= getJSON('models/index.json').then((index) => (Array.isArray(index) ? index : [])
+    .filter((m) => m && typeof m.file === 'string' && Array.isArray(m.views))
+    .map((m) => ({ ...m, name: m.file.replace(/\.safetensors$/, '') })));
+  return indexPromise;
+}
+
+/** The models a view offers, in models/index.json's order (the first is its default). */
+export async function modelsFor(view) {
+  return (await getModelIndex()).filter((m) => m.views.includes(view));
+}
+
+/** The model a state shows: its own, or its view's default. */
+export async function modelOf(state) {
+  if (state.model) return state.model;
+  return (await modelsFor(state.view))[0]?.name ?? null;
+}
+
+/** A model's snapshot names (e.g. ["step0", "step100", ...]), from the build's manifest; [] if none. */
+export async function getSnapshots(name) {
+  const s = (await getJSON('models/manifest.json'))?.snapshots?.[name];
+  return Array.isArray(s) ? s : [];
+}
+
+let modulePromise = null;
+/** The initialised WASM API (one instance for the page). */
+export function getModule() {
+  if (!modulePromise) {
+    modulePromise = import(siteUrl('wasm/circuitscope.js')).then((m) => m.init());
+    modulePromise.catch(() => { modulePromise = null; });
+  }
+  return modulePromise;
+}
+
+const modelCache = new Map();
+/**
+ * Loads (once) and returns models/<name>.safetensors as a LoadedModel, or with a snapshot
+ * models/snapshots/<name>/<snapshot>.safetensors. Models are shared between views: never
+ * delete() one from here. Rejects with an Error saying which file could not be fetched or opened.
+ */
+export function getModel(name, { snapshot = null } = {}) {
+  if (!NAME_RE.test(String(name)) || (snapshot && !NAME_RE.test(String(snapshot)))) {
+    return Promise.reject(new Error(`"${name}${snapshot ? '/' + snapshot : ''}" is not a model name.`));
+  }
+  const key = snapshot ? `${name}/${snapshot}` : name;
+  if (!modelCache.has(key)) {
+    const file = snapshot ? `models/snapshots/${name}/${snapshot}.safetensors` : `models/${name}.safetensors`;
+    const p = (async () => {
+      const cs = await getModule();
+      const res = await fetch(siteUrl(file));
+      if (!res.ok) throw new Error(`Could not fetch ${file} (HTTP ${res.status}).`);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      try {
+        return cs.load(bytes);
+      } catch (e) {
+        throw new Error(`Could not open ${file}: ${e.message}`);
+      }
+    })();
+    p.catch(() => modelCache.delete(key));
+    modelCache.set(key, p);
+  }
+  return modelCache.get(key);
+}
