@@ -253,15 +253,10 @@ TemplateFigures measure_templates(const Zoo& zoo, const std::string& name) {
   f.head_diff = as_doubles(both.mean_head_diff);
   f.head_cos_sum = as_doubles(both.mean_head_cos_sum);
   f.head_cos_diff = as_doubles(both.mean_head_cos_diff);
-  const int NH = m.cfg.n_layers * m.cfg.n_heads;
-  int add = -1, con = 0;
-  for (int i = 0; i < NH; ++i)
-    if (f.head_diff[i] > f.head_diff[con]) con = i;
-  for (int i = 0; i < NH; ++i)
-    if (i != con && (add < 0 || f.head_sum[i] > f.head_sum[add])) add = i;
-  if (add < 0) add = con;  // a single head
-  f.additive = add;
-  f.contrastive = con;
+  // The heads' roles by the core's one rule (ioi_head_roles; the page names them the same way).
+  const IoiHeadRoles roles = ioi_head_roles(both.mean_head_diff, both.mean_head_sum, both.mean_logit_diff, 0.0);
+  f.additive = roles.additive;
+  f.contrastive = roles.contrastive;
   return f;
 }
 

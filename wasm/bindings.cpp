@@ -2,6 +2,7 @@
 // Nothing else: the conversions and the handles are in wasm/convert.{h,cpp}, the logic in src/.
 #include <emscripten/bind.h>
 
+#include "analysis/training_metrics.h"
 #include "convert.h"
 
 EMSCRIPTEN_BINDINGS(circuitscope) {
@@ -10,6 +11,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("version", &csjs::version);
   emscripten::function("memoryStats", &csjs::memoryStats);
   emscripten::function("phaseChange", &csjs::phaseChange);
+  emscripten::constant("minInductionScore", cs::kMinInductionScore);
   emscripten::class_<Model>("Model")
       .constructor<const emscripten::val&>()
       .function("config", &Model::config)

@@ -759,6 +759,8 @@ export interface Circuitscope {
   /** The raw Embind module (Model and Trainer classes, version()). */
   module: unknown;
   version: string;
+  /** Below this final prefix-matching score no head became an induction head (phaseChange() gives null). */
+  minInductionScore: number;
   /**
    * Opens a model file (safetensors bytes). Throws an Error whose message starts with
    * "model file:" when the file is corrupt or does not match its config.

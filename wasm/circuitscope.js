@@ -385,6 +385,7 @@ export async function init(options = {}) {
   return {
     module: mod,
     version: mod.version(),
+    minInductionScore: mod.minInductionScore,
     load(bytes) {
       const b = toBytes(bytes);
       const handle = call(() => new mod.Model(b));

@@ -223,24 +223,31 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
   return ioi_evaluate(p, ioi_symbolic_sequences(), iv);
 }
 
-// Seed 001 (the additive and the contrastive head): each head's share of the two totals.
+// Seed 001 (the additive and the contrastive head): each head's share of the two totals, and the
+// heads that carry them.
 IoiHeadRoles ioi_head_roles(const Tensor<float>& head_diff, const Tensor<float>& head_sum, double logit_diff, double logit_sum) {
   if (head_diff.shape != head_sum.shape) throw std::invalid_argument("IOI: head_diff and head_sum differ in shape");
   IoiHeadRoles r;
   r.share_diff.resize(head_diff.shape);
   r.share_sum.resize(head_sum.shape);
-  const int H = head_diff.shape.size() == 2 ? head_diff.shape[1] : static_cast<int>(head_diff.size());
-  auto pick = [&](const Tensor<float>& part, double total, Tensor<float>& share) -> std::string {
-    if (total == 0 || part.data.empty()) return "";
-    std::size_t best = 0;
-    for (std::size_t i = 0; i < part.data.size(); ++i) {
-      share.data[i] = static_cast<float>(part.data[i] / total);
-      if (share.data[i] > share.data[best]) best = i;
-    }
-    return "L" + std::to_string(best / H) + "H" + std::to_string(best % H);
-  };
-  r.most_contrastive = pick(head_diff, logit_diff, r.share_diff);
-  r.most_additive = pick(head_sum, logit_sum, r.share_sum);
+  const std::size_t n = head_diff.data.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    r.share_diff.data[i] = logit_diff == 0 ? 0.0f : static_cast<float>(head_diff.data[i] / logit_diff);
+    r.share_sum.data[i] = logit_sum == 0 ? 0.0f : static_cast<float>(head_sum.data[i] / logit_sum);
+  }
+  if (n == 0) return r;
+  const int H = head_diff.shape.size() == 2 ? head_diff.shape[1] : static_cast<int>(n);
+  std::size_t con = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (head_diff.data[i] > head_diff.data[con]) con = i;
+  std::size_t add = n == 1 ? 0 : (con == 0 ? 1 : 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (i != con && head_sum.data[i] > head_sum.data[add]) add = i;
+  r.contrastive = static_cast<int>(con);
+  r.additive = static_cast<int>(add);
+  auto name = [&](std::size_t i) { return "L" + std::to_string(i / H) + "H" + std::to_string(i % H); };
+  r.most_contrastive = name(con);
+  r.most_additive = name(add);
   return r;
 }
 

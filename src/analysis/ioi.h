@@ -76,16 +76,18 @@ struct IoiAnalysis {
 };
 constexpr int kIoiTopK = 5;
 
-// Which heads carry the logit difference and the logit sum. A head's share of the difference is
-// its direct contribution along u_diff divided by the total logit difference (head_diff /
-// logit_diff); its share of the sum likewise (head_sum / (logit_io + logit_s)). The most
-// contrastive head has the largest share of the difference, the most additive the largest share
-// of the sum (the first such head in layer-major order); a near-silent head has a share near 0,
-// whatever the ratio of its two tiny contributions. With a total of exactly 0 the shares are 0
-// and no head is named ("").
+// Which heads carry the logit difference and the logit sum (seed 001: one contrastive head along
+// IO-S, one additive head along IO+S). A head's share of the difference is its direct contribution
+// along u_diff divided by the total logit difference (head_diff / logit_diff); its share of the
+// sum likewise (head_sum / (logit_io + logit_s)); 0 when the total is 0. The most contrastive head
+// writes the most along the difference (the largest head_diff: the largest share when the model
+// is right); the most additive head is the other head that writes the most along the sum (the same
+// head when there is only one). A near-silent head writes near 0 along both and is never named for
+// the ratio of its two tiny contributions. The report and the page use this one rule.
 struct IoiHeadRoles {
   Tensor<float> share_diff, share_sum;  // [n_layers, n_heads]
-  std::string most_contrastive, most_additive;
+  int contrastive = -1, additive = -1;  // flat head indices (layer-major), -1 without heads
+  std::string most_contrastive, most_additive;  // "L{l}H{h}", or "" without heads
 };
 IoiHeadRoles ioi_head_roles(const Tensor<float>& head_diff, const Tensor<float>& head_sum, double logit_diff, double logit_sum);
 

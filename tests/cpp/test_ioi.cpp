@@ -185,16 +185,28 @@ TEST(IoiHeadRoles, SharesOfTheTotalsNameTheHeads) {
   EXPECT_FLOAT_EQ(r.share_diff.data[1], 0.6f);
   EXPECT_FLOAT_EQ(r.share_sum.data[0], 0.75f);
   EXPECT_FLOAT_EQ(r.share_diff.data[2], 0.0002f);
-  // A negative total: the share is still signed along it.
+  // A negative total: the shares are signed along it, and the heads are still the ones that
+  // write the most along each direction.
   const IoiHeadRoles n = ioi_head_roles(diff, sum, -2.0, 8.0);
-  // Every head pushes towards IO while the total favours S: every share is negative, and the
-  // largest (L1H1's 0) names the head that works least against the total.
-  EXPECT_EQ(n.most_contrastive, "L1H1");
+  EXPECT_EQ(n.most_contrastive, "L0H1");
   EXPECT_FLOAT_EQ(n.share_diff.data[1], -1.5f);
-  // No total: no head named.
-  const IoiHeadRoles z = ioi_head_roles(diff, sum, 0.0, 0.0);
-  EXPECT_EQ(z.most_contrastive, "");
-  EXPECT_EQ(z.most_additive, "");
+  // The additive head is another head than the contrastive one, even when the contrastive head
+  // also writes the most along the sum.
+  Tensor<float> sum2({2, 2});
+  sum2.data = {1.0f, 9.0f, 0.0f, 0.5f};
+  const IoiHeadRoles o = ioi_head_roles(diff, sum2, 5.0, 8.0);
+  EXPECT_EQ(o.most_contrastive, "L0H1");
+  EXPECT_EQ(o.most_additive, "L0H0");
+  EXPECT_EQ(o.contrastive, 1);
+  EXPECT_EQ(o.additive, 0);
+  // One head: it is both. No total: the shares are 0.
+  Tensor<float> d1({1, 1}), s1({1, 1});
+  d1.data = {2.0f};
+  s1.data = {3.0f};
+  const IoiHeadRoles one = ioi_head_roles(d1, s1, 0.0, 0.0);
+  EXPECT_EQ(one.most_contrastive, "L0H0");
+  EXPECT_EQ(one.most_additive, "L0H0");
+  EXPECT_EQ(one.share_diff.data[0], 0.0f);
 }
 
 TEST(IoiAnalysis, ProbabilitiesTopTokensAndRolesComeWithTheAnalysis) {

@@ -254,13 +254,16 @@ test('ioi() gives every name\'s probability, the top tokens and the head roles',
     const mx = Math.max(...last);
     const z = last.reduce((s, x) => s + Math.exp(x - mx), 0);
     last.forEach((x, i) => close(a.probs.data[i], Math.exp(x - mx) / z, 1e-5, `p(${i})`));
-    // The roles are the heads with the largest shares.
+    // The roles: the head writing the most along the difference, and the other head writing the
+    // most along the sum.
     const H = m.config.n_heads;
     const name = (k) => `L${Math.floor(k / H)}H${k % H}`;
-    const argmaxOf = (d) => d.reduce((b, x, i) => (x > d[b] ? i : b), 0);
+    const argmaxOf = (d, skip = -1) => d.reduce((b, x, i) => (i !== skip && (b < 0 || x > d[b]) ? i : b), -1);
     a.head_diff.data.forEach((x, i) => close(a.head_share_diff.data[i], x / a.logit_diff, 1e-4, 'share'));
-    assert.equal(a.most_contrastive, name(argmaxOf(a.head_share_diff.data)));
-    assert.equal(a.most_additive, name(argmaxOf(a.head_share_sum.data)));
+    const con = argmaxOf(a.head_diff.data);
+    assert.equal(a.most_contrastive, name(con));
+    assert.equal(a.most_additive, name(argmaxOf(a.head_sum.data, con)));
+    assert.notEqual(a.most_additive, a.most_contrastive);
   }
   // The whole-task analyses strip the template rows' <PAD> (looked up in the vocabulary).
   const pad = tpl.tokenizer.vocab.indexOf('<PAD>');

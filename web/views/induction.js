@@ -23,6 +23,7 @@ export const TAG = 'cs-induction';
 const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
 const LOSS_MAX = 5;           // nats at the darkest loss colour
+const TOP_K = 5;              // next-token predictions shown for a hovered token
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 
@@ -33,24 +34,6 @@ const LOSS_BG = Array.from({ length: LOSS_LEVELS }, (_, k) => lossColor(k / (LOS
 const LOSS_FG = Array.from({ length: LOSS_LEVELS }, (_, k) => lossTextColor(k / (LOSS_LEVELS - 1)));
 const lossLevel = (l) => Math.round(Math.max(0, Math.min(1, l / LOSS_MAX)) * (LOSS_LEVELS - 1));
 const showTok = (s) => (s === '\n' ? '↵' : s === ' ' ? '␣' : s === '\t' ? '⇥' : s);
-
-// The longest block of tokens that occurs twice without overlapping (over ids[from..]): {a, d, r}
-// = first copy [a, a+r), second copy [a+d, a+d+r); null below 4 tokens.
-function findRepeat(ids, from) {
-  const T = ids.length;
-  let best = null;
-  for (let d = 1; d < T; d++) {
-    let run = 0;
-    for (let i = from; i + d < T; i++) {
-      if (ids[i] === ids[i + d]) {
-        run += 1;
-        const r = Math.min(run, d);
-        if (r >= 4 && (!best || r > best.r)) best = { a: i + 1 - r, d, r };
-      } else run = 0;
-    }
-  }
-  return best;
-}
 
 export class CsInduction extends CsView {
   static view = 'induction';
@@ -141,7 +124,7 @@ export class CsInduction extends CsView {
       E.patternPanel,
       el('section', { class: 'panel ind-score-panel', 'aria-labelledby': id('sc-h') },
         el('h2', { id: id('sc-h') }, 'Head scores'),
-        el('p', { class: 'explain' }, 'Columns marked "this text" are computed in the page from the current pattern and tokens; columns marked "random tokens" come from headScores(): 16 sequences of [BOS] R R with R random tokens, without ablations (induction-heads paper).'),
+        el('p', { class: 'explain' }, 'Columns marked "this text" score each head on the current text and its patterns (prefix matching: attention from a token to the token after an earlier copy of it; previous token: to the token just before); columns marked "random tokens" come from headScores(): 16 sequences of [BOS] R R with R random tokens, without ablations (induction-heads paper).'),
         el('div', { class: 'table-wrap' }, E.scores)),
     );
     this.buildLegend();
@@ -243,16 +226,19 @@ export class CsInduction extends CsView {
     let clean = null;
     if (ids.length) {
       const b = this.runBuffers();
-      run = m.run(ids, ablating ? intervention : undefined, { into: b.run });
-      // The clean pass is only read for its losses and its logits (hover), never its patterns.
-      clean = ablating ? m.run(ids, undefined, { patterns: false, into: b.clean }) : run;
+      // The core scores every head on this text (text_scores, with the repeated block it finds)
+      // and gives the top 5 next tokens at every position, in the same call.
+      run = m.run(ids, ablating ? intervention : undefined, { into: b.run, textScores: true, topk: TOP_K });
+      // The clean pass is only read for its losses and its probabilities (hover), never its
+      // patterns: every token's, so the hover can say what each of the top 5 had without the ablation.
+      clean = ablating ? m.run(ids, undefined, { patterns: false, into: b.clean, topk: c.d_vocab }) : run;
     }
     const vocab = m.tokenizer.vocab;
     const unk = vocab.indexOf('<UNK>');
     const T = ids.length;
-    const repeat = T ? findRepeat(ids, bos) : null;
+    const repeat = run ? run.repeat : null;
     this.cache = { key, text, ids, begins, ends, bos, truncated, run, clean, ablating, intervention, T, repeat, unk, vocab };
-    this.cache.scores = this.textScores(this.cache);
+    this.cache.scores = this.headRows(run);
     return this.cache;
   }
 
@@ -270,52 +256,16 @@ export class CsInduction extends CsView {
     return this.buffers;
   }
 
-  // Per-head scores of the current text from its patterns (plain JS; see the table's note).
-  textScores(a) {
-    const { run, ids, T, repeat, bos } = a;
+  /** The core's scores of the current text, one row per head: {layer, head, name, prefix, previous, stripe}. */
+  headRows(run) {
+    if (!run) return [];
     const c = this.model.config;
+    const { prefix_matching: pm, previous_token: pt, stripe } = run.text_scores;
     const out = [];
-    if (!run) return out;
-    const P = run.patterns.data;
-    // Prefix matching: query q attends to j + 1 for every earlier j >= bos holding the same token
-    // (j + 1 < q). The cells (q * T + j + 1) of each q, found once for all heads:
-    // cells[start[q] .. start[q + 1]). Each position links to the previous one with its token.
-    const before = new Int32Array(T);
-    const last = new Map();
-    let pairs = 0;
-    for (let q = 0; q < T; q++) {
-      const p = last.get(ids[q]);
-      before[q] = p === undefined ? -1 : p;
-      last.set(ids[q], q);
-      if (q > bos) for (let j = before[q]; j >= bos; j = before[j]) if (j + 1 < q) pairs++;
-    }
-    const start = new Int32Array(T + 1);
-    const cells = new Int32Array(pairs);
-    for (let q = 0, n = 0; q < T; q++) {
-      start[q] = n;
-      if (q > bos) for (let j = before[q]; j >= bos; j = before[j]) if (j + 1 < q) cells[n++] = q * T + j + 1;
-      start[q + 1] = n;
-    }
     for (let l = 0; l < c.n_layers; l++) {
       for (let h = 0; h < c.n_heads; h++) {
-        const base = (l * c.n_heads + h) * T * T;
-        let pm = 0; let pmN = 0; let pt = 0; let ptN = 0; let st = 0; let stN = 0;
-        for (let q = bos + 1; q < T; q++) {
-          pt += P[base + q * T + q - 1]; ptN += 1;
-          const k1 = start[q + 1];
-          if (start[q] < k1) {
-            let sum = 0;
-            for (let k = start[q]; k < k1; k++) sum += P[base + cells[k]];
-            pm += sum; pmN += 1;
-          }
-        }
-        if (repeat) {
-          // The induction stripe: second-copy token q attends to the token after its first copy, q - d + 1.
-          for (let q = repeat.a + repeat.d; q < repeat.a + repeat.d + repeat.r; q++) {
-            if (q - repeat.d + 1 < q) { st += P[base + q * T + q - repeat.d + 1]; stN += 1; }
-          }
-        }
-        out.push({ layer: l, head: h, name: headName(l, h), prefix: pmN ? pm / pmN : NaN, previous: ptN ? pt / ptN : NaN, stripe: stN ? st / stN : NaN });
+        const i = l * c.n_heads + h;
+        out.push({ layer: l, head: h, name: headName(l, h), prefix: pm.data[i], previous: pt.data[i], stripe: stripe.data[i] });
       }
     }
     return out;
@@ -588,18 +538,15 @@ export class CsInduction extends CsView {
       E.focusInfo.replaceChildren(el('p', { class: 'explain' }, headText ? `Hover or focus a token to see where ${headText} attends from it and what the model predicts next.` : 'Hover or focus a token to see what the model predicts next.'));
       return;
     }
-    const V = c.d_vocab;
-    const top = (logits) => {
-      const row = logits.data.subarray(q * V, (q + 1) * V);
-      let mx = -Infinity;
-      for (const v of row) mx = Math.max(mx, v);
-      let z = 0;
-      for (const v of row) z += Math.exp(v - mx);
-      const idx = Array.from(row.keys()).sort((x, y) => row[y] - row[x]).slice(0, 5);
-      return { idx, p: (i) => Math.exp(row[i] - mx) / z };
+    // The core's top tokens and their probabilities at position q ([T, k] each).
+    const top = (run) => {
+      const k = run.top_ids.shape[1];
+      const ids = run.top_ids.data.subarray(q * k, (q + 1) * k);
+      const probs = run.top_probs.data.subarray(q * k, (q + 1) * k);
+      return { idx: Array.from(ids.subarray(0, TOP_K)), p: (i) => { const j = ids.indexOf(i); return j >= 0 ? probs[j] : 0; } };
     };
-    const t = top(a.run.logits);
-    const tc = a.ablating ? top(a.clean.logits) : null;
+    const t = top(a.run);
+    const tc = a.ablating ? top(a.clean) : null;
     const actual = q + 1 < a.T ? a.ids[q + 1] : null;
     const list = el('ol', { class: 'ind-top' }, t.idx.map((i) => {
       const p = t.p(i);

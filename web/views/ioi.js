@@ -46,13 +46,6 @@ function ioiModels() {
   })));
   return zooPromise;
 }
-/** The evaluation splits of a sentence-template model, with what each holds. */
-export const IOI_SPLITS = [
-  { split: 'train', what: 'templates and name pairs trained on' },
-  { split: 'held-out pairs', what: 'trained templates, name pairs never trained on' },
-  { split: 'held-out templates', what: 'templates never trained on, trained name pairs' },
-  { split: 'held-out both', what: 'neither the template nor the name pair trained on' },
-];
 const LETTERS = ['A', 'B', 'C', 'D', 'E', 'F'];
 const DEFAULT_NAMES = ['Mary', 'John', 'Alice', 'Bob', 'Eve', 'Dan'];
 const TOP_NAMES = 5;   // probability rows of a template model: the most probable names, plus IO and S
@@ -83,93 +76,6 @@ function findWord(text, list) {
   return t ? list.findIndex((w) => w.toLowerCase() === t) : -1;
 }
 
-// ------------------------------------------------------------------------------------------------
-// Sentence templates: the same text as the core builds (src/ioi_templates.cpp).
-
-const wordChar = (c) => /[A-Za-z0-9']/.test(c) || c.charCodeAt(0) >= 0x80;
-
-/** A template split the way the word tokenizer splits text, each {SLOT} one piece (pieces() in C++). */
-export function templatePieces(template) {
-  const t = String(template);
-  const out = [];
-  let i = 0;
-  while (i < t.length) {
-    const c = t[i];
-    if (c === ' ' || c === '\t' || c === '\n') {
-      i++;
-    } else if (c === '{') {
-      const j = t.indexOf('}', i);
-      if (j < 0) { out.push(t.slice(i)); break; }
-      out.push(t.slice(i, j + 1));
-      i = j + 1;
-    } else if (wordChar(c)) {
-      let j = i;
-      while (j < t.length && wordChar(t[j])) j++;
-      out.push(t.slice(i, j));
-      i = j;
-    } else {
-      out.push(c);
-      i++;
-    }
-  }
-  return out;
-}
-
-/** Pieces joined by single spaces, punctuation glued to the word before it. */
-function joinPieces(words) {
-  let out = '';
-  for (const w of words) {
-    const glue = w.length === 1 && !wordChar(w);
-    if (out && !glue) out += ' ';
-    out += w;
-  }
-  return out;
-}
-
-/** Fills a template's slots: fill(slot, isIo) for {IO}/{S} (order 1 = S IO S swaps the first two), fill(slot) otherwise. */
-function fillTemplate(template, order, fill) {
-  let nameSlot = 0;
-  return joinPieces(templatePieces(template).map((p) => {
-    if (p === '{IO}' || p === '{S}') {
-      const ioHere = order === 0 ? p === '{IO}' : nameSlot === 1;
-      nameSlot++;
-      return fill(p, ioHere);
-    }
-    return p === '{PLACE}' || p === '{OBJECT}' ? fill(p) : p;
-  }));
-}
-
-/**
- * The sentence of template t with names io and s (indices into task.names), order 0 (IO S S) or
- * 1 (S IO S), place and object indices: the text C++ ioi_template_sentence builds.
- */
-export function templateSentence(task, t, io, s, order, place, object) {
-  return fillTemplate(task.templates[t], order, (slot, ioHere) => (
-    slot === '{PLACE}' ? task.places[place] : slot === '{OBJECT}' ? task.objects[object] : task.names[ioHere ? io : s]));
-}
-
-/** A template with readable slots in an order: "When [IO] and [S] went to the [place], [S] gave a [object] to". */
-export function templateReadable(template, order = 0) {
-  return fillTemplate(template, order, (slot, ioHere) => (
-    slot === '{PLACE}' ? '[place]' : slot === '{OBJECT}' ? '[object]' : ioHere ? '[IO]' : '[S]'));
-}
-
-const M64 = (1n << 64n) - 1n;
-/** True when the unordered name pair {a, b} (indices) was held out of training: C++ ioi_pair_held_out. */
-export function ioiPairHeldOut(task, a, b) {
-  if (!(task.holdout_pair_fraction > 0)) return false;
-  if (a > b) [a, b] = [b, a];
-  // splitmix64's finaliser over (a << 32 | b), as the core computes it.
-  let z = (((BigInt(a) << 32n) | BigInt(b)) + 0x9E3779B97F4A7C15n) & M64;
-  z = ((z ^ (z >> 30n)) * 0xBF58476D1CE4E5B9n) & M64;
-  z = ((z ^ (z >> 27n)) * 0x94D049BB133111EBn) & M64;
-  z ^= z >> 31n;
-  return Number(z >> 11n) * (1 / 9007199254740992) < task.holdout_pair_fraction;
-}
-
-/** True when template t was never trained on (the task's last holdout_templates templates). */
-export const templateHeldOut = (task, t) => t >= task.templates.length - (task.holdout_templates || 0);
-
 // Accuracy of a template model on its four splits, once per (model, intervention): a promise, and
 // the value once it is there (so a cached result shows without a "computing" flash).
 const splitCache = new Map();   // `${model}|${intervention}` -> {promise, value}
@@ -180,7 +86,7 @@ function splitAccuracy(model, name, iv, ivKey) {
     entry = { value: null };
     entry.promise = (async () => {
       const out = {};
-      for (const { split } of IOI_SPLITS) {
+      for (const { split } of model.ioiTask().splits) {
         await new Promise((resolve) => setTimeout(resolve, 0));   // the page stays responsive between splits
         try {
           const e = model.ioiEvaluate(iv, split);
@@ -310,7 +216,7 @@ export class CsIoi extends CsView {
         r.splits),
       r.tplZooTable = el('table', { class: 'cs-table' },
         el('caption', {}, 'The sentence-template models compared (the shipped models, no intervention)'),
-        el('thead', {}, el('tr', {}, ['model', 'architecture', ...IOI_SPLITS.map((x) => x.split)].map((h) => el('th', { scope: 'col' }, h)))),
+        r.tplZooHead = el('thead'),
         r.tplZoo),
       r.tplControls = el('div', { class: 'cs-controls' },
         field('Template', r.tpl),
@@ -504,14 +410,14 @@ export class CsIoi extends CsView {
       this.dataset.ready = 'true';   // settled: the message says what to change
       return;
     }
-    const letters = r.order.value === 'SIOS' ? [s, io, s] : [io, s, s];
-    const text = `${letters.join(' ')} <MID>`;
+    const sentence = model.ioiSentence({ order: r.order.value === 'SIOS' ? 1 : 0, io: LETTERS.indexOf(io), s: LETTERS.indexOf(s) });
+    const letters = sentence.words.slice(1, 4);
     const shown = ['<BOS>', ...letters.map((L) => names[LETTERS.indexOf(L)]), '<MID>'];
     r.sequence.replaceChildren(...shown.map((t, i) => el('span', { class: 'cs-token' },
       el('span', { class: 'cs-token-text' }, t),
       el('span', { class: 'cs-token-id' }, i === 0 || i === 4 ? '' : letters[i - 1]))));
 
-    const { a, run, prob, vocab } = this.analyse(model, text, iv);
+    const { a, run, prob, vocab } = this.analyse(model, sentence.tokens, iv);
     const predicted = vocab[a.predicted];
     const right = a.predicted === a.io;
     r.verdict.replaceChildren(
@@ -570,11 +476,10 @@ export class CsIoi extends CsView {
     }
     if (this._tplOrder !== order) {
       this._tplOrder = order;
-      task.templates.forEach((t, i) => {
-        const held = templateHeldOut(task, i);
+      task.template_info.forEach((info, i) => {
         const o = r.tpl.options[i];
-        o.textContent = `${i + 1}. ${templateReadable(t, order)}${held ? '  (held out of training)' : ''}`;
-        o.dataset.heldOut = String(held);
+        o.textContent = `${i + 1}. ${info.readable[order]}${info.held_out ? '  (held out of training)' : ''}`;
+        o.dataset.heldOut = String(info.held_out);
       });
     }
     this._knows = (text) => findWord(text, names) >= 0;
@@ -601,14 +506,13 @@ export class CsIoi extends CsView {
     r.tpl.value = String(t);
     r.place.value = task.places[place];
     r.object.value = task.objects[object];
-    const pieces = templatePieces(task.templates[t]);
-    const usesPlace = pieces.includes('{PLACE}');
-    const usesObject = pieces.includes('{OBJECT}');
+    const usesPlace = task.templates[t].includes('{PLACE}');
+    const usesObject = task.templates[t].includes('{OBJECT}');
     r.place.disabled = !usesPlace;
     r.object.disabled = !usesObject;
     const unused = [!usesPlace && 'place', !usesObject && 'object'].filter(Boolean);
     r.tplNote.textContent = unused.length ? `This template has no ${unused.join(' and no ')}.` : '';
-    const heldT = templateHeldOut(task, t);
+    const heldT = task.template_info[t].held_out;
 
     // The names.
     const ioText = st.io === null || st.io === undefined ? names[0] : st.io;
@@ -625,7 +529,7 @@ export class CsIoi extends CsView {
 
     if (problem) {
       this.clearResults();
-      r.sentenceLine.replaceChildren(el('span', { class: 'cs-note' }, `Template: ${templateReadable(task.templates[t], order)}`));
+      r.sentenceLine.replaceChildren(el('span', { class: 'cs-note' }, `Template: ${task.template_info[t].readable[order]}`));
       delete r.sentenceLine.dataset.sentence;
       r.split.replaceChildren();
       delete r.split.dataset.split;
@@ -645,9 +549,10 @@ export class CsIoi extends CsView {
   renderSentence(model, modelName, task, iv, { t, io, s, order, place, object, usesPlace, usesObject, heldT }) {
     const r = this.refs;
     const names = task.names;
-    const text = templateSentence(task, t, io, s, order, place, object);
-    const heldP = ioiPairHeldOut(task, io, s);
-    const split = heldT ? (heldP ? 'held-out both' : 'held-out templates') : heldP ? 'held-out pairs' : 'train';
+    // The sentence and its split, as the core builds them for training and evaluation.
+    const sentence = model.ioiSentence({ template: t, order, io, s, place, object });
+    const { text, split } = sentence;
+    const heldP = sentence.pair_held_out;
     r.sentenceLine.replaceChildren(
       el('q', { class: 'cs-sentence-text' }, text), ' → ?',
       el('span', { class: 'cs-note' }, `  (the answer: ${names[io]})`));
@@ -658,10 +563,8 @@ export class CsIoi extends CsView {
     r.split.dataset.split = split;
 
     let result;
-    let tokens;
     try {
-      tokens = model.tokenize(text);
-      result = this.analyse(model, text, iv);
+      result = this.analyse(model, sentence.tokens, iv);
     } catch (e) {
       this.clearResults();
       r.message.textContent = `The model could not read this sentence: ${e.message}`;
@@ -669,8 +572,8 @@ export class CsIoi extends CsView {
       return;
     }
     const { a, run, prob, vocab } = result;
-    const ids = Array.from(tokens.ids);
-    const words = model.tokenText(ids);
+    const ids = Array.from(sentence.tokens);
+    const words = sentence.words;
     const ioId = vocab.indexOf(names[io]);
     const sId = vocab.indexOf(names[s]);
     r.sequence.replaceChildren(...words.map((w, i) => el('span', { class: 'cs-token' },
@@ -710,7 +613,7 @@ export class CsIoi extends CsView {
       template: { index: t, text: task.templates[t], held_out: heldT },
       order: order ? 'SIOS' : 'IOSS', place: usesPlace ? task.places[place] : null, object: usesObject ? task.objects[object] : null,
       pair_held_out: heldP, split, tokens: words,
-      intervention: { cut: iv.cut?.length ? r.cut.value : '', removePos: !!iv.removePos },
+      intervention: { cut: [...this.state.cut], nopos: this.state.nopos },
       io: names[io], s: names[s], predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff,
       probabilities: Object.fromEntries(names.map((n, k) => [n, pName[k]])), heads: rows,
     };
@@ -736,13 +639,14 @@ export class CsIoi extends CsView {
     const [ev, clean] = await Promise.all([now.promise, base.promise]);
     if (seq !== this._seq) return;
     const cell = (x, f) => (x.error ? '–' : f(x));
+    const splits = model.ioiTask().splits;   // [{split, what}], the core's
     r.accuracy.replaceChildren(
       el('strong', {}, `${modelName}: ${ev.train.error ? '–' : pct(ev.train.accuracy)}`),
       ' on the training split, ',
-      ...IOI_SPLITS.slice(1).map(({ split }, i) => `${i ? ', ' : ''}${cell(ev[split], (x) => pct(x.accuracy))} on ${split}`),
+      ...splits.slice(1).map(({ split }, i) => `${i ? ', ' : ''}${cell(ev[split], (x) => pct(x.accuracy))} on ${split}`),
       changes.length ? ` (${changes.join(' and ')})` : '',
       '.');
-    r.splits.replaceChildren(...IOI_SPLITS.map(({ split, what }) => {
+    r.splits.replaceChildren(...splits.map(({ split, what }) => {
       const x = ev[split];
       return el('tr', { dataset: { split, accuracy: x.error ? '' : String(x.accuracy) } },
         el('th', { scope: 'row' }, split),
@@ -763,10 +667,12 @@ export class CsIoi extends CsView {
     const models = (await ioiModels()).filter((m) => m.templates);
     const rows = await Promise.all(models.map(async (m) => (m.error ? m : { ...m, splits: await splitAccuracy(m.model, m.name, {}, '|0').promise })));
     if (seq !== this._seq) return;
+    const splits = models.find((m) => !m.error)?.model.ioiTask().splits ?? [];
+    this.refs.tplZooHead.replaceChildren(el('tr', {}, ['model', 'architecture', ...splits.map((x) => x.split)].map((h) => el('th', { scope: 'col' }, h))));
     this.refs.tplZoo.replaceChildren(...rows.map((m) => el('tr', { class: m.name === current ? 'current' : null, dataset: { model: m.name } },
       el('th', { scope: 'row' }, m.name === current ? `▸ ${m.name}` : m.name),
       el('td', {}, m.label.replace(/^sentence templates: /, '')),
-      IOI_SPLITS.map(({ split }) => el('td', { class: 'num', dataset: { split } },
+      splits.map(({ split }) => el('td', { class: 'num', dataset: { split } },
         m.error ? 'not available' : m.splits[split].error ? '–' : pct(m.splits[split].accuracy))))));
   }
 
@@ -781,18 +687,11 @@ export class CsIoi extends CsView {
     return out;
   }
 
-  /** The IOI analysis of a text and its forward pass, with the softmax at the last position. */
-  analyse(model, text, iv) {
-    const a = model.ioi(text, iv);
-    const run = model.run(text, iv);
-    const vocab = model.tokenizer.vocab;
-    const T = run.logits.shape[0];
-    const V = run.logits.shape[1];
-    const last = Array.from(run.logits.data.subarray((T - 1) * V, T * V));
-    const mx = Math.max(...last);
-    const ex = last.map((x) => Math.exp(x - mx));
-    const z = ex.reduce((p, q) => p + q, 0);
-    return { a, run, vocab, prob: ex.map((x) => x / z) };
+  /** The core's IOI analysis of a sequence (with its probabilities at the last position) and its patterns. */
+  analyse(model, tokens, iv) {
+    const a = model.ioi(tokens, iv);
+    const run = model.run(tokens, iv, { logits: false });
+    return { a, run, vocab: model.tokenizer.vocab, prob: a.probs.data };
   }
 
   /** Each head's direct effect, the direct path and the bias; returns the rows (for the exports). */
@@ -815,13 +714,14 @@ export class CsIoi extends CsView {
       el('td', { class: 'num' }, fmt(x.sum)), el('td', {}, bar(x.sum, bound, { label: `${x.part} sum ${fmt(x.sum)}` })),
       el('td', { class: 'num' }, x.cd === undefined ? '' : fmt(x.cd)),
       el('td', { class: 'num' }, x.cs === undefined ? '' : fmt(x.cs)))));
-    const heads = rows.slice(0, -2);
-    if (heads.length > 1) {
-      const byDiff = [...heads].sort((p, q) => Math.abs(q.diff) / (Math.abs(q.sum) + 1e-9) - Math.abs(p.diff) / (Math.abs(p.sum) + 1e-9));
-      r.headsNote.textContent = `Most contrastive head: ${byDiff[0].part} (|difference| / |sum| = ${fmt(Math.abs(byDiff[0].diff) / (Math.abs(byDiff[0].sum) + 1e-9))}); most additive: ${byDiff.at(-1).part} (${fmt(Math.abs(byDiff.at(-1).diff) / (Math.abs(byDiff.at(-1).sum) + 1e-9))}). The parts sum to the logit difference ${fmt(a.logit_diff)}.`;
-    } else {
-      r.headsNote.textContent = `The parts sum to the logit difference ${fmt(a.logit_diff)}.`;
-    }
+    // Which head adds most and which contrasts most, as the core names them: the largest share of
+    // the logit difference (contrastive) and of logit(IO) + logit(S) (additive).
+    const share = (t, name) => { const [l, h] = name.slice(1).split('H').map(Number); return t.data[l * H + h]; };
+    const parts = [];
+    if (rows.length > 3 && a.most_contrastive) parts.push(`Most contrastive head: ${a.most_contrastive} (${pct(share(a.head_share_diff, a.most_contrastive))} of the logit difference).`);
+    if (rows.length > 3 && a.most_additive) parts.push(`Most additive head: ${a.most_additive} (${pct(share(a.head_share_sum, a.most_additive))} of logit(IO) + logit(S)).`);
+    parts.push(`The parts sum to the logit difference ${fmt(a.logit_diff)}.`);
+    r.headsNote.textContent = parts.join(' ');
     return rows;
   }
 

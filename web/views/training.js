@@ -7,7 +7,7 @@
 // "Train it yourself" trains a recipe in a Web Worker (web/trainer-worker.js) with a live loss
 // curve, pause / resume / stop, and "Download model" (a .safetensors file the page and the CLI load).
 // For the induction recipes the worker also scores every head's prefix matching every 10 steps:
-// a live chart, and when the run ends the phase change marked as phaseChange() defines it, with
+// a live chart, and when the run ends the phase change marked as the core's phaseChange() defines it, with
 // the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
 // data-train-seconds on the element, for tests and benchmarks).
 // The line charts are uPlot canvases (LineChart in charts.js, which links uPlot's stylesheet
@@ -88,25 +88,6 @@ async function resolveRecipe(recipe) {
     delete r.vocabFrom;
   }
   return r;
-}
-
-/** Below this final prefix-matching score no head has become an induction head (as the report judges). */
-export const MIN_INDUCTION_SCORE = 0.1;
-
-/**
- * First step where the best head's prefix-matching score passes half its final value; null when
- * there are no scores, or when no head ends above MIN_INDUCTION_SCORE (half of a near-zero score
- * is met at step 0, which would mark a phase change that never happened).
- */
-export function phaseChange(records) {
-  if (!records?.length || !records.at(-1).prefix_matching?.length) return null;
-  const final = records.at(-1).prefix_matching;
-  let best = 0;
-  for (let i = 1; i < final.length; i++) if (final[i] > final[best]) best = i;
-  if (!(final[best] >= MIN_INDUCTION_SCORE)) return null;
-  const threshold = 0.5 * final[best];
-  const rec = records.find((r) => r.prefix_matching[best] >= threshold);
-  return rec ? { step: rec.step, head: best, final: final[best], threshold } : null;
 }
 
 function ticks(lo, hi, n = 5) {
@@ -267,6 +248,7 @@ export class CsTraining extends CsView {
   async loadModelData(name) {
     const r = this.refs;
     r.summary.textContent = `Loading the metrics of ${name}…`;
+    this._cs = await getModule();   // the core's phaseChange()
     destroyCharts(r.charts);
     r.charts.replaceChildren();
     this._snapSteps = null;
@@ -295,15 +277,16 @@ export class CsTraining extends CsView {
       return;
     }
     const steps = recs.map((x) => x.step);
-    const pc = phaseChange(recs);
+    const cs = this._cs;
     const n = recs[0].prefix_matching?.length ?? 0;
     const H = nHeads > 0 ? nHeads : Math.max(1, n);
+    const pc = cs.phaseChange(recs, { nHeads: H });
     const headName = (i) => (n % H === 0 ? `L${Math.floor(i / H)}H${i % H}` : `head ${i}`);
     const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step})` } : null;
     r.summary.replaceChildren(pc
-      ? `Phase change at step ${pc.step}: the first record where the best head, ${headName(pc.head)}, passes half (${fmt(pc.threshold)}) of its final prefix-matching score ${fmt(pc.final)} (computed here from the ${recs.length} records of ${name}.metrics.json; dashed line in every chart).`
+      ? `Phase change at step ${pc.step}: the first record where the best head (then ${headName(pc.layer * H + pc.head)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${name}.metrics.json; dashed line in every chart).`
       : recs.at(-1)?.prefix_matching?.length
-        ? `No phase change: no head's prefix-matching score reaches ${MIN_INDUCTION_SCORE} (the best ends at ${fmt(Math.max(...recs.at(-1).prefix_matching))}), so no induction head formed in ${name}.`
+        ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name}.`
         : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`);
     this.dataset.phaseChange = pc ? String(pc.step) : '';
     const line = (series, options, ys) => {
@@ -496,21 +479,22 @@ export class CsTraining extends CsView {
     });
   }
 
-  /** When a run ends: its phase change, as phaseChange() defines it, over the head scores it recorded. */
-  markPhaseChange() {
+  /** When a run ends: its phase change, as the core defines it, over the head scores it recorded. */
+  async markPhaseChange() {
     const sc = this._scores;
-    const pc = sc?.length ? phaseChange(sc) : null;
+    const cs = await getModule();
+    const H = this._trainHeads ?? sc?.[0]?.prefix_matching.length;
+    const pc = sc?.length ? cs.phaseChange(sc, { nHeads: H }) : null;
     if (!pc) {
       this._phase = null;
-      if (sc?.length) this.refs.trainStatus.append(` No phase change: no head's prefix-matching score reached ${MIN_INDUCTION_SCORE}.`);
+      if (sc?.length) this.refs.trainStatus.append(` No phase change: no head's final prefix-matching score reached ${cs.minInductionScore}.`);
       return;
     }
-    const rec = sc.find((x) => x.step === pc.step);
-    const H = this._trainHeads ?? sc[0].prefix_matching.length;
+    const rec = sc[pc.record];
     this._phase = { ...pc, seconds: rec.seconds };
     this.dataset.phaseChangeStep = String(pc.step);
     this.dataset.phaseChangeSeconds = rec.seconds.toFixed(2);
-    this.refs.trainStatus.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${Math.floor(pc.head / H)}H${pc.head % H}, passes half (${fmt(pc.threshold)}) of its final prefix-matching score ${fmt(pc.final)}.`);
+    this.refs.trainStatus.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${pc.layer}H${pc.head}, passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)}.`);
     this.scheduleTrainDraw();
   }
 

@@ -1,0 +1,64 @@
+// The page only draws: every score, probability, sentence, split and threshold comes from the
+// core through the API. This test reads every script under web/ and fails when one computes what
+// the core computes (a softmax or log-probability, a head score, the phase change, the IOI
+// templates' grammar, the held-out pair hash, or the thresholds that go with them). It also checks
+// that it catches each kind on a sample, so it cannot pass by reading nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const web = path.join(root, 'web');
+
+// [what the core owns, a pattern that computes it in JavaScript]
+const FORBIDDEN = [
+  ['softmax / probabilities (run({topk}), ioi().probs)', /Math\.exp\s*\(/],
+  ['log-probabilities and losses (run().loss)', /Math\.log\s*\(|Math\.log1p\s*\(/],
+  ['the held-out name-pair hash (ioiSentence().pair_held_out)', /BigInt|0x9E3779B9|0xBF58476D|0x94D049BB/i],
+  ['the phase change (phaseChange())', /function\s+phaseChange|MIN_INDUCTION_SCORE\s*=/],
+  ['the IOI template grammar and splits (ioiSentence(), ioiTask().splits)', /templatePieces|fillTemplate|ioiPairHeldOut|templateHeldOut|IOI_SPLITS\s*=/],
+  ['head scores on a text (run({textScores}))', /function\s+findRepeat|textScores\s*\(\s*a\b|prefix_matching\s*\[[^\]]*\]\s*\+?=/],
+  ['the most additive / contrastive head (ioi().most_additive, most_contrastive)', /\|difference\|\s*\/\s*\|sum\||Math\.abs\([^)]*diff\)\s*\/\s*\(?Math\.abs/],
+];
+
+function scripts(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'vendor' ? [] : scripts(p);
+    return /\.m?js$/.test(e.name) ? [p] : [];
+  });
+}
+
+/** Every forbidden computation in a script's text: [{what, line}] (comments are not code). */
+function findScience(text) {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, (m) => m.replace(/[^\n]/g, ' ')).replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+  const found = [];
+  code.split('\n').forEach((line, i) => {
+    for (const [what, re] of FORBIDDEN) if (re.test(line)) found.push({ what, line: i + 1, text: line.trim().slice(0, 120) });
+  });
+  return found;
+}
+
+test('no script under web/ computes a score, probability, sentence, split or threshold', () => {
+  const files = scripts(web);
+  assert.ok(files.length >= 8, `read ${files.length} scripts`);
+  const problems = files.flatMap((f) => findScience(readFileSync(f, 'utf8')).map((x) => `${path.relative(root, f)}:${x.line}: ${x.what}: ${x.text}`));
+  assert.deepEqual(problems, []);
+});
+
+test('the check catches each kind of computation on a sample', () => {
+  const samples = [
+    'const p = Math.exp(v - mx) / z;',
+    'const nll = -Math.log(p);',
+    'let z = (BigInt(a) << 32n) + 0x9E3779B97F4A7C15n;',
+    'export function phaseChange(records) {',
+    'export const MIN_INDUCTION_SCORE = 0.1;',
+    'const text = fillTemplate(t, order, fill);',
+    'function findRepeat(ids, from) {',
+    'Most contrastive head: ${x} (|difference| / |sum| = 1)',
+  ];
+  for (const s of samples) assert.equal(findScience(s).length, 1, s);
+  assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');
+});
