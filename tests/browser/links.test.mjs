@@ -175,8 +175,6 @@ async function shot(page) {
   const png = await page.screenshot({ clip: box, fullPage: true, animations: 'disabled', caret: 'hide' });
   await page.evaluate(() => { document.querySelector('.app-messages').style.display = ''; });
   png.box = box;
-  png.layout = await page.evaluate(() => [...document.querySelectorAll('#view-host > .view:not([hidden]) *')]
-    .map((e) => e.getBoundingClientRect()).map((r) => `${r.top.toFixed(2)}/${r.height.toFixed(2)}`).join(' '));
   return png;
 }
 
@@ -220,59 +218,68 @@ async function openFresh(url) {
   return { context, page, problems };
 }
 
-test(`links: ${SEQUENCES} random action sequences (seed ${SEED}) each reopen the same view`, async (t) => {
-  const author = await openFresh(`${server.url}#v=2`);
-  await author.context.grantPermissions(['clipboard-read', 'clipboard-write']);
-  let actionsRun = 0;
-  const started = Date.now();
-  try {
-    for (let n = 0; n < SEQUENCES; n++) {
-      const seed = SEED * 100_003 + n;
-      const r = rng(seed);
-      // Each sequence starts from the default view.
-      await author.page.evaluate(() => { location.hash = '#v=2'; });
-      await author.page.waitForFunction(() => window.__cs?.store.state.view === 'induction' && location.hash === '#v=2');
-      const done = [];
-      await settle(author.page, `sequence ${n} (seed ${seed}) start`);
-      const count = 1 + r.int(MAX_ACTIONS);
-      for (let i = 0; i < count; i++) {
-        const actions = await possibleActions(author.page, r);
-        const a = r.pick(actions);
-        done.push(a.name);
-        await a.run(author.page);
-        await settle(author.page, `sequence ${n} (seed ${seed}): ${done.join(' → ')}`);
-      }
-      actionsRun += done.length;
-      await author.page.click('#copy-link');
-      const link = await author.page.inputValue('#copy-text');
-      const want = await author.page.evaluate(() => window.__cs.store.state);
-      const before = await shot(author.page);
-      const where = `sequence ${n} (LINK_SEED=${SEED}, seed ${seed}): ${done.join(' → ')}\n  link: ${link}`;
-
-      const fresh = await openFresh(link);
-      try {
-        await settle(fresh.page, `reopening ${where}`);
-        const status = (await fresh.page.textContent('#app-status')) ?? '';
-        assert.doesNotMatch(status, /could not be read/, `${where}\n  ${status}`);
-        const got = await fresh.page.evaluate(() => window.__cs.store.state);
-        assert.deepEqual(got, want, where);
-        const after = await shot(fresh.page);
-        const diff = before.equals(after) ? { n: 0 } : await pixelDiff(before, after);
-        if (diff.n > MAX_DIFF_PIXELS) {
-          writeFileSync(path.join(artifacts, `seq${n}-author.png`), before);
-          writeFileSync(path.join(artifacts, `seq${n}-reopened.png`), after);
-          const a = before.layout.split(' '), b = after.layout.split(' ');
-          const i = a.findIndex((x, k) => x !== b[k]);
-          assert.fail(`${where}\n  the reopened view looks different: test-artifacts/links/seq${n}-*.png (${JSON.stringify(diff)}; boxes ${JSON.stringify(before.box)} ${JSON.stringify(after.box)}; first layout difference at element ${i}: ${a[i]} vs ${b[i]})`);
-        }
-        assert.deepEqual(fresh.problems, [], where);
-      } finally {
-        await fresh.context.close();
-      }
-      assert.deepEqual(author.problems, [], where);
-    }
-  } finally {
-    await author.context.close();
+/** One sequence: actions in the author's page, Copy link, the link in a fresh context, compared. */
+async function sequence(author, n) {
+  const seed = SEED * 100_003 + n;
+  const r = rng(seed);
+  // Each sequence starts from the default view (the page itself is kept, with what its views
+  // remember from earlier sequences: that is how a person uses it).
+  await author.page.evaluate(() => { location.hash = '#v=2'; });
+  await author.page.waitForFunction(() => window.__cs?.store.state.view === 'induction' && location.hash === '#v=2');
+  const done = [];
+  await settle(author.page, `sequence ${n} (seed ${seed}) start`);
+  const count = 1 + r.int(MAX_ACTIONS);
+  for (let i = 0; i < count; i++) {
+    const a = r.pick(await possibleActions(author.page, r));
+    done.push(a.name);
+    await a.run(author.page);
+    await settle(author.page, `sequence ${n} (seed ${seed}): ${done.join(' → ')}`);
   }
-  t.diagnostic(`${SEQUENCES} sequences, ${actionsRun} actions, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  await author.page.click('#copy-link');
+  const link = await author.page.inputValue('#copy-text');
+  const want = await author.page.evaluate(() => window.__cs.store.state);
+  const before = await shot(author.page);
+  const where = `sequence ${n} (LINK_SEED=${SEED}, seed ${seed}): ${done.join(' → ')}\n  link: ${link}`;
+
+  const fresh = await openFresh(link);
+  try {
+    await settle(fresh.page, `reopening ${where}`);
+    const status = (await fresh.page.textContent('#app-status')) ?? '';
+    assert.doesNotMatch(status, /could not be read/, `${where}\n  ${status}`);
+    const got = await fresh.page.evaluate(() => window.__cs.store.state);
+    assert.deepEqual(got, want, where);
+    const after = await shot(fresh.page);
+    const diff = before.equals(after) ? { n: 0 } : await pixelDiff(before, after);
+    if (diff.n > MAX_DIFF_PIXELS) {
+      writeFileSync(path.join(artifacts, `seq${n}-author.png`), before);
+      writeFileSync(path.join(artifacts, `seq${n}-reopened.png`), after);
+      assert.fail(`${where}\n  the reopened view looks different: test-artifacts/links/seq${n}-*.png (${JSON.stringify(diff)}; boxes ${JSON.stringify(before.box)} ${JSON.stringify(after.box)})`);
+    }
+    assert.deepEqual(fresh.problems, [], where);
+  } finally {
+    await fresh.context.close();
+  }
+  assert.deepEqual(author.problems, [], where);
+  return done.length;
+}
+
+// LINK_LANES author pages work side by side (lane k takes the sequences n = k mod LINK_LANES), so
+// the browser's processes keep both cores busy while one page waits for the other.
+const LANES = Math.max(1, Number(process.env.LINK_LANES ?? 2));
+
+test(`links: ${SEQUENCES} random action sequences (seed ${SEED}) each reopen the same view`, async (t) => {
+  const started = Date.now();
+  const lane = async (k) => {
+    const author = await openFresh(`${server.url}#v=2`);
+    await author.context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    let actions = 0;
+    try {
+      for (let n = k; n < SEQUENCES; n += LANES) actions += await sequence(author, n);
+    } finally {
+      await author.context.close();
+    }
+    return actions;
+  };
+  const actions = (await Promise.all(Array.from({ length: LANES }, (_, k) => lane(k)))).reduce((a, b) => a + b, 0);
+  t.diagnostic(`${SEQUENCES} sequences, ${actions} actions, ${LANES} lanes, ${((Date.now() - started) / 1000).toFixed(0)} s`);
 });
