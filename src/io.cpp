@@ -165,6 +165,51 @@ void read_values(const std::vector<Found>& found, const Expected& expected, cons
   }
 }
 
+// One tensor's header entry e: its dtype, a shape equal to `want` and offsets whose length fits
+// them, inside the data section.
+Found read_entry(const std::string& name, const json& e, const Shape& want, std::uint64_t section_size) {
+  Found f;
+  f.seen = true;
+  const auto dt = e.find("dtype");
+  if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string; circuitscope reads F32 and F16");
+  const std::string& dts = dt->get_ref<const std::string&>();
+  if (dts == "F32") f.dtype = Dtype::F32;
+  else if (dts == "F16") f.dtype = Dtype::F16;
+  else fail("tensor " + name + " has dtype " + clean(dts) + "; circuitscope reads F32 and F16");
+
+  const auto sh = e.find("shape");
+  if (sh == e.end() || !sh->is_array())
+    fail("tensor " + name + " has no shape array; a shape is a list of non-negative integers");
+  Shape shape;
+  for (const json& d : *sh) {
+    const bool ok = d.is_number_unsigned() ? d.get<std::uint64_t>() <= 0x7FFFFFFFull
+                                           : d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
+                                                 d.get<std::int64_t>() <= 0x7FFFFFFF;
+    if (!ok)
+      fail("tensor " + name + " has shape " + dump_short(*sh) + ", which is not a list of non-negative integers");
+    shape.push_back(static_cast<int>(d.get<std::int64_t>()));
+  }
+  if (shape != want)
+    fail("tensor " + name + " has shape " + shape_str(shape) + ", config says " + shape_str(want));
+
+  const auto off = e.find("data_offsets");
+  if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+      !(*off)[1].is_number_unsigned() || (*off)[0].get<std::uint64_t>() > (*off)[1].get<std::uint64_t>())
+    fail("tensor " + name + " has data_offsets " + (off == e.end() ? std::string("missing") : dump_short(*off)) +
+         "; they must be [begin, end] with 0 <= begin <= end");
+  f.begin = (*off)[0].get<std::uint64_t>();
+  f.end = (*off)[1].get<std::uint64_t>();
+  if (f.end > section_size)
+    fail("tensor " + name + " ends at byte " + std::to_string(f.end) + " but the data section has only " +
+         std::to_string(section_size) + " bytes (truncated file?)");
+  std::uint64_t numel = 0;
+  checked_numel(shape, &numel);  // equals the allocated shape, so it cannot overflow
+  if (f.end - f.begin != numel * itemsize(f.dtype))
+    fail("tensor " + name + " has " + std::to_string(f.end - f.begin) + " bytes of data but shape " +
+         shape_str(shape) + " in " + dtype_name(f.dtype) + " needs " + std::to_string(numel * itemsize(f.dtype)));
+  return f;
+}
+
 std::string with_path(const std::string& path, const std::string& msg) {
   const std::string prefix = "model file: ";
   if (msg.compare(0, prefix.size(), prefix) == 0) return "model file " + path + ": " + msg.substr(prefix.size());
@@ -371,47 +416,7 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
     if (!e.is_object())
       fail("the entry for tensor " + name + " is " + a_type(e) +
            ", not an object with dtype, shape and data_offsets");
-    Found& f = found[ix->second];
-    f.seen = true;
-
-    const auto dt = e.find("dtype");
-    if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string; circuitscope reads F32 and F16");
-    const std::string& dts = dt->get_ref<const std::string&>();
-    if (dts == "F32") f.dtype = Dtype::F32;
-    else if (dts == "F16") f.dtype = Dtype::F16;
-    else fail("tensor " + name + " has dtype " + clean(dts) + "; circuitscope reads F32 and F16");
-
-    const auto sh = e.find("shape");
-    if (sh == e.end() || !sh->is_array())
-      fail("tensor " + name + " has no shape array; a shape is a list of non-negative integers");
-    Shape shape;
-    for (const json& d : *sh) {
-      const bool ok = d.is_number_unsigned() ? d.get<std::uint64_t>() <= 0x7FFFFFFFull
-                                             : d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
-                                                   d.get<std::int64_t>() <= 0x7FFFFFFF;
-      if (!ok)
-        fail("tensor " + name + " has shape " + dump_short(*sh) + ", which is not a list of non-negative integers");
-      shape.push_back(static_cast<int>(d.get<std::int64_t>()));
-    }
-    const Shape& want = expected[ix->second].second->shape;
-    if (shape != want)
-      fail("tensor " + name + " has shape " + shape_str(shape) + ", config says " + shape_str(want));
-
-    const auto off = e.find("data_offsets");
-    if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-        !(*off)[1].is_number_unsigned() || (*off)[0].get<std::uint64_t>() > (*off)[1].get<std::uint64_t>())
-      fail("tensor " + name + " has data_offsets " + (off == e.end() ? std::string("missing") : dump_short(*off)) +
-           "; they must be [begin, end] with 0 <= begin <= end");
-    f.begin = (*off)[0].get<std::uint64_t>();
-    f.end = (*off)[1].get<std::uint64_t>();
-    if (f.end > section_size)
-      fail("tensor " + name + " ends at byte " + std::to_string(f.end) + " but the data section has only " +
-           std::to_string(section_size) + " bytes (truncated file?)");
-    std::uint64_t numel = 0;
-    checked_numel(shape, &numel);  // equals the allocated shape, so it cannot overflow
-    if (f.end - f.begin != numel * itemsize(f.dtype))
-      fail("tensor " + name + " has " + std::to_string(f.end - f.begin) + " bytes of data but shape " +
-           shape_str(shape) + " in " + dtype_name(f.dtype) + " needs " + std::to_string(numel * itemsize(f.dtype)));
+    found[ix->second] = read_entry(name, e, expected[ix->second].second->shape, section_size);
   }
   for (std::size_t i = 0; i < expected.size(); ++i)
     if (!found[i].seen) fail("tensor " + expected[i].first + " is missing");

@@ -313,6 +313,18 @@ Trainer::Trainer(const Recipe& r)
                                 " MB of activations per step; circuitscope allows at most " +
                                 std::to_string(static_cast<long long>(kMaxTrainBytes / (1 << 20))) +
                                 " MB (use a smaller batch_size or data.seq_len)");
+  if (recipe_.eval.is_object()) {
+    // The evaluator runs batches of eval.batch sequences of the same length.
+    const int eb = json_int_or(recipe_.eval, "batch", 8, 1, 1024, "recipe: eval.");
+    const double eval_bytes = forward_bytes(recipe_.model, eb, data_->seq_len());
+    if (eval_bytes > kMaxTrainBytes)
+      throw std::invalid_argument("recipe: an eval batch of " + std::to_string(eb) + " sequences of " +
+                                  std::to_string(data_->seq_len()) + " tokens would need " +
+                                  std::to_string(static_cast<long long>(eval_bytes / (1 << 20))) +
+                                  " MB of activations; circuitscope allows at most " +
+                                  std::to_string(static_cast<long long>(kMaxTrainBytes / (1 << 20))) +
+                                  " MB (use a smaller eval.batch)");
+  }
   params_ = init_params<float>(recipe_.model, r.seed);
   grads_ = make_params<float>(recipe_.model);
   cache_.keep_result = false;  // backward does not read each head's output

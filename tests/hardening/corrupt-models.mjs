@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Generates the corrupt-model corpus (tests/hardening/corrupt-models-lib.mjs) into
 // build/hardening/corrupt-models/ and runs every file through the CLI (`inspect` and
-// `run --text`), each run under a 10 s timeout and a 4 GB address-space limit (ulimit -v).
+// `run --text`), each run under a 10 s timeout and a 4 GB address-space limit (prlimit --as).
 // Passes when every run exits 0 with finite output or 1 with a one-line sentence: no signal, no
 // hang, no nan/inf with exit 0, no library exception text.
 //
@@ -9,7 +9,7 @@
 //   node tests/hardening/corrupt-models.mjs --sample 300       a seeded sample
 //   options: --seed N (default 1)  --bin PATH (default build/native/circuitscope; e.g.
 //            build/asan/circuitscope for the sanitizer build)  --timeout S  --jobs N
-//            --mem KB|unlimited (ulimit -v; default 4194304, unlimited for sanitizer builds, whose
+//            --mem KB|unlimited (address-space limit; default 4194304, unlimited for sanitizer builds, whose
 //            shadow memory needs a large address space)
 //            --write-only (generate the files, run nothing: a corpus for the fuzzer)
 import path from 'node:path';
