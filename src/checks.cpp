@@ -52,6 +52,8 @@ std::string json_value_words(const json& v) {
       // Whole numbers as integers; others as the shortest text that reads back as the same double.
       char buf[40];
       const double d = v.get<double>();
+      if (std::isnan(d)) return "NaN";
+      if (std::isinf(d)) return d > 0 ? "Infinity" : "-Infinity";
       if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15) {
         std::snprintf(buf, sizeof buf, "%.0f", d);
         return buf;

@@ -486,6 +486,57 @@ TEST(ModelFile, KeptHardeningCasesLoadOrAreRefused) {
   EXPECT_GE(n, 1);
 }
 
+// A model whose weights are each allowed but whose deeper layers overflow float32: the forward
+// pass check names the hook where it happened.
+TEST(ModelFile, ForwardOverflowIsNamed) {
+  const ModelFile m = load_model_file("tests/hardening/cases/overflow-8-layers-of-9999.safetensors");
+  ActivationCache<float> cache;
+  forward(m.params, std::vector<int>{0, 2, 3, 4}, 1, 4, cache);
+  try {
+    check_finite(cache);
+    FAIL() << "no overflow found";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the forward pass overflowed float32: blocks.1.attn.hook_pattern holds NaN"),
+              std::string::npos)
+        << e.what();
+  }
+  ActivationCache<float> fine;
+  const ModelFile ok = load_model_file("tests/hardening/cases/valid-tiny.safetensors");
+  forward(ok.params, std::vector<int>{0, 2, 3, 4}, 1, 4, fine);
+  EXPECT_NO_THROW(check_finite(fine));
+}
+
+// The one JSON number reader: exact integers in range, or a sentence naming the field.
+TEST(ModelFile, JsonNumbersAreReadExactly) {
+  auto refusal = [](const json& v, std::int64_t lo, std::int64_t hi) -> std::string {
+    try {
+      json_to_int(v, "f", lo, hi);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(json_to_int(json(3.0), "f", 0, 10), 3);
+  EXPECT_EQ(json_to_int(json(1e4), "f", 0, 100000), 10000);
+  EXPECT_EQ(json_to_int(json(9223372036854775807ll), "f", 0, 9223372036854775807ll), 9223372036854775807ll);
+  EXPECT_EQ(refusal(json(9223372036854775808ull), 0, 9223372036854775807ll),
+            "f must be a whole number between 0 and 9223372036854775807, got 9223372036854775808");
+  EXPECT_EQ(refusal(json(9.3e18), 0, 100), "f must be a whole number between 0 and 100, got 9.3e+18");
+  EXPECT_EQ(refusal(json(-0.5), -10, 10), "f must be a whole number between -10 and 10, got -0.5");
+  EXPECT_EQ(refusal(json(std::numeric_limits<double>::quiet_NaN()), 0, 1), "f must be a whole number between 0 and 1, got NaN");
+  EXPECT_EQ(refusal(json::array(), 0, 1), "f must be a whole number between 0 and 1, got an array");
+  EXPECT_EQ(json_to_u64(json(18446744073709551615ull), "s"), 18446744073709551615ull);
+  EXPECT_THROW(json_to_u64(json(1.8446744073709552e19), "s"), std::invalid_argument);
+  EXPECT_THROW(json_to_number(json(1e308), "x", 0, 1e30), std::invalid_argument);
+  EXPECT_THROW(parse_json_text("[1e400]", "t:"), std::invalid_argument);
+  try {
+    parse_json_text("{\n  \"a\": nope}", "recipe:");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "recipe: is not valid JSON (line 2, column 9)");
+  }
+}
+
 TEST(ModelFile, EmptyAndNullInputs) {
   EXPECT_THROW(load_model_bytes(nullptr, 0), std::runtime_error);
   const std::uint8_t zeros[8] = {0, 0, 0, 0, 0, 0, 0, 0};
