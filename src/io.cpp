@@ -23,6 +23,9 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kMaxJsonDepth = 64;  // far deeper than any file we write; stops stack-eating input
+// The JSON header's largest size: a million-token vocabulary (config.h's kMaxVocab) takes about
+// 20 MB, and parsing holds several times the text in memory, so 64 MB keeps that inside a tab.
+constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("model file: " + msg); }
 
@@ -320,6 +323,9 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
   if (header_len > static_cast<std::uint64_t>(size) - 8)
     fail("header length " + std::to_string(header_len) + " is larger than the file (" + std::to_string(size) +
          " bytes): the file is truncated or not a safetensors file");
+  if (header_len > kMaxHeaderBytes)
+    fail("the header is " + std::to_string(header_len) + " bytes long; circuitscope reads headers of at most " +
+         std::to_string(kMaxHeaderBytes >> 20) + " MB (a million-token vocabulary takes about 20 MB)");
   const char* hb = reinterpret_cast<const char*>(data) + 8;
   const char* he = hb + static_cast<std::size_t>(header_len);
   const std::uint8_t* section = data + 8 + static_cast<std::size_t>(header_len);
