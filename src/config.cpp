@@ -1,6 +1,8 @@
 // Config: names, validation and JSON form of the architecture.
 #include "config.h"
 
+#include "checks.h"
+
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -20,20 +22,38 @@ PosEmbed pos_embed_from_name(const std::string& s) {
   if (s == "none") return PosEmbed::None;
   if (s == "standard") return PosEmbed::Standard;
   if (s == "shortformer") return PosEmbed::Shortformer;
-  throw std::invalid_argument("config: pos_embed must be \"none\", \"standard\" or \"shortformer\", not \"" + s + "\"");
+  throw std::invalid_argument("config: pos_embed must be \"none\", \"standard\" or \"shortformer\", not \"" + printable_text(s) + "\"");
 }
 
 void Config::validate() const {
   auto check = [](bool ok, const std::string& msg) {
     if (!ok) throw std::invalid_argument("config: " + msg);
   };
-  check(n_layers >= 0 && n_layers <= 64, "n_layers must be between 0 and 64, got " + std::to_string(n_layers));
-  check(n_heads >= 1 && n_heads <= 64, "n_heads must be between 1 and 64, got " + std::to_string(n_heads));
-  check(d_model >= 1 && d_model <= 4096, "d_model must be between 1 and 4096, got " + std::to_string(d_model));
-  check(d_head >= 1 && d_head <= 1024, "d_head must be between 1 and 1024, got " + std::to_string(d_head));
-  check(n_ctx >= 1 && n_ctx <= 8192, "n_ctx must be between 1 and 8192, got " + std::to_string(n_ctx));
-  check(d_vocab >= 1 && d_vocab <= 1000000, "d_vocab must be between 1 and 1000000, got " + std::to_string(d_vocab));
+  auto range = [&](int v, const char* name, int lo, int hi) {
+    check(v >= lo && v <= hi, std::string(name) + " must be between " + std::to_string(lo) + " and " +
+                                  std::to_string(hi) + ", got " + std::to_string(v));
+  };
+  range(n_layers, "n_layers", 0, kMaxLayers);
+  range(n_heads, "n_heads", 1, kMaxHeads);
+  range(d_model, "d_model", 1, kMaxDModel);
+  range(d_head, "d_head", 1, kMaxDHead);
+  range(n_ctx, "n_ctx", 1, kMaxCtx);
+  range(d_vocab, "d_vocab", 1, kMaxVocab);
   check(std::isfinite(init_std), "init_std must be a finite number");
+  check(n_layers * n_heads <= kMaxTotalHeads,
+        std::to_string(n_layers) + " layers of " + std::to_string(n_heads) + " heads make " +
+            std::to_string(n_layers * n_heads) + " heads; circuitscope handles at most " +
+            std::to_string(kMaxTotalHeads) + " (every per-head analysis grows with their number)");
+  const std::uint64_t weights = weight_count(*this);
+  check(weights <= kMaxWeights, "this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
+                                    std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
+                                    " MB as float32), so that a browser tab can hold and train it");
+  const double fwd = forward_bytes(*this, 1, n_ctx);
+  check(fwd <= kMaxForwardBytes,
+        "a forward pass over the full context of " + std::to_string(n_ctx) + " tokens would need " +
+            std::to_string(static_cast<long long>(fwd / (1 << 20))) + " MB of activations; circuitscope allows at most " +
+            std::to_string(static_cast<long long>(kMaxForwardBytes / (1 << 20))) +
+            " MB (use a shorter n_ctx or fewer, narrower heads)");
 }
 
 float Config::effective_init_std() const {
@@ -60,34 +80,20 @@ Config config_from_json(const nlohmann::json& j) {
   static const std::set<std::string> known = {"n_layers", "n_heads", "d_model", "d_head", "n_ctx",
                                               "d_vocab", "pos_embed", "smeared_keys", "use_bias", "init_std"};
   for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) throw std::invalid_argument("config: unknown field \"" + it.key() + "\"");
+    if (!known.count(it.key()))
+      throw std::invalid_argument("config: unknown field \"" + printable_text(it.key()) + "\"");
   Config c;
-  auto get_int = [&](const char* k, int& out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_number_integer()) throw std::invalid_argument(std::string("config: ") + k + " must be an integer");
-    out = j[k].get<int>();
-  };
-  auto get_bool = [&](const char* k, bool& out) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_boolean()) throw std::invalid_argument(std::string("config: ") + k + " must be true or false");
-    out = j[k].get<bool>();
-  };
-  get_int("n_layers", c.n_layers);
-  get_int("n_heads", c.n_heads);
-  get_int("d_model", c.d_model);
-  get_int("d_head", c.d_head);
-  get_int("n_ctx", c.n_ctx);
-  get_int("d_vocab", c.d_vocab);
-  get_bool("smeared_keys", c.smeared_keys);
-  get_bool("use_bias", c.use_bias);
-  if (j.contains("pos_embed")) {
-    if (!j["pos_embed"].is_string()) throw std::invalid_argument("config: pos_embed must be a string");
-    c.pos_embed = pos_embed_from_name(j["pos_embed"].get<std::string>());
-  }
-  if (j.contains("init_std")) {
-    if (!j["init_std"].is_number()) throw std::invalid_argument("config: init_std must be a number");
-    c.init_std = j["init_std"].get<float>();
-  }
+  c.n_layers = json_int_or(j, "n_layers", c.n_layers, 0, kMaxLayers, "config: ");
+  c.n_heads = json_int_or(j, "n_heads", c.n_heads, 1, kMaxHeads, "config: ");
+  c.d_model = json_int_or(j, "d_model", c.d_model, 1, kMaxDModel, "config: ");
+  c.d_head = json_int_or(j, "d_head", c.d_head, 1, kMaxDHead, "config: ");
+  c.n_ctx = json_int_or(j, "n_ctx", c.n_ctx, 1, kMaxCtx, "config: ");
+  c.d_vocab = json_int_or(j, "d_vocab", c.d_vocab, 1, kMaxVocab, "config: ");
+  c.smeared_keys = json_bool_or(j, "smeared_keys", c.smeared_keys, "config: ");
+  c.use_bias = json_bool_or(j, "use_bias", c.use_bias, "config: ");
+  if (j.contains("pos_embed")) c.pos_embed = pos_embed_from_name(json_to_string(j["pos_embed"], "config: pos_embed"));
+  // float's range: a larger init_std would make every weight Inf.
+  c.init_std = static_cast<float>(json_number_or(j, "init_std", c.init_std, -1e30, 1e30, "config: "));
   c.validate();
   return c;
 }

@@ -1,9 +1,38 @@
 // Config: the architecture of an attention-only transformer (TransformerLens names).
 #pragma once
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace cs {
+
+// Limits no model file or recipe may exceed, checked by Config::validate() before anything is
+// allocated. The explorer runs in a browser tab whose WebAssembly memory stops at 2 GB (and a
+// phone has less): these keep loading a model, one forward pass over its whole context and every
+// analysis of any accepted model well inside that, and the CLI inside a laptop's memory.
+constexpr int kMaxLayers = 64;        // deeper than any model this explorer is meant for (GPT-2 XL has 48)
+constexpr int kMaxHeads = 64;         // heads per layer
+constexpr int kMaxTotalHeads = 256;   // n_layers * n_heads: attribution, composition scores ([3, L, H, L, H])
+                                      // and every per-head table grow with it; GPT-2 small has 144
+constexpr int kMaxDModel = 4096;      // residual width
+constexpr int kMaxDHead = 1024;       // head width
+constexpr int kMaxCtx = 8192;         // context length (the attention pattern is n_ctx^2 per head)
+constexpr int kMaxVocab = 1000000;    // tokens
+// Weights a model may hold: 64 M floats is 256 MB, and training keeps four copies (weights,
+// gradients, two AdamW moments), 1 GB, still inside a tab.
+constexpr std::uint64_t kMaxWeights = 64ull << 20;
+// The activation cache of one forward pass over the full context (every hook, attention scores
+// included, at 4 bytes a value): 256 MB, an eighth of the tab's 2 GB, leaves room for the
+// analyses that read it and for the page itself.
+constexpr double kMaxForwardBytes = 256.0 * (1 << 20);
+// A training step's forward pass over a whole batch (backward needs about as much again): 1 GB.
+constexpr double kMaxTrainBytes = 1024.0 * (1 << 20);
+// The largest weight magnitude a model file may hold. Trained transformers' weights are of order
+// 1 (the shipped models' largest is 7.9). With every |w| <= 1e4 the first layer cannot overflow
+// float32 for any accepted shape (attention scores are at most d_head (d_model * 2e4 * 1e4)^2 =
+// 7e26 against float's 3.4e38), while corrupt values such as 1e19 or 3e38 overflow at once.
+// Deeper layers can still overflow; check_finite() (checks.h) reports that after a forward pass.
+constexpr float kMaxAbsWeight = 1e4f;
 
 enum class PosEmbed {
   None,         // no positional information at all
@@ -26,7 +55,8 @@ struct Config {
   bool use_bias = false;      // b_Q b_K b_V b_O b_U
   float init_std = 0.0f;      // <= 0 means 0.8 / sqrt(d_model), TransformerLens's default
 
-  // Throws std::invalid_argument with a sentence naming the bad field.
+  // Throws std::invalid_argument with a sentence naming the bad field or the limit (above) that
+  // the architecture exceeds.
   void validate() const;
   float effective_init_std() const;
   bool operator==(const Config& o) const;

@@ -1,6 +1,7 @@
 // Data sources: synthetic induction data, symbolic IOI and text windows.
 #include "data.h"
 
+#include "checks.h"
 #include "ioi_templates.h"
 
 #include <algorithm>
@@ -25,17 +26,10 @@ Tokenizer ioi_symbolic_tokenizer(const std::vector<std::string>& names) {
 
 namespace {
 
+// data.<key> as an exactly read integer in [lo, hi]; def == INT32_MIN makes it required.
 int get_int(const nlohmann::json& j, const char* key, int def, int lo, int hi) {
-  if (!j.contains(key)) {
-    if (def == INT32_MIN) throw std::invalid_argument(std::string("data: \"") + key + "\" is required");
-    return def;
-  }
-  if (!j[key].is_number_integer()) throw std::invalid_argument(std::string("data: \"") + key + "\" must be an integer");
-  int v = j[key].get<int>();
-  if (v < lo || v > hi)
-    throw std::invalid_argument(std::string("data: \"") + key + "\" must be between " + std::to_string(lo) + " and " +
-                                std::to_string(hi) + ", got " + std::to_string(v));
-  return v;
+  if (!j.contains(key) && def == INT32_MIN) throw std::invalid_argument(std::string("data: \"") + key + "\" is required");
+  return json_int_or(j, key, def, lo, hi, "recipe: data.");
 }
 
 // A batch of B next-token rows of length T, each written by fill(row, repeated, rng): row[0..T) are
@@ -300,8 +294,11 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
       ss << f.rdbuf();
     }
     int T = get_int(spec, "seq_len", INT32_MIN, 8, 8192);
-    double frac = spec.value("repeat_fraction", 0.0), rfrac = spec.value("random_fraction", 0.0),
-           sfrac = spec.value("span_fraction", 0.0), pfrac = spec.value("periodic_fraction", 0.0);
+    const std::string w = "recipe: data.";
+    double frac = json_number_or(spec, "repeat_fraction", 0.0, 0, 1, w),
+           rfrac = json_number_or(spec, "random_fraction", 0.0, 0, 1, w),
+           sfrac = json_number_or(spec, "span_fraction", 0.0, 0, 1, w),
+           pfrac = json_number_or(spec, "periodic_fraction", 0.0, 0, 1, w);
     if (!(sfrac >= 0 && sfrac <= 1)) throw std::invalid_argument("data: span_fraction must be between 0 and 1");
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
@@ -309,7 +306,7 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, pfrac, tok.bos_id(),
                                          tok.unk_id());
   }
-  throw std::invalid_argument("data: unknown kind \"" + kind + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
+  throw std::invalid_argument("data: unknown kind \"" + printable_text(kind) + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
 }
 
 }  // namespace cs

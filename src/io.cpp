@@ -1,12 +1,15 @@
 // Model files: a safetensors writer and a strict loader that explains what is wrong with a bad file.
 #include "io.h"
 
+#include "checks.h"
+
 #include <Eigen/Core>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -20,32 +23,13 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kMaxJsonDepth = 64;  // far deeper than any file we write; stops stack-eating input
+// The JSON header's largest size: a million-token vocabulary (config.h's kMaxVocab) takes about
+// 20 MB, and parsing holds several times the text in memory, so 64 MB keeps that inside a tab.
+constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("model file: " + msg); }
 
-// Text from the file shown in a message: printable ASCII only, cut to a readable length.
-std::string clean(const std::string& s, std::size_t max_len = 120) {
-  std::string out;
-  for (char ch : s) {
-    if (out.size() >= max_len) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(ch);
-    out += (c >= 0x20 && c < 0x7F) ? ch : '?';
-  }
-  return out;
-}
-
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_reason(const std::exception& e) {
-  std::string s = e.what();
-  if (!s.empty() && s[0] == '[') {
-    const std::size_t close = s.find("] ");
-    if (close != std::string::npos) s = s.substr(close + 2);
-  }
-  return clean(s, 160);
-}
+std::string clean(const std::string& s, std::size_t max_len = 120) { return printable_text(s, max_len); }
 
 // "an object", "a string", ...: the JSON type of j with its article.
 std::string a_type(const json& j) {
@@ -86,7 +70,7 @@ json parse_meta_json(const std::string& text, const std::string& what) {
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
-    fail("the " + what + " in __metadata__ is not valid JSON (" + json_reason(e) + ")");
+    fail("the " + what + " in __metadata__ " + json_parse_problem(text, e));
   }
 }
 
@@ -104,21 +88,6 @@ bool checked_numel(const Shape& s, std::uint64_t* out) {
   }
   *out = n;
   return true;
-}
-
-// The number of weights make_params allocates for cfg, computed without allocating. Only a guard
-// against configs that ask for far more memory than the file could hold; params.h stays the
-// source of truth for names and shapes. All factors are bounded by Config::validate(), so the
-// sums fit comfortably in 64 bits.
-std::uint64_t weight_count(const Config& c) {
-  const std::uint64_t L = static_cast<std::uint64_t>(c.n_layers), H = static_cast<std::uint64_t>(c.n_heads),
-                      D = static_cast<std::uint64_t>(c.d_model), Dh = static_cast<std::uint64_t>(c.d_head),
-                      V = static_cast<std::uint64_t>(c.d_vocab), T = static_cast<std::uint64_t>(c.n_ctx);
-  std::uint64_t n = 2 * V * D + L * 4 * H * D * Dh;
-  if (c.pos_embed != PosEmbed::None) n += T * D;
-  if (c.use_bias) n += L * (3 * H * Dh + D) + V;
-  if (c.smeared_keys) n += L * H;
-  return n;
 }
 
 void put_u64le(std::vector<std::uint8_t>& out, std::uint64_t v) {
@@ -142,6 +111,106 @@ float read_f32(const std::uint8_t* p) {
 float read_f16(const std::uint8_t* p) {
   const std::uint16_t bits = static_cast<std::uint16_t>(p[0] | (p[1] << 8));
   return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+}
+
+// Where one tensor's bytes are, as its header entry says.
+struct Found {
+  Dtype dtype = Dtype::F32;
+  std::uint64_t begin = 0, end = 0;
+  bool seen = false;
+};
+using Expected = std::vector<std::pair<std::string, Tensor<float>*>>;
+
+// Every byte of the data section belongs to exactly one tensor.
+void check_layout(const std::vector<Found>& found, const Expected& expected, std::uint64_t section_size) {
+  std::vector<std::size_t> order(expected.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return found[a].begin != found[b].begin ? found[a].begin < found[b].begin : found[a].end < found[b].end;
+  });
+  std::uint64_t cursor = 0;
+  std::size_t last = order.size();  // the tensor that reaches furthest so far
+  for (std::size_t i : order) {
+    const Found& f = found[i];
+    if (f.begin == f.end) continue;
+    if (last != order.size() && f.begin < cursor)
+      fail("tensors " + expected[last].first + " and " + expected[i].first + " overlap in the data section (bytes " +
+           std::to_string(f.begin) + " to " + std::to_string(std::min(cursor, f.end)) + "); the file is corrupt");
+    if (f.begin > cursor)
+      fail("bytes " + std::to_string(cursor) + " to " + std::to_string(f.begin) +
+           " of the data section belong to no tensor (a hole); the file is corrupt");
+    cursor = f.end;
+    last = i;
+  }
+  if (cursor < section_size)
+    fail("the data section has " + std::to_string(section_size - cursor) +
+         " trailing bytes after the last tensor; the file is corrupt");
+}
+
+// Reads every tensor's values, refusing NaN, Inf and magnitudes past kMaxAbsWeight (config.h).
+void read_values(const std::vector<Found>& found, const Expected& expected, const std::uint8_t* section) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Found& f = found[i];
+    std::vector<float>& out = expected[i].second->data;
+    const std::uint8_t* p = section + static_cast<std::size_t>(f.begin);
+    const std::size_t isz = itemsize(f.dtype);
+    for (std::size_t k = 0; k < out.size(); ++k, p += isz) {
+      const float x = f.dtype == Dtype::F32 ? read_f32(p) : read_f16(p);
+      if (!std::isfinite(x))
+        fail("tensor " + expected[i].first + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
+             ") at index " + std::to_string(k) + "; the model diverged during training or the file is corrupt");
+      if (std::fabs(x) > kMaxAbsWeight)
+        fail("tensor " + expected[i].first + " has the value " + float_text(x) + " at index " +
+             std::to_string(k) + "; circuitscope refuses weights beyond +-" + float_text(kMaxAbsWeight) +
+             " (trained weights are of order 1, and larger ones overflow a forward pass): the file is corrupt");
+      out[k] = x;
+    }
+  }
+}
+
+// One tensor's header entry e: its dtype, a shape equal to `want` and offsets whose length fits
+// them, inside the data section.
+Found read_entry(const std::string& name, const json& e, const Shape& want, std::uint64_t section_size) {
+  Found f;
+  f.seen = true;
+  const auto dt = e.find("dtype");
+  if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string; circuitscope reads F32 and F16");
+  const std::string& dts = dt->get_ref<const std::string&>();
+  if (dts == "F32") f.dtype = Dtype::F32;
+  else if (dts == "F16") f.dtype = Dtype::F16;
+  else fail("tensor " + name + " has dtype " + clean(dts) + "; circuitscope reads F32 and F16");
+
+  const auto sh = e.find("shape");
+  if (sh == e.end() || !sh->is_array())
+    fail("tensor " + name + " has no shape array; a shape is a list of non-negative integers");
+  Shape shape;
+  for (const json& d : *sh) {
+    const bool ok = d.is_number_unsigned() ? d.get<std::uint64_t>() <= 0x7FFFFFFFull
+                                           : d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
+                                                 d.get<std::int64_t>() <= 0x7FFFFFFF;
+    if (!ok)
+      fail("tensor " + name + " has shape " + dump_short(*sh) + ", which is not a list of non-negative integers");
+    shape.push_back(static_cast<int>(d.get<std::int64_t>()));
+  }
+  if (shape != want)
+    fail("tensor " + name + " has shape " + shape_str(shape) + ", config says " + shape_str(want));
+
+  const auto off = e.find("data_offsets");
+  if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+      !(*off)[1].is_number_unsigned() || (*off)[0].get<std::uint64_t>() > (*off)[1].get<std::uint64_t>())
+    fail("tensor " + name + " has data_offsets " + (off == e.end() ? std::string("missing") : dump_short(*off)) +
+         "; they must be [begin, end] with 0 <= begin <= end");
+  f.begin = (*off)[0].get<std::uint64_t>();
+  f.end = (*off)[1].get<std::uint64_t>();
+  if (f.end > section_size)
+    fail("tensor " + name + " ends at byte " + std::to_string(f.end) + " but the data section has only " +
+         std::to_string(section_size) + " bytes (truncated file?)");
+  std::uint64_t numel = 0;
+  checked_numel(shape, &numel);  // equals the allocated shape, so it cannot overflow
+  if (f.end - f.begin != numel * itemsize(f.dtype))
+    fail("tensor " + name + " has " + std::to_string(f.end - f.begin) + " bytes of data but shape " +
+         shape_str(shape) + " in " + dtype_name(f.dtype) + " needs " + std::to_string(numel * itemsize(f.dtype)));
+  return f;
 }
 
 std::string with_path(const std::string& path, const std::string& msg) {
@@ -179,8 +248,8 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
   std::string info_text;
   try {
     info_text = m.info.dump();
-  } catch (const json::exception& e) {
-    fail("cannot save: the info cannot be written as JSON (" + json_reason(e) + ")");
+  } catch (const json::exception&) {
+    fail("cannot save: the info cannot be written as JSON (it holds text that is not valid UTF-8)");
   }
   if (!depth_ok(info_text.data(), info_text.data() + info_text.size(), kMaxJsonDepth))
     fail("cannot save: the info nests JSON more than " + std::to_string(kMaxJsonDepth) + " levels deep");
@@ -223,6 +292,10 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
       if (!std::isfinite(x))
         fail("cannot save: tensor " + name + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
              ") at index " + std::to_string(k) + "; training probably diverged");
+      if (std::fabs(x) > kMaxAbsWeight)
+        fail("cannot save: tensor " + name + " has the value " + float_text(x) + " at index " +
+             std::to_string(k) + ", beyond the +-" + float_text(kMaxAbsWeight) +
+             " a model file may hold; training probably diverged");
       if (dtype == Dtype::F32) {
         std::uint32_t bits;
         std::memcpy(&bits, &x, 4);
@@ -250,6 +323,9 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
   if (header_len > static_cast<std::uint64_t>(size) - 8)
     fail("header length " + std::to_string(header_len) + " is larger than the file (" + std::to_string(size) +
          " bytes): the file is truncated or not a safetensors file");
+  if (header_len > kMaxHeaderBytes)
+    fail("the header is " + std::to_string(header_len) + " bytes long; circuitscope reads headers of at most " +
+         std::to_string(kMaxHeaderBytes >> 20) + " MB (a million-token vocabulary takes about 20 MB)");
   const char* hb = reinterpret_cast<const char*>(data) + 8;
   const char* he = hb + static_cast<std::size_t>(header_len);
   const std::uint8_t* section = data + 8 + static_cast<std::size_t>(header_len);
@@ -263,7 +339,7 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
   try {
     header = json::parse(hb, he);
   } catch (const json::exception& e) {
-    fail("the header is not valid JSON (" + json_reason(e) + "); the file is corrupt or not a safetensors file");
+    fail("the header " + json_parse_problem(std::string(hb, he), e) + "; the file is corrupt or not a safetensors file");
   }
   if (!header.is_object())
     fail("the header is " + a_type(header) + " in JSON, not an object; this is not a safetensors file");
@@ -333,11 +409,6 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
   std::map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < expected.size(); ++i) index.emplace(expected[i].first, i);
 
-  struct Found {
-    Dtype dtype = Dtype::F32;
-    std::uint64_t begin = 0, end = 0;
-    bool seen = false;
-  };
   std::vector<Found> found(expected.size());
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") continue;
@@ -351,90 +422,29 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
     if (!e.is_object())
       fail("the entry for tensor " + name + " is " + a_type(e) +
            ", not an object with dtype, shape and data_offsets");
-    Found& f = found[ix->second];
-    f.seen = true;
-
-    const auto dt = e.find("dtype");
-    if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string; circuitscope reads F32 and F16");
-    const std::string& dts = dt->get_ref<const std::string&>();
-    if (dts == "F32") f.dtype = Dtype::F32;
-    else if (dts == "F16") f.dtype = Dtype::F16;
-    else fail("tensor " + name + " has dtype " + clean(dts) + "; circuitscope reads F32 and F16");
-
-    const auto sh = e.find("shape");
-    if (sh == e.end() || !sh->is_array())
-      fail("tensor " + name + " has no shape array; a shape is a list of non-negative integers");
-    Shape shape;
-    for (const json& d : *sh) {
-      const bool ok = d.is_number_unsigned() ? d.get<std::uint64_t>() <= 0x7FFFFFFFull
-                                             : d.is_number_integer() && d.get<std::int64_t>() >= 0 &&
-                                                   d.get<std::int64_t>() <= 0x7FFFFFFF;
-      if (!ok)
-        fail("tensor " + name + " has shape " + dump_short(*sh) + ", which is not a list of non-negative integers");
-      shape.push_back(static_cast<int>(d.get<std::int64_t>()));
-    }
-    const Shape& want = expected[ix->second].second->shape;
-    if (shape != want)
-      fail("tensor " + name + " has shape " + shape_str(shape) + ", config says " + shape_str(want));
-
-    const auto off = e.find("data_offsets");
-    if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
-        !(*off)[1].is_number_unsigned() || (*off)[0].get<std::uint64_t>() > (*off)[1].get<std::uint64_t>())
-      fail("tensor " + name + " has data_offsets " + (off == e.end() ? std::string("missing") : dump_short(*off)) +
-           "; they must be [begin, end] with 0 <= begin <= end");
-    f.begin = (*off)[0].get<std::uint64_t>();
-    f.end = (*off)[1].get<std::uint64_t>();
-    if (f.end > section_size)
-      fail("tensor " + name + " ends at byte " + std::to_string(f.end) + " but the data section has only " +
-           std::to_string(section_size) + " bytes (truncated file?)");
-    std::uint64_t numel = 0;
-    checked_numel(shape, &numel);  // equals the allocated shape, so it cannot overflow
-    if (f.end - f.begin != numel * itemsize(f.dtype))
-      fail("tensor " + name + " has " + std::to_string(f.end - f.begin) + " bytes of data but shape " +
-           shape_str(shape) + " in " + dtype_name(f.dtype) + " needs " + std::to_string(numel * itemsize(f.dtype)));
+    found[ix->second] = read_entry(name, e, expected[ix->second].second->shape, section_size);
   }
   for (std::size_t i = 0; i < expected.size(); ++i)
     if (!found[i].seen) fail("tensor " + expected[i].first + " is missing");
 
-  // Every byte of the data section belongs to exactly one tensor.
-  std::vector<std::size_t> order(expected.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return found[a].begin != found[b].begin ? found[a].begin < found[b].begin : found[a].end < found[b].end;
-  });
-  std::uint64_t cursor = 0;
-  std::size_t last = order.size();  // the tensor that reaches furthest so far
-  for (std::size_t i : order) {
-    const Found& f = found[i];
-    if (f.begin == f.end) continue;
-    if (last != order.size() && f.begin < cursor)
-      fail("tensors " + expected[last].first + " and " + expected[i].first + " overlap in the data section (bytes " +
-           std::to_string(f.begin) + " to " + std::to_string(std::min(cursor, f.end)) + "); the file is corrupt");
-    if (f.begin > cursor)
-      fail("bytes " + std::to_string(cursor) + " to " + std::to_string(f.begin) +
-           " of the data section belong to no tensor (a hole); the file is corrupt");
-    cursor = f.end;
-    last = i;
-  }
-  if (cursor < section_size)
-    fail("the data section has " + std::to_string(section_size - cursor) +
-         " trailing bytes after the last tensor; the file is corrupt");
-
-  // --- values ---
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const Found& f = found[i];
-    std::vector<float>& out = expected[i].second->data;
-    const std::uint8_t* p = section + static_cast<std::size_t>(f.begin);
-    const std::size_t isz = itemsize(f.dtype);
-    for (std::size_t k = 0; k < out.size(); ++k, p += isz) {
-      const float x = f.dtype == Dtype::F32 ? read_f32(p) : read_f16(p);
-      if (!std::isfinite(x))
-        fail("tensor " + expected[i].first + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
-             ") at index " + std::to_string(k) + "; the model diverged during training or the file is corrupt");
-      out[k] = x;
-    }
-  }
+  check_layout(found, expected, section_size);
+  read_values(found, expected, section);
   return m;
+}
+
+void check_output_path(const std::string& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return;  // a new file
+  if (st.type() == std::filesystem::file_type::regular) return;          // replacing a file
+  const char* what = st.type() == std::filesystem::file_type::directory ? "a directory"
+                     : st.type() == std::filesystem::file_type::symlink ? "a symbolic link"
+                     : st.type() == std::filesystem::file_type::character || st.type() == std::filesystem::file_type::block
+                         ? "a device"
+                     : st.type() == std::filesystem::file_type::fifo ? "a named pipe"
+                                                                      : "not a regular file";
+  throw std::runtime_error(path + " exists and is " + what +
+                           "; circuitscope writes only new files or replaces regular ones, so give another path");
 }
 
 void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype) {
@@ -444,20 +454,27 @@ void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(with_path(path, e.what()));
   }
-  // Write a temporary file and rename it, so a failed write never destroys an older model.
+  try {
+    check_output_path(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("model file " + std::string(e.what()));
+  }
+  // Write a temporary file and rename it, so a failed write never destroys an older model. The
+  // temporary is created exclusively ("x"): a leftover regular file is removed first, and
+  // anything else there (a link, a device) is refused rather than written through.
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f)
-      throw std::runtime_error("model file " + path + ": cannot create " + tmp +
-                               " for writing (does the directory exist and is it writable?)");
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("model file " + path + ": writing " + std::to_string(bytes.size()) +
-                               " bytes failed (is the disk full?)");
-    }
+  std::error_code ec;
+  if (std::filesystem::symlink_status(tmp, ec).type() == std::filesystem::file_type::regular) std::remove(tmp.c_str());
+  std::FILE* f = std::fopen(tmp.c_str(), "wbx");
+  if (!f)
+    throw std::runtime_error("model file " + path + ": cannot create " + tmp +
+                             " for writing (does the directory exist and is it writable, and is " + tmp +
+                             " free?)");
+  const bool wrote = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  if (std::fclose(f) != 0 || !wrote) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("model file " + path + ": writing " + std::to_string(bytes.size()) +
+                             " bytes failed (is the disk full?)");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
@@ -466,6 +483,10 @@ void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype) {
 }
 
 ModelFile load_model_file(const std::string& path) {
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    throw std::runtime_error("model file " + path + ": it is not a regular file (a directory, device or pipe?)");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("model file " + path + ": cannot open it (check that it exists and is readable)");
   f.seekg(0, std::ios::end);

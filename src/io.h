@@ -30,6 +30,10 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dty
 // "model file: tensor blocks.1.attn.W_Q has shape [4,64,16], config says [8,64,16]".
 ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size);
 
+// Refuses (std::runtime_error "PATH exists and is a device; ...") an output path that exists and is
+// not a regular file: a directory, a symbolic link, a device, a pipe. Writers call it first.
+void check_output_path(const std::string& path);
+// Writes PATH.tmp (created exclusively) and renames it over PATH; checks PATH with check_output_path.
 void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype = Dtype::F32);
 ModelFile load_model_file(const std::string& path);  // "model file <path>: ..." on errors
 

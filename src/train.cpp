@@ -1,6 +1,7 @@
 // Training: recipes, AdamW, OneCycle, gradient clipping and the step-wise Trainer.
 #include "train.h"
 
+#include "checks.h"
 #include "ioi_templates.h"
 
 #include <algorithm>
@@ -26,12 +27,24 @@ void reject_unknown(const nlohmann::json& j, const std::set<std::string>& known,
     if (!known.count(it.key())) throw std::invalid_argument("recipe: unknown field \"" + it.key() + "\" in " + where);
 }
 
-double num(const nlohmann::json& j, const char* k, double def, const std::string& where) {
-  if (!j.contains(k)) return def;
-  if (!j[k].is_number()) throw std::invalid_argument("recipe: " + where + "." + k + " must be a number");
-  double v = j[k].get<double>();
-  if (!std::isfinite(v)) throw std::invalid_argument("recipe: " + where + "." + k + " must be finite");
-  return v;
+// A number field of a recipe section ("optimizer", "schedule"), finite and within [lo, hi].
+double num(const nlohmann::json& j, const char* k, double def, const std::string& where, double lo = -1e300,
+           double hi = 1e300) {
+  return json_number_or(j, k, def, lo, hi, "recipe: " + where + ".");
+}
+
+// The recipe's "eval" section, checked here for types and ranges (training_metrics.cpp reads it
+// afterwards and only then knows the data): every field is an exactly read integer.
+void check_eval(const nlohmann::json& e) {
+  if (!e.is_object()) throw std::invalid_argument("recipe: \"eval\" must be an object, got " + json_value_words(e));
+  const std::string w = "recipe: eval.";
+  json_int_or(e, "every", 0, 0, 10000000, w);
+  json_int_or(e, "batch", 8, 1, 1024, w);
+  json_int_or(e, "icl_early", 20, 0, kMaxCtx, w);
+  json_int_or(e, "icl_late", 200, 1, kMaxCtx, w);
+  json_int_or(e, "repeat_len", 0, 0, kMaxCtx, w);
+  json_int_or(e, "seed", 1, 0, 2147483647, w);
+  if (e.contains("valid_path")) json_to_string(e["valid_path"], w + "valid_path");
 }
 
 double cos_anneal(double start, double end, double pct) { return end + (start - end) / 2.0 * (std::cos(kPi * pct) + 1.0); }
@@ -43,13 +56,16 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     throw std::invalid_argument("recipe: tokenizer must be an object with a \"kind\"");
   const std::string kind = spec["kind"].get<std::string>();
   if (kind == "synthetic") {
-    if (!spec.contains("size") || !spec["size"].is_number_integer())
-      throw std::invalid_argument("recipe: a synthetic tokenizer needs an integer \"size\"");
-    return synthetic_tokenizer(spec["size"].get<int>());
+    if (!spec.contains("size")) throw std::invalid_argument("recipe: a synthetic tokenizer needs an integer \"size\"");
+    return synthetic_tokenizer(json_to_int32(spec["size"], "recipe: tokenizer.size", 2, 100000));
   }
   if (kind == "ioi_symbolic") {
-    if (spec.contains("names")) return ioi_symbolic_tokenizer(spec["names"].get<std::vector<std::string>>());
-    return ioi_symbolic_tokenizer();
+    if (!spec.contains("names")) return ioi_symbolic_tokenizer();
+    const auto& n = spec["names"];
+    if (!n.is_array()) throw std::invalid_argument("recipe: tokenizer.names must be a list of strings, got " + json_value_words(n));
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < n.size(); ++i) names.push_back(json_to_string(n[i], "recipe: tokenizer.names[" + std::to_string(i) + "]"));
+    return ioi_symbolic_tokenizer(names);
   }
   if (kind == "char") {
     // The vocabulary itself, as a model file stores it (what a page that cannot read files passes).
@@ -61,27 +77,71 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
     std::stringstream ss;
     ss << f.rdbuf();
-    int max_chars = spec.value("max_chars", 1000);
+    const int max_chars = json_int_or(spec, "max_chars", 1000, 0, kMaxVocab - 2, "recipe: tokenizer.");
     return Tokenizer::build_char(ss.str(), max_chars);
   }
   if (kind == "word") return Tokenizer::from_json(spec);
   if (kind == "ioi_templates") {
     // Built from the task itself: the recipe's data object, which the caller passes as `data`.
-    if (!data || !data->is_object() || data->value("kind", "") != "ioi_templates")
+    if (!data || !data->is_object() || !data->contains("kind") || (*data)["kind"] != "ioi_templates")
       throw std::invalid_argument("recipe: an ioi_templates tokenizer needs ioi_templates data");
     return ioi_template_tokenizer(ioi_template_task(*data));
   }
-  throw std::invalid_argument("recipe: unknown tokenizer kind \"" + kind + "\" (synthetic, ioi_symbolic, ioi_templates, char, word)");
+  throw std::invalid_argument("recipe: unknown tokenizer kind \"" + printable_text(kind) +
+                              "\" (synthetic, ioi_symbolic, ioi_templates, char, word)");
 }
 
+namespace {
+
+void read_optimizer(const nlohmann::json& o, OptimConfig& opt) {
+  if (!o.is_object()) throw std::invalid_argument("recipe: \"optimizer\" must be an object, got " + json_value_words(o));
+  reject_unknown(o, {"kind", "lr", "betas", "eps", "weight_decay", "grad_clip"}, "optimizer");
+  if (o.contains("kind") && o["kind"] != "adamw") throw std::invalid_argument("recipe: the only optimizer is \"adamw\"");
+  opt.lr = num(o, "lr", opt.lr, "optimizer", 0, 1e300);
+  if (o.contains("betas")) {
+    const auto& b = o["betas"];
+    if (!b.is_array() || b.size() != 2) throw std::invalid_argument("recipe: optimizer.betas must be two numbers, got " + json_value_words(b));
+    opt.beta1 = json_to_number(b[0], "recipe: optimizer.betas[0]", 0, 1);
+    opt.beta2 = json_to_number(b[1], "recipe: optimizer.betas[1]", 0, 1);
+  }
+  opt.eps = num(o, "eps", opt.eps, "optimizer", 0, 1e6);
+  opt.weight_decay = num(o, "weight_decay", opt.weight_decay, "optimizer", 0, 1e6);
+  opt.grad_clip = num(o, "grad_clip", opt.grad_clip, "optimizer", -1e30, 1e30);
+  if (!(opt.lr > 0)) throw std::invalid_argument("recipe: optimizer.lr must be positive");
+  if (!(opt.beta1 >= 0 && opt.beta1 < 1 && opt.beta2 >= 0 && opt.beta2 < 1))
+    throw std::invalid_argument("recipe: optimizer.betas must be in [0, 1)");
+  if (!(opt.eps > 0)) throw std::invalid_argument("recipe: optimizer.eps must be positive");
+}
+
+void read_schedule(const nlohmann::json& s, Schedule& sc) {
+  if (!s.is_object()) throw std::invalid_argument("recipe: \"schedule\" must be an object, got " + json_value_words(s));
+  reject_unknown(s, {"kind", "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum",
+                     "max_momentum", "warmup_steps"},
+                 "schedule");
+  if (s.contains("kind")) sc.kind = json_to_string(s["kind"], "recipe: schedule.kind");
+  if (sc.kind != "onecycle" && sc.kind != "constant")
+    throw std::invalid_argument("recipe: schedule.kind must be \"onecycle\" or \"constant\"");
+  sc.pct_start = num(s, "pct_start", sc.pct_start, "schedule");
+  sc.div_factor = num(s, "div_factor", sc.div_factor, "schedule", 0, 1e30);
+  sc.final_div_factor = num(s, "final_div_factor", sc.final_div_factor, "schedule", 0, 1e30);
+  sc.base_momentum = num(s, "base_momentum", sc.base_momentum, "schedule", 0, 1);
+  sc.max_momentum = num(s, "max_momentum", sc.max_momentum, "schedule", 0, 1);
+  sc.cycle_momentum = json_bool_or(s, "cycle_momentum", sc.cycle_momentum, "recipe: schedule.");
+  sc.warmup_steps = json_int_or(s, "warmup_steps", 0, 0, 10000000, "recipe: schedule.");
+  if (!(sc.pct_start > 0 && sc.pct_start < 1)) throw std::invalid_argument("recipe: schedule.pct_start must be in (0, 1)");
+  if (!(sc.div_factor > 0 && sc.final_div_factor > 0)) throw std::invalid_argument("recipe: schedule div factors must be positive");
+}
+
+}  // namespace
+
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
-  if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object");
+  if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object, got " + json_value_words(j));
   reject_unknown(j, {"name", "description", "model", "tokenizer", "data", "optimizer", "schedule", "steps", "batch_size",
                      "seed", "snapshots", "eval_every", "eval", "output"},
                  "the recipe");
   Recipe r;
   r.source = j;
-  r.name = j.value("name", std::string("unnamed"));
+  r.name = j.contains("name") ? json_to_string(j["name"], "recipe: name") : std::string("unnamed");
   if (!j.contains("model")) throw std::invalid_argument("recipe: \"model\" (the architecture) is required");
   if (!j.contains("tokenizer")) throw std::invalid_argument("recipe: \"tokenizer\" is required");
   if (!j.contains("data")) throw std::invalid_argument("recipe: \"data\" is required");
@@ -92,65 +152,32 @@ Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
       r.data[key] = join_path(base_dir, r.data[key].get<std::string>());
   if (r.tokenizer.is_object() && r.tokenizer.contains("corpus") && r.tokenizer["corpus"].is_string())
     r.tokenizer["corpus"] = join_path(base_dir, r.tokenizer["corpus"].get<std::string>());
+  if (r.data.is_object() && r.data.contains("kind") && r.data["kind"] == "ioi_templates") {
+    // Read exactly here: the task reader (ioi_templates.cpp) takes them as given.
+    json_int_or(r.data, "holdout_templates", 0, 0, 1000000, "recipe: data.");
+    json_number_or(r.data, "holdout_pair_fraction", 0, 0, 1, "recipe: data.");
+  }
   nlohmann::json m = j["model"];
-  if (!m.is_object()) throw std::invalid_argument("recipe: \"model\" must be an object");
+  if (!m.is_object()) throw std::invalid_argument("recipe: \"model\" must be an object, got " + json_value_words(m));
   if (!m.contains("d_vocab")) m["d_vocab"] = 1;  // replaced by the tokenizer's size
   r.model = config_from_json(m);
-  if (j.contains("optimizer")) {
-    const auto& o = j["optimizer"];
-    if (!o.is_object()) throw std::invalid_argument("recipe: \"optimizer\" must be an object");
-    reject_unknown(o, {"kind", "lr", "betas", "eps", "weight_decay", "grad_clip"}, "optimizer");
-    if (o.contains("kind") && o["kind"] != "adamw") throw std::invalid_argument("recipe: the only optimizer is \"adamw\"");
-    r.optim.lr = num(o, "lr", r.optim.lr, "optimizer");
-    if (o.contains("betas")) {
-      if (!o["betas"].is_array() || o["betas"].size() != 2 || !o["betas"][0].is_number() || !o["betas"][1].is_number())
-        throw std::invalid_argument("recipe: optimizer.betas must be two numbers");
-      r.optim.beta1 = o["betas"][0].get<double>();
-      r.optim.beta2 = o["betas"][1].get<double>();
-    }
-    r.optim.eps = num(o, "eps", r.optim.eps, "optimizer");
-    r.optim.weight_decay = num(o, "weight_decay", r.optim.weight_decay, "optimizer");
-    r.optim.grad_clip = num(o, "grad_clip", r.optim.grad_clip, "optimizer");
-    if (!(r.optim.lr > 0)) throw std::invalid_argument("recipe: optimizer.lr must be positive");
-    if (!(r.optim.beta1 >= 0 && r.optim.beta1 < 1 && r.optim.beta2 >= 0 && r.optim.beta2 < 1))
-      throw std::invalid_argument("recipe: optimizer.betas must be in [0, 1)");
-    if (!(r.optim.eps > 0) || r.optim.weight_decay < 0) throw std::invalid_argument("recipe: optimizer.eps must be positive and weight_decay not negative");
-  }
-  if (j.contains("schedule")) {
-    const auto& s = j["schedule"];
-    if (!s.is_object()) throw std::invalid_argument("recipe: \"schedule\" must be an object");
-    reject_unknown(s, {"kind", "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum",
-                       "max_momentum", "warmup_steps"},
-                   "schedule");
-    r.schedule.kind = s.value("kind", std::string("onecycle"));
-    if (r.schedule.kind != "onecycle" && r.schedule.kind != "constant")
-      throw std::invalid_argument("recipe: schedule.kind must be \"onecycle\" or \"constant\"");
-    r.schedule.pct_start = num(s, "pct_start", r.schedule.pct_start, "schedule");
-    r.schedule.div_factor = num(s, "div_factor", r.schedule.div_factor, "schedule");
-    r.schedule.final_div_factor = num(s, "final_div_factor", r.schedule.final_div_factor, "schedule");
-    r.schedule.base_momentum = num(s, "base_momentum", r.schedule.base_momentum, "schedule");
-    r.schedule.max_momentum = num(s, "max_momentum", r.schedule.max_momentum, "schedule");
-    r.schedule.cycle_momentum = s.value("cycle_momentum", r.schedule.cycle_momentum);
-    r.schedule.warmup_steps = static_cast<int>(num(s, "warmup_steps", 0, "schedule"));
-    if (!(r.schedule.pct_start > 0 && r.schedule.pct_start < 1)) throw std::invalid_argument("recipe: schedule.pct_start must be in (0, 1)");
-    if (!(r.schedule.div_factor > 0 && r.schedule.final_div_factor > 0)) throw std::invalid_argument("recipe: schedule div factors must be positive");
-  }
-  r.steps = static_cast<int>(num(j, "steps", r.steps, "recipe"));
-  r.batch_size = static_cast<int>(num(j, "batch_size", r.batch_size, "recipe"));
-  r.seed = static_cast<std::uint64_t>(num(j, "seed", 0, "recipe"));
-  r.eval_every = static_cast<int>(num(j, "eval_every", 0, "recipe"));
-  if (r.steps < 1 || r.steps > 10000000) throw std::invalid_argument("recipe: steps must be between 1 and 10000000");
-  if (r.batch_size < 1 || r.batch_size > 4096) throw std::invalid_argument("recipe: batch_size must be between 1 and 4096");
+  if (j.contains("optimizer")) read_optimizer(j["optimizer"], r.optim);
+  if (j.contains("schedule")) read_schedule(j["schedule"], r.schedule);
+  r.steps = json_int_or(j, "steps", r.steps, 1, 10000000, "recipe: ");
+  r.batch_size = json_int_or(j, "batch_size", r.batch_size, 1, 4096, "recipe: ");
+  r.seed = j.contains("seed") ? json_to_u64(j["seed"], "recipe: seed") : 0;
+  r.eval_every = json_int_or(j, "eval_every", 0, 0, 10000000, "recipe: ");
   if (j.contains("snapshots")) {
-    if (!j["snapshots"].is_array()) throw std::invalid_argument("recipe: snapshots must be a list of steps");
-    for (const auto& s : j["snapshots"]) {
-      if (!s.is_number_integer() || s.get<int>() < 0 || s.get<int>() > r.steps)
-        throw std::invalid_argument("recipe: every snapshot must be a step between 0 and steps");
-      r.snapshots.push_back(s.get<int>());
-    }
+    if (!j["snapshots"].is_array())
+      throw std::invalid_argument("recipe: snapshots must be a list of steps, got " + json_value_words(j["snapshots"]));
+    for (std::size_t i = 0; i < j["snapshots"].size(); ++i)
+      r.snapshots.push_back(json_to_int32(j["snapshots"][i], "recipe: snapshots[" + std::to_string(i) + "]", 0, r.steps));
   }
-  if (j.contains("output")) r.output = join_path(base_dir, j["output"].get<std::string>());
-  if (j.contains("eval")) r.eval = j["eval"];
+  if (j.contains("output")) r.output = join_path(base_dir, json_to_string(j["output"], "recipe: output"));
+  if (j.contains("eval")) {
+    check_eval(j["eval"]);
+    r.eval = j["eval"];
+  }
   r.base_dir = base_dir;
   return r;
 }
@@ -242,6 +269,23 @@ void check_finite(const Params<float>& p, const char* what, int step) {
   });
 }
 
+// Weights past what a model file may hold: the run is running away, and its result could be
+// neither saved nor computed with.
+void check_bounded(const Params<float>& p, int step) {
+  float mx = 0;
+  for_each_tensor(p, [&](const Tensor<float>& t) {
+    for (float x : t.data) mx = std::max(mx, std::fabs(x));
+  });
+  if (mx <= kMaxAbsWeight) return;
+  for_each_param(p, [&](const std::string& name, const Tensor<float>& t) {
+    for (float x : t.data)
+      if (std::fabs(x) > kMaxAbsWeight)
+        throw TrainingDiverged("training diverged at step " + std::to_string(step) + ": the weight " + name + " reached " +
+                               float_text(x) + ", beyond the +-" + float_text(kMaxAbsWeight) +
+                               " a model file may hold; try a smaller learning rate or stronger gradient clipping");
+  });
+}
+
 }  // namespace
 
 Trainer::Trainer(const Recipe& r)
@@ -252,6 +296,7 @@ Trainer::Trainer(const Recipe& r)
       opt_(make_params<float>([&] {
              Config c = r.model;
              c.d_vocab = tok_.size();
+             c.validate();  // the limits again, now with the tokenizer's size, before allocating
              return c;
            }()),
            r.optim),
@@ -260,6 +305,26 @@ Trainer::Trainer(const Recipe& r)
   if (data_->seq_len() > recipe_.model.n_ctx)
     throw std::invalid_argument("recipe: the data's sequences (" + std::to_string(data_->seq_len()) +
                                 " tokens) are longer than the model's n_ctx (" + std::to_string(recipe_.model.n_ctx) + ")");
+  const double bytes = forward_bytes(recipe_.model, recipe_.batch_size, data_->seq_len());
+  if (bytes > kMaxTrainBytes)
+    throw std::invalid_argument("recipe: a batch of " + std::to_string(recipe_.batch_size) + " sequences of " +
+                                std::to_string(data_->seq_len()) + " tokens would need " +
+                                std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                                " MB of activations per step; circuitscope allows at most " +
+                                std::to_string(static_cast<long long>(kMaxTrainBytes / (1 << 20))) +
+                                " MB (use a smaller batch_size or data.seq_len)");
+  if (recipe_.eval.is_object()) {
+    // The evaluator runs batches of eval.batch sequences of the same length.
+    const int eb = json_int_or(recipe_.eval, "batch", 8, 1, 1024, "recipe: eval.");
+    const double eval_bytes = forward_bytes(recipe_.model, eb, data_->seq_len());
+    if (eval_bytes > kMaxTrainBytes)
+      throw std::invalid_argument("recipe: an eval batch of " + std::to_string(eb) + " sequences of " +
+                                  std::to_string(data_->seq_len()) + " tokens would need " +
+                                  std::to_string(static_cast<long long>(eval_bytes / (1 << 20))) +
+                                  " MB of activations; circuitscope allows at most " +
+                                  std::to_string(static_cast<long long>(kMaxTrainBytes / (1 << 20))) +
+                                  " MB (use a smaller eval.batch)");
+  }
   params_ = init_params<float>(recipe_.model, r.seed);
   grads_ = make_params<float>(recipe_.model);
   cache_.keep_result = false;  // backward does not read each head's output
@@ -276,12 +341,22 @@ StepMetrics Trainer::step() {
   if (!std::isfinite(lr.loss))
     throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
                            (std::isnan(lr.loss) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
+  // A run whose loss climbs far above where it started is running away even while it is finite
+  // (a learning rate of 10 reaches 1e10 nats): stop it while the weights can still be saved.
+  if (done_ == 0) start_loss_ = std::max(lr.loss, std::log(static_cast<double>(tok_.size())));
+  if (lr.loss > kRunawayFactor * start_loss_)
+    throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
+                           float_text(static_cast<float>(lr.loss)) + " nats, more than " +
+                           std::to_string(static_cast<int>(kRunawayFactor)) + " times its start (" +
+                           float_text(static_cast<float>(start_loss_)) +
+                           "); try a smaller learning rate or stronger gradient clipping");
   backward(params_, cache_, d.batch, grads_);
   check_finite(grads_, "the gradient of", number);
   m.grad_norm = clip_grad_norm(grads_, recipe_.optim.grad_clip);
   m.lr = schedule_lr(recipe_.schedule, recipe_.optim.lr, step, recipe_.steps);
   opt_.step(params_, grads_, m.lr, schedule_beta1(recipe_.schedule, recipe_.optim.beta1, step, recipe_.steps));
   check_finite(params_, "the weight", number);
+  check_bounded(params_, number);
   m.loss = lr.loss;
   double sr = 0, sf = 0;
   int nr = 0, nf = 0;

@@ -85,8 +85,11 @@ class AdamW {
 // Global L2 norm of all gradients; scales them to max_norm if larger. Returns the norm before.
 double clip_grad_norm(Params<float>& g, double max_norm);
 
-// Thrown when a step produces NaN or Inf; the message names the step (1-based, as
-// StepMetrics::step counts) and the tensor.
+// Thrown when a step produces NaN or Inf, a loss more than kRunawayFactor times its start
+// (the larger of the first step's loss and ln d_vocab, a uniform guess), or a weight beyond
+// kMaxAbsWeight (config.h); the message names the step (1-based, as StepMetrics::step counts)
+// and the tensor or the loss.
+constexpr double kRunawayFactor = 10;
 struct TrainingDiverged : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -122,6 +125,7 @@ class Trainer {
   Rng rng_;
   int done_ = 0;
   double last_loss_ = 0;
+  double start_loss_ = 0;  // the first step's loss, at least ln d_vocab
 };
 
 }  // namespace cs

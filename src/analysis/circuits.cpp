@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -22,6 +23,23 @@ void check_head(const Config& c, int layer, int head, const char* what) {
     throw std::invalid_argument(std::string(what) + ": there is no head L" + std::to_string(layer) + "H" +
                                 std::to_string(head) + " in a model with " + std::to_string(c.n_layers) +
                                 " layer(s) of " + std::to_string(c.n_heads) + " head(s)");
+}
+
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", x);
+  return buf;
+}
+
+// Refuses an analysis whose cost (multiply-adds) or result size (bytes) is past the limits.
+void check_cost(const std::string& what, double work, double bytes = 0) {
+  if (work > kMaxCircuitWork)
+    throw std::invalid_argument(what + " would take about " + sci(work) + " multiply-adds, more than the " +
+                                sci(kMaxCircuitWork) + " (a few seconds) circuitscope allows for one analysis");
+  if (bytes > kMaxCircuitBytes)
+    throw std::invalid_argument(what + " would need about " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                                " MB, more than the " + std::to_string(static_cast<long long>(kMaxCircuitBytes / (1 << 20))) +
+                                " MB circuitscope allows for one analysis");
 }
 
 template <class M>
@@ -118,6 +136,14 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     check_head(c, k.dst_layer, k.dst_head, "attribution: intervention");
   }
 
+  {
+    // parts [3 + L H, V]; paths: sum over layers l2 >= 1 of H (3 + l2 H) rows of V, each a
+    // mix over pos + 1 rows of D and a [D, V] product; as doubles and again as floats.
+    const double P = 3.0 + L * H, Q = H * (3.0 * (L > 0 ? L - 1 : 0) + H * (L * (L - 1.0) / 2));
+    const double Dh = c.d_head;
+    check_cost("attribution at position " + std::to_string(pos),
+               (P + Q) * (pos + 1.0) * D + (P + Q) * D * V + L * H * (D * Dh * V + Dh * V * D), (P + Q) * V * 12.0);
+  }
   const int n = batch_row * T + pos;
   const MatRM<double> WU = dbl(p.W_U.mat());  // [D, V]
   const bool standard = c.pos_embed == PosEmbed::Standard;
@@ -236,7 +262,13 @@ Factored full_ov(const Params<float>& p, int layer, int head) {
 }
 
 // TransformerLens FactoredMatrix.AB.
-MatRM<double> materialize(const Factored& f) { return f.A * f.B; }
+MatRM<double> materialize(const Factored& f) {
+  const double n = static_cast<double>(f.rows()) * f.cols();
+  check_cost("the full " + std::to_string(f.rows()) + " x " + std::to_string(f.cols()) + " table (" + sci(n) +
+                 " entries; ask for its top entries instead)",
+             n * f.inner(), n * 12.0);
+  return f.A * f.B;
+}
 
 double entry(const Factored& f, int row, int col) {
   if (row < 0 || row >= f.rows() || col < 0 || col >= f.cols())
@@ -266,6 +298,9 @@ std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest) {
 // TransformerLens FactoredMatrix, read row by row (never forms A B).
 std::vector<Entry> topk(const Factored& f, int k, bool largest) {
   if (k < 0) throw std::invalid_argument("top-k: k must be 0 or more, got " + std::to_string(k));
+  const double rows = f.rows(), cols = f.cols();
+  check_cost("top-k over the " + std::to_string(f.rows()) + " x " + std::to_string(f.cols()) + " table",
+             rows * cols * f.inner(), rows * std::min<double>(k, cols) * sizeof(EntryKey) + cols * 12.0);
   std::vector<EntryKey> cand;
   const double sign = largest ? 1.0 : -1.0;
   for (int i = 0; i < f.rows(); ++i) {
@@ -283,18 +318,18 @@ std::vector<Entry> topk(const Factored& f, int k, bool largest) {
 // 3. Eigenvalues
 // ---------------------------------------------------------------------------------------------
 
-// Framework paper, "Summarizing OV/QK Matrices" / seed 000: eig(A B) \ {0} = eig(B A) \ {0}.
-Spectrum spectrum(const Factored& f) {
-  if (f.rows() != f.cols())
-    throw std::invalid_argument("eigenvalues: the circuit is " + std::to_string(f.rows()) + " x " +
-                                std::to_string(f.cols()) + ", not square");
+namespace {
+
+// Eigenvalues of the square matrix M, padded with zeros to pad_to values, summarised.
+Spectrum spectrum_of(const Eigen::MatrixXd& M, int pad_to) {
   Spectrum s;
-  const int k = f.inner();
-  if (k == 0) return s;
-  Eigen::MatrixXd M = f.B * f.A;  // [k, k]
-  Eigen::EigenSolver<Eigen::MatrixXd> es(M, false);
-  if (es.info() != Eigen::Success) throw std::runtime_error("eigenvalues: the eigen-solver did not converge");
-  for (int i = 0; i < k; ++i) s.eigenvalues.push_back(es.eigenvalues()(i));
+  const int k = static_cast<int>(M.rows());
+  if (k > 0) {
+    Eigen::EigenSolver<Eigen::MatrixXd> es(M, false);
+    if (es.info() != Eigen::Success) throw std::runtime_error("eigenvalues: the eigen-solver did not converge");
+    for (int i = 0; i < k; ++i) s.eigenvalues.push_back(es.eigenvalues()(i));
+  }
+  while (static_cast<int>(s.eigenvalues.size()) < pad_to) s.eigenvalues.push_back(0.0);
   std::sort(s.eigenvalues.begin(), s.eigenvalues.end(), [](const std::complex<double>& a, const std::complex<double>& b) {
     if (std::abs(a) != std::abs(b)) return std::abs(a) > std::abs(b);
     if (a.real() != b.real()) return a.real() > b.real();
@@ -317,13 +352,59 @@ Spectrum spectrum(const Factored& f) {
   return s;
 }
 
+// The cost of one head's OV or QK spectrum (see circuit_spectrum).
+double spectrum_work(const Config& c) {
+  const double V = c.d_vocab, D = c.d_model, Dh = c.d_head;
+  if (Dh <= D) return 2 * V * D * Dh + Dh * Dh * V + 25 * Dh * Dh * Dh;
+  return D * Dh * D + D * V * D + D * D * D + 25 * D * D * D;
+}
+
+// When d_model < d_head: the eigenvalues of (W1 W2)(X2 X) [D, D], padded with zeros to Dh values,
+// which are the non-zero eigenvalues of X W1 W2 X2 and so of (W2 X2)(X W1) [Dh, Dh] (the full OV
+// table with X = W_E, W1 = W_V, W2 = W_O, X2 = W_U; the full QK table with W1 = W_Q, W2 = W_K^T,
+// X2 = W_E^T).
+Spectrum narrow_spectrum(const Config& c, const MatRM<double>& X, const MatRM<double>& W1, const MatRM<double>& W2,
+                         const MatRM<double>& X2) {
+  const Eigen::MatrixXd M = (W1 * W2) * (X2 * X);
+  return spectrum_of(M, c.d_head);
+}
+
+}  // namespace
+
+// Framework paper, "Summarizing OV/QK Matrices" / seed 000: eig(A B) \ {0} = eig(B A) \ {0}.
+Spectrum spectrum(const Factored& f) {
+  if (f.rows() != f.cols())
+    throw std::invalid_argument("eigenvalues: the circuit is " + std::to_string(f.rows()) + " x " +
+                                std::to_string(f.cols()) + ", not square");
+  const double k = f.inner(), n = f.rows();
+  check_cost("eigenvalues of a " + std::to_string(f.inner()) + " x " + std::to_string(f.inner()) + " matrix",
+             k * k * n + 25 * k * k * k);
+  const Eigen::MatrixXd M = f.B * f.A;  // [k, k]
+  return spectrum_of(M, f.inner());
+}
+
 // Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V.
-Spectrum ov_spectrum(const Params<float>& p, int layer, int head) { return spectrum(full_ov(p, layer, head)); }
+Spectrum ov_spectrum(const Params<float>& p, int layer, int head) {
+  check_head(p.cfg, layer, head, "OV eigenvalues");
+  check_cost("the OV eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
+  if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_ov(p, layer, head));
+  const auto& w = p.blocks[layer];
+  return narrow_spectrum(p.cfg, dbl(p.W_E.mat()), dbl(w.W_V.slice(head)), dbl(w.W_O.slice(head)), dbl(p.W_U.mat()));
+}
 
 // Seed 001 (spectral analysis): eigenvalues of W_K^T W_E^T W_E W_Q.
-Spectrum qk_spectrum(const Params<float>& p, int layer, int head) { return spectrum(full_qk(p, layer, head)); }
+Spectrum qk_spectrum(const Params<float>& p, int layer, int head) {
+  check_head(p.cfg, layer, head, "QK eigenvalues");
+  check_cost("the QK eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
+  if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_qk(p, layer, head));
+  const auto& w = p.blocks[layer];
+  const MatRM<double> WE = dbl(p.W_E.mat());
+  return narrow_spectrum(p.cfg, WE, dbl(w.W_Q.slice(head)), MatRM<double>(dbl(w.W_K.slice(head)).transpose()),
+                         MatRM<double>(WE.transpose()));
+}
 
 std::vector<Spectrum> ov_spectra(const Params<float>& p) {
+  check_cost("every head's OV eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg));
   std::vector<Spectrum> out;
   for (int l = 0; l < p.cfg.n_layers; ++l)
     for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(ov_spectrum(p, l, h));
@@ -331,6 +412,7 @@ std::vector<Spectrum> ov_spectra(const Params<float>& p) {
 }
 
 std::vector<Spectrum> qk_spectra(const Params<float>& p) {
+  check_cost("every head's QK eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg));
   std::vector<Spectrum> out;
   for (int l = 0; l < p.cfg.n_layers; ++l)
     for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(qk_spectrum(p, l, h));
@@ -380,6 +462,15 @@ double random_composition_baseline(int d_model, int d_head, int samples, std::ui
 CompositionScores composition_scores(const Params<float>& p, int baseline_samples, std::uint64_t seed) {
   const Config& c = p.cfg;
   const int L = c.n_layers, H = c.n_heads;
+  if (baseline_samples < 1 || baseline_samples > 100000)
+    throw std::invalid_argument("composition scores: baseline samples must be between 1 and 100000, got " +
+                                std::to_string(baseline_samples));
+  {
+    const double D = c.d_model, Dh = c.d_head, heads = static_cast<double>(L) * H;
+    const double pair = D * Dh * Dh + 2 * Dh * Dh * Dh;  // one lowrank_score
+    check_cost("the composition scores", heads * 3 * 2 * D * Dh * Dh + heads * heads / 2 * 3 * pair +
+                                             baseline_samples * (4 * D * Dh + 4 * D * Dh * Dh + pair));
+  }
   // Per head: OV = W_V W_O, QK = W_Q W_K^T, QK^T = W_K W_Q^T, each as factors [D, Dh] x [Dh, D].
   std::vector<LowRank> ov(L * H), qk(L * H), qkT(L * H);
   for (int l = 0; l < L; ++l)
@@ -428,6 +519,12 @@ SkipTrigrams skip_trigrams(const Params<float>& p, int layer, int head, int k, i
     throw std::invalid_argument("skip-trigrams: the probe sequence needs " + std::to_string(len) +
                                 " positions but the context holds " + std::to_string(c.n_ctx));
 
+  {
+    const double Vd = V, kk = std::min(k, V);
+    check_cost("skip-trigrams of L" + std::to_string(layer) + "H" + std::to_string(head),
+               4 * Vd * c.d_model * c.d_head + 2 * Vd * Vd * c.d_head + kk * kk * std::min(kk, 1000.0),
+               Vd * kk * kk * 48.0 + kk * kk * 16.0);
+  }
   const Factored QK = full_qk(p, layer, head);  // [V_dest, V_src]
   const Factored OV = full_ov(p, layer, head);  // [V_src, V_out]
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.d_head));

@@ -25,6 +25,14 @@
 
 namespace cs {
 
+// Every analysis here is sized before it runs and refused (std::invalid_argument, a sentence
+// saying what it would cost) when it would take more than a few seconds or more memory than a
+// browser tab can spare. Work is counted in multiply-adds: the scalar double-precision loops here
+// run at roughly 1 to 2 G multiply-adds a second in the WASM module, so 4e9 is a few seconds.
+constexpr double kMaxCircuitWork = 4e9;
+// Bytes an analysis result may hold (a materialized table, attribution's parts and paths): 256 MB.
+constexpr double kMaxCircuitBytes = 256.0 * (1 << 20);
+
 // ---------------------------------------------------------------------------------------------
 // 1. Direct logit attribution and path expansion
 // ---------------------------------------------------------------------------------------------
@@ -99,14 +107,16 @@ Factored pos_qk(const Params<float>& p, int layer, int head);
 // (direct-path term for layer > 0).
 Factored full_ov(const Params<float>& p, int layer, int head);
 
-// TransformerLens FactoredMatrix.AB: the explicit [rows, cols] product (only when asked).
+// TransformerLens FactoredMatrix.AB: the explicit [rows, cols] product (only when asked; refused
+// past kMaxCircuitBytes, e.g. a 50,000-token vocabulary's 2.5 billion entries).
 MatRM<double> materialize(const Factored& f);
 // One entry / one row of A B without forming it.
 double entry(const Factored& f, int row, int col);
 RowVecT<double> row_of(const Factored& f, int row);  // [cols]
 // The k largest (largest=false: smallest) entries of one row, best first; k is capped at cols.
 std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest = true);
-// The k largest (or smallest) entries of the whole product, best first, computed row by row.
+// The k largest (or smallest) entries of the whole product, best first, computed row by row
+// (refused when rows x cols x inner exceeds kMaxCircuitWork).
 std::vector<Entry> topk(const Factored& f, int k, bool largest = true);
 
 // ---------------------------------------------------------------------------------------------
@@ -121,10 +131,13 @@ struct Spectrum {
 };
 
 // Framework paper, "Summarizing OV/QK Matrices" / seed 000: the non-zero eigenvalues of the
-// square product A B are those of the small k x k product B A. Throws if A B is not square.
+// square product A B are those of the small k x k product B A. Throws if A B is not square, or
+// if the k x k eigenproblem (about 25 k^3 operations) exceeds kMaxCircuitWork.
 Spectrum spectrum(const Factored& f);
 // Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V [Dh, Dh] = the non-zero eigenvalues
-// of the full OV table W_E W_V W_O W_U.
+// of the full OV table W_E W_V W_O W_U. When d_model < d_head the same non-zero eigenvalues come
+// from the smaller W_V W_O W_U W_E [D, D], and the rest (at least Dh - D of them) are zero: the
+// spectrum is computed there and padded with zeros to Dh values. The QK spectrum likewise.
 Spectrum ov_spectrum(const Params<float>& p, int layer, int head);
 // Seed 001 (spectral analysis of QK): eigenvalues of W_K^T W_E^T W_E W_Q [Dh, Dh] = the non-zero
 // eigenvalues of the full QK table W_E W_Q W_K^T W_E^T.

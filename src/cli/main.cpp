@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 
 #include "analysis/ioi.h"
 #include "analysis/training_metrics.h"
+#include "checks.h"
 #include "io.h"
 #include "ioi_templates.h"
 #include "model.h"
@@ -119,6 +121,10 @@ int to_int(const std::string& s, const std::string& opt, int lo, int hi) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
+    throw std::runtime_error("cannot read " + path + ": it is not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot read " + path);
   std::stringstream ss;
@@ -149,11 +155,37 @@ std::string snapshot_path(const std::string& out, int step) {
 }
 
 json read_recipe_json(const std::string& path) {
+  const std::string text = read_file(path);
   try {
-    return json::parse(read_file(path));
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error("recipe " + path + " is not valid JSON: " + e.what());
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("recipe " + path + " " + cs::json_parse_problem(text, e));
   }
+}
+
+// Runs f, turning the core's "recipe: ...", "config: ...", "data: ..." errors into sentences that
+// name the recipe file: "recipe models/recipes/x.json: steps must be ...".
+template <class F>
+auto with_recipe(const std::string& path, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const cs::TrainingDiverged&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    std::string m = e.what();
+    for (const char* prefix : {"recipe: ", "data: "})
+      if (m.rfind(prefix, 0) == 0) m = m.substr(std::string(prefix).size());
+    throw std::runtime_error("recipe " + path + ": " + m);
+  }
+}
+
+// Writes text to path (refusing a path that exists and is not a regular file).
+void write_text(const std::string& path, const std::string& text) {
+  cs::check_output_path(path);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) throw std::runtime_error("cannot write " + path + " (does the directory exist and is it writable?)");
 }
 
 int cmd_train(int argc, char** argv) {
@@ -162,19 +194,24 @@ int cmd_train(int argc, char** argv) {
   const std::string recipe_path = a.positional[0];
   json j = read_recipe_json(recipe_path);
   if (a.opts.count("--steps") && j.is_object()) j["steps"] = to_int(a.opts["--steps"], "--steps", 1, 10000000);
-  cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
+  const cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });
   std::string out = a.opts.count("--out") ? a.opts["--out"] : r.output;
   if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
   const int log_every = a.opts.count("--log-every") ? to_int(a.opts["--log-every"], "--log-every", 1, 1000000) : 50;
   const cs::Dtype dtype = a.opts.count("--f16") ? cs::Dtype::F16 : cs::Dtype::F32;
-  cs::Trainer tr(r);
+  // Refuse a bad output path before training, not after.
+  cs::check_output_path(out);
+  for (int s : r.snapshots) cs::check_output_path(snapshot_path(out, s));
+  cs::Trainer tr = with_recipe(recipe_path, [&] { return cs::Trainer(r); });
   std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d\n",
               r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
               cs::param_count(tr.model_file().cfg), r.steps, r.batch_size);
   auto t0 = std::chrono::steady_clock::now();
   if (!r.snapshots.empty()) {
     const std::string dir = snapshot_path(out, 0).substr(0, snapshot_path(out, 0).find_last_of('/'));
-    std::filesystem::create_directories(dir);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw std::runtime_error("cannot create the snapshot folder " + dir + " (" + ec.message() + ")");
   }
   auto save_snapshot = [&](int step) {
     cs::ModelFile f = tr.model_file();
@@ -188,9 +225,11 @@ int cmd_train(int argc, char** argv) {
   double loss_sum = 0;
   int loss_n = 0;
   if (!r.eval.is_null()) {
-    cs::EvalSpec spec = cs::eval_spec_from_json(r.eval, r.base_dir);
+    cs::EvalSpec spec = with_recipe(recipe_path, [&] { return cs::eval_spec_from_json(r.eval, r.base_dir); });
     if (spec.every > 0) {
-      evaluator = std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data());
+      evaluator = with_recipe(recipe_path, [&] {
+        return std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data());
+      });
       records.push_back(evaluator->evaluate(tr.params(), 0, std::nan("")));
     }
   }
@@ -218,11 +257,9 @@ int cmd_train(int argc, char** argv) {
   cs::save_model_file(out, tr.model_file(), dtype);
   if (evaluator) {
     const std::string path = output_stem(out) + ".metrics.json";
-    std::ofstream f(path);
     nlohmann::json mj = cs::metrics_json(evaluator->spec(), records);
     mj["recipe"] = r.name;
-    f << mj.dump() << "\n";
-    if (!f) throw std::runtime_error("cannot write " + path);
+    write_text(path, mj.dump() + "\n");
     std::printf("wrote %s (%zu records)\n", path.c_str(), records.size());
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -245,14 +282,18 @@ int cmd_sweep(int argc, char** argv) {
   std::vector<Run> runs;
   std::string out;
   for (int seed = 0; seed < n; ++seed) {
+    if (!j.is_object()) throw std::runtime_error("recipe " + recipe_path + ": expected a JSON object, got " + cs::json_value_words(j));
     j["seed"] = seed;
-    cs::Recipe r = cs::recipe_from_json(j, dirname_of(recipe_path));
-    const std::string kind = r.data.is_object() ? r.data.value("kind", "") : "";
+    const cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });
+    const std::string kind =
+        r.data.is_object() && r.data.contains("kind") && r.data["kind"].is_string() ? r.data["kind"].get<std::string>() : "";
     if (kind != "ioi_symbolic" && kind != "ioi_templates")
       throw std::runtime_error("sweep measures an IOI task; this recipe's data is neither \"ioi_symbolic\" nor \"ioi_templates\"");
     out = a.opts.count("--out") ? a.opts["--out"] : r.output;
     if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
-    cs::Trainer tr(r);
+    cs::check_output_path(out);
+    cs::check_output_path(output_stem(out) + ".seeds.json");
+    cs::Trainer tr = with_recipe(recipe_path, [&] { return cs::Trainer(r); });
     for (int s = 0; s < r.steps; ++s) tr.step();
     cs::ModelFile mf = tr.model_file();
     // Symbolic: all 60 sequences. Templates: templates and name pairs held out of training, the
@@ -301,9 +342,7 @@ int cmd_sweep(int argc, char** argv) {
                   {"mean_accuracy", acc_sum / runs.size()}, {"min_accuracy", runs[order.front()].ev.accuracy},
                   {"max_accuracy", runs[order.back()].ev.accuracy}, {"solved", solved}, {"runs", runs.size()}};
   const std::string summary_path = output_stem(out) + ".seeds.json";
-  std::ofstream f(summary_path);
-  f << summary.dump(2) << "\n";
-  if (!f) throw std::runtime_error("cannot write " + summary_path);
+  write_text(summary_path, summary.dump(2) + "\n");
   std::printf("%d of %zu seeds solved the task; mean accuracy %.3f (min %.3f, max %.3f); median seed %d -> %s\n", solved,
               runs.size(), acc_sum / runs.size(), runs[order.front()].ev.accuracy, runs[order.back()].ev.accuracy,
               median.seed, out.c_str());
@@ -333,8 +372,8 @@ int cmd_report(int argc, char** argv) {
     std::printf("%s and %s match the shipped models\n", md_path.c_str(), js_path.c_str());
     return 0;
   }
-  std::ofstream(md_path) << md;
-  std::ofstream(js_path) << js;
+  write_text(md_path, md);
+  write_text(js_path, js);
   std::fputs(md.c_str(), stdout);
   return 0;
 }
@@ -355,7 +394,15 @@ int cmd_run(int argc, char** argv) {
   for (const auto& t : toks) ids.push_back(t.id);
   cs::ActivationCache<float> cache;
   cs::forward(m.params, ids, 1, T, cache);
+  try {
+    cs::check_finite(cache);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("model file " + a.positional[0] + ": " + e.what());
+  }
   cs::LossResult lr = cs::loss_from_logits(cache, cs::next_token_batch(ids, 1, T));
+  for (int t = 0; t + 1 < T; ++t)  // the last position predicts nothing
+    if (!std::isfinite(lr.per_token[t]))
+      throw std::runtime_error("model file " + a.positional[0] + ": the loss overflowed float32; the model's weights are too large to compute with");
   const int V = m.cfg.d_vocab;
   auto lg = cache.logits.mat();
   std::vector<std::vector<std::pair<int, double>>> tops(T);
@@ -464,6 +511,19 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "circuitscope %s: %s\n\n%s", cmd.c_str(), e.what(), kHelp.count(cmd) ? kHelp.at(cmd).c_str() : kUsage);
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "circuitscope %s: ran out of memory; the model or recipe asks for more than this machine has\n",
+                 cmd.c_str());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::fprintf(stderr, "circuitscope %s: cannot use the path %s (%s)\n", cmd.c_str(), e.path1().string().c_str(),
+                 e.code().message().c_str());
+    return 1;
+  } catch (const nlohmann::json::exception&) {
+    // Every user-facing JSON read goes through checks.h; this is a value of an unexpected type
+    // that slipped past, told without the library's text.
+    std::fprintf(stderr, "circuitscope %s: a value in the input has a type or size circuitscope cannot read\n", cmd.c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "circuitscope %s: %s\n", cmd.c_str(), e.what());
     return 1;

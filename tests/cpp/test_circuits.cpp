@@ -539,3 +539,46 @@ TEST(CircuitsSkipTrigrams, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace cs
+
+namespace cs {
+namespace {
+
+// Analyses are sized before they run: a 50,000-token vocabulary's full table is refused (with a
+// sentence), as is top-k over it, while a narrow model's eigenvalues come from the small side.
+TEST(CircuitsLimits, LargeAnalysesAreRefusedOrBounded) {
+  Config big;
+  big.n_layers = 1, big.n_heads = 1, big.d_model = 4, big.d_head = 16, big.n_ctx = 4, big.d_vocab = 50000;
+  big.pos_embed = PosEmbed::None;
+  const Params<float> p = random_params<float>(big, 5);
+  const Factored qk = full_qk(p, 0, 0);
+  try {
+    materialize(qk);
+    ADD_FAILURE() << "formed a 50000 x 50000 table";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the full 50000 x 50000 table"), std::string::npos) << e.what();
+  }
+  try {
+    topk(qk, 5);
+    ADD_FAILURE() << "ran top-k over 2.5 billion entries";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiply-adds, more than the"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(skip_trigrams(p, 0, 0, 4), std::invalid_argument);
+  EXPECT_NO_THROW(row_topk(qk, 3, 5));
+
+  // d_model 3 < d_head 12: the spectrum is computed on the 3 x 3 side, padded with zeros to 12,
+  // and matches the explicit table's non-zero eigenvalues.
+  Config narrow = big;
+  narrow.d_model = 3, narrow.d_head = 12, narrow.d_vocab = 16;
+  const Params<float> q = random_params<float>(narrow, 6);
+  const Spectrum ov = ov_spectrum(q, 0, 0), qs = qk_spectrum(q, 0, 0);
+  ASSERT_EQ(ov.eigenvalues.size(), 12u);
+  ASSERT_EQ(qs.eigenvalues.size(), 12u);
+  expect_same_nonzero_eigenvalues(ov, materialize(full_ov(q, 0, 0)), "narrow OV");
+  expect_same_nonzero_eigenvalues(qs, materialize(full_qk(q, 0, 0)), "narrow QK");
+  const Spectrum direct = spectrum(full_ov(q, 0, 0));
+  EXPECT_NEAR(ov.copying_score, direct.copying_score, 1e-9);
+}
+
+}  // namespace
+}  // namespace cs

@@ -1,11 +1,14 @@
 // Tests for model files: save/load round trips and a table of corrupt files the loader must explain.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.h"
 #include "io.h"
 #include "rng.h"
 
@@ -217,8 +221,11 @@ TEST(ModelFile, SaveRefusesWhatTheLoaderWouldReject) {
   EXPECT_NE(save_error(nan, Dtype::F32).find("cannot save: tensor blocks.1.attn.W_V has a non-finite value (NaN) at index 3"),
             std::string::npos);
   ModelFile big = small_model();
-  big.params.W_U.data[0] = 1e6f;
-  EXPECT_NE(save_error(big, Dtype::F16).find("beyond the F16 range"), std::string::npos);
+  big.params.W_U.data[0] = 1e6f;  // past kMaxAbsWeight, which also keeps F16 files inside F16's range
+  EXPECT_NE(save_error(big, Dtype::F16).find("cannot save: tensor unembed.W_U has the value 1000000 at index 0, beyond the +-10000"),
+            std::string::npos);
+  EXPECT_NE(save_error(big, Dtype::F32).find("beyond the +-10000 a model file may hold"), std::string::npos);
+  big.params.W_U.data[0] = 1e4f;
   EXPECT_NO_THROW(save_model_bytes(big, Dtype::F32));
   ModelFile vocab = small_model();
   vocab.tokenizer = Tokenizer::build_char("abc");
@@ -261,7 +268,7 @@ std::vector<CorruptCase> corrupt_cases() {
        },
        {"header length 18446744073709551615 is larger than the file"}},
       {"garbage JSON header", [](const Bytes&) { return raw_file("{\"__metadata__\": {nope", Bytes{}); },
-       {"the header is not valid JSON (parse error"}},
+       {"the header is not valid JSON (line 1, column"}},
       {"header is not an object", [](const Bytes&) { return raw_file("[1, 2, 3]", Bytes{}); },
        {"the header is an array in JSON, not an object"}},
       {"deeply nested header", [](const Bytes&) { return raw_file(std::string(5000, '[') + std::string(5000, ']'), {}); },
@@ -276,7 +283,7 @@ std::vector<CorruptCase> corrupt_cases() {
       {"config not JSON", edit([](Parts& p) { p.header["__metadata__"]["config"] = "{n_layers: 2"; }),
        {"the config in __metadata__ is not valid JSON"}},
       {"invalid config", edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_heads"] = 0; }); }),
-       {"the stored config is invalid: config: n_heads must be between 1 and 64, got 0"}},
+       {"the stored config is invalid: config: n_heads must be a whole number between 1 and 64, got 0"}},
       {"invalid tokenizer", edit([](Parts& p) { edit_meta(p, "tokenizer", [](json& t) { t["kind"] = "bytes"; }); }),
        {"the stored tokenizer is invalid: tokenizer: kind must be"}},
       {"tokenizer size mismatch",
@@ -341,6 +348,44 @@ std::vector<CorruptCase> corrupt_cases() {
          for (int i = 0; i < 4; ++i) p.data[at + i] = static_cast<std::uint8_t>(inf_bits >> (8 * i));
        }),
        {"tensor pos_embed.W_pos has a non-finite value (Inf) at index 0"}},
+      {"huge finite weight",
+       edit([](Parts& p) {
+         const float big = 3e38f;
+         std::uint32_t bits;
+         std::memcpy(&bits, &big, 4);
+         const std::uint64_t at = begin_of(p, "embed.W_E") + 4 * 2;
+         for (int i = 0; i < 4; ++i) p.data[at + i] = static_cast<std::uint8_t>(bits >> (8 * i));
+       }),
+       {"tensor embed.W_E has the value 3e+38 at index 2; circuitscope refuses weights beyond +-10000"}},
+      {"config integer past 2^32",
+       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_layers"] = 4294967298ull; }); }),
+       {"config: n_layers must be a whole number between 0 and 64, got 4294967298"}},
+      {"config integer with a fraction",
+       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_heads"] = 2.5; }); }),
+       {"config: n_heads must be a whole number between 1 and 64, got 2.5"}},
+      {"config integer as a string",
+       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["d_model"] = "8"; }); }),
+       {"config: d_model must be a whole number between 1 and 4096, got a string (\"8\")"}},
+      {"config number too large for a double",
+       edit([](Parts& p) {
+         std::string t = p.header["__metadata__"]["config"].get<std::string>();
+         t.replace(t.find("\"n_ctx\":") + 8, 1, "1e400");
+         p.header["__metadata__"]["config"] = t;
+       }),
+       {"the config in __metadata__ has a number too large to represent (1e400)"}},
+      {"legal but enormous config",
+       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_layers"] = 64; c["n_heads"] = 64; }); }),
+       {"64 layers of 64 heads make 4096 heads; circuitscope handles at most 256"}},
+      {"context too long to compute",
+       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_ctx"] = 8192; }); }),
+       {"a forward pass over the full context of 8192 tokens would need"}},
+      {"header length 2^63",
+       [](const Bytes& v) {
+         Bytes b = v;
+         for (int i = 0; i < 8; ++i) b[i] = i == 7 ? 0x80 : 0;
+         return b;
+       },
+       {"header length 9223372036854775808 is larger than the file"}},
   };
 }
 
@@ -388,6 +433,107 @@ TEST(ModelFile, F16InfIsRejected) {
     EXPECT_NE(std::string(e.what()).find("tensor embed.W_E has a non-finite value (Inf) at index 3"),
               std::string::npos)
         << e.what();
+  }
+}
+
+TEST(ModelFile, OutputPathsThatAreNotRegularFilesAreRefused) {
+  const ModelFile m = small_model();
+  for (const char* path : {"/dev/null", "/tmp"}) {
+    try {
+      save_model_file(path, m);
+      ADD_FAILURE() << "wrote over " << path;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(path) + " exists and is a"), std::string::npos) << e.what();
+    }
+  }
+  // A regular file is replaced, and a leftover temporary does not get in the way.
+  const std::string out = ::testing::TempDir() + "cs_test_io_out.safetensors";
+  std::ofstream(out + ".tmp") << "stale";
+  std::ofstream(out) << "old";
+  EXPECT_NO_THROW(save_model_file(out, m));
+  EXPECT_EQ(load_model_file(out).cfg, m.cfg);
+  std::remove(out.c_str());
+}
+
+// Inputs kept from the hardening corpus and the fuzzer (tests/hardening/cases/): each loads and
+// computes a finite forward pass, or is refused with a "model file: " sentence.
+TEST(ModelFile, KeptHardeningCasesLoadOrAreRefused) {
+  const std::filesystem::path dir = "tests/hardening/cases";
+  ASSERT_TRUE(std::filesystem::is_directory(dir)) << "run the tests from the repository root";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    ++n;
+    SCOPED_TRACE(e.path().string());
+    std::ifstream f(e.path(), std::ios::binary);
+    const Bytes b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    try {
+      const ModelFile m = load_model_bytes(b.data(), b.size());
+      const int T = std::min(m.cfg.n_ctx, 4);
+      std::vector<int> ids(static_cast<std::size_t>(T), 0);
+      ActivationCache<float> cache;
+      forward(m.params, ids, 1, T, cache);
+      try {
+        check_finite(cache);
+      } catch (const std::runtime_error& e2) {
+        EXPECT_EQ(std::string(e2.what()).rfind("the forward pass overflowed float32: ", 0), 0u) << e2.what();
+      }
+    } catch (const std::runtime_error& e2) {
+      EXPECT_EQ(std::string(e2.what()).rfind("model file: ", 0), 0u) << e2.what();
+      EXPECT_EQ(std::string(e2.what()).find("json.exception"), std::string::npos) << e2.what();
+    }
+  }
+  EXPECT_GE(n, 1);
+}
+
+// A model whose weights are each allowed but whose deeper layers overflow float32: the forward
+// pass check names the hook where it happened.
+TEST(ModelFile, ForwardOverflowIsNamed) {
+  const ModelFile m = load_model_file("tests/hardening/cases/overflow-8-layers-of-9999.safetensors");
+  ActivationCache<float> cache;
+  forward(m.params, std::vector<int>{0, 2, 3, 4}, 1, 4, cache);
+  try {
+    check_finite(cache);
+    FAIL() << "no overflow found";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the forward pass overflowed float32: blocks.1.attn.hook_pattern holds NaN"),
+              std::string::npos)
+        << e.what();
+  }
+  ActivationCache<float> fine;
+  const ModelFile ok = load_model_file("tests/hardening/cases/valid-tiny.safetensors");
+  forward(ok.params, std::vector<int>{0, 2, 3, 4}, 1, 4, fine);
+  EXPECT_NO_THROW(check_finite(fine));
+}
+
+// The one JSON number reader: exact integers in range, or a sentence naming the field.
+TEST(ModelFile, JsonNumbersAreReadExactly) {
+  auto refusal = [](const json& v, std::int64_t lo, std::int64_t hi) -> std::string {
+    try {
+      json_to_int(v, "f", lo, hi);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(json_to_int(json(3.0), "f", 0, 10), 3);
+  EXPECT_EQ(json_to_int(json(1e4), "f", 0, 100000), 10000);
+  EXPECT_EQ(json_to_int(json(9223372036854775807ll), "f", 0, 9223372036854775807ll), 9223372036854775807ll);
+  EXPECT_EQ(refusal(json(9223372036854775808ull), 0, 9223372036854775807ll),
+            "f must be a whole number between 0 and 9223372036854775807, got 9223372036854775808");
+  EXPECT_EQ(refusal(json(9.3e18), 0, 100), "f must be a whole number between 0 and 100, got 9.3e+18");
+  EXPECT_EQ(refusal(json(-0.5), -10, 10), "f must be a whole number between -10 and 10, got -0.5");
+  EXPECT_EQ(refusal(json(std::numeric_limits<double>::quiet_NaN()), 0, 1), "f must be a whole number between 0 and 1, got NaN");
+  EXPECT_EQ(refusal(json::array(), 0, 1), "f must be a whole number between 0 and 1, got an array");
+  EXPECT_EQ(json_to_u64(json(18446744073709551615ull), "s"), 18446744073709551615ull);
+  EXPECT_THROW(json_to_u64(json(1.8446744073709552e19), "s"), std::invalid_argument);
+  EXPECT_THROW(json_to_number(json(1e308), "x", 0, 1e30), std::invalid_argument);
+  EXPECT_THROW(parse_json_text("[1e400]", "t:"), std::invalid_argument);
+  try {
+    parse_json_text("{\n  \"a\": nope}", "recipe:");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "recipe: is not valid JSON (line 2, column 9)");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "io.h"
@@ -136,8 +137,76 @@ TEST(Train, DivergenceNamesTheStepAndTheTensor) {
   } catch (const TrainingDiverged& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("training diverged at step "), std::string::npos) << msg;
-    EXPECT_TRUE(msg.find("NaN") != std::string::npos || msg.find("Inf") != std::string::npos) << msg;
+    // NaN or Inf, or (with Adam's bounded steps, the usual case) weights past kMaxAbsWeight.
+    EXPECT_TRUE(msg.find("NaN") != std::string::npos || msg.find("Inf") != std::string::npos ||
+                msg.find("beyond the +-10000 a model file may hold") != std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("learning rate"), std::string::npos) << msg;
+  }
+}
+
+// The runaway run: a learning rate of 10 ended "finished" at a loss of 8e9 nats.
+TEST(Train, RunawayLossStopsTheRun) {
+  nlohmann::json j = induction_recipe(1, "standard", false, 200, 1);
+  j["optimizer"]["lr"] = 10;
+  j["optimizer"]["grad_clip"] = 0;
+  j["schedule"] = {{"kind", "constant"}};
+  Trainer tr(recipe_from_json(j));
+  try {
+    for (int s = 0; s < 200; ++s) tr.step();
+    FAIL() << "a learning rate of 10 ran to the end";
+  } catch (const TrainingDiverged& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("training diverged at step ", 0), 0u) << msg;
+    EXPECT_TRUE(msg.find("times its start") != std::string::npos || msg.find("a model file may hold") != std::string::npos)
+        << msg;
+  }
+}
+
+// Numbers are read exactly or refused with a sentence naming the field.
+TEST(Recipe, NumbersAreReadExactlyOrRefused) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {[](nlohmann::json& j) { j["steps"] = 2.5; }, "recipe: steps must be a whole number between 1 and 10000000, got 2.5"},
+      {[](nlohmann::json& j) { j["steps"] = 4294967298ull; }, "recipe: steps must be a whole number between 1 and 10000000, got 4294967298"},
+      {[](nlohmann::json& j) { j["batch_size"] = "16"; }, "recipe: batch_size must be a whole number between 1 and 4096, got a string (\"16\")"},
+      {[](nlohmann::json& j) { j["model"]["n_layers"] = 4294967298ull; }, "config: n_layers must be a whole number between 0 and 64, got 4294967298"},
+      {[](nlohmann::json& j) { j["tokenizer"]["size"] = 4294967344ull; }, "recipe: tokenizer.size must be a whole number between 2 and 100000, got 4294967344"},
+      {[](nlohmann::json& j) { j["data"]["seq_len"] = 4294967344ull; }, "recipe: data.seq_len must be a whole number between 8 and 8192, got 4294967344"},
+      {[](nlohmann::json& j) { j["snapshots"] = {0, 4294967301ull}; }, "recipe: snapshots[1] must be a whole number between 0 and 10, got 4294967301"},
+      {[](nlohmann::json& j) { j["optimizer"]["lr"] = "fast"; }, "recipe: optimizer.lr must be a number between 0 and 1e+300, got a string (\"fast\")"},
+      {[](nlohmann::json& j) { j["schedule"] = {{"cycle_momentum", 1}}; }, "recipe: schedule.cycle_momentum must be true or false, got 1"},
+      {[](nlohmann::json& j) { j["name"] = 7; }, "recipe: name must be a string, got 7"},
+      {[](nlohmann::json& j) { j["eval"] = {{"every", 2.5}}; }, "recipe: eval.every must be a whole number between 0 and 10000000, got 2.5"},
+      {[](nlohmann::json& j) { j["seed"] = -1; }, "recipe: seed must be a whole number between 0 and 18446744073709551615, got -1"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json j = induction_recipe(1, "standard", false, 10, 1);
+    c.edit(j);
+    try {
+      Trainer tr(recipe_from_json(j));
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(c.want, 0), 0u) << e.what();
+    }
+  }
+  // Whole numbers written with an exponent are exact, so they are read.
+  nlohmann::json j = induction_recipe(1, "standard", false, 10, 1);
+  j["steps"] = 1e1;
+  EXPECT_EQ(recipe_from_json(j).steps, 10);
+  // A batch too large to hold is refused before anything is allocated.
+  j["batch_size"] = 4096;
+  j["model"]["n_ctx"] = 2048;
+  j["data"]["seq_len"] = 2048;
+  j["data"]["max_len"] = 1000;
+  try {
+    Trainer tr(recipe_from_json(j));
+    ADD_FAILURE() << "accepted a batch of 4096 x 2048";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("MB of activations per step"), std::string::npos) << e.what();
   }
 }
 

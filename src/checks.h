@@ -1,0 +1,75 @@
+// Checks on what users hand the core: JSON numbers read exactly (or refused with a sentence
+// naming the field), JSON errors told in our own words (never the JSON library's text), the
+// memory a forward pass would need, and a scan of a forward pass for non-finite values.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config.h"
+#include "model.h"
+
+namespace cs {
+
+// ---------------------------------------------------------------------------------------------
+// Reading JSON values exactly. `field` names the value in the message as the user wrote it,
+// with its prefix, e.g. "recipe: data.seq_len" or "config: n_layers". Every refusal is a
+// std::invalid_argument whose message is "<field> must be ..., got <what was there>".
+// ---------------------------------------------------------------------------------------------
+
+// Text from a user's file shown in a message: printable ASCII only (others become '?'), cut to
+// max_len characters with "..." after.
+std::string printable_text(const std::string& s, std::size_t max_len = 80);
+// The shortest text that reads back as the same float: 1e+19, 0.1, 10000.
+std::string float_text(float x);
+// "4294967298", "2.5", "a string (\"ten\")", "an array", "null": what a value is, for a message.
+std::string json_value_words(const nlohmann::json& v);
+// An integer in [lo, hi]. A JSON number written with a fraction or exponent is accepted only when
+// it is exactly a whole number (3.0, 1e4); 2.5, 4294967298 for an int field, strings and the
+// like are refused.
+std::int64_t json_to_int(const nlohmann::json& v, const std::string& field, std::int64_t lo, std::int64_t hi);
+// As json_to_int, narrowed to int (lo and hi must be within int's range).
+int json_to_int32(const nlohmann::json& v, const std::string& field, int lo, int hi);
+// An unsigned 64-bit integer (seeds): a whole number from 0 to 2^64 - 1.
+std::uint64_t json_to_u64(const nlohmann::json& v, const std::string& field);
+// A finite number in [lo, hi].
+double json_to_number(const nlohmann::json& v, const std::string& field, double lo, double hi);
+bool json_to_bool(const nlohmann::json& v, const std::string& field);
+std::string json_to_string(const nlohmann::json& v, const std::string& field);
+
+// The same for an optional key of an object (obj must be an object): `def` when the key is
+// absent; the field in messages is `where` + key (where is e.g. "recipe: data.").
+int json_int_or(const nlohmann::json& obj, const char* key, int def, int lo, int hi, const std::string& where);
+double json_number_or(const nlohmann::json& obj, const char* key, double def, double lo, double hi,
+                      const std::string& where);
+bool json_bool_or(const nlohmann::json& obj, const char* key, bool def, const std::string& where);
+
+// Why `text` could not be parsed, in our words: "is not valid JSON (line 3, column 14)" or
+// "has a number too large to represent (1e400)". e is what nlohmann::json::parse threw.
+std::string json_parse_problem(const std::string& text, const nlohmann::json::exception& e);
+// Parses text; on failure throws std::invalid_argument(what + " " + json_parse_problem(...)),
+// e.g. "recipe: not valid JSON (line 1, column 11)" for what = "recipe:".
+nlohmann::json parse_json_text(const std::string& text, const std::string& what);
+
+// ---------------------------------------------------------------------------------------------
+// Sizes (the limits themselves are in config.h).
+// ---------------------------------------------------------------------------------------------
+
+// The weights make_params allocates for c (no allocation; exact for validated configs).
+std::uint64_t weight_count(const Config& c);
+// The bytes the activation cache (every hook, attention scores included) of a forward pass over
+// `batch` sequences of `len` tokens holds. Computed in floating point, so it cannot overflow.
+double forward_bytes(const Config& c, double batch, double len);
+
+// ---------------------------------------------------------------------------------------------
+// Finite forward passes.
+// ---------------------------------------------------------------------------------------------
+
+// Throws std::runtime_error if any activation of the cache is NaN or Inf, naming the first hook
+// (in the order forward computes them) that holds one, e.g. "the forward pass overflowed: blocks.0.
+// attn.hook_q holds Inf; the model's weights are too large to compute with in float32". Masked
+// attention scores (-inf by design) are not counted.
+void check_finite(const ActivationCache<float>& cache);
+
+}  // namespace cs

@@ -1,0 +1,326 @@
+// The corrupt-model corpus: seeded damage to the shipped model files (truncations at every
+// structural boundary, bad header lengths, headers that are not objects, wrong dtypes, shapes and
+// offsets, missing and unknown tensors, bad config values, NaN/Inf/huge weights, random byte
+// flips) plus legal but enormous or overflowing models built from scratch, and a runner that puts
+// each file through the CLI and checks what comes back. Used by tests/hardening/corrupt-models.mjs
+// (the full corpus) and tests/js/corrupt-models.test.mjs (a seeded sample inside npm test).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+// splitmix64: the same seed gives the same corpus everywhere.
+export function rng(seed) {
+  let s = BigInt.asUintN(64, BigInt(seed));
+  const next = () => {
+    s = BigInt.asUintN(64, s + 0x9e3779b97f4a7c15n);
+    let z = s;
+    z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n);
+    z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d049bb133111ebn);
+    return z ^ (z >> 31n);
+  };
+  return { below: (n) => Number(next() % BigInt(n)), next };
+}
+
+// ------------------------------------------------------------------ reading and writing files
+function u64le(v) {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt.asUintN(64, BigInt(v)));
+  return b;
+}
+
+export function split(bytes) {
+  const n = Number(bytes.readBigUInt64LE(0));
+  const headerText = bytes.subarray(8, 8 + n).toString('utf8');
+  return { header: JSON.parse(headerText), headerText, data: bytes.subarray(8 + n), headerLen: n };
+}
+
+// headerText is raw text (so that it can hold what JSON.stringify cannot write, e.g. 1e400).
+export function join(headerText, data, lenOverride) {
+  let h = headerText;
+  while (Buffer.byteLength(h) % 8) h += ' ';
+  const hb = Buffer.from(h, 'utf8');
+  return Buffer.concat([u64le(lenOverride ?? hb.length), hb, Buffer.from(data)]);
+}
+
+// JSON text with big integers written exactly (JSON.stringify cannot hold 2^63).
+function stringify(x) {
+  if (typeof x === 'bigint') return x.toString();
+  if (x && x.__raw !== undefined) return x.__raw;
+  if (Array.isArray(x)) return `[${x.map(stringify).join(',')}]`;
+  if (x && typeof x === 'object') return `{${Object.entries(x).map(([k, v]) => `${JSON.stringify(k)}:${stringify(v)}`).join(',')}}`;
+  return JSON.stringify(x);
+}
+const raw = (text) => ({ __raw: text });
+
+function editHeader(src, fn) {
+  const header = JSON.parse(JSON.stringify(src.header));
+  fn(header);
+  return join(stringify(header), src.data);
+}
+
+function editConfig(src, fn) {
+  return editHeader(src, (h) => {
+    const c = JSON.parse(h.__metadata__.config);
+    fn(c);
+    h.__metadata__.config = stringify(c);
+  });
+}
+
+function tensors(src) {
+  return Object.keys(src.header).filter((k) => k !== '__metadata__');
+}
+
+function setFloats(src, name, fn) {
+  const data = Buffer.from(src.data);
+  const e = src.header[name];
+  const [b, end] = e.data_offsets;
+  const size = e.dtype === 'F16' ? 2 : 4;
+  for (let i = 0, off = b; off < end; off += size, ++i) {
+    const v = fn(i);
+    if (v === undefined) continue;
+    if (size === 4) data.writeFloatLE(v, off);
+    else data.writeUInt16LE(f16bits(v), off);
+  }
+  return join(JSON.stringify(src.header), data);
+}
+
+function f16bits(v) {
+  if (Number.isNaN(v)) return 0x7e00;
+  if (!Number.isFinite(v) || Math.abs(v) >= 65520) return v < 0 ? 0xfc00 : 0x7c00;
+  const f = new Float32Array([v]);
+  const u = new Uint32Array(f.buffer)[0];
+  const sign = (u >>> 16) & 0x8000;
+  const exp = ((u >>> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return sign;
+  if (exp >= 31) return sign | 0x7c00;
+  return sign | (exp << 10) | ((u >>> 13) & 0x3ff);
+}
+
+// A consistent model file for a config (weights from fill(i) or small values).
+export function buildModel(cfg, vocab, fill = (i) => ((i * 7919) % 13 - 6) / 20) {
+  const { n_layers: L, n_heads: H, d_model: D, d_head: Dh, n_ctx: T } = cfg;
+  const V = vocab.length;
+  const list = [['embed.W_E', [V, D]]];
+  if (cfg.pos_embed !== 'none') list.push(['pos_embed.W_pos', [T, D]]);
+  for (let l = 0; l < L; ++l) {
+    for (const w of ['W_Q', 'W_K', 'W_V']) list.push([`blocks.${l}.attn.${w}`, [H, D, Dh]]);
+    list.push([`blocks.${l}.attn.W_O`, [H, Dh, D]]);
+  }
+  list.push(['unembed.W_U', [D, V]]);
+  const header = {
+    __metadata__: {
+      format: 'circuitscope', format_version: '1',
+      config: JSON.stringify({ ...cfg, d_vocab: V, smeared_keys: false, use_bias: false }),
+      tokenizer: JSON.stringify({ kind: 'char', vocab }), info: '{}',
+    },
+  };
+  let off = 0;
+  const chunks = [];
+  for (const [name, shape] of list) {
+    const n = shape.reduce((a, b) => a * b, 1);
+    const buf = Buffer.alloc(4 * n);
+    for (let i = 0; i < n; ++i) buf.writeFloatLE(fill(i, name), 4 * i);
+    header[name] = { dtype: 'F32', shape, data_offsets: [off, off + 4 * n] };
+    off += 4 * n;
+    chunks.push(buf);
+  }
+  return join(JSON.stringify(header), Buffer.concat(chunks));
+}
+
+// ------------------------------------------------------------------ the corpus
+const CHAR_VOCAB = ['<BOS>', '<UNK>', ...'abcdefghij ']
+const INT_FIELDS = ['n_layers', 'n_heads', 'd_model', 'd_head', 'n_ctx', 'd_vocab'];
+const BAD_INTS = [0, -1, 2n ** 32n, 2n ** 32n + 2n, 2n ** 63n, 2n ** 64n - 1n, 1.5, 2.5, '2', null, true, [], raw('1e400'), raw('-1e400'), 1e300];
+
+// Every case: {name, bytes, text} (text: what `run --text` feeds it). Deterministic for a seed.
+function pick(r, list, n) {
+  const idx = list.map((_, i) => i);
+  for (let i = 0; i < n && i < idx.length; ++i) {
+    const j = i + r.below(idx.length - i);
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  return idx.slice(0, n).sort((a, b) => a - b).map((i) => list[i]);
+}
+
+export function generateCorpus({ seed = 1, flipsPerModel = 30 } = {}) {
+  const r = rng(seed);
+  const cases = [];
+  const modelFiles = fs.readdirSync(path.join(ROOT, 'models')).filter((f) => f.endsWith('.safetensors')).sort();
+  const sources = modelFiles.map((f) => path.join('models', f));
+  sources.push('models/snapshots/char-2l/step500.safetensors'); // an F16 file
+  for (const rel of sources) {
+    const bytes = fs.readFileSync(path.join(ROOT, rel));
+    const src = split(bytes);
+    const base = path.basename(rel, '.safetensors') + (rel.includes('snapshots') ? '-f16' : '');
+    const tok = JSON.parse(src.header.__metadata__.tokenizer);
+    const text = tok.kind === 'word' ? tok.vocab.slice(2, 6).join(' ') : 'Alice was beginning to get very tired.';
+    const add = (name, b) => cases.push({ name: `${base}:${name}`, bytes: b, text });
+    const names = tensors(src);
+    const end = 8 + src.headerLen;
+
+    // Truncations at every structural boundary.
+    const cuts = new Set([0, 1, 4, 7, 8, 9, end - 1, end, end + 1, bytes.length - 1]);
+    for (const n of names) {
+      const [b, e] = src.header[n].data_offsets;
+      for (const x of [b, b + 1, e - 1, e]) cuts.add(end + x);
+    }
+    for (const c of [...cuts].sort((a, b) => a - b)) if (c >= 0 && c < bytes.length) add(`truncated at ${c}`, bytes.subarray(0, c));
+    // Header lengths.
+    for (const [what, len] of [['0', 0n], ['past the end', BigInt(bytes.length)], ['2^63', 2n ** 63n], ['2^64-1', 2n ** 64n - 1n],
+      ['one short', BigInt(src.headerLen - 1)], ['one long', BigInt(src.headerLen + 1)]]) {
+      const b = Buffer.from(bytes);
+      b.writeBigUInt64LE(len, 0);
+      add(`header length ${what}`, b);
+    }
+    // Headers that are not objects or not JSON.
+    for (const h of ['[]', '1', '"text"', 'null', 'true', '{', '', '{"__metadata__":', '['.repeat(100000), '{"a":1e400}'])
+      add(`header ${JSON.stringify(h.slice(0, 12))}`, join(h, src.data));
+    // Metadata.
+    add('no metadata', editHeader(src, (h) => delete h.__metadata__));
+    add('metadata an array', editHeader(src, (h) => { h.__metadata__ = []; }));
+    add('config not a string', editHeader(src, (h) => { h.__metadata__.config = { n_layers: 1 }; }));
+    add('config not JSON', editHeader(src, (h) => { h.__metadata__.config = '{n_layers'; }));
+    add('config an array', editHeader(src, (h) => { h.__metadata__.config = '[1,2]'; }));
+    add('tokenizer empty vocab', editHeader(src, (h) => { h.__metadata__.tokenizer = '{"kind":"char","vocab":[]}'; }));
+    add('tokenizer vocab numbers', editHeader(src, (h) => { h.__metadata__.tokenizer = '{"kind":"word","vocab":[1,2]}'; }));
+    add('info 1e400', editHeader(src, (h) => { h.__metadata__.info = '{"step":1e400}'; }));
+    // Config values: every bad value on the first source and the F16 one, a seeded five per
+    // field on the others (the config reader does not depend on the model).
+    const everyValue = rel === sources[0] || rel.includes('snapshots');
+    for (const f of INT_FIELDS) {
+      const values = everyValue ? BAD_INTS : pick(r, BAD_INTS, 5);
+      for (const v of values) add(`config ${f}=${stringify(v)}`, editConfig(src, (c) => { c[f] = v; }));
+    }
+    for (const [f, v] of [['pos_embed', 'rotary'], ['pos_embed', 3], ['use_bias', 1], ['smeared_keys', 'yes'], ['init_std', raw('1e400')], ['init_std', 'x'], ['extra', 1]])
+      add(`config ${f}=${stringify(v)}`, editConfig(src, (c) => { c[f] = v; }));
+    // Tensor entries: the first and last tensors and one seeded other (every tensor of the first
+    // source), each with every edit.
+    const chosen = everyValue ? names : [...new Set([names[0], names[names.length - 1], names[r.below(names.length)]])];
+    for (const n of chosen) {
+      for (const d of ['I64', 'F64', 'BF16', 'f32', 5, null]) add(`${n} dtype ${d}`, editHeader(src, (h) => { h[n].dtype = d; }));
+      const sh = src.header[n].shape;
+      for (const [what, s] of [['reversed', [...sh].reverse()], ['extra dim', [...sh, 1]], ['negative', sh.map((x, i) => (i ? x : -x))],
+        ['2^31', [2n ** 31n, ...sh.slice(1)]], ['2^32', [2n ** 32n + BigInt(sh[0]), ...sh.slice(1)]], ['fraction', [sh[0] + 0.5, ...sh.slice(1)]],
+        ['string', sh.map(String)], ['empty', []], ['scalar', 3]])
+        add(`${n} shape ${what}`, editHeader(src, (h) => { h[n].shape = s; }));
+      const [b, e] = src.header[n].data_offsets;
+      const other = names[(names.indexOf(n) + 1) % names.length];
+      for (const [what, o] of [['reversed', [e, b]], ['past the end', [b + src.data.length, e + src.data.length]], ['overlapping', src.header[other].data_offsets],
+        ['shifted', [b + 4, e + 4]], ['2^64-1', [2n ** 64n - 1n, 2n ** 64n - 1n]], ['negative', [-4, e]], ['fraction', [b + 0.5, e]], ['one', [b]], ['strings', [String(b), String(e)]]])
+        add(`${n} offsets ${what}`, editHeader(src, (h) => { h[n].data_offsets = o; }));
+      add(`${n} missing`, editHeader(src, (h) => delete h[n]));
+      add(`${n} not an object`, editHeader(src, (h) => { h[n] = 'F32'; }));
+      // Values.
+      for (const [what, fn] of [['NaN', (i) => (i === 1 ? NaN : undefined)], ['Inf', (i) => (i === 0 ? Infinity : undefined)],
+        ['-Inf', (i) => (i === 2 ? -Infinity : undefined)], ['one 3e38', (i) => (i === 0 ? 3e38 : undefined)],
+        ['all 1e19', () => 1e19], ['all float max', () => 3.4028234663852886e38], ['all 1e4', () => 1e4], ['one 10001', (i) => (i === 0 ? 10001 : undefined)]])
+        add(`${n} ${what}`, setFloats(src, n, fn));
+    }
+    add('unknown tensor', editHeader(src, (h) => { h['blocks.99.attn.W_Q'] = { dtype: 'F32', shape: [1], data_offsets: [0, 4] }; }));
+    add('trailing bytes', join(JSON.stringify(src.header), Buffer.concat([src.data, Buffer.alloc(12)])));
+    // Random byte flips, in the header and in the data.
+    for (let k = 0; k < flipsPerModel; ++k) {
+      const b = Buffer.from(bytes);
+      const inHeader = k % 2 === 0;
+      const flips = 1 + r.below(8);
+      for (let j = 0; j < flips; ++j) {
+        const at = inHeader ? 8 + r.below(src.headerLen) : end + r.below(Math.max(1, src.data.length));
+        if (at < b.length) b[at] ^= 1 + r.below(255);
+      }
+      add(`flip ${k} (${inHeader ? 'header' : 'data'})`, b);
+    }
+  }
+  // Legal but enormous (or overflowing) models, built whole.
+  const big = (name, cfg, fill) => cases.push({ name: `built:${name}`, bytes: buildModel(cfg, CHAR_VOCAB, fill), text: 'abc abc' });
+  const c0 = { n_layers: 1, n_heads: 1, d_model: 1, d_head: 1, n_ctx: 8, pos_embed: 'none' };
+  big('64 layers x 64 heads, n_ctx 8192', { ...c0, n_layers: 64, n_heads: 64, n_ctx: 8192 });
+  big('16 layers x 16 heads, n_ctx 8192', { ...c0, n_layers: 16, n_heads: 16, n_ctx: 8192 });
+  big('n_ctx 8192, one head', { ...c0, n_ctx: 8192 });
+  big('n_ctx 4096, 4 heads', { ...c0, n_heads: 4, n_ctx: 4096 });
+  big('n_ctx 4000 standard positions', { ...c0, n_ctx: 4000, pos_embed: 'standard' });
+  big('d_head 1024, d_model 1', { ...c0, d_head: 1024 });
+  big('d_model 4096', { ...c0, d_model: 4096 });
+  big('8 layers of weights 9999', { ...c0, n_layers: 8, n_heads: 4, d_model: 16, d_head: 8 }, () => 9999);
+  big('4 layers of weights 1000', { ...c0, n_layers: 4, n_heads: 4, d_model: 16, d_head: 8 }, (i) => (i % 2 ? 1000 : -1000));
+  big('2 layers of weights 100', { ...c0, n_layers: 2, n_heads: 2, d_model: 16, d_head: 8 }, () => 100);
+  big('256 heads', { ...c0, n_layers: 16, n_heads: 16 });
+  big('257 heads', { ...c0, n_layers: 1, n_heads: 64, d_model: 2 });
+  big('0 layers', { ...c0, n_layers: 0 });
+  return cases;
+}
+
+// ------------------------------------------------------------------ running and checking
+// Library exception texts that must never reach a user.
+const INTERNALS = /json\.exception|\[json\.|std::|bad_alloc|basic_string|vector::|_M_|what\(\)|terminate called|Assertion|AddressSanitizer|runtime error:/;
+const NONFINITE = /(^|[^a-zA-Z_])[-+]?(nan|inf|infinity)([^a-zA-Z_]|$)/i;
+
+function runOne(bin, args, { timeoutMs, memKb }) {
+  return new Promise((resolve) => {
+    // prlimit (util-linux) sets the address-space limit without a shell in between.
+    const as = memKb === 'unlimited' ? 'unlimited' : String(Number(memKb) * 1024);
+    const child = spawn('prlimit', [`--as=${as}`, '--', bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '', err = '', timedOut = false;
+    child.stdout.on('data', (d) => { if (out.length < 1 << 20) out += d; });
+    child.stderr.on('data', (d) => { if (err.length < 1 << 16) err += d; });
+    const timer = setTimeout(() => { timedOut = true; child.kill('SIGKILL'); }, timeoutMs);
+    child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, out, err, timedOut }); });
+  });
+}
+
+// What is wrong with one run's outcome, or null if it is acceptable.
+export function judge(cmd, res) {
+  if (res.timedOut) return 'timed out';
+  if (res.signal) return `killed by ${res.signal}`;
+  if (res.code === 0) {
+    if (NONFINITE.test(res.out)) return 'printed nan/inf with exit 0';
+    return null;
+  }
+  if (res.code !== 1) return `exit status ${res.code}`;
+  const lines = res.err.trimEnd().split('\n');
+  if (lines.length !== 1) return `error of ${lines.length} lines`;
+  if (!lines[0].startsWith(`circuitscope ${cmd}: `)) return 'error without the command prefix';
+  if (INTERNALS.test(res.err)) return 'library text in the error';
+  if (NONFINITE.test(res.out)) return 'printed nan/inf';
+  return null;
+}
+
+// Runs every case through `inspect` and `run --text`; returns figures and failures.
+export async function runCorpus(cases, { bin = path.join(ROOT, 'build/native/circuitscope'), dir = path.join(ROOT, 'build/hardening/corrupt-models'),
+  timeoutMs = 10000, memKb = 4 * 1024 * 1024, jobs = 2, onProgress } = {}) {
+  fs.mkdirSync(dir, { recursive: true });
+  const stats = { files: cases.length, runs: 0, ok: 0, refused: 0, failures: [] };
+  let next = 0;
+  const worker = async () => {
+    while (next < cases.length) {
+      const i = next++;
+      const c = cases[i];
+      const file = path.join(dir, `${String(i).padStart(5, '0')}.safetensors`);
+      fs.writeFileSync(file, c.bytes);
+      for (const [cmd, args] of [['inspect', ['inspect', file]], ['run', ['run', file, '--text', c.text]]]) {
+        const res = await runOne(bin, args, { timeoutMs, memKb });
+        ++stats.runs;
+        const bad = judge(cmd, res);
+        if (bad) stats.failures.push({ case: c.name, file, cmd, problem: bad, stderr: res.err.slice(0, 300) });
+        else if (res.code === 0) ++stats.ok;
+        else ++stats.refused;
+      }
+      if (onProgress) onProgress(i + 1, cases.length);
+    }
+  };
+  await Promise.all(Array.from({ length: jobs }, worker));
+  return stats;
+}
+
+// A seeded sample of n cases (every kind represented in proportion).
+export function sample(cases, n, seed = 1) {
+  const r = rng(seed);
+  const idx = cases.map((_, i) => i);
+  for (let i = 0; i < Math.min(n, idx.length); ++i) {
+    const j = i + r.below(idx.length - i);
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  return idx.slice(0, n).sort((a, b) => a - b).map((i) => cases[i]);
+}
