@@ -192,19 +192,6 @@ json parse_json_text(const std::string& text, const std::string& what) {
   }
 }
 
-std::uint64_t weight_count(const Config& c) {
-  const std::uint64_t L = static_cast<std::uint64_t>(c.n_layers), H = static_cast<std::uint64_t>(c.n_heads),
-                      D = static_cast<std::uint64_t>(c.d_model), Dh = static_cast<std::uint64_t>(c.d_head),
-                      V = static_cast<std::uint64_t>(c.d_vocab), T = static_cast<std::uint64_t>(c.n_ctx);
-  // Each factor is below 2^20 (config.h's limits; negative values were refused before), so no
-  // product here reaches 2^64.
-  std::uint64_t n = 2 * V * D + L * 4 * H * D * Dh;
-  if (c.pos_embed != PosEmbed::None) n += T * D;
-  if (c.use_bias) n += L * (3 * H * Dh + D) + V;
-  if (c.smeared_keys) n += L * H;
-  return n;
-}
-
 double forward_bytes(const Config& c, double batch, double len) {
   const double L = c.n_layers, H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab;
   const double per_layer = 3 * len * D                              // resid_pre, attn_out, resid_post
@@ -230,6 +217,12 @@ long long first_bad(const Tensor<float>& t, bool skip_neg_inf = false) {
 }
 
 }  // namespace
+
+void check_output_finite(const ActivationCache<float>& cache) {
+  if (first_bad(cache.logits, false) < 0) return;
+  check_finite(cache);   // names the first stage that overflowed
+  throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
+}
 
 void check_finite(const ActivationCache<float>& cache) {
   auto check = [](const Tensor<float>& t, const std::string& hook, bool skip_neg_inf = false) {

@@ -56,8 +56,6 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what)
 // Sizes (the limits themselves are in config.h).
 // ---------------------------------------------------------------------------------------------
 
-// The weights make_params allocates for c (no allocation; exact for validated configs).
-std::uint64_t weight_count(const Config& c);
 // The bytes the activation cache (every hook, attention scores included) of a forward pass over
 // `batch` sequences of `len` tokens holds. Computed in floating point, so it cannot overflow.
 double forward_bytes(const Config& c, double batch, double len);
@@ -71,5 +69,8 @@ double forward_bytes(const Config& c, double batch, double len);
 // attn.hook_q holds Inf; the model's weights are too large to compute with in float32". Masked
 // attention scores (-inf by design) are not counted.
 void check_finite(const ActivationCache<float>& cache);
+// The same, cheaply, for every call that returns results: scans only the logits (every overflow
+// reaches them) and, when they hold NaN or Inf, names the first stage with check_finite().
+void check_output_finite(const ActivationCache<float>& cache);
 
 }  // namespace cs

@@ -395,7 +395,7 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
 
   // --- tensors ---
   // Refuse configs that need more memory than this file could possibly hold before allocating.
-  const std::uint64_t need = weight_count(m.cfg);
+  const std::uint64_t need = count_weights(m.cfg);
   if (need > section_size / 2)
     fail("the config calls for " + std::to_string(need) + " weights (at least " + std::to_string(need * 2) +
          " bytes as F16) but the data section has only " + std::to_string(section_size) +

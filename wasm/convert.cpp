@@ -1,6 +1,8 @@
 // The WASM boundary's conversions and the page's two handles (see convert.h).
 #include "convert.h"
 
+#include "checks.h"
+
 #include <emscripten/heap.h>
 #include <malloc.h>
 
@@ -872,8 +874,9 @@ Trainer::Trainer(const std::string& recipe_json)
         nlohmann::json j;
         try {
           j = nlohmann::json::parse(recipe_json);
-        } catch (const nlohmann::json::parse_error& e) {
-          throw std::invalid_argument(std::string("recipe: not valid JSON: ") + e.what());
+        } catch (const nlohmann::json::exception& e) {
+          // "is not valid JSON (line 2, column 9)": the user's position, not the library's text.
+          throw std::invalid_argument("recipe: not valid JSON: the recipe " + cs::json_parse_problem(recipe_json, e));
         }
         return std::make_unique<cs::Trainer>(cs::recipe_from_json(j));
       })) {}

@@ -1,5 +1,6 @@
 // One sequence's forward pass and what the page reads from it (run()).
 #include "analysis/forward_outputs.h"
+#include "checks.h"
 
 #include <limits>
 #include <stdexcept>
@@ -48,6 +49,7 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   check_context_length(p.cfg, T, what);
   cache.keep_result = true;  // (a benchmark pass may have cleared it)
   forward<float>(p, ids, 1, T, cache, iv);
+  check_output_finite(cache);
   RunExtras x;
   x.loss = position_losses(cache, ids);
   if (o.resid) x.resid = residual_stages(cache);

@@ -1,5 +1,6 @@
 // One opened model and the page's calls on it (see model_session.h).
 #include "analysis/model_session.h"
+#include "checks.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -84,6 +85,7 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
   check_context_length(file_.cfg, T, "forwardBatch");
   cache_.keep_result = false;  // the loss does not need each head's output
   forward<float>(file_.params, ids, B, T, cache_);
+  check_output_finite(cache_);
   return loss_from_logits<float>(cache_, next_token_batch(ids, B, T)).loss;
 }
 
@@ -92,6 +94,7 @@ Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, cons
   check_context_length(file_.cfg, T, "attribution");
   ActivationCache<float> cache;
   forward<float>(file_.params, ids, 1, T, cache, iv);
+  check_output_finite(cache);
   return cs::attribution(file_.params, cache, 0, pos, iv);
 }
 
@@ -104,6 +107,7 @@ TopK ModelSession::top_k(const std::vector<int>& ids, int k) const {
   check_context_length(file_.cfg, T, "topK");
   ActivationCache<float> cache;
   forward<float>(file_.params, ids, 1, T, cache);
+  check_output_finite(cache);
   return top_k_predictions(cache, k);
 }
 
