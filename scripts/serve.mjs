@@ -1,5 +1,6 @@
 // A dependency-free static file server for the assembled site (build/site): correct MIME types
-// (application/wasm, text/javascript for .mjs), no directory traversal, 404s, no caching.
+// (application/wasm, text/javascript for .mjs), the page's content security policy as a header,
+// no directory traversal, 404s, no caching.
 // Run directly: `node scripts/serve.mjs [root]` (PORT env, default 8080, next free port if taken).
 // From tests: `const { url, close } = await startServer({ port: 0 });`
 import { createServer } from 'node:http';
@@ -30,6 +31,11 @@ const MIME = {
   '.ts': 'text/plain; charset=utf-8',
   '.safetensors': 'application/octet-stream',
 };
+
+// The page's content security policy (the same as index.html's <meta> tag), sent as a header so it
+// also covers the training worker and pages that embed a view: no inline script, no eval, no
+// third-party origin; WebAssembly may compile.
+export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; worker-src 'self'; object-src 'none'; base-uri 'self'";
 
 export function contentType(file) {
   return MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
@@ -94,6 +100,7 @@ function handler(root) {
         'Content-Length': st.size,
         'Cache-Control': 'no-cache',
         'X-Content-Type-Options': 'nosniff',
+        'Content-Security-Policy': CSP,
       });
       if (req.method === 'HEAD') {
         res.end();
