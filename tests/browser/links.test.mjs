@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchChromium } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
+import { rng } from '../rng.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -36,19 +37,6 @@ after(async () => {
   await browser?.close();
   await server?.close();
 });
-
-/** mulberry32: a small seeded generator, so a failing sequence can be replayed from its seed. */
-function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n) => Math.floor(next() * n), pick: (list) => list[Math.floor(next() * list.length)] };
-}
 
 const SNIPPETS = ['Alice was beginning to get very tired. ', 'the cat sat on the mat, ', 'Hello hello ', 'xq zv ',
   'One, two, three! ', '\n', 'é ✓ ', 'abcdefghij'];

@@ -6,22 +6,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { rng } from '../rng.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 const S = await import(pathToFileURL(path.join(site, 'store.js')).href);
-
-function rng(seed) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6D2B79F5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return { next, int: (n) => Math.floor(next() * n), pick: (l) => l[Math.floor(next() * l.length)] };
-}
 
 const head = (r) => `L${r.int(3)}H${r.int(4)}`;
 const end = (r) => (r.next() < 0.2 ? '*' : head(r));
