@@ -62,6 +62,13 @@ const fmtVal = (v) => {
   if (a < 0.0005) return '0.000';
   return v.toFixed(a >= 10 ? 1 : 3);
 };
+// An axis tick that fits the axis's width whatever the range: 8.1e+9, 120,000, 0.25, 1e-5.
+const fmtTick = (v) => {
+  if (v == null || !Number.isFinite(v)) return '';
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(1).replace(/\.0e/, 'e');
+  return Number(v.toPrecision(4)).toLocaleString('en', { maximumFractionDigits: 3 });
+};
 const finite = (v) => v != null && Number.isFinite(v);
 const firstFinite = (arr) => arr?.find(finite) ?? null;
 const lastFinite = (arr) => arr?.findLast(finite) ?? null;
@@ -172,6 +179,7 @@ export class LineChart {
       label, stroke: fg, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif',
       labelSize, labelGap: 0, gap: 3, size,
       grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+      values: (u, splits) => splits.map(fmtTick),
     });
     const yMin = o.yMin;
     const chart = this;
@@ -197,7 +205,7 @@ export class LineChart {
           value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[si]) : v),
         })),
       ],
-      axes: [axis(o.xLabel, 26, 16), axis(o.yLabel, 44, 18)],
+      axes: [axis(o.xLabel, 26, 16), axis(o.yLabel, 52, 18)],
       legend: {
         live: true,
         markers: {
