@@ -191,6 +191,10 @@ export interface Attribution {
   path_part: Int32Array;
   /** shape [Q, d_vocab], axes ["path", "d_vocab"] */
   paths: Tagged;
+  /** The token with the largest logit: the prediction the expansion explains. */
+  predicted: number;
+  /** The paths by the size of their logit for `predicted`, largest first: [Q]. */
+  path_order: Int32Array;
 }
 
 export interface CircuitOptions {
@@ -258,6 +262,12 @@ export interface CompositionResult {
   baseline: number;
   baseline_std: number;
   baseline_samples: number;
+  /** 1 where a score exceeds baseline + sigmas * baseline_std, else 0: same shape and axes as scores. */
+  above_baseline: Tagged;
+  /** The largest score over the pairs from an earlier layer into a later one (the baseline without pairs). */
+  max_score: number;
+  /** How many standard deviations above the baseline count as standing out (2). */
+  sigmas: number;
 }
 
 export interface HeadScoreOptions {

@@ -605,6 +605,8 @@ val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js) c
     out.set("path_names", str_array(a.path_names));
     out.set("path_part", copy_out(a.path_part.data(), a.path_part.size(), "Int32Array"));
     out.set("paths", tagged(a.paths, {"path", "d_vocab"}));
+    out.set("predicted", a.predicted);
+    out.set("path_order", copy_out(a.path_order.data(), a.path_order.size(), "Int32Array"));
     return out;
   });
 }
@@ -665,6 +667,9 @@ val Model::composition(const val& samples, const val& seed) const {
     out.set("baseline", s.baseline);
     out.set("baseline_std", s.baseline_std);
     out.set("baseline_samples", s.baseline_samples);
+    out.set("above_baseline", tagged(s.above_baseline, {"kind", "src_layer", "src_head", "dst_layer", "dst_head"}));
+    out.set("max_score", s.max_score);
+    out.set("sigmas", cs::kCompositionSigmas);
     return out;
   });
 }

@@ -221,6 +221,14 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     }
   }
   put_rows(out.paths, paths, V);
+  // The prediction the expansion explains, and the paths by the size of their share of it.
+  for (int v = 1; v < V; ++v)
+    if (out.logits.data[v] > out.logits.data[out.predicted]) out.predicted = v;
+  const std::size_t Q = out.path_names.size();
+  out.path_order.resize(Q);
+  for (std::size_t q = 0; q < Q; ++q) out.path_order[q] = static_cast<int>(q);
+  auto size_of = [&](int q) { return std::abs(out.paths.data[static_cast<std::size_t>(q) * V + out.predicted]); };
+  std::stable_sort(out.path_order.begin(), out.path_order.end(), [&](int a, int b) { return size_of(a) > size_of(b); });
   return out;
 }
 
@@ -497,6 +505,20 @@ CompositionScores composition_scores(const Params<float>& p, int baseline_sample
         }
   out.baseline_samples = baseline_samples;
   out.baseline = random_composition_baseline(c.d_model, c.d_head, baseline_samples, seed, &out.baseline_std);
+  // Which scores stand out from the random baseline, and the largest (pairs from an earlier layer
+  // into a later one only).
+  out.above_baseline.resize({3, L, H, L, H});
+  out.max_score = out.baseline;
+  const double bar = out.baseline + kCompositionSigmas * out.baseline_std;
+  for (int kind = 0; kind < 3; ++kind)
+    for (int l1 = 0; l1 < L; ++l1)
+      for (int h1 = 0; h1 < H; ++h1)
+        for (int l2 = l1 + 1; l2 < L; ++l2)
+          for (int h2 = 0; h2 < H; ++h2) {
+            const float v = at(kind, l1, h1, l2, h2);
+            out.max_score = std::max(out.max_score, static_cast<double>(v));
+            out.above_baseline.data[(((static_cast<std::size_t>(kind) * L + l1) * H + h1) * L + l2) * H + h2] = v > bar ? 1.0f : 0.0f;
+          }
   return out;
 }
 

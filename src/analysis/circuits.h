@@ -69,6 +69,8 @@ struct Attribution {
   std::vector<std::string> path_names;  // [Q]     "L{l2}H{h2}<-..." as above
   std::vector<int> path_part;           // [Q]     row of `parts` (the head h2) each path belongs to
   Tensor<float> paths;                  // [Q, V]
+  int predicted = 0;                    // argmax of logits: the prediction the page expands
+  std::vector<int> path_order;          // [Q]     paths by |their logit for `predicted`|, largest first
 };
 
 // Framework paper, "Path Expansion of Logits" / seed 000 (T = W_U W_E + sum_h A^h (x) W_U W_OV^h W_E).
@@ -168,7 +170,12 @@ struct CompositionScores {
   double baseline = 0;      // mean score of random low-rank pairs (random_composition_baseline)
   double baseline_std = 0;  // standard deviation of those scores
   int baseline_samples = 0;
+  Tensor<float> above_baseline;  // [3, L, H, L, H] 1 where a score exceeds baseline + kCompositionSigmas * baseline_std
+  double max_score = 0;          // the largest score (or the baseline when there is no pair)
 };
+// A composition score stands out from random matrices when it exceeds their mean by this many
+// standard deviations.
+constexpr double kCompositionSigmas = 2.0;
 
 // ||L R||_F / (||L||_F ||R||_F) for explicit matrices (0 if either norm is 0).
 double composition_score(const MatRM<double>& L, const MatRM<double>& R);

@@ -107,6 +107,27 @@ TEST(CircuitsAttribution, ThreeLayersPathsSumBack) {
   for (int t = 0; t < 6; ++t) expect_sums(attribution(p, cache, 0, t), "3L t" + std::to_string(t));
 }
 
+// The prediction the page expands is the largest logit, and the paths come largest first.
+TEST(CircuitsAttribution, PredictionAndPathOrder) {
+  Config c = tiny_config(2, PosEmbed::Standard, false, true);
+  const Params<float> p = random_params<float>(c, 5);
+  ActivationCache<float> cache;
+  forward(p, random_tokens(c, 6, 4), 1, 6, cache);
+  const Attribution a = attribution(p, cache, 0, 5);
+  const int V = c.d_vocab;
+  for (int v = 0; v < V; ++v) EXPECT_LE(a.logits.data[v], a.logits.data[a.predicted]);
+  ASSERT_EQ(a.path_order.size(), a.path_names.size());
+  ASSERT_FALSE(a.path_order.empty());
+  std::vector<int> seen(a.path_order.size(), 0);
+  for (std::size_t i = 0; i < a.path_order.size(); ++i) {
+    seen.at(static_cast<std::size_t>(a.path_order[i])) += 1;
+    if (i == 0) continue;
+    const auto size = [&](int q) { return std::abs(a.paths.data[static_cast<std::size_t>(q) * V + a.predicted]); };
+    EXPECT_GE(size(a.path_order[i - 1]), size(a.path_order[i]));
+  }
+  for (int n : seen) EXPECT_EQ(n, 1);   // a permutation of the paths
+}
+
 // The virtual path L1Hh' <- L0Hh is exactly what cutting L0Hh out of L1Hh''s value input removes
 // (a V-only cut leaves the pattern unchanged).
 TEST(CircuitsAttribution, VirtualPathEqualsWhatAValueCutRemoves) {
@@ -355,6 +376,28 @@ TEST(CircuitsEigenvalues, CopyingHeadScoresNearPlusOneAndAntiCopyingNearMinusOne
 // ---------------------------------------------------------------------------------------------
 // 4. Composition scores
 // ---------------------------------------------------------------------------------------------
+
+// A score stands out when it exceeds the baseline by kCompositionSigmas standard deviations.
+TEST(CircuitsComposition, AboveBaselineAndMaximum) {
+  Config c = tiny_config(3, PosEmbed::Shortformer, false, true);
+  const Params<float> p = random_params<float>(c, 21);
+  const CompositionScores sc = composition_scores(p, 20, 1);
+  ASSERT_EQ(sc.above_baseline.shape, sc.scores.shape);
+  const double bar = sc.baseline + kCompositionSigmas * sc.baseline_std;
+  const int L = c.n_layers, H = c.n_heads;
+  double max = sc.baseline;
+  for (int kind = 0; kind < 3; ++kind)
+    for (int l1 = 0; l1 < L; ++l1)
+      for (int h1 = 0; h1 < H; ++h1)
+        for (int l2 = 0; l2 < L; ++l2)
+          for (int h2 = 0; h2 < H; ++h2) {
+            const std::size_t i = (((static_cast<std::size_t>(kind) * L + l1) * H + h1) * L + l2) * H + h2;
+            const bool later = l1 < l2;
+            EXPECT_EQ(sc.above_baseline.data[i], later && sc.scores.data[i] > bar ? 1.0f : 0.0f);
+            if (later) max = std::max(max, static_cast<double>(sc.scores.data[i]));
+          }
+  EXPECT_EQ(sc.max_score, max);
+}
 
 TEST(CircuitsComposition, MatchesTheDefinitionAndIsZeroUnlessLater) {
   for (int layers : {1, 2, 3}) {

@@ -21,6 +21,7 @@ const FORBIDDEN = [
   ['the IOI template grammar and splits (ioiSentence(), ioiTask().splits)', /templatePieces|fillTemplate|ioiPairHeldOut|templateHeldOut|IOI_SPLITS\s*=/],
   ['head scores on a text (run({textScores}))', /function\s+findRepeat|textScores\s*\(\s*a\b|prefix_matching\s*\[[^\]]*\]\s*\+?=/],
   ['the most additive / contrastive head (ioi().most_additive, most_contrastive)', /\|difference\|\s*\/\s*\|sum\||Math\.abs\([^)]*diff\)\s*\/\s*\(?Math\.abs/],
+  ['a threshold against a baseline (composition().above_baseline)', /baseline\s*\+\s*\d+(\.\d+)?\s*\*\s*\w*\.?baseline_std/],
 ];
 
 function scripts(dir) {
@@ -58,6 +59,7 @@ test('the check catches each kind of computation on a sample', () => {
     'const text = fillTemplate(t, order, fill);',
     'function findRepeat(ids, from) {',
     'Most contrastive head: ${x} (|difference| / |sum| = 1)',
+    'const strong = v > c.baseline + 2 * c.baseline_std;',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

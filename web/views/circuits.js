@@ -281,11 +281,10 @@ export class CsCircuits extends CsView {
     }
     const c = model.composition({ samples: 100 });
     const H = cfg.n_heads, L = cfg.n_layers;
-    const at = (k, l1, h1, l2, h2) => c.scores.data[(((k * L + l1) * H + h1) * L + l2) * H + h2];
+    const index = (k, l1, h1, l2, h2) => (((k * L + l1) * H + h1) * L + l2) * H + h2;
+    const at = (...i) => c.scores.data[index(...i)];
     const dst = [];
     for (let l2 = 1; l2 < L; l2++) for (let h2 = 0; h2 < H; h2++) dst.push([l2, h2]);
-    let max = c.baseline;
-    for (let k = 0; k < 3; k++) for (let l1 = 0; l1 < L; l1++) for (let h1 = 0; h1 < H; h1++) for (const [l2, h2] of dst) if (l1 < l2) max = Math.max(max, at(k, l1, h1, l2, h2));
     const tables = ['Q', 'K', 'V'].map((kn, k) => el('table', { class: 'cs-table' },
       el('caption', {}, `${kn}-composition: the row head's output read by the column head's ${kn.toLowerCase()} input`),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'from \\ to'), dst.map(([l2, h2]) => el('th', { scope: 'col' }, `L${l2}H${h2}`)))),
@@ -294,12 +293,12 @@ export class CsCircuits extends CsView {
         return el('tr', {}, el('th', { scope: 'row' }, `L${l1}H${h1}`), dst.map(([l2, h2]) => {
           if (l1 >= l2) return el('td', { class: 'num' }, '');
           const v = at(k, l1, h1, l2, h2);
-          const strong = v > c.baseline + 2 * c.baseline_std;
+          const strong = c.above_baseline.data[index(k, l1, h1, l2, h2)] === 1;
           return el('td', { class: 'num', style: strong ? { fontWeight: '700' } : {} }, `${fmt(v, 3)} (${fmt(v / c.baseline, 1)}×)${strong ? ' ▲' : ''}`);
         }));
       }))));
     r.composition.replaceChildren(
-      el('p', { class: 'cs-explain' }, `Composition score ||L R||_F / (||L||_F ||R||_F) for every pair of heads; random matrices of the same shapes score ${fmt(c.baseline, 3)} ± ${fmt(c.baseline_std, 3)} (${c.baseline_samples} samples). ▲ marks scores above the baseline by more than two standard deviations; the factor is the score over the baseline. Largest score: ${fmt(max, 3)}.`),
+      el('p', { class: 'cs-explain' }, `Composition score ||L R||_F / (||L||_F ||R||_F) for every pair of heads; random matrices of the same shapes score ${fmt(c.baseline, 3)} ± ${fmt(c.baseline_std, 3)} (${c.baseline_samples} samples). ▲ marks scores above the baseline by more than ${c.sigmas} standard deviations; the factor is the score over the baseline. Largest score: ${fmt(c.max_score, 3)}.`),
       el('div', { class: 'cs-figures' }, tables));
   }
 
@@ -318,11 +317,9 @@ export class CsCircuits extends CsView {
     }
     const vocab = model.tokenizer.vocab;
     const V = a.logits.shape[0];
-    let best = 0;
-    for (let i = 1; i < V; i++) if (a.logits.data[i] > a.logits.data[best]) best = i;
+    const best = a.predicted;   // the core's prediction, and its paths largest first (path_order)
     const partVals = a.names.map((n, i) => ({ name: n, value: a.parts.data[i * V + best] }));
-    const pathVals = a.path_names.map((n, i) => ({ name: n, value: a.paths.data[i * V + best] }))
-      .sort((p, q) => Math.abs(q.value) - Math.abs(p.value)).slice(0, 8);
+    const pathVals = Array.from(a.path_order.subarray(0, 8), (i) => ({ name: a.path_names[i], value: a.paths.data[i * V + best] }));
     const bound = Math.max(1e-6, ...partVals.map((p) => Math.abs(p.value)), ...pathVals.map((p) => Math.abs(p.value)));
     const label = { embed: 'direct path (embedding → unembedding)', pos_embed: 'positional embedding', bias: 'biases' };
     const rows = (list, named) => list.map((p) => el('tr', {},
