@@ -29,7 +29,7 @@ function standalone(tag, module, attrs) {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${tag}</title>
 <link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/style.css"><link rel="stylesheet" href="/views/views.css">
-<script type="module" src="/views/${module}"></script></head>
+<script type="module" src="/${module}"></script></head>
 <body><main><${tag}${a}></${tag}></main></body></html>`;
 }
 
@@ -45,7 +45,7 @@ before(async () => {
     const tag = u.searchParams.get('tag');
     const attrs = JSON.parse(u.searchParams.get('attrs') || '{}');
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': CSP });
-    res.end(standalone(tag, `${tag.replace(/^cs-/, '')}.js`, attrs));
+    res.end(standalone(tag, tag === 'cs-panel' ? 'panels/panel.js' : `views/${tag.replace(/^cs-/, '')}.js`, attrs));
     return true;
   });
   origin = server.origin;
@@ -696,6 +696,23 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     assert.ok(cb > ca, 'the character model trains in the page');
     await page.click('cs-training button:text-is("Stop")');
     await page.waitForSelector('cs-training[data-train-state="stopped"]');
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a panel mounts alone: <cs-panel name="report-claims"> on a page of its own', async (t) => {
+  const has = siteHas('models/report.json');
+  const { context, page, check } = await openView('cs-panel', { name: 'report-claims' }, { missing: has ? [] : ['/models/report.json'] });
+  try {
+    await page.waitForSelector('cs-panel[data-ready="true"]', { timeout: 30_000 });
+    assert.equal(await page.$eval('cs-panel section h2', (h) => h.textContent), 'Reproduction report: the seeds\' claims, measured');
+    if (has) {
+      const claims = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8')).claims;
+      assert.equal(await page.$$eval('cs-panel tbody tr', (rs) => rs.length), claims.length);
+    }
+    assert.equal(await page.evaluate(async () => (await import('/store.js')).store.state.view), 'induction', 'a panel alone leaves the store\'s view as it was');
     await check(t);
   } finally {
     await context.close();

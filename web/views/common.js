@@ -481,9 +481,9 @@ export class CsView extends HTMLElement {
   connectedCallback() {
     if (!this.inApp && !this._attrsRead) {
       this._attrsRead = true;
-      const values = { view: this.constructor.view };
+      const values = this.constructor.view ? { view: this.constructor.view } : {};
       for (const a of this.constructor.attributes) if (this.hasAttribute(a)) values[a] = this.getAttribute(a);
-      this.update(values);
+      if (Object.keys(values).length) this.update(values);
     }
     this._unsubscribe ??= store.subscribe(() => this.requestRender());
     modelsFor(this.constructor.view).then((list) => {

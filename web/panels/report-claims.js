@@ -1,0 +1,72 @@
+// The reproduction report's claims (models/report.json, written by `circuitscope report`:
+// {claims: [{id, seed, claim, seed_figure, measured, verdict, view}]}): each claim of the seeds
+// beside what the shipped models measure, each row linking to the view that shows it.
+import { el, downloadCSV } from '../views/common.js';
+import { getJSON, decodeHash, encodeState } from '../store.js';
+import { definePanel } from './panel.js';
+
+/**
+ * The report's `view` ("#view=ioi&model=ioi-2l1h&cut=Q", written by the C++ report in the
+ * link form of version 1, without the version) as a link the page opens: versioned, checked by
+ * the same codec as any shared link; null when it is not one.
+ */
+export function viewLink(view) {
+  if (typeof view !== 'string' || !view.startsWith('#')) return null;
+  const p = new URLSearchParams(view.slice(1));
+  if (!p.has('v')) p.set('v', '1');
+  const { state, error } = decodeHash(p.toString());
+  return error ? null : `#${encodeState(state)}`;
+}
+
+// Verdicts: reproduced (and the extensions' "solved", "appears", "shown") get a tick, "not ..."
+// and "does not ..." a cross, anything else ("measured only") neither.
+function verdictClass(verdict) {
+  if (/^(not|does not|memorised)/i.test(verdict) || /: not /i.test(verdict)) return ['cs-verdict-not', '✗'];
+  if (/^(reproduced|solved|appears|shown)/i.test(verdict)) return ['cs-verdict-reproduced', '✓'];
+  return ['cs-verdict-neutral', '–'];
+}
+
+const SEEDS = {
+  '000': 'framework, one layer', '001': 'minimal IOI circuit', '002': 'gradient leading terms',
+  '003': 'mathematical framework', '004': 'induction heads',
+};
+const SRC = 'models/report.json';
+
+export default definePanel({
+  name: 'report-claims',
+  title: 'Reproduction report: the seeds\' claims, measured',
+  view: 'report',
+  needsModel: false,
+
+  async query() {
+    const report = await getJSON(SRC);
+    return { claims: Array.isArray(report?.claims) ? report.claims : null };
+  },
+
+  render({ claims }) {
+    if (!claims) {
+      return el('p', { class: 'cs-unavailable', role: 'status', dataset: { missing: 'report' } },
+        `The report is not available yet: ${SRC} has not been generated. Run \`circuitscope report\` after training the model zoo, then rebuild the site.`);
+    }
+    const reproduced = claims.filter((c) => /^reproduced/i.test(String(c.verdict))).length;
+    const rows = claims.map((c) => {
+      const verdict = String(c.verdict ?? '');
+      const [cls, mark] = verdictClass(verdict);
+      const view = viewLink(c.view);
+      return el('tr', { dataset: { id: String(c.id ?? '') } },
+        el('td', {}, String(c.claim ?? '')),
+        el('td', {}, `${String(c.seed ?? '')}${SEEDS[c.seed] ? ` (${SEEDS[c.seed]})` : ''}`),
+        el('td', {}, String(c.seed_figure ?? '')),
+        el('td', {}, String(c.measured ?? '')),
+        el('td', { class: cls }, `${mark} ${verdict}`),
+        el('td', {}, view ? el('a', { href: view, 'aria-label': `Open the view for: ${String(c.claim ?? '')}` }, 'open view') : ''));
+    });
+    const csv = claims.map(({ id, seed, claim, seed_figure, measured, verdict, view }) => ({ id, seed, claim, seed_figure, measured, verdict, view }));
+    return el('div', {},
+      el('p', { class: 'cs-note', role: 'status' }, `${reproduced} of ${claims.length} claims reproduced. Each row links to the view that shows it.`),
+      el('div', { class: 'cs-scroll' }, el('table', { class: 'cs-table cs-report-table' },
+        el('thead', {}, el('tr', {}, ['claim', 'seed', "seed's figure", 'measured here', 'verdict', 'see it'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('tbody', {}, rows))),
+      el('div', { class: 'cs-buttons' }, el('button', { type: 'button', onclick: () => downloadCSV('report.csv', csv) }, 'Download CSV')));
+  },
+});
