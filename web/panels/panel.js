@@ -1,5 +1,5 @@
 // Panels: the unit of the page. A panel is one figure of a view, a plain object
-//   {name, title, view, query({model, state}) -> data, render(data, {state, dispatch}) -> Node}
+//   {name, title, view, query({model, modelName, state}) -> data, render(data, {state, dispatch}) -> Node}
 // query() makes the core call (or reads the site's data file) and returns plain data; render()
 // builds the panel's content from that data alone. A view lists its panels in order; a panel also
 // mounts alone (<cs-panel name="report-claims">), which is what an embed or a slide shows.
@@ -20,7 +20,9 @@ export function definePanel(panel) {
 export async function showPanel(section, panel, modelName) {
   const state = store.state;
   const model = panel.needsModel && modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
-  const data = await panel.query({ model, state });
+  const data = await panel.query({ model, modelName, state });
+  if (section.csData === data) return;   // a query that answers from its cache: nothing changed
+  section.csData = data;
   const id = `cs-panel-${panel.name}-h`;
   section.classList.add('cs-panel');
   section.dataset.panel = panel.name;

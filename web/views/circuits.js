@@ -15,6 +15,8 @@
 // (cell size in pixels), text (the text of the path expansion). Every control writes to the
 // page's store (store.js).
 import { el, heatmap, getModel, downloadCSV, CsView } from './common.js';
+import { showPanel } from '../panels/panel.js';
+import composition from '../panels/composition.js';
 
 export const TAG = 'cs-circuits';
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
@@ -112,7 +114,7 @@ export class CsCircuits extends CsView {
     r.ovTop = el('div', { class: 'cs-scroll' });
     r.trigrams = el('div');
     r.eigen = el('div', { class: 'cs-figures' });
-    r.composition = el('div');
+    r.composition = el('section');
     r.text = el('textarea', { id: `${id}-text`, rows: 2, spellcheck: 'false', autocomplete: 'off',
       oninput: () => this.update({ text: r.text.value }) });
     r.attribution = el('div');
@@ -132,9 +134,7 @@ export class CsCircuits extends CsView {
         r.eigen,
         el('h3', {}, 'Skip-trigrams'),
         r.trigrams),
-      el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-hc` },
-        el('h2', { id: `${id}-hc` }, 'Composition between layers'),
-        r.composition),
+      r.composition,
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-ha` },
         el('h2', { id: `${id}-ha` }, 'Path expansion of one prediction'),
         field('Text (the prediction after its last token is split into paths)', r.text),
@@ -206,7 +206,8 @@ export class CsCircuits extends CsView {
       for (const k of ['qkTop', 'ovTop', 'trigrams', 'eigen']) r[k].replaceChildren();
       for (const c of [r.qkCanvas, r.ovCanvas]) { c.width = 1; c.height = 1; }
     }
-    this.renderComposition(model, name, snapshot);
+    this._modelKey = `${name}/${snapshot}`;
+    await showPanel(r.composition, composition, name);
     const defaultText = model.tokenizer.kind === 'word' ? 'A B B <MID>' : 'Alice was beginning to get very tired. Alice was beginning to get very t';
     if (document.activeElement !== r.text) r.text.value = st.text || defaultText;
     this.renderAttribution(model, st.text || defaultText);
@@ -269,42 +270,9 @@ export class CsCircuits extends CsView {
         : el('p', { class: 'cs-note' }, 'No crossed triples among the top skip-trigrams of this head.'));
   }
 
-  renderComposition(model, name, snapshot) {
-    const r = this.refs;
-    const key = `${name}/${snapshot}`;
-    if (this._compKey === key) return;
-    this._compKey = key;
-    const cfg = model.config;
-    if (cfg.n_layers < 2) {
-      r.composition.replaceChildren(el('p', { class: 'cs-note' }, `${name} has ${cfg.n_layers} layer${cfg.n_layers === 1 ? '' : 's'}: no head reads another head's output, so there is no composition. Choose a 2-layer model (char-2l, ioi-2l1h).`));
-      return;
-    }
-    const c = model.composition({ samples: 100 });
-    const H = cfg.n_heads, L = cfg.n_layers;
-    const index = (k, l1, h1, l2, h2) => (((k * L + l1) * H + h1) * L + l2) * H + h2;
-    const at = (...i) => c.scores.data[index(...i)];
-    const dst = [];
-    for (let l2 = 1; l2 < L; l2++) for (let h2 = 0; h2 < H; h2++) dst.push([l2, h2]);
-    const tables = ['Q', 'K', 'V'].map((kn, k) => el('table', { class: 'cs-table' },
-      el('caption', {}, `${kn}-composition: the row head's output read by the column head's ${kn.toLowerCase()} input`),
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'from \\ to'), dst.map(([l2, h2]) => el('th', { scope: 'col' }, `L${l2}H${h2}`)))),
-      el('tbody', {}, Array.from({ length: (L - 1) * H }, (_, i) => {
-        const l1 = Math.floor(i / H), h1 = i % H;
-        return el('tr', {}, el('th', { scope: 'row' }, `L${l1}H${h1}`), dst.map(([l2, h2]) => {
-          if (l1 >= l2) return el('td', { class: 'num' }, '');
-          const v = at(k, l1, h1, l2, h2);
-          const strong = c.above_baseline.data[index(k, l1, h1, l2, h2)] === 1;
-          return el('td', { class: 'num', style: strong ? { fontWeight: '700' } : {} }, `${fmt(v, 3)} (${fmt(v / c.baseline, 1)}×)${strong ? ' ▲' : ''}`);
-        }));
-      }))));
-    r.composition.replaceChildren(
-      el('p', { class: 'cs-explain' }, `Composition score ||L R||_F / (||L||_F ||R||_F) for every pair of heads; random matrices of the same shapes score ${fmt(c.baseline, 3)} ± ${fmt(c.baseline_std, 3)} (${c.baseline_samples} samples). ▲ marks scores above the baseline by more than ${c.sigmas} standard deviations; the factor is the score over the baseline. Largest score: ${fmt(c.max_score, 3)}.`),
-      el('div', { class: 'cs-figures' }, tables));
-  }
-
   renderAttribution(model, text) {
     const r = this.refs;
-    const key = `${this._compKey}/${text}`;
+    const key = `${this._modelKey}/${text}`;
     if (this._attrKey === key) return;
     this._attrKey = key;
     let a;
