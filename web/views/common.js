@@ -528,6 +528,7 @@ export class CsView extends HTMLElement {
   _render() {
     const version = store.version;
     const done = () => {
+      this.addPanelExports();   // panels an async render filled in have their button too
       if (!(Number(this.dataset.version) > version)) this.dataset.version = String(version);
     };
     try {
