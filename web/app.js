@@ -5,7 +5,7 @@
 // A view module that is missing or fails to load gives a "this view is not available" panel,
 // never a broken page.
 import {
-  store, decodeHash, encodeState, linkFits, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
+  store, decodeHash, encodeState, linkOf, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
   modelsFor, modelOf, getModel, getSnapshots,
 } from './store.js';
 import { el } from './views/common.js';
@@ -44,13 +44,15 @@ function showError(message) {
 // ------------------------------------------------------------------------------------------------
 // The link: the store's serialisation
 
-/** The state as a link may hold it: all of it, or without its text when that is too long. */
-function linkState(state) {
-  return linkFits(state).fits ? state : { ...state, text: null, pos: null };
-}
+let textLeftOut = false;   // the last hash written left the text out (it said so once)
 
 function writeHash() {
-  const hash = `#${encodeState(linkState(store.state))}`;
+  const link = linkOf(store.state);
+  if (link.textLeftOut && !textLeftOut) {
+    setStatus(`The text is too long for a link (${store.state.text.length.toLocaleString('en')} characters; a link holds up to ${MAX_TEXT.toLocaleString('en')} and 64 KB): links from this page now leave it out.`);
+  }
+  textLeftOut = link.textLeftOut;
+  const hash = `#${link.hash}`;
   if (location.hash === hash) return;
   writing = true;
   history.replaceState(null, '', hash);
@@ -118,7 +120,7 @@ function applyChrome() {
   document.body.classList.toggle('hide-header', !!s.embed && s.hide.includes('header'));
   document.body.classList.toggle('hide-controls', !!s.embed && s.hide.includes('controls'));
   els.openFull.hidden = !s.embed;
-  if (s.embed) els.openFull.href = `${location.pathname}#${encodeState({ ...linkState(s), embed: false, hide: [] })}`;
+  if (s.embed) els.openFull.href = `${location.pathname}#${linkOf({ ...s, embed: false, hide: [] }).hash}`;
 }
 
 async function viewElement(name) {
@@ -193,9 +195,6 @@ store.subscribe((state, prev) => {
   }
   if (state.embed !== prev.embed || state.hide !== prev.hide) applyChrome();
   if (state.view !== prev.view || state.model !== prev.model || state.snapshot !== prev.snapshot) render(state, prev);
-  if (!linkFits(state).fits && linkFits(prev).fits) {
-    setStatus(`The text is too long for a link (${state.text.length.toLocaleString('en')} characters; a link holds up to ${MAX_TEXT.toLocaleString('en')} and 64 KB): links from this page now leave it out.`);
-  }
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -258,8 +257,9 @@ async function copy(text, what, note = '') {
 function shareUrl(extra = {}) {
   const state = { ...store.state, ...extra };
   const url = new URL(location.href);
-  url.hash = encodeState(linkState(state));
-  const note = linkFits(state).fits ? '' : ' The text is too long for a link, so the link leaves it out: send the text separately.';
+  const link = linkOf(state);
+  url.hash = link.hash;
+  const note = link.textLeftOut ? ' The text is too long for a link, so the link leaves it out: send the text separately.' : '';
   return { href: url.href, note };
 }
 

@@ -136,10 +136,17 @@ export function encodeState(state) {
   return p.toString();
 }
 
-/** The length of the link's hash for a state, and whether the app can write it. */
-export function linkFits(state) {
-  const hash = encodeState(state);
-  return { length: hash.length, fits: hash.length <= MAX_HASH && (state.text ?? '').length <= MAX_TEXT };
+/**
+ * The hash the app writes for a state: all of it, or, when the text is too long for a link (over
+ * MAX_TEXT characters, or a hash over MAX_HASH), the state without its text. {hash, textLeftOut}.
+ * The text is compressed once here, never for a text that is too long anyway.
+ */
+export function linkOf(state) {
+  if ((state.text ?? '').length <= MAX_TEXT) {
+    const hash = encodeState(state);
+    if (hash.length <= MAX_HASH) return { hash, textLeftOut: false };
+  }
+  return { hash: encodeState({ ...state, text: null, pos: null }), textLeftOut: true };
 }
 
 // Version 1 carried some settings as JSON strings (io=%22A%22), the IOI view's cut of all

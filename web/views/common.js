@@ -539,7 +539,6 @@ export class CsView extends HTMLElement {
       this.showError(e);
       done();
     }
-    this.addPanelExports();
   }
   /**
    * Gives every panel (section.cs-panel with a heading) a button that downloads it as a PNG,
