@@ -101,9 +101,9 @@ assemble_site() {
     echo "export default LZString;"
   } >"$tmp/vendor/lz-string.mjs"
   cp node_modules/lz-string/LICENSE "$tmp/vendor/lz-string.LICENSE.txt" 2>/dev/null || true
-  # uPlot (MIT, Leon Sorokin), the views' line charts (web/views/charts.js): its minified build
+  # uPlot (MIT, Leon Sorokin), the views' line charts (web/parts/line-chart.js): its minified build
   # (51 KB; the ES module ships unminified at 142 KB) wrapped as an ES module the way lz-string
-  # is (its `var uPlot = function(){...}()` stays local to the module), its stylesheet (charts.js
+  # is (its `var uPlot = function(){...}()` stays local to the module), its stylesheet (line-chart.js
   # links it: the CSP forbids inline styles) and its licence.
   local f
   for f in dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE; do

@@ -8,7 +8,7 @@ import {
   store, decodeHash, encodeState, linkOf, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
   modelsFor, modelOf, getModel, getSnapshots,
 } from './store.js';
-import { el } from './views/common.js';
+import { el } from './parts/dom.js';
 
 const $ = (id) => document.getElementById(id);
 const els = {

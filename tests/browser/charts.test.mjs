@@ -1,4 +1,4 @@
-// The line charts of the Training view (web/views/charts.js: uPlot, vendored into
+// The line charts of the Training view (web/parts/line-chart.js: uPlot, vendored into
 // build/site/vendor by scripts/build.sh), on a standalone page holding only <cs-training> and
 // the page's stylesheets (not uPlot's: the view adds it), served from the built site with the
 // page's content security policy as a header, in Debian's Chromium. Checks that the charts are
@@ -29,7 +29,7 @@ let server;
 let browser;
 
 before(async () => {
-  assert.ok(existsSync(path.join(site, 'views', 'charts.js')), `${site}/views/charts.js is missing: run \`npm run build\` first`);
+  assert.ok(existsSync(path.join(site, 'parts', 'line-chart.js')), `${site}/parts/line-chart.js is missing: run \`npm run build\` first`);
   assert.ok(existsSync(path.join(site, 'vendor', 'uPlot.mjs')), `${site}/vendor/uPlot.mjs is missing: run \`npm ci\` and \`npm run build\``);
   mkdirSync(artifacts, { recursive: true });
   server = await startCspProxy(site, CSP, (req, res, u) => {

@@ -360,7 +360,7 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
     // number of tokens (everything redrawn), then an ablation (other patterns, same tokens).
     await keystrokeTimes(page, { count: 3 });
     const compare = () => page.evaluate(async () => {
-      const { heatmap } = await import('/views/common.js');
+      const { heatmap } = await import('/parts/heatmap.js');
       const { attnPalette } = await import('/views/induction.js');
       const v = document.querySelector('cs-induction');
       const { patterns, T } = v.lastResult;

@@ -220,7 +220,7 @@ test('IOI templates: a link opens the builder; a training template and name pair
     // The task as the model file carries it; the core's sentence builder says a pair is held out
     // exactly for the pairs of the core's 'held-out pairs' split.
     const info = await page.evaluate(async (name) => {
-      const { getModel } = await import('/views/common.js');
+      const { getModel } = await import('/store.js');
       const model = await getModel(name);
       const task = model.ioiTask();
       const ioiPairHeldOut = (_task, a, b) => model.ioiSentence({ template: 0, io: a, s: b }).pair_held_out;
@@ -350,7 +350,7 @@ test('IOI templates: an unknown name is explained with the names the model knows
   let expected;
   try {
     await page.waitForSelector('cs-ioi[data-kind="templates"][data-ready="true"]', { timeout: 120_000 });
-    const task = await page.evaluate(async (name) => (await (await import('/views/common.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
+    const task = await page.evaluate(async (name) => (await (await import('/store.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
     // The link's settings and the model's first two names (the defaults).
     expected = expectedSentence(task.templates[2], { io: task.names[0], s: task.names[1], order: 'SIOS', place: task.places[0], object: task.objects[0] });
     await waitForSentence(page, expected, { splits: false });
@@ -395,7 +395,7 @@ test('IOI templates: an unknown name is explained with the names the model knows
       const val = (sel) => v.querySelector(sel).value;
       return { tpl: val('select[id$="-tpl"]'), order: val('select[id$="-order"]'), io: val('input[id$="-io"]'), s: val('input[id$="-s"]'), sentence: v.querySelector('.cs-sentence q').textContent };
     });
-    const task = await fresh.page.evaluate(async (name) => (await (await import('/views/common.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
+    const task = await fresh.page.evaluate(async (name) => (await (await import('/store.js')).getModel(name)).ioiTask(), TEMPLATE_MODEL);
     assert.deepEqual(shown, { tpl: '2', order: 'IOSS', io: task.names[5], s: task.names[1], sentence: expected });
     await fresh.check(t);
   } finally {
@@ -646,7 +646,7 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     await page.waitForSelector('cs-training[data-trained-loaded="true"]');
     // The file loads back in the page's module.
     const loaded = await page.evaluate(async (arr) => {
-      const { getModule } = await import('/views/common.js');
+      const { getModule } = await import('/store.js');
       const cs = await getModule();
       const m = cs.load(new Uint8Array(arr));
       const out = { step: m.info.step, n_heads: m.config.n_heads, accuracy: m.ioiEvaluate().accuracy };

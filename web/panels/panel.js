@@ -3,7 +3,8 @@
 // query() makes the core call (or reads the site's data file) and returns plain data; render()
 // builds the panel's content from that data alone. A view lists its panels in order; a panel also
 // mounts alone (<cs-panel name="report-claims">), which is what an embed or a slide shows.
-import { el, CsView } from '../views/common.js';
+import { el } from '../parts/dom.js';
+import { CsView } from '../views/common.js';
 import { store, getModel } from '../store.js';
 
 /** Checks a panel's shape once, when its module is loaded. */

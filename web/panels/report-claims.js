@@ -1,7 +1,8 @@
 // The reproduction report's claims (models/report.json, written by `circuitscope report`:
 // {claims: [{id, seed, claim, seed_figure, measured, verdict, view}]}): each claim of the seeds
 // beside what the shipped models measure, each row linking to the view that shows it.
-import { el, downloadCSV } from '../views/common.js';
+import { el } from '../parts/dom.js';
+import { downloadCSV } from '../parts/download.js';
 import { getJSON, decodeHash, encodeState } from '../store.js';
 import { definePanel } from './panel.js';
 

@@ -14,7 +14,11 @@
 // row | col | both), top (all | 10 | 20 | 40 | 80: rows and columns of highest variance), zoom
 // (cell size in pixels), text (the text of the path expansion). Every control writes to the
 // page's store (store.js).
-import { el, heatmap, getModel, downloadCSV, CsView } from './common.js';
+import { el } from '../parts/dom.js';
+import { heatmap } from '../parts/heatmap.js';
+import { getModel } from '../store.js';
+import { downloadCSV } from '../parts/download.js';
+import { CsView } from './common.js';
 import { showPanel } from '../panels/panel.js';
 import composition from '../panels/composition.js';
 

@@ -15,7 +15,12 @@
 // or set `element.state = {model: 'char-2l', text: '...', head: 'L1H2', ablate: ['L0H1']}`.
 // It dispatches bubbling `cs-state` events (detail: the changed keys) when the user changes
 // something. Outside the app it shows its own model picker.
-import { el, heatmap, getModel, getModule, downloadCSV, downloadPNG, lossColor, lossTextColor, pixelTable, packPixel, PIXEL_LEVELS, CsView } from './common.js';
+import { el } from '../parts/dom.js';
+import { heatmap } from '../parts/heatmap.js';
+import { getModel, getModule } from '../store.js';
+import { downloadCSV, downloadPNG } from '../parts/download.js';
+import { lossColor, lossTextColor, pixelTable, packPixel, PIXEL_LEVELS } from '../parts/colour.js';
+import { CsView } from './common.js';
 import { parseHead, headName, interventionOf } from '../store.js';
 
 export const TAG = 'cs-induction';

@@ -23,7 +23,12 @@
 //   place and an object of the task), removePos ("1"), cut (Q | K | V).
 // Changes the user makes are reported with a bubbling `cs-state` event (detail: the changed keys).
 // All user text reaches the page through textContent (el() never parses HTML).
-import { el, heatmap, divergingColor, getModel, getJSON, downloadCSV, downloadJSON, CsView } from './common.js';
+import { el } from '../parts/dom.js';
+import { heatmap } from '../parts/heatmap.js';
+import { divergingColor } from '../parts/colour.js';
+import { getModel, getJSON } from '../store.js';
+import { downloadCSV, downloadJSON } from '../parts/download.js';
+import { CsView } from './common.js';
 import { interventionOf, modelsFor } from '../store.js';
 
 export const TAG = 'cs-ioi';

@@ -7,7 +7,8 @@
 //   <cs-report></cs-report>
 // or one panel alone: <script type="module" src="panels/panel.js"></script>
 //   <cs-panel name="report-claims"></cs-panel>
-import { el, CsView } from './common.js';
+import { el } from '../parts/dom.js';
+import { CsView } from './common.js';
 import { showPanel } from '../panels/panel.js';
 import reportClaims from '../panels/report-claims.js';
 

@@ -10,7 +10,7 @@
 // a live chart, and when the run ends the phase change marked as the core's phaseChange() defines it, with
 // the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
 // data-train-seconds on the element, for tests and benchmarks).
-// The line charts are uPlot canvases (LineChart in charts.js, which links uPlot's stylesheet
+// The line charts are uPlot canvases (LineChart in parts/line-chart.js, which links uPlot's stylesheet
 // itself); the PCA trajectory is an SVG scatter (trajectoryChart() below says why).
 //
 // Embed it on any page of the site:
@@ -19,11 +19,15 @@
 //   <cs-training model="char-2l"></cs-training>
 // Attributes (standalone) or state keys (set by the app): model (char-1l | char-2l |
 // char-1l-smeared), snapshot ("step<N>"). Changes go out as `cs-state` events.
-import { el, getModel, getModule, getJSON, getSnapshots, siteUrl, sequentialColor, downloadCSV, CsView } from './common.js';
+import { el } from '../parts/dom.js';
+import { getModel, getModule, getJSON, getSnapshots, siteUrl } from '../store.js';
+import { sequentialColor } from '../parts/colour.js';
+import { downloadCSV } from '../parts/download.js';
+import { CsView } from './common.js';
 import { encodeState, DEFAULT_STATE } from '../store.js';
 
 export const TAG = 'cs-training';
-import { LineChart, destroyCharts, stylesReady } from './charts.js';
+import { LineChart, destroyCharts, stylesReady } from '../parts/line-chart.js';
 import { TrainerClient } from '../worker-client.js';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
@@ -100,7 +104,7 @@ function ticks(lo, hi, n = 5) {
   return out;
 }
 
-// The line charts of this view are uPlot charts (LineChart, charts.js); this SVG chart draws the
+// The line charts of this view are uPlot charts (LineChart, parts/line-chart.js); this SVG chart draws the
 // per-token-loss PCA trajectory only. That is a scatter in the PC1-PC2 plane, with points joined
 // in training order and coloured by step, a tooltip per point and the phase change circled: its
 // x (PC1) is not sorted, which uPlot's line mode needs; its scatter mode (mode 2) would need a

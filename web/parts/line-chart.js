@@ -18,12 +18,12 @@
 // The figure holds a role="img" element whose aria-label is a one-line summary of the chart, and
 // data-* attributes for tests: data-chart="uplot", data-points (x values), data-series,
 // data-marker (the marker's x, once drawn) and data-marker-px (its canvas column, device pixels).
-// The uPlot stylesheet and charts.css are added to the document by this module if it lacks them,
-// with paths resolved from this file's URL (as common.js's siteUrl does), so embedded views work.
+// The uPlot stylesheet and line-chart.css are added to the document by this module if it lacks them,
+// with paths resolved from this file's URL (as store.js's siteUrl does), so embedded views work.
 import uPlot from '../vendor/uPlot.mjs';
-import { el } from './common.js';
+import { el } from './dom.js';
 
-const STYLES = [new URL('../vendor/uPlot.min.css', import.meta.url).href, new URL('./charts.css', import.meta.url).href];
+const STYLES = [new URL('../vendor/uPlot.min.css', import.meta.url).href, new URL('./line-chart.css', import.meta.url).href];
 
 // Resolves when `link` has loaded or failed (a link that already has failed: after 3 s).
 const loaded = (link) => (link.sheet ? Promise.resolve() : new Promise((resolve) => {
