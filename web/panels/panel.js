@@ -1,54 +1,81 @@
 // Panels: the unit of the page. A panel is one figure of a view, a plain object
-//   {name, title, view, query({model, modelName, state}) -> data, render(data, {state, dispatch}) -> Node}
-// query() makes the core call (or reads the site's data file) and returns plain data; render()
-// builds the panel's content from that data alone. A view lists its panels in order; a panel also
-// mounts alone (<cs-panel name="report-claims">), which is what an embed or a slide shows.
+//   {name, title, view, query({model, modelName, state}) -> data, render(data, ctx) -> Node,
+//    update?(node, data, ctx) -> boolean}
+// where ctx = {state, dispatch}. query() makes the core call (or reads the site's data file) and
+// returns plain data; render() builds the panel's content from that data alone. update(), when a
+// panel has one, changes the node render() made to show new data in place and returns true (for
+// panels redrawn on every keystroke); false means "render afresh".
+//
+// Files: web/panels/VIEW/PART.js holds the panel named "VIEW-PART" (its default export), e.g.
+// panels/induction/tokens.js is "induction-tokens". A view lists its panels in order; a panel also
+// mounts alone (<cs-panel name="induction-tokens">), which is what an embed or a slide shows.
+// Panels of one view that need the same core call share it through a cache in the view's folder
+// (e.g. panels/induction/analysis.js), so a page with four panels still makes one call.
 import { el } from '../parts/dom.js';
 import { CsView } from '../views/common.js';
 import { store, getModel } from '../store.js';
+
+const NAME = /^([a-z][a-z0-9]{0,20})-([a-z][a-z0-9-]{0,40})$/;
 
 /** Checks a panel's shape once, when its module is loaded. */
 export function definePanel(panel) {
   for (const k of ['name', 'title', 'view']) if (typeof panel[k] !== 'string') throw new Error(`panel: ${k} must be a string`);
   for (const k of ['query', 'render']) if (typeof panel[k] !== 'function') throw new Error(`panel ${panel.name}: ${k} must be a function`);
-  return Object.freeze({ needsModel: true, ...panel });
+  const m = NAME.exec(panel.name);
+  if (!m || m[1] !== panel.view) throw new Error(`panel ${panel.name}: the name must be "${panel.view}-<part>"`);
+  return Object.freeze({ needsModel: true, update: null, ...panel });
+}
+
+/** The module URL of the panel called `name` ("VIEW-PART" -> ./VIEW/PART.js); throws on other names. */
+export function panelPath(name) {
+  const m = NAME.exec(name);
+  if (!m) throw new Error(`"${String(name).slice(0, 40)}" is not a panel name (a view and a part, e.g. "induction-tokens")`);
+  return `./${m[1]}/${m[2]}.js`;
 }
 
 /**
  * Fills `section` with `panel` for the store's state: its heading, then what render() makes of
- * what query() returned. `modelName` is the model the panel shows (null for panels without one).
+ * what query() returned (or, when the section already shows this panel and the panel has
+ * update(), the same node updated in place). `modelName` is the model the panel shows (null for
+ * panels without one). Returns the panel's data.
  */
 export async function showPanel(section, panel, modelName) {
   const state = store.state;
   const model = panel.needsModel && modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
   const data = await panel.query({ model, modelName, state });
-  if (section.csData === data) return;   // a query that answers from its cache: nothing changed
+  if (section.csData === data) return data;   // a query that answers from its cache: nothing changed
   section.csData = data;
+  const ctx = { state, dispatch: (a) => store.dispatch(a) };
+  if (section.csPanel === panel && section.csNode && panel.update?.(section.csNode, data, ctx)) return data;
   const id = `cs-panel-${panel.name}-h`;
   section.classList.add('cs-panel');
   section.dataset.panel = panel.name;
   section.setAttribute('aria-labelledby', id);
-  section.replaceChildren(el('h2', { id }, panel.title), panel.render(data, { state, dispatch: (a) => store.dispatch(a) }));
+  section.csPanel = panel;
+  section.csNode = panel.render(data, ctx);
+  section.replaceChildren(el('h2', { id }, panel.title), section.csNode);
+  return data;
 }
 
 /**
- * <cs-panel name="NAME">: one panel alone (web/panels/NAME.js), for embeds and slides. It reads and
- * writes the page's store like any view, and shows whatever the store's state is.
+ * <cs-panel name="VIEW-PART">: one panel alone (web/panels/VIEW/PART.js), for embeds and slides.
+ * It reads and writes the page's store like any view and reads the same attributes a view reads
+ * (model, snapshot, text, head); it leaves the store's view alone (a page may hold panels of
+ * several views) and shows its view's default model when the state names none.
  */
 export class CsPanel extends CsView {
   get active() { return true; }
+
+  get viewName() { return NAME.exec(this.getAttribute('name') ?? '')?.[1]; }
 
   connectedCallback() {
     this.classList.add('cs-view');
     super.connectedCallback();
   }
 
-  get modelName() { return this.state.model ?? this._defaultModel ?? null; }
-
   async render() {
     const name = this.getAttribute('name') ?? '';
-    if (!/^[a-z][a-z0-9-]{0,40}$/.test(name)) throw new Error(`"${name.slice(0, 40)}" is not a panel name`);
-    const panel = (await import(`./${name}.js`)).default;
+    const panel = (await import(panelPath(name))).default;
     this._section ??= this.appendChild(el('section'));
     await showPanel(this._section, panel, this.modelName);
     this.dataset.ready = 'true';

@@ -20,7 +20,7 @@ import { getModel } from '../store.js';
 import { downloadCSV } from '../parts/download.js';
 import { CsView } from './common.js';
 import { showPanel } from '../panels/panel.js';
-import composition from '../panels/composition.js';
+import composition from '../panels/circuits/composition.js';
 
 export const TAG = 'cs-circuits';
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');

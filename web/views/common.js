@@ -31,7 +31,10 @@ export class CsView extends HTMLElement {
   get inApp() { return !!this.closest('[data-cs-app]'); }
 
   /** Whether the store shows this view (a view mounted alone always shows). */
-  get active() { return store.state.view === this.constructor.view; }
+  get active() { return store.state.view === this.viewName; }
+
+  /** The view this element belongs to (a view's static `view`; a lone panel's, from its name). */
+  get viewName() { return this.constructor.view; }
 
   /** The model this view shows: the state's, or the first models/index.json lists for the view. */
   get modelName() { return this.state.model ?? this._defaultModel ?? null; }
@@ -49,7 +52,7 @@ export class CsView extends HTMLElement {
       if (Object.keys(values).length) this.update(values);
     }
     this._unsubscribe ??= store.subscribe(() => this.requestRender());
-    modelsFor(this.constructor.view).then((list) => {
+    modelsFor(this.viewName).then((list) => {
       this._defaultModel = list[0]?.name ?? null;
       this.requestRender();
     });

@@ -10,10 +10,10 @@
 import { el } from '../parts/dom.js';
 import { CsView } from './common.js';
 import { showPanel } from '../panels/panel.js';
-import reportClaims from '../panels/report-claims.js';
+import reportClaims from '../panels/report/claims.js';
 
 export const TAG = 'cs-report';
-export { viewLink } from '../panels/report-claims.js';
+export { viewLink } from '../panels/report/claims.js';
 const PANELS = [reportClaims];
 
 export class CsReport extends CsView {

@@ -1,10 +1,10 @@
 // The reproduction report's claims (models/report.json, written by `circuitscope report`:
 // {claims: [{id, seed, claim, seed_figure, measured, verdict, view}]}): each claim of the seeds
 // beside what the shipped models measure, each row linking to the view that shows it.
-import { el } from '../parts/dom.js';
-import { downloadCSV } from '../parts/download.js';
-import { getJSON, decodeHash, encodeState } from '../store.js';
-import { definePanel } from './panel.js';
+import { el } from '../../parts/dom.js';
+import { downloadCSV } from '../../parts/download.js';
+import { getJSON, decodeHash, encodeState } from '../../store.js';
+import { definePanel } from '../panel.js';
 
 /**
  * The report's `view` ("#view=ioi&model=ioi-2l1h&cut=Q", written by the C++ report in the

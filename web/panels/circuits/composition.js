@@ -2,14 +2,14 @@
 // pair of heads from an earlier layer into a later one, ||L R||_F / (||L||_F ||R||_F) against the
 // score of random matrices of the same shapes, with the scores that stand out marked (the core's
 // composition(): scores, baseline, above_baseline, max_score).
-import { el } from '../parts/dom.js';
-import { definePanel } from './panel.js';
+import { el } from '../../parts/dom.js';
+import { definePanel } from '../panel.js';
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 const computed = new WeakMap();   // model -> its composition() (100 baseline samples)
 
 export default definePanel({
-  name: 'composition',
+  name: 'circuits-composition',
   title: 'Composition between layers',
   view: 'circuits',
 
