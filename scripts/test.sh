@@ -4,8 +4,9 @@
 #   1. native GoogleTest suites (ctest in build/native, two shards in parallel)
 #   2. the same suites compiled to WebAssembly, under node (ctest in build/wasm)
 #   3. node tests of the WASM module (tests/js/)
-#   4. the JS API's types: tsc over tests/types/tsconfig.json (wasm/circuitscope.js checked
-#      against wasm/circuitscope.d.ts, and a page script using it); one test, passed or failed
+#   4. types: tsc over tests/types/tsconfig.json (wasm/circuitscope.js checked against
+#      wasm/circuitscope.d.ts, and a page script using it) and tsconfig.web.json (every script
+#      under web/ against the same declarations); one test per config
 #   5. browser tests of the built page in Chromium (tests/browser/)
 # Counts: ctest's "N tests failed out of M" (one ctest test per GoogleTest shard) says which shards
 # failed, the shards' GoogleTest JSON reports give the number of test cases; node's "# pass N" /
@@ -125,18 +126,28 @@ run_node_tests() {  # run_node_tests <stage> <dir>
   fi
 }
 
-run_types() {  # run_types <stage>: tsc --noEmit -p tests/types, counted as one test
-  local stage=$1 log="$LOGS/$1.log"
+run_types() {  # run_types <stage>: tsc --noEmit over each tests/types config, one test per config
+  local stage=$1 log="$LOGS/$1.log" pass=0 fail=0 config
   banner "$stage"
   if [[ ! -x node_modules/.bin/tsc ]]; then
     record "$stage" 0 1 "node_modules/.bin/tsc is missing: run npm ci"
     return
   fi
-  node_modules/.bin/tsc -p tests/types --noEmit 2>&1 | tee "$log"
-  if ((PIPESTATUS[0] == 0)); then
-    record "$stage" 1 0
+  : >"$log"
+  # tsconfig.json: the JS API (wasm/circuitscope.js) and an example page script against
+  # wasm/circuitscope.d.ts; tsconfig.web.json: every script under web/ against the same types.
+  for config in tests/types/tsconfig.json tests/types/tsconfig.web.json; do
+    echo "tsc -p $config" | tee -a "$log"
+    if node_modules/.bin/tsc -p "$config" --noEmit 2>&1 | tee -a "$log"; [[ ${PIPESTATUS[0]} == 0 ]]; then
+      pass=$((pass + 1))
+    else
+      fail=$((fail + 1))
+    fi
+  done
+  if ((fail == 0)); then
+    record "$stage" "$pass" 0
   else
-    record "$stage" 0 1 "tsc found errors; see $log"
+    record "$stage" "$pass" "$fail" "tsc found errors; see $log"
   fi
 }
 

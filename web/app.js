@@ -10,9 +10,10 @@ import {
 } from './store.js';
 import { el } from './parts/dom.js';
 
+/** @param {string} id @returns {any} */
 const $ = (id) => document.getElementById(id);
 const els = {
-  tabs: [...document.querySelectorAll('#tabs [role="tab"]')],
+  tabs: /** @type {HTMLElement[]} */ ([...document.querySelectorAll('#tabs [role="tab"]')]),
   model: $('model-switch'),
   modelField: $('model-field'),
   snapshot: $('snapshot-switch'),
@@ -211,7 +212,7 @@ async function selectView(name) {
 
 els.tabs.forEach((tab, i) => {
   tab.addEventListener('click', () => selectView(tab.dataset.view));
-  tab.addEventListener('keydown', (e) => {   // arrow keys move between tabs (WAI-ARIA tabs pattern)
+  tab.addEventListener('keydown', (/** @type {KeyboardEvent} */ e) => {   // arrow keys move between tabs (WAI-ARIA tabs pattern)
     let j = null;
     if (e.key === 'ArrowRight') j = (i + 1) % els.tabs.length;
     else if (e.key === 'ArrowLeft') j = (i - 1 + els.tabs.length) % els.tabs.length;
@@ -224,8 +225,8 @@ els.tabs.forEach((tab, i) => {
   });
 });
 
-els.host.addEventListener('cs-error', (e) => showError(e.detail?.message || 'Something went wrong in the view.'));
-els.host.addEventListener('cs-status', (e) => setStatus(e.detail?.message ?? ''));
+els.host.addEventListener('cs-error', (/** @type {CustomEvent} */ e) => showError(e.detail?.message || 'Something went wrong in the view.'));
+els.host.addEventListener('cs-status', (/** @type {CustomEvent} */ e) => setStatus(e.detail?.message ?? ''));
 
 // Sent after every render: write only what is not already so.
 els.host.addEventListener('cs-rendered', () => {
@@ -279,5 +280,5 @@ els.copyEmbed.addEventListener('click', () => {
 window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message}`));
 window.addEventListener('unhandledrejection', (e) => showError(`Unexpected error: ${e.reason?.message ?? e.reason}`));
 
-window.__cs = { store, encodeState };   // for the browser tests and the console
+/** @type {any} */ (window).__cs = { store, encodeState };   // for the browser tests and the console
 openHash();

@@ -377,7 +377,10 @@ export async function getSnapshots(name) {
 }
 
 let modulePromise = null;
-/** The initialised WASM API (one instance for the page). */
+/**
+ * The initialised WASM API (one instance for the page).
+ * @returns {Promise<import('./wasm/circuitscope.js').Circuitscope>}
+ */
 export function getModule() {
   if (!modulePromise) {
     modulePromise = import(siteUrl('wasm/circuitscope.js')).then((m) => m.init());
@@ -391,6 +394,8 @@ const modelCache = new Map();
  * Loads (once) and returns models/<name>.safetensors as a LoadedModel, or with a snapshot
  * models/snapshots/<name>/<snapshot>.safetensors. Models are shared between views: never
  * delete() one from here. Rejects with an Error saying which file could not be fetched or opened.
+ * @param {string} name @param {{snapshot?: string | null}} [options]
+ * @returns {Promise<import('./wasm/circuitscope.js').LoadedModel>}
  */
 export function getModel(name, { snapshot = null } = {}) {
   if (!NAME_RE.test(String(name)) || (snapshot && !NAME_RE.test(String(snapshot)))) {

@@ -64,6 +64,9 @@ export async function showPanel(section, panel, modelName) {
  * several views) and shows its view's default model when the state names none.
  */
 export class CsPanel extends CsView {
+  /** @type {HTMLElement | null} */
+  _section = null;
+
   get active() { return true; }
 
   get viewName() { return NAME.exec(this.getAttribute('name') ?? '')?.[1]; }

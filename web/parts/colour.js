@@ -13,6 +13,7 @@ const ORANGES = ['#fff5eb', '#fee6ce', '#fdd0a2', '#fdae6b', '#fd8d3c', '#f16913
   '#d94801', '#a63603', '#7f2704'];
 
 const hexCache = new Map();
+/** @param {string} h @returns {[number, number, number]} */
 function hexToRgb(h) {
   let v = hexCache.get(h);
   if (!v) {
@@ -22,6 +23,7 @@ function hexToRgb(h) {
   return v;
 }
 
+/** @param {string[]} stops @param {number} t @returns {[number, number, number]} */
 function ramp(stops, t) {
   if (!Number.isFinite(t)) return [160, 160, 160];
   t = Math.min(1, Math.max(0, t));

@@ -6,6 +6,8 @@
  * Strings become text nodes (never HTML). attrs: `class`, `style` (object only), `dataset`,
  * `on<event>` functions, boolean true/false attributes, `value`/`checked`/`disabled`/`hidden`
  * as properties, others as attributes (null/undefined skipped). Children may be nested arrays.
+ * Typed `any` for the type check (tests/types/tsconfig.web.json): the element's type follows the tag.
+ * @param {string} tag @param {any} [attrs] @param {...any} children @returns {any}
  */
 export function el(tag, attrs, ...children) {
   const node = tag.includes(':') || tag === 'svg'

@@ -32,7 +32,7 @@ export function downloadCSV(name, rows) {
 }
 
 export function downloadJSON(name, obj) {
-  saveBlob(name, new Blob([JSON.stringify(obj, (k, v) => (ArrayBuffer.isView(v) ? Array.from(v) : v), 2)], { type: 'application/json' }));
+  saveBlob(name, new Blob([JSON.stringify(obj, (k, v) => (ArrayBuffer.isView(v) ? Array.from(/** @type {any} */ (v)) : v), 2)], { type: 'application/json' }));
 }
 
 // SVG presentation properties that the page's stylesheets set: copied into a clone as

@@ -19,6 +19,8 @@ import { downloadPNG } from '../parts/download.js';
 export class CsView extends HTMLElement {
   /** Attributes a view mounted alone reads into the store (name -> store key). */
   static attributes = ['model', 'snapshot', 'text', 'head'];
+  /** The store's name of this view (views set it; a lone panel derives its own). @type {string | undefined} */
+  static view = undefined;
 
   constructor() {
     super();
@@ -34,7 +36,10 @@ export class CsView extends HTMLElement {
   get active() { return store.state.view === this.viewName; }
 
   /** The view this element belongs to (a view's static `view`; a lone panel's, from its name). */
-  get viewName() { return this.constructor.view; }
+  get viewName() { return this.viewClass.view; }
+
+  /** This element's class, typed (for its static fields). @returns {typeof CsView} */
+  get viewClass() { return /** @type {typeof CsView} */ (this.constructor); }
 
   /** The model this view shows: the state's, or the first models/index.json lists for the view. */
   get modelName() { return this.state.model ?? this._defaultModel ?? null; }
@@ -47,8 +52,8 @@ export class CsView extends HTMLElement {
   connectedCallback() {
     if (!this.inApp && !this._attrsRead) {
       this._attrsRead = true;
-      const values = this.constructor.view ? { view: this.constructor.view } : {};
-      for (const a of this.constructor.attributes) if (this.hasAttribute(a)) values[a] = this.getAttribute(a);
+      const values = this.viewClass.view ? { view: this.viewClass.view } : {};
+      for (const a of this.viewClass.attributes) if (this.hasAttribute(a)) values[a] = this.getAttribute(a);
       if (Object.keys(values).length) this.update(values);
     }
     this._unsubscribe ??= store.subscribe(() => this.requestRender());
@@ -89,6 +94,9 @@ export class CsView extends HTMLElement {
     this._nowFrame = requestAnimationFrame(() => { this._nowFrame = 0; });
     this._render();
   }
+
+  /** Draws the view from this.state; every view overrides it. @returns {void | Promise<void>} */
+  render() {}
 
   /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {
