@@ -74,7 +74,11 @@ async function check(page, problems, where, { fits, unknown, tooLongForLink }, v
     if (unknown) assert.match(seen, /not in the model's vocabulary/, `${where}: characters outside the vocabulary are not pointed out`);
   }
   if (view === 'circuits' && fits === false) assert.match(seen, /longer than the model's context/, `${where}: no word that the text is past the context`);
-  if (tooLongForLink) assert.match(said, /too long for a link/, `${where}: the link silently loses the text`);
+  if (tooLongForLink) {
+    // The link is written a moment after typing stops (the hash is not rewritten per keystroke).
+    const told = await page.waitForFunction(() => /too long for a link/.test(document.querySelector('#app-status')?.textContent ?? ''), null, { timeout: 5000 }).then(() => true, () => false);
+    assert.ok(told, `${where}: the link silently loses the text (${said})`);
+  }
 }
 
 for (const [view, model, box] of [['induction', 'char-2l', 'cs-induction textarea'], ['circuits', 'char-2l', 'cs-circuits textarea']]) {
