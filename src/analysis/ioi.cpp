@@ -166,8 +166,6 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Inter
   const int B = seq.B, T = seq.T;
   if (B < 1 || seq.tokens.size() != static_cast<std::size_t>(B) * T)
     throw std::invalid_argument("IOI: the sequences do not form a [B, T] batch");
-  ActivationCache<float> cache;
-  forward(p, seq.tokens, B, T, cache, iv);
   const int NL = p.cfg.n_layers, H = p.cfg.n_heads;
   IoiEvaluation e;
   e.n = B;
@@ -175,12 +173,23 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Inter
   e.mean_head_sum.resize({NL, H});
   e.mean_head_cos_diff.resize({NL, H});
   e.mean_head_cos_sum.resize({NL, H});
+  // The sentences go through the model kIoiEvalChunk at a time (rows are independent, so the
+  // numbers are those of one pass over all of them), keeping the cache small for any task size.
+  ActivationCache<float> cache;
+  std::vector<int> chunk;
   for (int b = 0; b < B; ++b) {
+    const int row = b % kIoiEvalChunk;
+    if (row == 0) {
+      const int nb = std::min(kIoiEvalChunk, B - b);
+      const auto first = seq.tokens.begin() + static_cast<std::ptrdiff_t>(b) * T;
+      chunk.assign(first, first + static_cast<std::ptrdiff_t>(nb) * T);
+      forward(p, chunk, nb, T, cache, iv);
+    }
     int pos = T - 1;
     if (seq.mask.size() == seq.tokens.size())
       for (int t = 0; t < T; ++t)
         if (seq.mask[static_cast<std::size_t>(b) * T + t] != 0) pos = t;
-    IoiAnalysis a = analyse_row(p, cache, b, pos, names);
+    IoiAnalysis a = analyse_row(p, cache, row, pos, names);
     e.predicted.push_back(a.predicted);
     e.logit_diff.push_back(static_cast<float>(a.logit_diff));
     e.prob_io.push_back(static_cast<float>(a.prob_io));

@@ -130,6 +130,34 @@ TEST(Ioi, OneLayerTwoHeadsSolvesTheTaskAndItsContributionsAddUp) {
   EXPECT_LT(ab.accuracy, 0.5);
 }
 
+// ioi_evaluate runs kIoiEvalChunk sentences per forward pass: a task of 300 rows (the symbolic
+// task five times over, so chunks start mid-task) gives every row exactly what the 60-row pass
+// gives, and the same means.
+TEST(Ioi, EvaluationInChunksGivesEveryRowWhatOnePassGives) {
+  const Params<float>& p = trained(1, 2);
+  const Batch one = ioi_symbolic_sequences();
+  Batch five = one;
+  five.B = 5 * one.B;
+  five.tokens.clear();
+  five.mask.clear();
+  for (int k = 0; k < 5; ++k) {
+    five.tokens.insert(five.tokens.end(), one.tokens.begin(), one.tokens.end());
+    five.mask.insert(five.mask.end(), one.mask.begin(), one.mask.end());
+  }
+  ASSERT_GT(five.B, 2 * kIoiEvalChunk);
+  const IoiEvaluation a = ioi_evaluate(p, one), b = ioi_evaluate(p, five);
+  ASSERT_EQ(b.n, five.B);
+  for (int r = 0; r < five.B; ++r) {
+    EXPECT_EQ(b.predicted[r], a.predicted[r % one.B]) << "row " << r;
+    EXPECT_EQ(b.logit_diff[r], a.logit_diff[r % one.B]) << "row " << r;
+    EXPECT_EQ(b.prob_io[r], a.prob_io[r % one.B]) << "row " << r;
+  }
+  EXPECT_EQ(b.accuracy, a.accuracy);
+  EXPECT_NEAR(b.mean_logit_diff, a.mean_logit_diff, 1e-9);
+  for (std::size_t i = 0; i < a.mean_head_diff.data.size(); ++i)
+    EXPECT_NEAR(b.mean_head_diff.data[i], a.mean_head_diff.data[i], 1e-5 * std::max(1.0f, std::fabs(a.mean_head_diff.data[i])));  // float sums of 300 vs 60 terms
+}
+
 TEST(Ioi, OneLayerOneHeadDoesNotSolveTheTask) {
   const Params<float>& p = trained(1, 1);
   IoiEvaluation e = ioi_evaluate(p);
