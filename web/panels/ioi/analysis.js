@@ -173,7 +173,7 @@ const memo = new WeakMap();   // model -> {key, data}: the last analysis of each
  * usesPlace, usesObject, heldT, sentence, words). The same object while nothing it reads changes.
  */
 export function ioiInput({ model, modelName, state: st }) {
-  const key = JSON.stringify([modelName, st.names, st.io, st.s, st.order, st.tpl, st.place, st.object, st.cut, st.nopos]);
+  const key = JSON.stringify([modelName, st.model, st.names, st.io, st.s, st.order, st.tpl, st.place, st.object, st.cut, st.nopos]);
   const hit = memo.get(model);
   if (hit?.key === key) return hit.data;
   const iv = interventionOf(st, model.config);
