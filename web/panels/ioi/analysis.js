@@ -86,7 +86,7 @@ function symbolic(model, st, iv, order) {
   const io = resolveName(ioText, names);
   const s = resolveName(sText, names);
   const known = names.map((n, i) => `${n} (${LETTERS[i]})`).join(', ');
-  const d = { kind: 'symbolic', names, ioText, sText, io, s, notices: [] };
+  const d = /** @type {any} */ ({ kind: 'symbolic', names, ioText, sText, io, s, notices: [] });
   d.problems = nameProblems({ ioText, sText, ioKnown: !!io, sKnown: !!s, same: io === s,
     unknown: (text, role) => `The model does not know the name "${String(text ?? '').trim()}" (${role}).`,
     knownLine: `It knows six names: ${known}. Rename them above to use other names.` });
@@ -131,7 +131,7 @@ function templates(model, modelName, task, st, iv, order) {
   const sText = st.s ?? names[1];
   const io = findWord(ioText, names);
   const s = findWord(sText, names);
-  const d = { kind: 'templates', task, names, ioText, sText, io, s, ...templateChoice(task, st, modelName) };
+  const d = /** @type {any} */ ({ kind: 'templates', task, names, ioText, sText, io, s, ...templateChoice(task, st, modelName) });
   d.problems = nameProblems({ ioText, sText, ioKnown: io >= 0, sKnown: s >= 0, same: io === s,
     unknown: (text, role) => (String(text).trim() === ''
       ? `No name is given for the ${role}.`

@@ -45,7 +45,7 @@ function headsNote(a, rows) {
   return parts.join(' ');
 }
 
-/** What the panels show, for the JSON download. */
+/** What the panels show, for the JSON download. @returns {any} */
 export function numbersOf(d) {
   const { a, prob, vocab, predicted, right } = d.result;
   const common = { predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff };

@@ -13,7 +13,7 @@ function build(dispatch) {
   const id = `cs-ioi-tpl-${++uid}`;
   const set = (values) => dispatch({ type: 'set', values });
   const node = el('div');
-  const r = { ...nameControls(id, node, set), ...messageParts() };
+  const r = /** @type {any} */ ({ ...nameControls(id, node, set), ...messageParts() });
   r.tpl = el('select', { id: `${id}-tpl`, class: 'cs-tpl-select', onchange: () => set({ tpl: Number(r.tpl.value) }) });
   r.place = el('select', { id: `${id}-place`, onchange: () => set({ place: r.place.value }) });
   r.object = el('select', { id: `${id}-object`, onchange: () => set({ object: r.object.value }) });

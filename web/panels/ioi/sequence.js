@@ -13,7 +13,7 @@ function build(dispatch) {
   const id = `cs-ioi-seq-${++uid}`;
   const set = (values) => dispatch({ type: 'set', values });
   const node = el('div');
-  const r = { ...nameControls(id, node, set), ...messageParts() };
+  const r = /** @type {any} */ ({ ...nameControls(id, node, set), ...messageParts() });
   r.nameInputs = LETTERS.map((L, i) => {
     const input = el('input', {
       type: 'text', id: `${id}-name-${L}`, size: 8, autocomplete: 'off', spellcheck: 'false', maxlength: 24,
