@@ -44,8 +44,12 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
     const cell = Math.max(1, Math.floor(Math.min(maxPx, cellPx * T) / T));
     const names = Array.from({ length: T }, (_, i) => labelOf(spec, i));
     st.mode = 'labelled';
-    st.geom = heatmap(canvas, { data: pattern, offset, rows: T, cols: T },
+    const draw = () => heatmap(canvas, { data: pattern, offset, rows: T, cols: T },
       { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette, cell, labelsX: names, labelsY: names });
+    st.geom = draw();
+    // The labels take the canvas's text colour, which a canvas not yet in the page does not have:
+    // drawn again once the caller has put it there (in the same task, before it is painted).
+    if (!canvas.isConnected) queueMicrotask(() => { if (canvas.isConnected && st.spec === spec) st.geom = draw(); });
     return st.geom;
   }
   if (st.mode !== 'pixels') from = 0;

@@ -56,7 +56,7 @@ function update(node, data) {
   if (s.canvas.hidden !== none) s.canvas.hidden = none;
   s.none.hidden = !!head;
   if (none) {
-    s.caption.textContent = '';
+    if (s.shown.caption) { s.shown.caption = ''; s.caption.textContent = ''; }
     s.drawn = null;
     return true;
   }
