@@ -5,8 +5,9 @@
 // V-composition, the IOI template builder (in the whole app, its state in the link), the circuits
 // of char-2l, the training curves (when the metrics exist), in-browser training with pause and a
 // download that loads back, the report (when it exists), and the induction view's panels (the
-// strongest head enlarged first, visible keyboard focus, a model without heads, each panel alone). No console errors are allowed,
-// except the 404s of files the test knows are missing (listed as diagnostics).
+// strongest head enlarged first, visible keyboard focus, a model without heads, each panel
+// alone). No console errors are allowed, except the 404s of files the test knows are missing
+// (listed as diagnostics).
 // Screenshots go to test-artifacts/views-*.png (views-ioi.png, views-ioi-2l1h-cut.png,
 // views-ioi-templates.png, views-circuits.png, views-training-*.png, views-report.png). Needs
 // `npm run build`.
