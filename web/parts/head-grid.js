@@ -10,7 +10,6 @@
 //   headCells(grid) -> [{name, l, h, figure, cell, select, ablate, note}] in layer-major order
 // Each cell carries data-head="L{l}H{h}". No knowledge of the store.
 import { el } from './dom.js';
-import { headName } from '../store.js';
 
 export function headGrid({ layers, heads, prefix = 'cs-hg', figure = () => null, onSelect = () => {}, onAblate = () => {}, empty = 'No attention heads.', selectLabel = (name) => `${name}: select this head` }) {
   const grid = el('div', { class: `${prefix}-grid` });
@@ -18,7 +17,7 @@ export function headGrid({ layers, heads, prefix = 'cs-hg', figure = () => null,
   for (let l = 0; l < layers; l++) {
     const row = el('div', { class: `${prefix}-layer`, role: 'group', 'aria-label': `Layer ${l}` }, el('span', { class: `${prefix}-layer-label` }, `Layer ${l}`));
     for (let h = 0; h < heads; h++) {
-      const name = headName(l, h);
+      const name = `L${l}H${h}`;
       const fig = figure(l, h);
       const select = el('button', { type: 'button', class: `${prefix}-head`, 'aria-label': selectLabel(name), 'aria-pressed': 'false', onclick: () => onSelect(name) },
         fig, el('span', { class: `${prefix}-head-name` }, name));
