@@ -4,8 +4,10 @@
 // Checks what a person would look for: the IOI model's answer, the 1L1H vs 1L2H accuracy, cutting
 // V-composition, the IOI template builder (in the whole app, its state in the link), the circuits
 // of char-2l, the training curves (when the metrics exist), in-browser training with pause and a
-// download that loads back, and the report (when it exists). No console errors are allowed,
-// except the 404s of files the test knows are missing (listed as diagnostics).
+// download that loads back, the report (when it exists), and the induction view's panels (the
+// strongest head enlarged first, visible keyboard focus, a model without heads, each panel
+// alone). No console errors are allowed, except the 404s of files the test knows are missing
+// (listed as diagnostics).
 // Screenshots go to test-artifacts/views-*.png (views-ioi.png, views-ioi-2l1h-cut.png,
 // views-ioi-templates.png, views-circuits.png, views-training-*.png, views-report.png). Needs
 // `npm run build`.
@@ -716,6 +718,78 @@ test('a panel mounts alone: <cs-panel name="report-claims"> on a page of its own
     await check(t);
   } finally {
     await context.close();
+  }
+});
+
+test('induction: the enlarged pattern opens on the strongest induction head; every control shows keyboard focus', async (t) => {
+  const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    // The strongest head by the random-token prefix-matching column of the score table.
+    const rows = await page.$$eval('cs-induction .ind-scores tbody tr', (trs) => trs.map((tr) => [tr.cells[0].textContent, Number(tr.cells[tr.cells.length - 2].textContent)]));
+    const best = rows.reduce((b, r) => (r[1] > b[1] ? r : b))[0];
+    assert.match(await page.getAttribute('cs-induction canvas.ind-big', 'aria-label'), new RegExp(`^Attention pattern of ${best} `));
+    assert.equal(await page.getAttribute(`cs-induction .ind-head-cell[data-head="${best}"] .ind-head`, 'aria-pressed'), 'true');
+    // Hovering a cell of the enlarged pattern names the two tokens and the weight.
+    const box = await page.$eval('cs-induction canvas.ind-big', (c) => { const r = c.getBoundingClientRect(); return { w: r.width, h: r.height }; });
+    await page.hover('cs-induction canvas.ind-big', { position: { x: box.w * 0.02, y: box.h * 0.9 } });
+    assert.match(await page.textContent('cs-induction .ind-big-hover'), /@\d+ → .* @\d+: attention \d\.\d{3}/);
+    assert.ok(await page.$('cs-induction .tok[data-attn]'), 'hovering a row of the pattern shows that token\'s attention in the strip');
+    // Tab through the view: every control that takes the focus shows it.
+    await page.mouse.move(0, 0);
+    await page.focus('cs-induction textarea');
+    const seen = [];
+    for (let i = 0; i < 40; i++) {
+      const f = await page.evaluate(() => {
+        const a = document.activeElement;
+        if (!a || !a.closest('cs-induction')) return null;
+        const s = getComputedStyle(a);
+        return { what: `${a.tagName.toLowerCase()}.${a.className} ${a.getAttribute('aria-label') ?? a.textContent.slice(0, 30)}`, outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0 };
+      });
+      if (!f) break;
+      seen.push(f.what);
+      assert.ok(f.outline, `keyboard focus is visible on ${f.what}`);
+      await page.keyboard.press('Tab');
+    }
+    assert.ok(seen.some((w) => w.startsWith('span.tok')) && seen.some((w) => /Ablate L1H3/.test(w)), `the focus reaches the tokens and the head grid: ${seen.join(' | ')}`);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('induction: char-0l (no attention layers) names no head, and hovering a token works', async (t) => {
+  const { context, page, check } = await openView('cs-induction', { model: 'char-0l' });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    await page.hover('cs-induction .tok[data-pos="5"]');
+    await page.waitForSelector('cs-induction .ind-top li');
+    const text = await page.textContent('cs-induction');
+    assert.doesNotMatch(text, /L-1H|0 layers of|null/);
+    assert.match(text, /no attention layers/);
+    assert.equal(await page.$$eval('cs-induction .ind-head-cell', (c) => c.length), 0);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('induction panels mount alone: the enlarged pattern and the token strip', async (t) => {
+  for (const name of ['induction-pattern', 'induction-tokens', 'induction-heads', 'induction-scores']) {
+    const { context, page, check } = await openView('cs-panel', { name, model: 'char-2l' });
+    try {
+      await page.waitForSelector('cs-panel[data-ready="true"]', { timeout: 60_000 });
+      if (name === 'induction-pattern') assert.match(await page.getAttribute('cs-panel canvas.ind-big', 'aria-label'), /^Attention pattern of L1H1 /);
+      if (name === 'induction-tokens') {
+        await page.hover('cs-panel .tok[data-pos="20"]');
+        assert.equal(await page.$$eval('cs-panel .ind-top li', (e) => e.length), 5);
+      }
+      if (name === 'induction-heads') assert.equal(await page.$$eval('cs-panel canvas.ind-thumb', (e) => e.length), 8);
+      if (name === 'induction-scores') assert.equal(await page.$$eval('cs-panel .ind-scores tbody tr', (e) => e.length), 8);
+      await check(t);
+    } finally {
+      await context.close();
+    }
   }
 });
 

@@ -1,0 +1,154 @@
+// The induction view's one core call, shared by its panels (not a panel itself): analyse(model,
+// state) runs model.run(ids, intervention, {topk, textScores, into}) on the state's text (plus
+// the clean pass while ablating, for comparison) and returns the same object for as long as the
+// model, the tokens and the intervention stay the same, so four panels still make one call per
+// change. The runs write into buffers kept per model (4 MB of patterns per keystroke otherwise),
+// so an analysis is only valid until the next one of the same model.
+//
+// Also here: the model's head scores on repeated random tokens (headScores(), about 0.3 s, computed
+// once per model off the first paint) and the head a state shows (chosenHead: the state's, else
+// the strongest induction head by those scores, as the core's argmax names it).
+import { headName, parseHead, interventionOf, siteUrl } from '../../store.js';
+
+export const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
+  'Alice was beginning to get very tired of sitting by her sister on the bank';
+export const TOP_K = 5;            // next-token predictions shown for a hovered token
+export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
+
+export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+/** A token as shown: newline, space and tab made visible. */
+export const showTok = (s) => (s === '\n' ? '↵' : s === ' ' ? '␣' : s === '\t' ? '⇥' : s);
+
+const perModel = new WeakMap();    // model -> {buffers, last (analysis), scores (promise), known}
+const slot = (m) => { let s = perModel.get(m); if (!s) perModel.set(m, (s = { buffers: null, last: null, scores: null, known: null })); return s; };
+
+/** The analysis of the state's text on `model` (see the header); `key` says what it was run on. */
+export function analyse(model, state) {
+  const s = slot(model);
+  const c = model.config;
+  const text = state.text ?? SAMPLE;
+  // The panels of one render ask with the same state: answered without tokenizing again.
+  const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${text}`;
+  if (s.last && s.last.sk === sk) return s.last;
+  let { ids, begins, ends } = model.tokenize(text);
+  const vocab = model.tokenizer.vocab;
+  const bos = vocab[0] === '<BOS>' && ids.length && ids[0] === 0 && ends[0] === 0 ? 1 : 0;
+  let truncated = 0;
+  if (ids.length > c.n_ctx) {
+    const from = ids.length - (c.n_ctx - bos);
+    truncated = from - bos;
+    const cut = (a) => { const o = new Int32Array(c.n_ctx); if (bos) o[0] = a[0]; o.set(a.subarray(from), bos); return o; };
+    ids = cut(ids); begins = cut(begins); ends = cut(ends);
+  }
+  const intervention = interventionOf(state, c);
+  const ablating = Object.keys(intervention).length > 0;
+  const ikey = JSON.stringify(intervention);
+  const key = `${ids.join(',')}|${ikey}`;
+  if (s.last && s.last.key === key && s.last.text === text) { s.last.sk = sk; return s.last; }
+  s.last = null;   // the buffers are overwritten below
+  let run = null;
+  let clean = null;
+  if (ids.length) {
+    const b = (s.buffers ??= buffersFor(c));
+    // The core scores every head on this text (text_scores, with the repeated block it finds)
+    // and gives the top 5 next tokens at every position, in the same call.
+    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, textScores: true, topk: TOP_K });
+    // The clean pass is read for its losses and every token's probability (so the hover can say
+    // what each of the top 5 had without the ablation), never its patterns.
+    clean = ablating ? model.run(ids, undefined, { patterns: false, into: b.clean, topk: c.d_vocab }) : run;
+  }
+  const T = ids.length;
+  s.last = {
+    key, sk, ikey, text, ids, begins, ends, bos, truncated, run, clean, ablating, intervention, T, config: c,
+    repeat: run ? run.repeat : null, vocab, unk: vocab.indexOf('<UNK>'), scores: headRows(c, run),
+  };
+  return s.last;
+}
+
+// Float32Arrays that run() fills instead of allocating, sized for the model's whole context.
+function buffersFor(c) {
+  const C = c.n_ctx;
+  return {
+    run: { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
+    clean: { logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
+  };
+}
+
+/** The core's scores of the text, one row per head: {layer, head, name, prefix, previous, stripe}. */
+function headRows(c, run) {
+  if (!run) return [];
+  const { prefix_matching: pm, previous_token: pt, stripe } = run.text_scores;
+  const out = [];
+  for (let l = 0; l < c.n_layers; l++) {
+    for (let h = 0; h < c.n_heads; h++) {
+      const i = l * c.n_heads + h;
+      out.push({ layer: l, head: h, name: headName(l, h), prefix: pm.data[i], previous: pt.data[i], stripe: stripe.data[i] });
+    }
+  }
+  return out;
+}
+
+/** The text of token k of an analysis as shown ("BOS" for the start token). */
+export const tokenText = (a, k) => (k < a.bos ? 'BOS' : showTok(a.text.slice(a.begins[k], a.ends[k])));
+
+/** The repeated block when it is long enough to compare its two copies, else null. */
+export const repeatOf = (a) => (a.repeat && a.repeat.r >= MIN_REPEAT ? a.repeat : null);
+
+/**
+ * The first position whose pattern rows may differ between the analysis `prev` drawn last and
+ * `a`: attention is causal, so with the same model, intervention and number of tokens, rows
+ * before the first changed token are the same (0 when anything else changed).
+ */
+export function unchangedRows(prev, a) {
+  if (!prev || !prev.run || !a.run || prev.T !== a.T || prev.config !== a.config || prev.ikey !== a.ikey) return 0;
+  let from = 0;
+  while (from < a.T && prev.ids[from] === a.ids[from]) from++;
+  return from;
+}
+
+/**
+ * The head scores on repeated random tokens (headScores()) with the strongest induction head by
+ * them ({scores, strongest: [layer, head] | null}, or {error}), computed once per model after a
+ * short delay so that the first paint does not wait for it. A promise; see also knownScores().
+ */
+export function randomScores(model) {
+  const s = slot(model);
+  s.scores ??= new Promise((resolve) => setTimeout(resolve, 50)).then(async () => {
+    let out;
+    try {
+      const scores = model.headScores();
+      const { argmax } = await import(siteUrl('wasm/circuitscope.js'));
+      out = { scores, strongest: model.config.n_layers ? argmax(scores.prefix_matching).index : null };
+    } catch (e) {
+      out = { error: e.message, strongest: null };
+    }
+    s.known = out;
+    return out;
+  });
+  return s.scores;
+}
+
+/** randomScores(model) if it has arrived, else null (and its computation started). */
+export function knownScores(model) {
+  randomScores(model);
+  return slot(model).known;
+}
+
+/**
+ * The head the state shows, [layer, head]: the state's if the model has it, else the strongest
+ * induction head (once the random-token scores are known), else the last head; null for a model
+ * without attention layers.
+ */
+export function chosenHead(model, state) {
+  const c = model.config;
+  if (!c.n_layers) return null;
+  const sel = parseHead(state.head);
+  if (sel && sel[0] < c.n_layers && sel[1] < c.n_heads) return sel;
+  return knownScores(model)?.strongest ?? [c.n_layers - 1, c.n_heads - 1];
+}
+
+/** chosenHead() once the default head is known (waits for the random-token scores when it matters). */
+export async function settledHead(model, state) {
+  if (!parseHead(state.head) && model.config.n_layers) await randomScores(model);
+  return chosenHead(model, state);
+}

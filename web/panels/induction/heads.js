@@ -1,0 +1,73 @@
+// Every head's attention pattern on the typed text as a thumbnail, one row per layer, with an
+// Ablate toggle (zero-ablates the head's output) and its prefix-matching score on the text under
+// each; selecting a thumbnail enlarges that head (the induction-pattern panel). Redrawn on every
+// keystroke: update() repaints only the rows of each pattern from the first changed token on.
+import { el } from '../../parts/dom.js';
+import { headGrid, setHeadGrid, headCells } from '../../parts/head-grid.js';
+import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
+import { headName } from '../../store.js';
+import { definePanel } from '../panel.js';
+import { analyse, settledHead, fmt, tokenText, unchangedRows } from './analysis.js';
+
+const memo = new WeakMap();   // model -> the last data
+
+export default definePanel({
+  name: 'induction-heads',
+  title: 'Attention patterns',
+  view: 'induction',
+
+  async query({ model, state }) {
+    const a = analyse(model, state);
+    const head = await settledHead(model, state);
+    const selected = head ? headName(...head) : null;
+    const ablate = (state.ablate || []).join();
+    const last = memo.get(model);
+    if (last && last.a === a && last.selected === selected && last.ablate.join() === ablate) return last;
+    const data = { a, selected, ablate: [...(state.ablate || [])] };
+    memo.set(model, data);
+    return data;
+  },
+
+  render(data, ctx) {
+    const c = data.a.config;
+    const node = el('div', { class: 'ind-heads' },
+      el('p', { class: 'explain' }, 'Every head\'s pattern: row = the token attending (query), column = the token attended to (key), darker = more attention. Select a head to enlarge it; the Ablate toggle zero-ablates that head\'s output.'));
+    const grid = headGrid({
+      layers: c.n_layers, heads: c.n_heads, prefix: 'ind',
+      figure: () => el('canvas', { class: 'ind-thumb', width: 1, height: 1, 'aria-hidden': 'true' }),
+      selectLabel: (name) => `${name}: enlarge its attention pattern`,
+      onSelect: (name) => node.csHeads.ctx.dispatch({ type: 'set', values: { head: name } }),
+      onAblate: (name) => node.csHeads.ctx.dispatch({ type: 'toggleAblate', head: name }),
+      empty: 'This model has no attention layers: only the direct path from embedding to unembedding (a bigram model).',
+    });
+    for (const cell of headCells(grid)) hoverPattern(cell.figure, (x) => { cell.select.title = describeCell(x); });
+    node.append(grid);
+    node.csHeads = { grid, config: c, drawn: null, ctx };
+    update(node, data, ctx);
+    return node;
+  },
+
+  update,
+});
+
+function update(node, data, ctx) {
+  const s = node.csHeads;
+  const { a } = data;
+  if (s.config !== a.config) return false;   // another model: a new grid
+  s.ctx = ctx;
+  const byName = new Map(a.scores.map((x) => [x.name, x]));
+  setHeadGrid(s.grid, {
+    selected: data.selected, ablated: data.ablate,
+    notes: (name) => (byName.has(name) ? `prefix ${fmt(byName.get(name).prefix)}` : ''),
+  });
+  // The pixels, once per analysis (not again for a change of head).
+  if (!a.run || s.drawn === a) return true;
+  const from = unchangedRows(s.drawn, a);
+  s.drawn = a;
+  const H = a.config.n_heads;
+  const labels = (k) => tokenText(a, k);
+  for (const cell of headCells(s.grid)) {
+    drawPattern(cell.figure, { pattern: a.run.patterns.data, offset: (cell.l * H + cell.h) * a.T * a.T, T: a.T, labels }, { labelled: 0, from });
+  }
+  return true;
+}

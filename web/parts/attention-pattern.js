@@ -1,0 +1,111 @@
+// Attention patterns on a canvas: row = query (the token attending), column = key (the token
+// attended to), pale to dark blue for weights 0 to 1, the causal upper triangle left blank. One
+// function draws both a small thumbnail and the enlarged figure:
+//
+//   drawPattern(canvas, {pattern, offset = 0, T, labels}, {from = 0, labelled = 40, cellPx = 14, maxPx = 520})
+//     pattern: a Float32Array holding a T x T pattern at `offset` (e.g. one head of run().patterns);
+//     labels: the tokens' names (an array, or a function i -> name), or null. With labels and at
+//     most `labelled` tokens, the tokens label both axes and a cell is cellPx pixels (maxPx in
+//     all at most); otherwise a cell is one pixel (the stylesheet scales the canvas without
+//     smoothing) and only rows from..T-1 are drawn again: with a causal model and the same tokens
+//     before `from`, the rows above are what the canvas already shows (pass 0 when unsure).
+//     Returns the geometry {cell, x0, y0, rows, cols}; it is also kept on the canvas for:
+//   hoverPattern(canvas, onCell)  calls onCell({q, k, weight, query, key}) as the pointer moves over
+//     a cell (weight null above the diagonal; query/key: the labels) and onCell(null) as it leaves.
+//   describeCell(cell)            that cell as a sentence.
+//   attnPalette(t) -> [r, g, b], attnColor(t) -> 'rgb(...)': the colours, for legends and tokens.
+import { heatmap } from './heatmap.js';
+import { pixelTable, packPixel, PIXEL_LEVELS } from './colour.js';
+
+// ColorBrewer Blues (sequential, colour-blind safe, distinct from the orange losses).
+const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214], [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
+export function attnPalette(t) {
+  if (!Number.isFinite(t)) return [160, 160, 160];
+  t = Math.min(1, Math.max(0, t));
+  const x = t * (BLUES.length - 1);
+  const i = Math.min(BLUES.length - 2, Math.floor(x));
+  const f = x - i;
+  const a = BLUES[i];
+  const b = BLUES[i + 1];
+  return [a[0] + (b[0] - a[0]) * f, a[1] + (b[1] - a[1]) * f, a[2] + (b[2] - a[2]) * f];
+}
+export function attnColor(t) {
+  const [r, g, b] = attnPalette(t);
+  return `rgb(${Math.round(r)}, ${Math.round(g)}, ${Math.round(b)})`;
+}
+
+const labelOf = (spec, i) => (typeof spec.labels === 'function' ? spec.labels(i) : spec.labels ? String(spec.labels[i]) : String(i));
+
+export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14, maxPx = 520 } = {}) {
+  const { pattern, offset = 0, T } = spec;
+  const st = (canvas.csPattern ??= { mode: null, img: null, px: null, ctx: null, geom: null, spec: null });
+  st.spec = spec;
+  if (spec.labels && T <= labelled && T > 0) {
+    const cell = Math.max(1, Math.floor(Math.min(maxPx, cellPx * T) / T));
+    const names = Array.from({ length: T }, (_, i) => labelOf(spec, i));
+    st.mode = 'labelled';
+    const draw = () => heatmap(canvas, { data: pattern, offset, rows: T, cols: T },
+      { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette, cell, labelsX: names, labelsY: names });
+    st.geom = draw();
+    // The labels take the canvas's text colour, which a canvas not yet in the page does not have:
+    // drawn again once the caller has put it there (in the same task, before it is painted).
+    if (!canvas.isConnected) queueMicrotask(() => { if (canvas.isConnected && st.spec === spec) st.geom = draw(); });
+    return st.geom;
+  }
+  if (st.mode !== 'pixels') from = 0;
+  st.mode = 'pixels';
+  if (canvas.width !== T || canvas.height !== T) { canvas.width = T; canvas.height = T; from = 0; }
+  if (!st.img || st.img.width !== T) {
+    // A fresh ImageData is transparent: the masked upper triangle is never written.
+    st.img = T ? new ImageData(T, T) : null;
+    st.px = st.img ? new Uint32Array(st.img.data.buffer) : null;
+    from = 0;
+  }
+  st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
+  if (from >= T) return st.geom;
+  st.ctx ??= canvas.getContext('2d');
+  paintRows(st.px, pattern, offset, T, pixelTable(attnPalette), from);
+  st.ctx.putImageData(st.img, 0, 0, 0, from, T, T - from);
+  return st.geom;
+}
+
+// Rows from..T-1 of a T x T pattern as pixel words: the lower triangle with the diagonal, 0..1
+// as heatmap() draws it; the upper triangle (masked) is not written.
+function paintRows(px, P, offset, T, lut, from) {
+  const top = PIXEL_LEVELS - 1;
+  const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
+  for (let r = from; r < T; r++) {
+    const src = offset + r * T;
+    const dst = r * T;
+    for (let c = 0; c <= r; c++) {
+      const v = P[src + c];
+      if (v >= 0) px[dst + c] = lut[v >= 1 ? top : (v * top + 0.5) | 0];
+      else px[dst + c] = v < 0 ? lut[0] : nan;
+    }
+  }
+}
+
+/** The cell under a pointer event on a canvas drawn by drawPattern(), or null. */
+export function cellAt(canvas, e) {
+  const st = canvas.csPattern;
+  if (!st?.geom || !st.spec) return null;
+  const g = st.geom;
+  const r = canvas.getBoundingClientRect();
+  if (!r.width || !r.height) return null;
+  const q = Math.floor(((e.clientY - r.top) * (canvas.height / r.height) - g.y0) / g.cell);
+  const k = Math.floor(((e.clientX - r.left) * (canvas.width / r.width) - g.x0) / g.cell);
+  if (q < 0 || k < 0 || q >= g.rows || k >= g.cols) return null;
+  const { pattern, offset = 0, T } = st.spec;
+  return { q, k, weight: k <= q ? pattern[offset + q * T + k] : null, query: labelOf(st.spec, q), key: labelOf(st.spec, k) };
+}
+
+export function hoverPattern(canvas, onCell) {
+  canvas.addEventListener('mousemove', (e) => onCell(cellAt(canvas, e)));
+  canvas.addEventListener('mouseleave', () => onCell(null));
+}
+
+export function describeCell(c) {
+  if (!c) return '';
+  const pair = `${c.query} @${c.q} → ${c.key} @${c.k}`;
+  return c.weight === null ? `${pair}: a token does not attend to a later one` : `${pair}: attention ${c.weight.toFixed(3)}`;
+}
