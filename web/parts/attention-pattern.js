@@ -19,6 +19,7 @@ import { pixelTable, packPixel, PIXEL_LEVELS } from './colour.js';
 
 // ColorBrewer Blues (sequential, colour-blind safe, distinct from the orange losses).
 const BLUES = [[247, 251, 255], [222, 235, 247], [198, 219, 239], [158, 202, 225], [107, 174, 214], [66, 146, 198], [33, 113, 181], [8, 81, 156], [8, 48, 107]];
+/** @param {number} t @returns {[number, number, number]} */
 export function attnPalette(t) {
   if (!Number.isFinite(t)) return [160, 160, 160];
   t = Math.min(1, Math.max(0, t));

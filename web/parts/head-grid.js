@@ -11,6 +11,7 @@
 // Each cell carries data-head="L{l}H{h}". No knowledge of the store.
 import { el } from './dom.js';
 
+/** @param {any} options */
 export function headGrid({ layers, heads, prefix = 'cs-hg', figure = () => null, onSelect = () => {}, onAblate = () => {}, empty = 'No attention heads.', selectLabel = (name) => `${name}: select this head` }) {
   const grid = el('div', { class: `${prefix}-grid` });
   const cells = [];
@@ -37,6 +38,7 @@ export function headGrid({ layers, heads, prefix = 'cs-hg', figure = () => null,
 
 export const headCells = (grid) => grid.csCells;
 
+/** @param {any} grid @param {any} state */
 export function setHeadGrid(grid, { selected = null, ablated = [], notes = () => '' }) {
   const abl = new Set(ablated);
   for (const c of grid.csCells) {

@@ -18,6 +18,7 @@ import { el } from './dom.js';
 
 const posOf = (e) => { const p = e.target?.dataset?.pos; return p === undefined ? null : Number(p); };
 
+/** @param {any} options */
 export function tokenStrip({ label, className = '', valueName = 'value', shadeName = 'shade', onHover = () => {}, onPick = () => {} }) {
   const strip = el('div', {
     class: `tokens ${className}`.trim(), role: 'group', 'aria-label': label,

@@ -72,7 +72,7 @@ export class CsInduction extends CsView {
         E.status, E.note),
       this.sections[0], E.patternRow, this.sections[3]);
     // A hovered token (in the strip, or a row of the enlarged pattern) shows in both.
-    this.addEventListener(HOVER, (e) => {
+    this.addEventListener(HOVER, (/** @type {CustomEvent} */ e) => {
       hoverToken(this.sections[0].csNode, e.detail.pos);
       hoverRow(this.sections[2].csNode, e.detail.pos);
     });

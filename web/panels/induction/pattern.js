@@ -41,7 +41,7 @@ export default definePanel({
       readout.textContent = describeCell(cell);
       node.dispatchEvent(new CustomEvent(HOVER, { bubbles: true, detail: { pos: cell ? cell.q : null } }));
     });
-    update(node, data, ctx);
+    update(node, data);
     return node;
   },
 
