@@ -204,6 +204,18 @@ export interface CircuitOptions {
   table?: boolean;
   /** Also return the factors A and B, table = A B (default false). */
   factors?: boolean;
+  /**
+   * The display order returned in `rows` and `cols` (default "none": index order): "row" orders
+   * the rows by decreasing row mean, "col" the columns by decreasing column mean, "both" both.
+   * Ties keep the lower index first.
+   */
+  sort?: 'none' | 'row' | 'col' | 'both';
+  /**
+   * Keep only the `top` rows and the `top` columns whose entries vary most (largest variance
+   * along the row / column over the whole table; ties: lower index first) in `rows` and `cols`,
+   * before sorting; 0 (default) or at least the table's size keeps them all.
+   */
+  top?: number;
 }
 
 /**
@@ -221,6 +233,13 @@ export interface Circuit<E> {
   bottom: E[];
   /** The table (unless {table: false}), shape and axes as above. */
   table?: Tagged;
+  /**
+   * The rows of the table to show, in display order (options sort and top): indices into the
+   * table's rows. Present with the table (or when sort or top is given).
+   */
+  rows?: Int32Array;
+  /** The columns of the table to show, in display order, as `rows`. */
+  cols?: Int32Array;
   /** With {factors: true}: shape [rows, d_head], axes [rows axis, "inner"]. */
   A?: Tagged;
   /** With {factors: true}: shape [d_head, cols], axes ["inner", cols axis]. */

@@ -137,9 +137,9 @@ function runBuffers(into, config, T) {
 /** @typedef {[string[] | null, number, (o: Options, ...args: any[]) => any[]]} CallRow */
 /** @satisfies {Record<string, CallRow>} */
 const MODEL_CALLS = {
-  qk: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
-  ov: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
-  posQk: [['k', 'table', 'factors'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false)]],
+  qk: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
+  ov: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
+  posQk: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
   eigen: [null, 0, (_, l, h) => [l, h]],
   spectra: [null, 0, () => []],
   composition: [['samples', 'seed'], 0, (o) => [o.samples ?? 200, o.seed ?? 0]],

@@ -394,14 +394,24 @@ val fill_or_copy(const val& buffer, const std::vector<std::pair<const float*, st
   return buffer.call<val>("subarray", 0, static_cast<double>(total));
 }
 
-val factored_js(const cs::Factored& f, int k, bool table, bool factors, const char* row_axis,
-                       const char* col_axis, const char* row_name, const char* col_name) {
+val factored_js(const cs::Factored& f, int k, bool table, bool factors, const val& sort_js, const val& top_js,
+                const char* row_axis, const char* col_axis, const char* row_name, const char* col_name) {
+  const cs::TableSort sort = cs::table_sort_from_name(sort_js.isString() ? sort_js.as<std::string>() : describe(sort_js));
+  const int top = to_int(top_js, "circuit: top");
+  if (top < 0) throw std::invalid_argument("circuit: top must be 0 (every row and column) or more, got " + std::to_string(top));
   val out = val::object();
   out.set("shape", int_array({f.rows(), f.cols()}));
   out.set("axes", str_array({row_axis, col_axis}));
   out.set("top", entries(cs::topk(f, k, true), row_name, col_name));
   out.set("bottom", entries(cs::topk(f, k, false), row_name, col_name));
-  if (table) out.set("table", tagged(cs::materialize(f), {row_axis, col_axis}));
+  if (table || sort != cs::TableSort::None || top > 0) {
+    const cs::MatRM<double> m = cs::materialize(f);
+    // The display order, from the float table the page receives.
+    const cs::TableOrder order = cs::table_order(m.cast<float>(), sort, top);
+    out.set("rows", copy_out(order.rows.data(), order.rows.size(), "Int32Array"));
+    out.set("cols", copy_out(order.cols.data(), order.cols.size(), "Int32Array"));
+    if (table) out.set("table", tagged(m, {row_axis, col_axis}));
+  }
   if (factors) {
     out.set("A", tagged(f.A, {row_axis, "inner"}));
     out.set("B", tagged(f.B, {"inner", col_axis}));
@@ -612,26 +622,29 @@ val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js) c
 }
 
 // Full QK circuit W_E W_Q W_K^T W_E^T [V_dest, V_src] (unscaled).
-val Model::qk(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+val Model::qk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+    const val& top) const {
   return guarded([&] {
     const cs::Factored f = cs::full_qk(session_->file().params, to_int(layer, "qk: layer"), to_int(head, "qk: head"));
-    return factored_js(f, to_int(k, "qk: k"), table, factors, "dest_token", "src_token", "dest", "src");
+    return factored_js(f, to_int(k, "qk: k"), table, factors, sort, top, "dest_token", "src_token", "dest", "src");
   });
 }
 
 // Full OV circuit W_E W_V W_O W_U [V_src, V_out].
-val Model::ov(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+val Model::ov(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+    const val& top) const {
   return guarded([&] {
     const cs::Factored f = cs::full_ov(session_->file().params, to_int(layer, "ov: layer"), to_int(head, "ov: head"));
-    return factored_js(f, to_int(k, "ov: k"), table, factors, "src_token", "out_token", "src", "out");
+    return factored_js(f, to_int(k, "ov: k"), table, factors, sort, top, "src_token", "out_token", "src", "out");
   });
 }
 
 // Positional QK circuit W_pos W_Q W_K^T W_pos^T [C_query, C_key] (unscaled).
-val Model::posQk(const val& layer, const val& head, const val& k, bool table, bool factors) const {
+val Model::posQk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+    const val& top) const {
   return guarded([&] {
     const cs::Factored f = cs::pos_qk(session_->file().params, to_int(layer, "posQk: layer"), to_int(head, "posQk: head"));
-    return factored_js(f, to_int(k, "posQk: k"), table, factors, "query_pos", "key_pos", "query", "key");
+    return factored_js(f, to_int(k, "posQk: k"), table, factors, sort, top, "query_pos", "key_pos", "query", "key");
   });
 }
 

@@ -38,9 +38,12 @@ class Model {
   val tokenize(const std::string& text) const;
   val run(const val& ids, const val& intervention, const val& options);
   val attribution(const val& ids, const val& pos, const val& intervention) const;
-  val qk(const val& layer, const val& head, const val& k, bool table, bool factors) const;
-  val ov(const val& layer, const val& head, const val& k, bool table, bool factors) const;
-  val posQk(const val& layer, const val& head, const val& k, bool table, bool factors) const;
+  val qk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+         const val& top) const;
+  val ov(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+         const val& top) const;
+  val posQk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
+            const val& top) const;
   val eigen(const val& layer, const val& head) const;
   val spectra() const;
   val composition(const val& samples, const val& seed) const;

@@ -322,6 +322,54 @@ std::vector<Entry> topk(const Factored& f, int k, bool largest) {
   return out;
 }
 
+TableSort table_sort_from_name(const std::string& name) {
+  if (name == "none") return TableSort::None;
+  if (name == "row") return TableSort::Rows;
+  if (name == "col") return TableSort::Cols;
+  if (name == "both") return TableSort::Both;
+  throw std::invalid_argument("table sort must be 'none', 'row', 'col' or 'both', got '" + name + "'");
+}
+
+namespace {
+
+// Indices 0..n-1; with 0 < top < n the `top` of largest spread (stable), back in index order.
+std::vector<int> most_varied(const std::vector<double>& spread, int top) {
+  std::vector<int> idx(spread.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  if (top <= 0 || top >= static_cast<int>(idx.size())) return idx;
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return spread[a] > spread[b]; });
+  idx.resize(static_cast<std::size_t>(top));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+void by_decreasing(std::vector<int>& idx, const std::vector<double>& mean) {
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) { return mean[a] > mean[b]; });
+}
+
+}  // namespace
+
+TableOrder table_order(const MatRM<float>& t, TableSort sort, int top) {
+  const int R = static_cast<int>(t.rows()), C = static_cast<int>(t.cols());
+  std::vector<double> row_mean(R, 0.0), col_mean(C, 0.0), row_var(R, 0.0), col_var(C, 0.0);
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      const double v = t(i, j);
+      row_mean[i] += v / C;
+      col_mean[j] += v / R;
+    }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < C; ++j) {
+      const double v = t(i, j), dr = v - row_mean[i], dc = v - col_mean[j];
+      row_var[i] += dr * dr;
+      col_var[j] += dc * dc;
+    }
+  TableOrder out{most_varied(row_var, top), most_varied(col_var, top)};
+  if (sort == TableSort::Rows || sort == TableSort::Both) by_decreasing(out.rows, row_mean);
+  if (sort == TableSort::Cols || sort == TableSort::Both) by_decreasing(out.cols, col_mean);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Eigenvalues
 // ---------------------------------------------------------------------------------------------

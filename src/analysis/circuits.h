@@ -121,6 +121,25 @@ std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest = tr
 // (refused when rows x cols x inner exceeds kMaxCircuitWork).
 std::vector<Entry> topk(const Factored& f, int k, bool largest = true);
 
+// How a table's rows and columns are ordered for display (the page's sortable heatmaps).
+enum class TableSort { None, Rows, Cols, Both };
+// "none" | "row" | "col" | "both" -> the sort it names; throws std::invalid_argument otherwise.
+TableSort table_sort_from_name(const std::string& name);
+
+struct TableOrder {
+  std::vector<int> rows;  // row indices of the table, in display order
+  std::vector<int> cols;  // column indices, in display order
+};
+
+// The rows and columns of a [R, C] table to show, in the order to show them. With 0 < top < R,
+// only the `top` rows whose entries vary most across the row (largest sum of squared deviations
+// from the row mean) are kept, in index order; likewise the columns with 0 < top < C (top <= 0:
+// all). Then Rows / Both order the kept rows by decreasing row mean, Cols / Both the kept
+// columns by decreasing column mean. Means and variances are over the whole table. Every order
+// is stable: ties keep the lower index first. Sums run in double in row-major order over the
+// float entries (the table as the page receives it), so the result is the same wherever it runs.
+TableOrder table_order(const MatRM<float>& table, TableSort sort, int top);
+
 // ---------------------------------------------------------------------------------------------
 // 3. Eigenvalues
 // ---------------------------------------------------------------------------------------------

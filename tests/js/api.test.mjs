@@ -254,6 +254,51 @@ test('qk / ov / posQk tables equal the products of the weights read from the fil
   }
 });
 
+// The display order the page used to compute itself (web/views/circuits.js's arrange(), before
+// the core returned it): the top N rows / columns by variance, kept in index order, then by
+// decreasing mean; JavaScript's sort is stable, so ties keep index order.
+function arrangeReference(table, sort, top) {
+  const [R, C] = table.shape;
+  const d = table.data;
+  const rowMean = new Float64Array(R), colMean = new Float64Array(C), rowVar = new Float64Array(R), colVar = new Float64Array(C);
+  for (let i = 0; i < R; i++) for (let j = 0; j < C; j++) { rowMean[i] += d[i * C + j] / C; colMean[j] += d[i * C + j] / R; }
+  for (let i = 0; i < R; i++) for (let j = 0; j < C; j++) {
+    rowVar[i] += (d[i * C + j] - rowMean[i]) ** 2;
+    colVar[j] += (d[i * C + j] - colMean[j]) ** 2;
+  }
+  let rows = [...Array(R).keys()];
+  let cols = [...Array(C).keys()];
+  const n = Number(top);
+  if (n > 0 && n < R) rows = rows.sort((a, b) => rowVar[b] - rowVar[a]).slice(0, n).sort((a, b) => a - b);
+  if (n > 0 && n < C) cols = cols.sort((a, b) => colVar[b] - colVar[a]).slice(0, n).sort((a, b) => a - b);
+  if (sort === 'row' || sort === 'both') rows.sort((a, b) => rowMean[b] - rowMean[a]);
+  if (sort === 'col' || sort === 'both') cols.sort((a, b) => colMean[b] - colMean[a]);
+  return { rows, cols };
+}
+
+test('circuit display order: rows and cols are the top-N by variance, then by mean, as the page showed them', () => {
+  for (const [model, l, h] of [[char, 0, 0], [char, 1, 2], [ioi, 0, 1]]) {
+    for (const kind of ['qk', 'ov']) {
+      for (const sort of ['none', 'row', 'col', 'both']) {
+        for (const top of [0, 10, 40, 80]) {
+          const c = model[kind](l, h, { k: 1, sort, top });
+          const want = arrangeReference(c.table, sort, top);
+          assert.ok(c.rows instanceof Int32Array && c.cols instanceof Int32Array, 'Int32Arrays');
+          assert.deepEqual(Array.from(c.rows), want.rows, `L${l}H${h} ${kind} ${sort} top ${top}: rows`);
+          assert.deepEqual(Array.from(c.cols), want.cols, `L${l}H${h} ${kind} ${sort} top ${top}: cols`);
+        }
+      }
+    }
+  }
+  // The default is every row and column in index order; without the table only when asked.
+  const plain = char.qk(0, 0, { k: 1 });
+  assert.deepEqual(Array.from(plain.rows), [...Array(plain.shape[0]).keys()]);
+  assert.equal(char.qk(0, 0, { k: 1, table: false }).rows, undefined);
+  assert.equal(char.ov(0, 0, { k: 1, table: false, top: 5 }).rows.length, 5);
+  throwsReadable(() => char.qk(0, 0, { sort: 'token' }), /table sort must be 'none', 'row', 'col' or 'both', got 'token'/, 'a bad sort');
+  throwsReadable(() => char.ov(0, 0, { top: -1 }), /top must be 0 \(every row and column\) or more, got -1/, 'a negative top');
+});
+
 test('eigenvalues: they sum to the table\'s trace, come in conjugate pairs, and copying is Re(sum)/sum|.|', () => {
   for (const [l, h] of [[0, 0], [1, 2]]) {
     const e = char.eigen(l, h);

@@ -22,6 +22,7 @@ const FORBIDDEN = [
   ['head scores on a text (run({textScores}))', /function\s+findRepeat|textScores\s*\(\s*a\b|prefix_matching\s*\[[^\]]*\]\s*\+?=/],
   ['the most additive / contrastive head (ioi().most_additive, most_contrastive)', /\|difference\|\s*\/\s*\|sum\||Math\.abs\([^)]*diff\)\s*\/\s*\(?Math\.abs/],
   ['a threshold against a baseline (composition().above_baseline)', /baseline\s*\+\s*\d+(\.\d+)?\s*\*\s*\w*\.?baseline_std/],
+  ['a table\'s rows and columns ordered by their means and variances (qk()/ov() {sort, top}: rows, cols)', /\b(?:row|col|column)s?(?:Mean|Means|Var|Vars|Variance|Variances)\b/i],
 ];
 
 function scripts(dir) {
@@ -60,6 +61,7 @@ test('the check catches each kind of computation on a sample', () => {
     'function findRepeat(ids, from) {',
     'Most contrastive head: ${x} (|difference| / |sum| = 1)',
     'const strong = v > c.baseline + 2 * c.baseline_std;',
+    'for (let j = 0; j < C; j++) { rowMean[i] += d[i * C + j] / C; }',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

@@ -87,6 +87,126 @@ export function destroyCharts(root) {
   for (const f of root.querySelectorAll('figure.cs-uplot')) f.csChart?.destroy();
 }
 
+/** A chart's one-line summary: its title, x range, series ranges and marker. */
+function summaryLabel(o, data, marker) {
+  const xs = data[0];
+  const parts = [o.title ?? 'Chart'];
+  if (xs.length) {
+    const series = o.series.map((s, i) => {
+      const a = firstFinite(data[i + 1]), b = lastFinite(data[i + 1]);
+      return a == null ? null : `${s.name} from ${fmtVal(a)} to ${fmtVal(b)}`;
+    }).filter(Boolean);
+    parts.push(`${o.xLabel ?? 'x'} ${fmtVal(xs[0])} to ${fmtVal(xs.at(-1))}`);
+    if (series.length) parts.push(series.length <= 4 ? series.join(', ') : `${series.length} series`);
+  } else {
+    parts.push('no data yet');
+  }
+  if (marker && Number.isFinite(marker.x)) parts.push(`dashed line: ${marker.legend ?? marker.label ?? `x = ${marker.x}`}`);
+  return parts.join('; ') + '.';
+}
+
+/** The y scale: padded 5% each way, reaching down to yMin (without padding below it) when given. */
+const yScale = (yMin) => ({
+  range: (u, lo, hi) => {
+    if (lo == null || hi == null) return [yMin ?? 0, 1];
+    if (yMin !== undefined) lo = Math.min(lo, yMin);
+    if (hi === lo) { hi = lo + 1; if (yMin === undefined || lo > yMin) lo -= 1; }
+    const pad = (hi - lo) * 0.05;
+    return [yMin !== undefined && lo === yMin ? lo : lo - pad, hi + pad];
+  },
+});
+
+/** A vertical line at x across the plot, in the canvas's device pixels; returns its column. */
+function vline(u, x, color, width, dash) {
+  const { top, height } = u.bbox;
+  const px = Math.round(u.valToPos(x, 'x', true));
+  const r = uPlot.pxRatio || window.devicePixelRatio || 1;
+  u.ctx.save();
+  u.ctx.strokeStyle = color;
+  u.ctx.lineWidth = width * r;
+  u.ctx.setLineDash(dash.map((d) => d * r));
+  u.ctx.beginPath();
+  u.ctx.moveTo(px, top);
+  u.ctx.lineTo(px, top + height);
+  u.ctx.stroke();
+  u.ctx.restore();
+  return px;
+}
+
+/** The draw hook of the marker: a dashed line with its label; data-marker(-px) on the figure. */
+function drawMarker(chart, u, color) {
+  const fig = chart.element;
+  const m = chart.marker;
+  if (!m || !Number.isFinite(m.x)) { delete fig.dataset.marker; delete fig.dataset.markerPx; return; }
+  const { left, top, width } = u.bbox;
+  const x = Math.round(u.valToPos(m.x, 'x', true));
+  if (x < left - 1 || x > left + width + 1) return;
+  vline(u, m.x, color, 1.5, [5, 4]);
+  if (m.label) {
+    const ctx = u.ctx;
+    const r = uPlot.pxRatio || window.devicePixelRatio || 1;
+    ctx.save();
+    ctx.fillStyle = color;
+    ctx.font = `${Math.round(11 * r)}px system-ui, sans-serif`;
+    ctx.textBaseline = 'top';
+    const w = ctx.measureText(m.label).width;
+    const right = x + 3 * r + w <= left + width;
+    ctx.textAlign = right ? 'left' : 'right';
+    ctx.fillText(m.label, right ? x + 3 * r : x - 3 * r, top + 3 * r);
+    ctx.restore();
+  }
+  fig.dataset.marker = String(m.x);
+  fig.dataset.markerPx = String(x);
+}
+
+/** uPlot's options for a LineChart, with the page's current colours. */
+function uplotOptions(chart) {
+  const o = chart.options;
+  const fig = chart.element;
+  const fg = getComputedStyle(fig).color || '#000';
+  const grid = resolveColor(fig, 'var(--cs-border)');
+  const markColor = resolveColor(fig, 'var(--cs-bad)');
+  const snapColor = resolveColor(fig, 'var(--cs-accent)');
+  const pr = window.devicePixelRatio || 1;
+  const colors = o.series.map((s) => resolveColor(fig, s.color));
+  const axis = (label, size, labelSize) => ({
+    label, stroke: fg, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif',
+    labelSize, labelGap: 0, gap: 3, size,
+    grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
+    values: (u, splits) => splits.map(fmtTick),
+  });
+  const dashed = (i) => o.series[i - 1]?.dashed;
+  return {
+    width: chart.width, height: chart.height(),
+    scales: { x: { time: false }, y: yScale(o.yMin) },
+    series: [
+      { label: o.xLabel ?? 'x', value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[0]) : v) },
+      ...o.series.map((s, i) => ({
+        label: s.name, stroke: colors[i], width: 1.8, dash: s.dashed ? [4 * pr, 3 * pr] : undefined,
+        spanGaps: true, points: { show: false },
+        value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[si]) : v),
+      })),
+    ],
+    axes: [axis(o.xLabel, 26, 16), axis(o.yLabel, 52, 18)],
+    legend: {
+      live: true,
+      markers: {
+        width: 2,
+        stroke: (u, i) => colors[i - 1],
+        fill: (u, i) => (dashed(i) ? 'transparent' : colors[i - 1]),
+        dash: (u, i) => (dashed(i) ? 'dashed' : 'solid'),
+      },
+      // Outside the role="img" element, so screen readers still read the legend's values.
+      mount: (u, table) => fig.append(table),
+    },
+    cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 } },
+    hooks: {
+      draw: [(u) => { if (chart.snapshotX !== null && chart.snapshotX !== undefined) vline(u, chart.snapshotX, snapColor, 2, []); },
+        (u) => drawMarker(chart, u, markColor)],
+    },
+  };
+}
+
 export class LineChart {
   /**
    * options: title, xLabel, yLabel, series [{name, color, dashed}], yMin (the y axis reaches at
@@ -146,126 +266,14 @@ export class LineChart {
 
   /** The one-line summary read by screen readers. */
   updateLabel() {
-    const o = this.options;
-    const xs = this.data[0];
-    const parts = [o.title ?? 'Chart'];
-    if (xs.length) {
-      const series = o.series.map((s, i) => {
-        const a = firstFinite(this.data[i + 1]), b = lastFinite(this.data[i + 1]);
-        return a == null ? null : `${s.name} from ${fmtVal(a)} to ${fmtVal(b)}`;
-      }).filter(Boolean);
-      parts.push(`${o.xLabel ?? 'x'} ${fmtVal(xs[0])} to ${fmtVal(xs.at(-1))}`);
-      if (series.length) parts.push(series.length <= 4 ? series.join(', ') : `${series.length} series`);
-    } else {
-      parts.push('no data yet');
-    }
-    if (this.marker && Number.isFinite(this.marker.x)) parts.push(`dashed line: ${this.marker.legend ?? this.marker.label ?? `x = ${this.marker.x}`}`);
-    this.plot.setAttribute('aria-label', parts.join('; ') + '.');
+    this.plot.setAttribute('aria-label', summaryLabel(this.options, this.data, this.marker));
   }
 
   /** Builds (or rebuilds) the uPlot instance with the page's current colours. */
   build() {
     this.u?.destroy();
     this.u = null;
-    const o = this.options;
-    const fig = this.element;
-    const fg = getComputedStyle(fig).color || '#000';
-    const grid = resolveColor(fig, 'var(--cs-border)');
-    const markColor = resolveColor(fig, 'var(--cs-bad)');
-    const snapColor = resolveColor(fig, 'var(--cs-accent)');
-    const pr = window.devicePixelRatio || 1;
-    const colors = o.series.map((s) => resolveColor(fig, s.color));
-    const axis = (label, size, labelSize) => ({
-      label, stroke: fg, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif',
-      labelSize, labelGap: 0, gap: 3, size,
-      grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1, size: 4 },
-      values: (u, splits) => splits.map(fmtTick),
-    });
-    const yMin = o.yMin;
-    const chart = this;
-    const opts = {
-      width: this.width, height: this.height(),
-      scales: {
-        x: { time: false },
-        y: {
-          range: (u, lo, hi) => {
-            if (lo == null || hi == null) return [yMin ?? 0, 1];
-            if (yMin !== undefined) lo = Math.min(lo, yMin);
-            if (hi === lo) { hi = lo + 1; if (yMin === undefined || lo > yMin) lo -= 1; }
-            const pad = (hi - lo) * 0.05;
-            return [yMin !== undefined && lo === yMin ? lo : lo - pad, hi + pad];
-          },
-        },
-      },
-      series: [
-        { label: o.xLabel ?? 'x', value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[0]) : v) },
-        ...o.series.map((s, i) => ({
-          label: s.name, stroke: colors[i], width: 1.8, dash: s.dashed ? [4 * pr, 3 * pr] : undefined,
-          spanGaps: true, points: { show: false },
-          value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[si]) : v),
-        })),
-      ],
-      axes: [axis(o.xLabel, 26, 16), axis(o.yLabel, 52, 18)],
-      legend: {
-        live: true,
-        markers: {
-          width: 2,
-          stroke: (u, i) => colors[i - 1],
-          fill: (u, i) => (o.series[i - 1]?.dashed ? 'transparent' : colors[i - 1]),
-          dash: (u, i) => (o.series[i - 1]?.dashed ? 'dashed' : 'solid'),
-        },
-        // Outside the role="img" element, so screen readers still read the legend's values.
-        mount: (u, table) => fig.append(table),
-      },
-      cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 } },
-      hooks: {
-        draw: [(u) => {
-          if (chart.snapshotX !== null && chart.snapshotX !== undefined) {
-            const { top, height } = u.bbox;
-            const x = Math.round(u.valToPos(chart.snapshotX, 'x', true));
-            const r = uPlot.pxRatio || pr;
-            u.ctx.save();
-            u.ctx.strokeStyle = snapColor;
-            u.ctx.lineWidth = 2 * r;
-            u.ctx.beginPath();
-            u.ctx.moveTo(x, top);
-            u.ctx.lineTo(x, top + height);
-            u.ctx.stroke();
-            u.ctx.restore();
-          }
-        }, (u) => {
-          const m = chart.marker;
-          if (!m || !Number.isFinite(m.x)) { delete fig.dataset.marker; delete fig.dataset.markerPx; return; }
-          const { left, top, width, height } = u.bbox;
-          const x = Math.round(u.valToPos(m.x, 'x', true));
-          if (x < left - 1 || x > left + width + 1) return;
-          const ctx = u.ctx;
-          const r = uPlot.pxRatio || pr;
-          ctx.save();
-          ctx.strokeStyle = markColor;
-          ctx.lineWidth = 1.5 * r;
-          ctx.setLineDash([5 * r, 4 * r]);
-          ctx.beginPath();
-          ctx.moveTo(x, top);
-          ctx.lineTo(x, top + height);
-          ctx.stroke();
-          if (m.label) {
-            ctx.setLineDash([]);
-            ctx.fillStyle = markColor;
-            ctx.font = `${Math.round(11 * r)}px system-ui, sans-serif`;
-            ctx.textBaseline = 'top';
-            const w = ctx.measureText(m.label).width;
-            const right = x + 3 * r + w <= left + width;
-            ctx.textAlign = right ? 'left' : 'right';
-            ctx.fillText(m.label, right ? x + 3 * r : x - 3 * r, top + 3 * r);
-          }
-          ctx.restore();
-          fig.dataset.marker = String(m.x);
-          fig.dataset.markerPx = String(x);
-        }],
-      },
-    };
-    this.u = new uPlot(opts, this.data, this.plot);
+    this.u = new uPlot(uplotOptions(this), this.data, this.plot);
     this.markerLegend();
     charts.add(this);
   }

@@ -1,0 +1,86 @@
+// The shipped run's curves (induction-heads paper, seed 004): train and validation loss, the
+// in-context-learning score and every head's prefix-matching score over training, from
+// models/<name>.metrics.json, with the phase change (the core's phaseChange()) as a dashed line
+// and the snapshot in use (the state's snapshot) as a solid one. Line charts: parts/line-chart.js.
+import { el } from '../../parts/dom.js';
+import { downloadCSV } from '../../parts/download.js';
+import { LineChart, destroyCharts } from '../../parts/line-chart.js';
+import { definePanel } from '../panel.js';
+import { shippedRun, fmt, COLORS, headLabel, headSeries } from './shipped.js';
+
+const shown = new WeakMap();   // run -> Map(snapshot step -> data)
+
+/** The phase-change sentence above the charts. */
+function summary(run) {
+  const { name, recs, pc, H, n, cs } = run;
+  if (pc) return `Phase change at step ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${name}.metrics.json; dashed line in every chart).`;
+  return recs.at(-1)?.prefix_matching?.length
+    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name}.`
+    : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`;
+}
+
+/** The loss, ICL and prefix-matching charts of a run. */
+function charts(run) {
+  const { metrics, recs, steps, pc, n, H } = run;
+  const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step})` } : null;
+  const line = (series, options, ys) => {
+    const c = new LineChart({ series, ...options });
+    c.setData(steps, ys);
+    return c.element;
+  };
+  return [
+    line([
+      { name: 'train loss', color: COLORS[0] },
+      { name: 'validation loss', color: COLORS[1] },
+      { name: 'loss on repeated tokens', color: COLORS[2], dashed: true },
+    ], { title: 'Loss (nats per token)', xLabel: 'training step', yLabel: 'loss', marker },
+    [recs.map((x) => x.train_loss), recs.map((x) => x.valid_loss), recs.map((x) => x.repeated_loss)]),
+    line([{ name: 'ICL score', color: COLORS[3] }],
+      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker },
+      [recs.map((x) => x.icl)]),
+    line(headSeries(n, H), { title: 'Prefix-matching (induction) score per head', xLabel: 'training step', yLabel: 'score', marker, yMin: 0 },
+      Array.from({ length: n }, (_, i) => recs.map((x) => x.prefix_matching?.[i]))),
+  ];
+}
+
+const csv = (name, recs) => downloadCSV(`${name}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') })));
+
+export default definePanel({
+  name: 'training-curves',
+  title: 'Training: the induction-head phase change',
+  view: 'training',
+  needsModel: false,
+
+  async query({ modelName, state }) {
+    const run = await shippedRun(modelName);
+    const m = /^step(\d+)$/.exec(String(state.snapshot ?? ''));
+    const snapshot = m ? Number(m[1]) : null;
+    if (!shown.has(run)) shown.set(run, new Map());
+    const byStep = shown.get(run);
+    if (!byStep.has(snapshot)) byStep.set(snapshot, { run, snapshot });
+    return byStep.get(snapshot);
+  },
+
+  render({ run, snapshot }) {
+    if (!run.recs) {
+      return el('div', {}, el('p', { role: 'status', 'aria-live': 'polite' }, el('span', { class: 'cs-unavailable', dataset: { missing: 'metrics' } },
+        `${run.name} is not trained yet: models/${run.name}.metrics.json is not available. Its curves appear here once the model zoo is trained and the site rebuilt.`)));
+    }
+    const grid = el('div', { class: 'cs-grid2' }, charts(run));
+    const node = el('div', {}, el('p', { role: 'status', 'aria-live': 'polite' }, summary(run)), grid,
+      el('div', {}, el('button', { type: 'button', onclick: () => csv(run.name, run.recs) }, 'Download the records (CSV)')));
+    node.csRun = run;
+    for (const f of grid.querySelectorAll('figure.cs-uplot')) f.csChart.setSnapshot(snapshot);
+    return node;
+  },
+
+  /** The same run at another snapshot: the solid line moves. */
+  update(node, { run, snapshot }) {
+    if (node.csRun !== run) {
+      if (node.csRun) destroyCharts(node);
+      return false;
+    }
+    for (const f of node.querySelectorAll('figure.cs-uplot')) f.csChart?.setSnapshot(snapshot);
+    return true;
+  },
+});

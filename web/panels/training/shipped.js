@@ -1,0 +1,57 @@
+// What the Training panels of the shipped run share, loaded once per model: its records
+// (models/<name>.metrics.json), the core's phase change over them, its head count and the
+// training snapshots the site has. Also the colours and names its charts use.
+import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
+import { stylesReady } from '../../parts/line-chart.js';
+
+export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+export const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
+
+/** The name of flat head i of n scores with H heads a layer ("L1H2", or "head 5" when n is not a multiple of H). */
+export const headLabel = (i, n, H) => (n % H === 0 ? `L${Math.floor(i / H)}H${i % H}` : `head ${i}`);
+
+/** The series of a prefix-matching chart: one line per head, dashed past the eighth colour. */
+export const headSeries = (n, H) => Array.from({ length: n }, (_, i) => ({ name: headLabel(i, n, H), color: COLORS[i % COLORS.length], dashed: i >= COLORS.length }));
+
+/**
+ * The strongest prefix-matching head of headScores() as "LxHy (score)".
+ * (The index of the largest score of the core's prefix_matching table, for the sentence only.)
+ */
+export function strongestHead(hs, H) {
+  const d = hs.prefix_matching.data;
+  let best = 0;
+  for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;
+  return `L${Math.floor(best / H)}H${best % H} (${fmt(d[best])})`;
+}
+
+const runs = new Map();   // model name -> Promise of its shipped run
+
+async function load(name) {
+  const cs = await getModule();   // the core's phaseChange()
+  let model = null;
+  try { model = await getModel(name); } catch { /* not trained yet */ }
+  const metrics = await getJSON(`models/${name}.metrics.json`);
+  await stylesReady;   // uPlot's stylesheet, so the charts are laid out right from the start
+  const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
+  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs };
+  const recs = Array.isArray(metrics?.records) && metrics.records.length ? metrics.records : null;
+  if (!recs) return run;
+  const n = recs[0].prefix_matching?.length ?? 0;
+  const nHeads = model?.config?.n_heads;
+  const H = nHeads > 0 ? nHeads : Math.max(1, n);
+  return { ...run, recs, n, H, steps: recs.map((x) => x.step), pc: cs.phaseChange(recs, { nHeads: H }) };
+}
+
+/**
+ * The shipped run of model `name`: {name, metrics, recs (null when the metrics are missing),
+ * steps, n (prefix-matching scores a record), H (heads a layer), pc (the core's phase change or
+ * null), hasModel, snaps (snapshot steps, increasing), cs (the module)}. The same object every time.
+ */
+export function shippedRun(name) {
+  if (!runs.has(name)) {
+    const p = load(name);
+    p.catch(() => runs.delete(name));
+    runs.set(name, p);
+  }
+  return runs.get(name);
+}

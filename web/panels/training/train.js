@@ -1,0 +1,48 @@
+// "Train it yourself": a recipe trained in a Web Worker in this page (web/trainer-worker.js),
+// with a live loss curve, pause / resume / stop and "Download model" (a .safetensors file the
+// page and the CLI load). For the induction recipes the worker also scores every head's prefix
+// matching every 10 steps; when the run ends its phase change is marked as the core's
+// phaseChange() defines it. The run itself is transient (run.js, live.js), not in the store.
+import { el } from '../../parts/dom.js';
+import { definePanel } from '../panel.js';
+import { BROWSER_RECIPES } from './recipes.js';
+import { startRun, pauseRun, resumeRun, stopRun, downloadModel } from './run.js';
+
+let uid = 0;
+const DATA = Object.freeze({ recipes: BROWSER_RECIPES });
+
+export default definePanel({
+  name: 'training-train',
+  title: 'Train it yourself',
+  view: 'training',
+  needsModel: false,
+
+  query() {
+    return DATA;   // nothing of the state: the panel is drawn once and the run lives in it
+  },
+
+  render({ recipes }) {
+    const id = `cs-training-train-${++uid}`;
+    const field = (text, control) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, text), control);
+    const run = { refs: {} };
+    const r = run.refs;
+    const button = (text, fn, disabled = true) => el('button', { type: 'button', disabled, onclick: () => fn(run) }, text);
+    r.recipe = el('select', { id: `${id}-recipe` }, Object.entries(recipes).map(([k, v]) => el('option', { value: k }, `${k}: ${v.description}`)));
+    r.steps = el('input', { type: 'number', id: `${id}-steps`, min: 1, max: 100000, step: 1, value: String(recipes[r.recipe.value].steps) });
+    r.recipe.addEventListener('change', () => { r.steps.value = String(recipes[r.recipe.value].steps); });
+    r.start = button('Start', startRun, false);
+    r.pause = button('Pause', pauseRun);
+    r.resume = button('Resume', resumeRun);
+    r.stop = button('Stop', stopRun);
+    r.download = button('Download model', downloadModel);
+    r.status = el('p', { class: 'cs-train-status', role: 'status', 'aria-live': 'polite' }, 'Not started.');
+    r.chart = el('div', { class: 'cs-train-chart cs-grid2' });
+    r.result = el('p', { class: 'cs-note', role: 'status' });
+    r.root = el('div', {},
+      el('p', { class: 'cs-explain' }, 'Trains in a Web Worker in this page; nothing leaves your machine. The character model fetches the corpus from this site and trains on it here.'),
+      el('div', { class: 'cs-controls' }, field('Recipe', r.recipe), field('Steps', r.steps)),
+      el('div', { class: 'cs-buttons' }, r.start, r.pause, r.resume, r.stop, r.download),
+      r.status, r.chart, r.result);
+    return r.root;
+  },
+});
