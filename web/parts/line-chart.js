@@ -34,7 +34,7 @@ const loaded = (link) => (link.sheet ? Promise.resolve() : new Promise((resolve)
 
 /** Resolves when the chart stylesheets are loaded (or failed to: charts then still draw). */
 export const stylesReady = typeof document === 'undefined' ? Promise.resolve() : Promise.all(STYLES.map((href) => {
-  let link = [...document.querySelectorAll('link[rel~="stylesheet"]')].find((l) => l.href === href);
+  let link = /** @type {HTMLLinkElement[]} */ ([...document.querySelectorAll('link[rel~="stylesheet"]')]).find((l) => l.href === href);
   if (!link) {
     link = el('link', { rel: 'stylesheet', href });
     document.head.append(link);
@@ -159,7 +159,11 @@ function drawMarker(chart, u, color) {
   fig.dataset.markerPx = String(x);
 }
 
-/** uPlot's options for a LineChart, with the page's current colours. */
+/**
+ * uPlot's options for a LineChart, with the page's current colours (typed loosely: uPlot's
+ * Options type wants tuples where this builds arrays).
+ * @returns {any}
+ */
 function uplotOptions(chart) {
   const o = chart.options;
   const fig = chart.element;
