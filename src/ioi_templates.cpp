@@ -211,6 +211,12 @@ std::string ioi_template_readable(const IoiTemplateTask& t, int tpl, int order) 
   });
 }
 
+bool ioi_template_uses(const IoiTemplateTask& task, int t, const std::string& slot) {
+  for (const std::string& p : pieces(task.templates.at(t)))
+    if (p == slot) return true;
+  return false;
+}
+
 bool ioi_template_held_out(const IoiTemplateTask& t, int tpl) {
   return tpl >= static_cast<int>(t.templates.size()) - t.holdout_templates;
 }

@@ -50,6 +50,8 @@ std::string ioi_template_readable(const IoiTemplateTask& task, int t, int order)
 
 // True when template t is never trained on (one of the task's last holdout_templates).
 bool ioi_template_held_out(const IoiTemplateTask& task, int t);
+// Whether template t has the slot ("{PLACE}", "{OBJECT}", "{IO}" or "{S}").
+bool ioi_template_uses(const IoiTemplateTask& task, int t, const std::string& slot);
 
 // The longest sentence in tokens, with its <BOS>.
 int ioi_template_max_len(const IoiTemplateTask& task, const Tokenizer& tok);

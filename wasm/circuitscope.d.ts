@@ -412,6 +412,12 @@ export interface IoiAnalysis {
    */
   most_contrastive: string | null;
   most_additive: string | null;
+  /** predicted === io: the model's most probable token is the answer. */
+  correct: boolean;
+  /** The names ranked by probability: indices into name_ids, most probable first (ties in list order). */
+  name_order: Int32Array;
+  /** The probability all the model's names get together. */
+  name_prob_total: number;
 }
 
 /** Over the 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> (names A..F). */
@@ -521,9 +527,10 @@ export interface IoiTemplateTask {
   /**
    * Per template (same order as `templates`): its text, its readable forms in the two orders
    * (readable[0] "When [IO] and [S] went to the [place], [S] gave a [object] to", readable[1]
-   * the S IO S order), and whether it was held out of training.
+   * the S IO S order), whether it was held out of training, and whether it has a place and an
+   * object slot.
    */
-  template_info: { index: number; text: string; readable: [string, string]; held_out: boolean }[];
+  template_info: { index: number; text: string; readable: [string, string]; held_out: boolean; uses_place: boolean; uses_object: boolean }[];
 }
 
 /**

@@ -503,6 +503,9 @@ val ioi_analysis_js(const cs::IoiAnalysis& a, int n_layers, int d_vocab, const s
   out.set("head_share_sum", tagged(a.head_share_sum, kLayerHead));
   out.set("most_contrastive", a.most_contrastive.empty() ? val::null() : val(a.most_contrastive));
   out.set("most_additive", a.most_additive.empty() ? val::null() : val(a.most_additive));
+  out.set("correct", a.correct);
+  out.set("name_order", copy_out(a.name_order.data(), a.name_order.size(), "Int32Array"));
+  out.set("name_prob_total", a.name_prob_total);
   return out;
 }
 

@@ -119,10 +119,24 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   a.head_share_sum = std::move(roles.share_sum);
   a.most_contrastive = roles.most_contrastive;
   a.most_additive = roles.most_additive;
+  a.correct = a.predicted == a.io;
   return a;
 }
 
 }  // namespace
+
+void ioi_rank_names(IoiAnalysis& a, const std::vector<int>& name_ids) {
+  const int n = static_cast<int>(name_ids.size());
+  a.name_order.resize(n);
+  std::iota(a.name_order.begin(), a.name_order.end(), 0);
+  auto p = [&](int k) {
+    const int id = name_ids[k];
+    return id >= 0 && id < static_cast<int>(a.probs.size()) ? a.probs[id] : 0.0f;
+  };
+  std::stable_sort(a.name_order.begin(), a.name_order.end(), [&](int x, int y) { return p(x) > p(y); });
+  a.name_prob_total = 0;
+  for (int k = 0; k < n; ++k) a.name_prob_total += p(k);
+}
 
 // Seed 001: IO is the name that occurs once before <MID>, S the one that occurs twice.
 IoiNames ioi_names(const std::vector<int>& tokens, int pos, const std::vector<int>& names) {

@@ -73,8 +73,18 @@ struct IoiAnalysis {
   Tensor<float> head_share_diff;  // [n_layers, n_heads] head_diff / logit_diff
   Tensor<float> head_share_sum;   // [n_layers, n_heads] head_sum / (logit_io + logit_s)
   std::string most_contrastive, most_additive;  // "L{l}H{h}", or "" when the total is 0
+
+  bool correct = false;  // predicted == io: the model's most probable token is the answer
+  // The model's names ranked by probability (set by ioi_rank_names): indices into its name list,
+  // most probable first (ties: list order), and the probability all names get together.
+  std::vector<int> name_order;
+  double name_prob_total = 0;
 };
 constexpr int kIoiTopK = 5;
+
+// Ranks `name_ids` (the model's names as token ids) by a.probs: fills a.name_order and
+// a.name_prob_total.
+void ioi_rank_names(IoiAnalysis& a, const std::vector<int>& name_ids);
 
 // Which heads carry the logit difference and the logit sum (seed 001: one contrastive head along
 // IO-S, one additive head along IO+S). A head's share of the difference is its direct contribution

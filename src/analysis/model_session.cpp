@@ -141,13 +141,17 @@ nlohmann::json ModelSession::ioi_task_json() const {
     j["template_info"].push_back({{"index", t},
                                   {"text", task_->templates[t]},
                                   {"readable", {ioi_template_readable(*task_, t, 0), ioi_template_readable(*task_, t, 1)}},
-                                  {"held_out", ioi_template_held_out(*task_, t)}});
+                                  {"held_out", ioi_template_held_out(*task_, t)},
+                                  {"uses_place", ioi_template_uses(*task_, t, "{PLACE}")},
+                                  {"uses_object", ioi_template_uses(*task_, t, "{OBJECT}")}});
   return j;
 }
 
 IoiAnalysis ModelSession::ioi(const std::vector<int>& ids, const Intervention& iv) const {
   check_context_length(file_.cfg, static_cast<int>(ids.size()), "ioi");
-  return ioi_analyse(file_.params, ids, iv, names_);
+  IoiAnalysis a = ioi_analyse(file_.params, ids, iv, names_);
+  ioi_rank_names(a, name_ids_);
+  return a;
 }
 
 Batch ModelSession::ioi_sequences(std::optional<IoiSplit> split) const {

@@ -34,6 +34,26 @@ TEST(ModelSession, TemplateModelCarriesItsTaskSplitsAndNames) {
   const IoiAnalysis a = m.ioi(s.tokens, Intervention());
   EXPECT_EQ(a.io, m.ioi_name_ids()[0]);
   EXPECT_EQ(a.s, m.ioi_name_ids()[1]);
+  EXPECT_EQ(a.correct, a.predicted == a.io);
+  // The names ranked by probability: a permutation of the name list, most probable first, and
+  // their total probability.
+  const auto& ids = m.ioi_name_ids();
+  ASSERT_EQ(a.name_order.size(), ids.size());
+  double total = 0;
+  for (std::size_t k = 0; k < ids.size(); ++k) total += a.probs[ids[k]];
+  EXPECT_NEAR(a.name_prob_total, total, 1e-9);
+  std::vector<int> seen(ids.size(), 0);
+  for (std::size_t r = 0; r < a.name_order.size(); ++r) {
+    ++seen.at(a.name_order[r]);
+    if (r > 0) EXPECT_GE(a.probs[ids[a.name_order[r - 1]]], a.probs[ids[a.name_order[r]]]);
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(ids.size()));
+  // Which templates have a place and an object slot, as the template text says.
+  for (std::size_t t = 0; t < j["template_info"].size(); ++t) {
+    const std::string text = m.ioi_task()->templates[t];
+    EXPECT_EQ(j["template_info"][t]["uses_place"], text.find("{PLACE}") != std::string::npos) << text;
+    EXPECT_EQ(j["template_info"][t]["uses_object"], text.find("{OBJECT}") != std::string::npos) << text;
+  }
 }
 
 TEST(ModelSession, SymbolicModelUsesTheSymbolicTask) {

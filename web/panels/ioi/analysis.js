@@ -75,8 +75,8 @@ function analyse(model, tokens, iv) {
   const a = model.ioi(tokens, iv);
   const run = model.run(tokens, iv, { logits: false });
   const vocab = model.tokenizer.vocab;
-  // The model's answer, as a word, and whether it is the core's IO token.
-  return { a, patterns: run.patterns, vocab, prob: a.probs.data, predicted: vocab[a.predicted] ?? `#${a.predicted}`, right: a.predicted === a.io };
+  // The model's answer, as a word, and whether the core says it is the answer.
+  return { a, patterns: run.patterns, vocab, prob: a.probs.data, predicted: vocab[a.predicted] ?? `#${a.predicted}`, right: a.correct };
 }
 
 function symbolic(model, st, iv, order) {
@@ -120,8 +120,7 @@ function templateChoice(task, st, modelName) {
   };
   const place = pick(st.place, task.places, 'place');
   const object = pick(st.object, task.objects, 'object');
-  const usesPlace = task.templates[t].includes('{PLACE}');
-  const usesObject = task.templates[t].includes('{OBJECT}');
+  const { uses_place: usesPlace, uses_object: usesObject } = task.template_info[t];
   return { t, place, object, usesPlace, usesObject, notices, heldT: task.template_info[t].held_out };
 }
 

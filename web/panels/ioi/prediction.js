@@ -30,9 +30,9 @@ function templates(d) {
   const { names, io, s } = d;
   const nameIds = names.map((n) => vocab.indexOf(n));
   const verdict = [badge(right), ` The model's most probable next word is "${predicted}"${nameIds.includes(a.predicted) ? '' : ' (not a name)'}; the answer is ${names[io]}. ${numbers(a)}`];
-  // The most probable names, and IO and S wherever they rank (ranks among the names).
+  // The most probable names, and IO and S wherever they rank (the core's ranks among the names).
   const pName = nameIds.map((id) => prob[id]);
-  const byProb = names.map((_, k) => k).sort((x, y) => pName[y] - pName[x]);
+  const byProb = Array.from(a.name_order);
   const shown = byProb.filter((k, rank) => rank < TOP_NAMES || k === io || k === s);
   const rows = shown.map((k) => {
     const p = pName[k];
@@ -46,7 +46,7 @@ function templates(d) {
       dataset: { name: names[k], prob: p.toFixed(6), role: role.toLowerCase(), rank: String(rank) },
     });
   });
-  const mass = pName.reduce((x, y) => x + y, 0);
+  const mass = a.name_prob_total;
   const note = `Shown: the ${TOP_NAMES} most probable of the ${names.length} names, and IO and S wherever they rank (numbers are ranks among the names). All names together get ${pct(mass)}; the other words of the vocabulary ${pct(Math.max(0, 1 - mass))}.`;
   return { verdict, rows, note,
     dataset: { ready: 'true', predicted, io: names[io], s: names[s], right: String(right), sentence: d.sentence.text, probIo: String(a.prob_io), probS: String(a.prob_s) } };
