@@ -65,6 +65,6 @@ mkdirSync(path.join(root, 'build', 'hardening'), { recursive: true });
 writeFileSync(path.join(root, 'build', 'hardening', 'hostile-links.json'), JSON.stringify({
   seed, modes, lanes, limit, corpus, links: links.length, seconds, byKind,
   settle: Object.fromEntries([...modes, 'all'].map((m) => [m, settleFigures(m === 'all' ? results : results.filter((r) => r.mode === m))])),
-  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash), mode: r.mode, ms: r.ms, opened: r.opened, failures: r.failures })),
+  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash), mode: r.mode, ms: r.ms, heard: r.heard, opened: r.opened, failures: r.failures })),
 }, null, 1));
 process.exit(failed.length ? 1 : 0);
