@@ -84,6 +84,8 @@ async function openHash() {
     document.body.dataset.hashError = 'true';
     state = decodeHash('').state;
   } else {
+    // A link that opens takes away the sentence about the last one that did not.
+    if (document.body.dataset.hashError) setStatus('');
     delete document.body.dataset.hashError;
   }
   store.dispatch({ type: 'replace', state });

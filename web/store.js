@@ -128,9 +128,10 @@ export function encodeState(state) {
     if (s !== null && s !== undefined) p.set(key, s);
   }
   if (typeof state.text === 'string') {
-    const plain = encodeURIComponent(state.text);
-    const packed = LZString.compressToEncodedURIComponent(state.text);
-    if (plain.length <= 120 || plain.length <= packed.length) p.set('text', state.text);
+    const text = wellFormed(state.text);
+    const plain = encodeURIComponent(text);
+    const packed = LZString.compressToEncodedURIComponent(text);
+    if (plain.length <= 120 || plain.length <= packed.length) p.set('text', text);
     else p.set('tz', packed);
   }
   return p.toString();
@@ -163,14 +164,70 @@ function upgradeV1(key, value) {
   return [key, unquote(value)];
 }
 
+// lz-string's decompressFromEncodedURIComponent, stopping as soon as the text passes `max`
+// characters: a few kilobytes of compressed text can stand for hundreds of millions of characters
+// (each code one character longer than the one before), which lz-string would build in full, and
+// a damaged stream can make it throw a TypeError. Returns the text, null if the stream is
+// damaged, or Infinity if the text would be longer than max.
+const URI_SAFE = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-$';
+export function unpackText(packed, max = MAX_TEXT) {
+  const s = packed.replace(/ /g, '+');
+  if (s === '') return null;
+  const value = (i) => Math.max(0, URI_SAFE.indexOf(s.charAt(i)));   // past the end or outside the alphabet: 0, as lz-string
+  let val = value(0), position = 32, index = 1;
+  const read = (n) => {   // n bits, least significant first
+    let bits = 0;
+    for (let power = 1; power < 2 ** n; power *= 2) {
+      if (val & position) bits += power;
+      position >>= 1;
+      if (position === 0) { position = 32; val = value(index++); }
+    }
+    return bits;
+  };
+  const literal = (code) => String.fromCharCode(read(code === 0 ? 8 : 16));
+  const first = read(2);
+  if (first === 2) return '';
+  if (first === 3) return null;
+  let w = literal(first);
+  const dict = [null, null, null, w];
+  const out = [w];
+  let length = 1, numBits = 3, enlargeIn = 4;
+  for (;;) {
+    if (index > s.length) return null;          // the stream ends without its end mark
+    let code = read(numBits);
+    if (code === 2) return out.join('');
+    if (code < 2) {
+      dict.push(literal(code));
+      code = dict.length - 1;
+      if (--enlargeIn === 0) { enlargeIn = 2 ** numBits; numBits++; }
+    }
+    let entry;
+    if (code < dict.length && dict[code]) entry = dict[code];
+    else if (code === dict.length) entry = w + w.charAt(0);
+    else return null;
+    length += entry.length;
+    if (length > max) return Infinity;
+    out.push(entry);
+    dict.push(w + entry.charAt(0));
+    w = entry;
+    if (--enlargeIn === 0) { enlargeIn = 2 ** numBits; numBits++; }
+  }
+}
+
+// Text with its lone surrogates (which compressed text can hold) replaced by U+FFFD, as a text=
+// of broken UTF-8 reads: such a text could not be percent-encoded into the next link.
+const wellFormed = (t) => (typeof t.toWellFormed === 'function' ? t.toWellFormed() : t.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd'));
+
 function readText(key, value) {
+  const tooLong = new Error(`its text is longer than ${MAX_TEXT.toLocaleString('en')} characters`);
   let text = value;
   if (key === 'tz') {
-    text = LZString.decompressFromEncodedURIComponent(value);
+    text = unpackText(value, MAX_TEXT);
+    if (text === Infinity) throw tooLong;
     if (typeof text !== 'string' || (text === '' && value !== '')) throw new Error('its compressed text is damaged');
   }
-  if (text.length > MAX_TEXT) throw new Error(`its text is longer than ${MAX_TEXT.toLocaleString('en')} characters`);
-  return text;
+  if (text.length > MAX_TEXT) throw tooLong;
+  return wellFormed(text);
 }
 
 /**

@@ -111,3 +111,60 @@ test('store: interventionOf expands * ends to the paths from an earlier layer in
   assert.match(S.checkState({ model: 'm', snapshot: 'step5', ablate: [], cut: [] }, { config, snapshots: ['step0'] }), /no training snapshot step5/);
   assert.equal(S.checkState({ model: 'm', head: 'L1H1', ablate: ['L0H0'], cut: ['*>*.v'] }, { config }), null);
 });
+
+// Compressed text (tz) is read by the store's own bounded decoder of lz-string's format.
+const { lzBomb } = await import('../hardening/hostile-links-lib.mjs');
+const LZ = (await import(pathToFileURL(path.join(site, 'vendor', 'lz-string.mjs')).href)).default;
+
+test('store: damaged compressed text gives a sentence, not lz-string\'s TypeError', () => {
+  // lz-string itself throws "Cannot read properties of undefined (reading 'charAt')" on these.
+  for (const tz of ['y', 'z', 'yA', 'y$', 'zzzz']) {
+    assert.throws(() => LZ.decompressFromEncodedURIComponent(tz), TypeError, `lz-string throws on ${tz}`);
+    const { state, error } = S.decodeHash(`#v=2&tz=${tz}`);
+    assert.equal(error, 'This link could not be read (its compressed text is damaged), so the default view is shown.', tz);
+    assert.deepEqual(state, S.decodeHash('').state);
+  }
+});
+
+test('store: the decoder reads what lz-string writes, and damaged streams as lz-string does (or refuses them)', () => {
+  const r = rng(16);
+  const alphabets = ['ab', 'abcdefgh ', 'é✓😀שלום', 'The cat sat on the mat. '];
+  for (let i = 0; i < 500; i++) {
+    const a = r.pick(alphabets);
+    let text = '';
+    for (let k = r.int(2000); k > 0; k--) text += a[r.int(a.length)];
+    const packed = LZ.compressToEncodedURIComponent(text);
+    assert.equal(S.unpackText(packed, Infinity), text, `text ${i}`);
+    const chars = [...packed];
+    for (let k = 0; k <= r.int(4); k++) chars[r.int(chars.length)] = 'ABCXYZabcxyz0189+-$@~'[r.int(21)];
+    const damaged = r.next() < 0.3 ? packed.slice(0, r.int(packed.length)) : chars.join('');
+    let want;
+    try { want = LZ.decompressFromEncodedURIComponent(damaged); } catch { want = null; }
+    const got = S.unpackText(damaged, Infinity);
+    assert.equal(got === '' ? null : got, want === '' ? null : want, `damaged ${i}: ${damaged.slice(0, 60)}`);
+  }
+});
+
+test('store: compressed text that explodes is refused before it is built', () => {
+  // 26,000 codes (59 KB of link) stand for 338 million characters.
+  const bomb = lzBomb(26_000);
+  const t0 = performance.now();
+  const { state, error } = S.decodeHash(`#v=2&tz=${bomb}`);
+  const ms = performance.now() - t0;
+  assert.equal(error, 'This link could not be read (its text is longer than 100,000 characters), so the default view is shown.');
+  assert.deepEqual(state, S.decodeHash('').state);
+  assert.ok(ms < 200, `refused in ${ms.toFixed(0)} ms`);
+  assert.equal(S.unpackText(lzBomb(445)).length, 99_681, 'just under the limit it is read');
+  assert.equal(S.decodeHash(`#v=2&tz=${lzBomb(445)}`).state.text, 'a'.repeat(99_681));
+  assert.equal(S.unpackText(lzBomb(446)), Infinity, 'just over, refused');
+});
+
+test('store: a lone surrogate in compressed text reads as U+FFFD, so the next link can be written', () => {
+  // A stream of one 16-bit literal, U+D800, and the end mark.
+  const { state, error } = S.decodeHash('#v=2&tz=gAbQ');
+  assert.equal(error, null);
+  assert.equal(state.text, '\ufffd');
+  assert.doesNotThrow(() => S.encodeState({ ...state, text: 'a\ud800b\udc00' }));
+  assert.equal(S.decodeHash(S.encodeState({ ...state, text: 'a\ud800b' })).state.text, 'a\ufffdb');
+  assert.equal(S.linkOf({ ...S.DEFAULT_STATE, text: '\udfff'.repeat(500) }).textLeftOut, false);
+});

@@ -1,0 +1,62 @@
+// A seeded sample of the hostile-link corpus (tests/hardening/hostile-links-lib.mjs) opened in
+// Chromium with the page's content security policy sent as a header: the links take turns being
+// opened fresh (a new page) and by hashchange (a page that is kept). Each must settle within a
+// second when opened by hashchange (its view, or a sentence and the default view; fresh opens over
+// the limit are listed), run no payload, put no payload's element
+// in the DOM, throw nothing, log no console error, leave no blank page, ask no other origin, and
+// show no message with the page's internals. HOSTILE_SAMPLE=n (default 300), HOSTILE_SEED=n
+// (default 1), HOSTILE_LANES=n (default 2), HOSTILE_LIMIT_MS (default 1000). The whole corpus:
+// `node tests/hardening/hostile-links.mjs --all` (tests/hardening/README.md).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadSite, hostileLinks, sampleLinks, openLinks, settleFigures } from '../hardening/hostile-links-lib.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const SAMPLE = Number(process.env.HOSTILE_SAMPLE ?? 300);
+const SEED = Number(process.env.HOSTILE_SEED ?? 1);
+const LANES = Number(process.env.HOSTILE_LANES ?? 2);
+const LIMIT = Number(process.env.HOSTILE_LIMIT_MS ?? 1000);
+
+const short = (h) => (h.length > 200 ? `${h.slice(0, 200)}… (${h.length.toLocaleString('en')} characters)` : h);
+
+test(`hostile links: a sample of ${SAMPLE} (seed ${SEED}) settle within ${LIMIT} ms with no payload run, no error and no internals shown`, async (t) => {
+  const started = Date.now();
+  const loaded = await loadSite(site);
+  const links = sampleLinks(hostileLinks(loaded, { seed: SEED }), SAMPLE, SEED);
+  const results = await openLinks(links, { site, alternate: true, lanes: LANES, limit: LIMIT, defaultState: loaded.S.decodeHash('').state });
+  // A fresh page's time holds its cold start (WASM, the model, the view's first computation), which
+  // on this shared machine passes a second by itself under load: a fresh open over the limit is
+  // reported here, not failed; a hashchange open is held to the limit. The full corpus's figures
+  // are in tests/hardening/README.md.
+  const slowFresh = results.filter((r) => r.mode === 'fresh' && r.failures.length && r.failures.every((f) => f.kind === 'slow'));
+  for (const r of slowFresh) t.diagnostic(`slow fresh open (${Math.round(r.ms)} ms, opened ${r.opened}): ${short(r.link.hash).slice(0, 120)}`);
+  const failed = results.filter((r) => r.failures.length && !slowFresh.includes(r));
+  for (const m of ['fresh', 'hashchange']) {
+    const f = settleFigures(results.filter((r) => r.mode === m));
+    t.diagnostic(`${m}: ${f.n} settled, median ${f.median.toFixed(0)} ms, max ${f.max.toFixed(0)} ms`);
+  }
+  t.diagnostic(`${results.length} links, ${failed.length} failed, ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  assert.equal(results.length, links.length);
+  assert.deepEqual(failed.map((r) => `${r.mode}, ${r.link.kind} (${r.link.note}; opened ${r.opened}): ${r.failures.map((f) => `${f.kind}: ${f.what}`).join('; ')}\n    link: ${short(r.link.hash)}`), []);
+});
+
+test('hostile links: a link that opens after one that could not be read takes the sentence away', async () => {
+  const { launchChromium, startCspProxy } = await import('./chromium.mjs');
+  const { CSP } = await import('../../scripts/serve.mjs');
+  const proxy = await startCspProxy(site, CSP);
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${proxy.origin}/#v=2&view=%3Cscript%3E`);
+    await page.waitForFunction(() => /could not be read/.test(document.querySelector('#app-status').textContent) && document.body.dataset.hashError === 'true');
+    await page.evaluate(() => { location.hash = '#v=2&view=circuits'; });
+    await page.waitForFunction(() => window.__cs.store.state.view === 'circuits' && !document.body.dataset.hashError);
+    assert.equal(await page.$eval('#app-status', (e) => (e.hidden ? '' : e.textContent)), '');
+  } finally {
+    await browser.close();
+    await proxy.close();
+  }
+});
