@@ -1,19 +1,22 @@
 // The attention pattern of every head on the IOI sequence or sentence (the core's run()): rows
 // are the query (the position attending), columns the key, darker is more attention; the
-// causal triangle is blank. One figure per head, drawn by patternFigure() from plain arrays.
+// causal triangle is blank. One figure per head, drawn by the shared attention-pattern part (as
+// the Induction view's), with the hovered cell named under it.
 import { el } from '../../parts/dom.js';
-import { heatmap } from '../../parts/heatmap.js';
+import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
 import { definePanel } from '../panel.js';
 import { ioiInput } from './analysis.js';
 
 /**
  * One head's pattern as a figure: `data` holds T×T attention weights from `offset`; labelsX label
- * the columns (short), labelsY the rows (and the figure's description); `cell` is the cell size.
+ * the axes (short), labelsY the figure's description; `cell` is the cell size.
  */
 export function patternFigure({ data, offset = 0, size }, { name, labelsX, labelsY, cell }) {
   const canvas = el('canvas', { width: 220, height: 180, role: 'img', 'aria-label': `Attention pattern of head ${name} over: ${labelsY.join(' ')}` });
-  heatmap(canvas, { data, offset, rows: size, cols: size }, { min: 0, max: 1, cell, labelsX, labelsY, mask: (q, k) => k > q });
-  return el('figure', { class: 'cs-figure' }, canvas, el('figcaption', {}, name));
+  drawPattern(canvas, { pattern: data, offset, T: size, labels: labelsX }, { cellPx: cell, labelled: 64 });
+  const readout = el('figcaption', { class: 'cs-pattern-hover' }, name);
+  hoverPattern(canvas, (c) => { readout.textContent = c ? `${name}: ${describeCell(c)}` : name; });
+  return el('figure', { class: 'cs-figure' }, canvas, readout);
 }
 
 /** Every head's figure from patterns of shape [layers, heads, T, T]. */
