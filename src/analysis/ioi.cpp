@@ -1,6 +1,7 @@
 // IOI analysis of the symbolic task (seed 001): decomposition along the sum and difference
 // directions, logit lens, task accuracy, composition cuts.
 #include "analysis/ioi.h"
+#include "checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -158,6 +159,7 @@ IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, 
   const int T = static_cast<int>(tokens.size());
   ActivationCache<float> cache;
   forward(p, tokens, 1, T, cache, iv);
+  check_output_finite(cache);
   return analyse_row(p, cache, 0, T - 1, names);
 }
 
@@ -168,6 +170,7 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Inter
     throw std::invalid_argument("IOI: the sequences do not form a [B, T] batch");
   ActivationCache<float> cache;
   forward(p, seq.tokens, B, T, cache, iv);
+  check_output_finite(cache);
   const int NL = p.cfg.n_layers, H = p.cfg.n_heads;
   IoiEvaluation e;
   e.n = B;
