@@ -361,8 +361,9 @@ export function nonFinite(call, value, where = '') {
 const WASM_INTERNALS = /json\.exception|\[json\.|std::|bad_alloc|bad_array_new_length|basic_string|vector::|_M_|what\(\)|terminate called|Assertion|Aborted|abort\(|RuntimeError|unreachable|memory access out of bounds|out of memory|Cannot enlarge memory|call stack|wasm-function|\.wasm:|internal error|undefined is not|is not a function|Cannot read prop/i;
 
 // {outcome: 'finite' | 'refused' | 'failed', problem?, message?} for one call's {value} or {error}.
-export function judgeWasmCall(call, { value, error }) {
-  if (error === undefined) {
+export function judgeWasmCall(call, outcome) {
+  const { value, error } = outcome;
+  if (!('error' in outcome)) {
     const bad = nonFinite(call, value);
     return bad ? { outcome: 'failed', problem: `non-finite output: ${bad}` } : { outcome: 'finite' };
   }
@@ -395,9 +396,14 @@ export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wa
     worker.on('message', deliver);
     worker.on('error', (error) => deliver({ type: 'error', error }));
     worker.on('exit', (code) => deliver({ type: 'exit', code }));
+    const timer = setTimeout(() => deliver({ type: 'timeout' }), Math.max(60000, 3 * timeoutMs));
     wait((msg) => {
       pending = null;
-      if (msg.type === 'ready') resolve(msg); else reject(new Error(`the corrupt-model worker did not start: ${msg.error?.message ?? `exit ${msg.code}`}`));
+      clearTimeout(timer);
+      if (msg.type === 'ready') return resolve(msg);
+      worker.removeAllListeners();
+      worker.terminate();
+      reject(new Error(`the corrupt-model worker did not start: ${msg.error?.message ?? (msg.type === 'timeout' ? 'no answer' : `exit ${msg.code}`)}`));
     });
   });
   const next = (type) => new Promise((resolve) => wait((msg) => { if (msg.type === type) { pending = null; resolve(msg); } }));
@@ -406,7 +412,7 @@ export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wa
   stats.startHeap = stats.peakHeap = ready.heapSize;
   for (let i = 0; i < cases.length; ++i) {
     const c = cases[i];
-    let call = null;
+    let call = 'load';
     let timer = null;
     const fail = (problem) => stats.failures.push({ case: c.name, index: i, call, problem });
     const outcome = await new Promise((resolve) => {
@@ -450,7 +456,7 @@ export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wa
       }
     }
     if (outcome.results[0]?.outcome === 'finite') ++stats.loaded;
-    stats.peakHeap = Math.max(stats.peakHeap, outcome.heapSize);
+    if (outcome.heapSize > stats.peakHeap) { stats.peakHeap = outcome.heapSize; stats.peakFile = c.name; }
     if (outcome.trapped) {
       ++stats.restarts;
       await next('ready');
@@ -468,7 +474,7 @@ export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wa
   stats.summary = `corrupt models (WASM module): ${stats.files} files (${stats.loaded} loaded), ${stats.calls} calls: ` +
     `${stats.finite} finite, ${stats.refused} refused with a sentence, ${stats.failures.length} failures; ` +
     `malloc'd bytes after delete() ${stats.maxDrift === 0 ? 'always back at the baseline' : `off by up to ${stats.maxDrift} (${stats.driftFile})`}, ` +
-    `heap ${mb(stats.startHeap)} -> peak ${mb(stats.peakHeap)}, ${stats.restarts} restarts, slowest call ${stats.slowest.call ?? '-'} ${(stats.slowest.ms / 1000).toFixed(1)} s ` +
+    `heap ${mb(stats.startHeap)} -> peak ${mb(stats.peakHeap)}${stats.peakFile ? ` (${stats.peakFile})` : ''}, ${stats.restarts} restarts, slowest call ${stats.slowest.call ?? '-'} ${(stats.slowest.ms / 1000).toFixed(1)} s ` +
     `(${stats.seconds.toFixed(0)} s)`;
   return stats;
 }
