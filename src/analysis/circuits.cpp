@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "checks.h"
 #include "rng.h"
 
 namespace cs {
@@ -691,6 +692,7 @@ SkipTrigrams skip_trigrams(const Params<float>& p, int layer, int head, int k, i
   ActivationCache<float> cache;
   const int nseq = static_cast<int>(seq_row.size());
   forward(p, tokens, nseq, len, cache);
+  check_output_finite(cache);   // as every forward pass an analysis makes
   auto prob = [&](int x, int d, int o) {
     const int n = seq_row.at({x, d}) * len + len - 1;
     RowVecT<double> lg = drow(cache.logits.mat(), n);

@@ -1,6 +1,7 @@
 // IOI analysis of the symbolic task (seed 001): decomposition along the sum and difference
 // directions, logit lens, task accuracy, composition cuts.
 #include "analysis/ioi.h"
+#include "checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +173,7 @@ IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, 
   const int T = static_cast<int>(tokens.size());
   ActivationCache<float> cache;
   forward(p, tokens, 1, T, cache, iv);
+  check_output_finite(cache);
   return analyse_row(p, cache, 0, T - 1, names);
 }
 
@@ -198,6 +200,7 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Inter
       const auto first = seq.tokens.begin() + static_cast<std::ptrdiff_t>(b) * T;
       chunk.assign(first, first + static_cast<std::ptrdiff_t>(nb) * T);
       forward(p, chunk, nb, T, cache, iv);
+      check_output_finite(cache);
     }
     int pos = T - 1;
     if (seq.mask.size() == seq.tokens.size())

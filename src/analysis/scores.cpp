@@ -1,5 +1,6 @@
 // Head scores, per-token loss, top-k predictions, ICL score and ablation (seed 004).
 #include "analysis/scores.h"
+#include "checks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,7 @@ HeadScores head_scores(const Params<float>& p, const ActivationCache<float>& cac
 HeadScores head_scores(const Params<float>& p, const RepeatedTokens& rt) {
   ActivationCache<float> cache;
   forward(p, rt.tokens, rt.B, rt.T(), cache);
+  check_output_finite(cache);  // an overflowed pass would give NaN scores
   return head_scores(p, cache, rt);
 }
 
@@ -213,7 +215,9 @@ AblationResult ablate(const Params<float>& p, const std::vector<int>& tokens, in
                       int icl_early, int icl_late) {
   ActivationCache<float> clean, hit;
   forward(p, tokens, B, T, clean);
+  check_output_finite(clean);
   forward(p, tokens, B, T, hit, iv);
+  check_output_finite(hit);
   AblationResult r;
   Tensor<float> clean_pt = per_token_loss(clean);
   r.per_token = per_token_loss(hit);

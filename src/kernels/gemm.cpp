@@ -20,23 +20,36 @@ namespace {
 constexpr int MR = 4;    // rows of a micro-tile
 constexpr int NR = 8;    // columns of a micro-tile
 constexpr int KC = 256;  // depth of a packed block
-constexpr int MC = 64;   // rows of a packed block of A
+constexpr int MC = 64;    // rows of a packed block of A
+constexpr int NC = 2048;  // columns of a packed block of B
 
-// Packed panels, per thread, grown to the largest shape seen.
+// Packed panels, per thread, of a fixed size (one KC x NC block of B, one MC x KC block of A:
+// 2 MB + 64 KB), allocated at the first product: however wide a product is (a vocabulary of a
+// million columns), the memory kept between calls does not grow with it.
 struct Scratch {
   std::vector<float> a, b;
 };
 Scratch& scratch() {
   static thread_local Scratch s;
+  if (s.b.empty()) {
+    s.a.resize(static_cast<std::size_t>(MC) * KC);
+    s.b.resize(static_cast<std::size_t>(KC) * NC);
+  }
   return s;
 }
 
-// op(B)[kc0 .. kc0+kb, 0 .. N] -> panels of NR columns: panel p holds, for each k, the NR values
-// of columns p*NR .. p*NR+NR-1 (zero past N).
-void pack_b(const GemmArgs& g, int kc0, int kb, float* out) {
-  const int panels = (g.N + NR - 1) / NR;
+}  // namespace
+
+std::size_t gemm_scratch_bytes() { return sizeof(float) * (static_cast<std::size_t>(MC) * KC + static_cast<std::size_t>(KC) * NC); }
+
+namespace {
+
+// op(B)[kc0 .. kc0+kb, nc0 .. nc0+nb] -> panels of NR columns: panel p holds, for each k, the NR
+// values of columns nc0+p*NR .. nc0+p*NR+NR-1 (zero past N).
+void pack_b(const GemmArgs& g, int kc0, int kb, int nc0, int nb, float* out) {
+  const int panels = (nb + NR - 1) / NR;
   for (int p = 0; p < panels; ++p) {
-    const int j0 = p * NR, nc = std::min(NR, g.N - j0);
+    const int j0 = nc0 + p * NR, nc = std::min(NR, g.N - j0);
     float* dst = out + static_cast<std::size_t>(p) * kb * NR;
     if (g.op_b == Op::N) {
       for (int k = 0; k < kb; ++k) {
@@ -213,49 +226,49 @@ void sgemm_impl(const GemmArgs& g) {
     return;
   }
   Scratch& s = scratch();
-  const int panels_n = (g.N + NR - 1) / NR;
-  const std::size_t need_b = static_cast<std::size_t>(panels_n) * NR * std::min(KC, g.K);
-  const std::size_t need_a = static_cast<std::size_t>(MC) * std::min(KC, g.K);
-  if (s.b.size() < need_b) s.b.resize(need_b);
-  if (s.a.size() < need_a) s.a.resize(need_a);
   float acc[MR * NR];
   // The vector kernel reads an untransposed A in place.
   const bool direct_a = Vector && CS_KERNELS_VECTOR && g.op_a == Op::N;
 
-  for (int kc0 = 0; kc0 < g.K; kc0 += KC) {
-    const int kb = std::min(KC, g.K - kc0);
-    const bool first = kc0 == 0;
-    pack_b(g, kc0, kb, s.b.data());
-    for (int mc0 = 0; mc0 < g.M; mc0 += MC) {
-      const int mb = std::min(MC, g.M - mc0);
-      if (!direct_a) pack_a(g, mc0, mb, kc0, kb, s.a.data());
-      for (int pj = 0; pj < panels_n; ++pj) {
-        const int j0 = pj * NR, nc = std::min(NR, g.N - j0);
-        const float* bp = s.b.data() + static_cast<std::size_t>(pj) * kb * NR;
-        for (int i0 = mc0; i0 < mc0 + mb; i0 += MR) {
-          const int mr = std::min(MR, mc0 + mb - i0);
-          const int i_last = i0 + mr - 1;
-          if (g.causal == Causal::LowerC && j0 > i_last) continue;  // tile entirely above the diagonal
-          int k_lo, k_hi;
-          k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
-          const float* ap = s.a.data() + static_cast<std::size_t>((i0 - mc0) / MR) * kb * MR;
-          const int kn = std::max(0, k_hi - k_lo);
+  for (int nc0 = 0; nc0 < g.N; nc0 += NC) {
+    const int nb = std::min(NC, g.N - nc0);
+    const int panels_n = (nb + NR - 1) / NR;
+    for (int kc0 = 0; kc0 < g.K; kc0 += KC) {
+      const int kb = std::min(KC, g.K - kc0);
+      const bool first = kc0 == 0;
+      pack_b(g, kc0, kb, nc0, nb, s.b.data());
+      for (int mc0 = 0; mc0 < g.M; mc0 += MC) {
+        const int mb = std::min(MC, g.M - mc0);
+        if (g.causal == Causal::LowerC && nc0 > mc0 + mb - 1) continue;  // block entirely above the diagonal
+        if (!direct_a) pack_a(g, mc0, mb, kc0, kb, s.a.data());
+        for (int pj = 0; pj < panels_n; ++pj) {
+          const int j0 = nc0 + pj * NR, nc = std::min(NR, g.N - j0);
+          const float* bp = s.b.data() + static_cast<std::size_t>(pj) * kb * NR;
+          for (int i0 = mc0; i0 < mc0 + mb; i0 += MR) {
+            const int mr = std::min(MR, mc0 + mb - i0);
+            const int i_last = i0 + mr - 1;
+            if (g.causal == Causal::LowerC && j0 > i_last) continue;  // tile entirely above the diagonal
+            int k_lo, k_hi;
+            k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
+            const float* ap = s.a.data() + static_cast<std::size_t>((i0 - mc0) / MR) * kb * MR;
+            const int kn = std::max(0, k_hi - k_lo);
 #if CS_KERNELS_VECTOR
-          if constexpr (Vector) {
-            const float* b_at = bp + static_cast<std::size_t>(k_lo) * NR;
-            if (direct_a) {
-              const float* rows[MR];  // rows past M repeat the last one; their results are not stored
-              for (int r = 0; r < MR; ++r)
-                rows[r] = g.A + static_cast<std::size_t>(i0 + std::min(r, mr - 1)) * g.lda + kc0 + k_lo;
-              micro_vector<false>(g, kn, nullptr, rows, b_at, i0, mr, j0, nc, first);
-            } else {
-              micro_vector<true>(g, kn, ap + static_cast<std::size_t>(k_lo) * MR, nullptr, b_at, i0, mr, j0, nc, first);
+            if constexpr (Vector) {
+              const float* b_at = bp + static_cast<std::size_t>(k_lo) * NR;
+              if (direct_a) {
+                const float* rows[MR];  // rows past M repeat the last one; their results are not stored
+                for (int r = 0; r < MR; ++r)
+                  rows[r] = g.A + static_cast<std::size_t>(i0 + std::min(r, mr - 1)) * g.lda + kc0 + k_lo;
+                micro_vector<false>(g, kn, nullptr, rows, b_at, i0, mr, j0, nc, first);
+              } else {
+                micro_vector<true>(g, kn, ap + static_cast<std::size_t>(k_lo) * MR, nullptr, b_at, i0, mr, j0, nc, first);
+              }
+              continue;
             }
-            continue;
-          }
 #endif
-          micro_plain(kn, ap + static_cast<std::size_t>(k_lo) * MR, bp + static_cast<std::size_t>(k_lo) * NR, acc);
-          store_tile_scalar(g, acc, i0, mr, j0, nc, first);
+            micro_plain(kn, ap + static_cast<std::size_t>(k_lo) * MR, bp + static_cast<std::size_t>(k_lo) * NR, acc);
+            store_tile_scalar(g, acc, i0, mr, j0, nc, first);
+          }
         }
       }
     }

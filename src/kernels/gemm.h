@@ -24,8 +24,9 @@
 // can write each head's block of columns into that head's own [rows, c_split] slice (e.g.
 // x [W_Q W_K W_V of every head] straight into hook_q, hook_k and hook_v's [H, N, Dh] layouts).
 //
-// Scratch space (packed panels) is kept per thread and grows to the largest shape seen, so
-// repeated calls with the same shapes do not allocate.
+// Scratch space (packed panels) is kept per thread, of a fixed size (gemm_scratch_bytes(),
+// allocated at the first product): products never allocate, and a very wide one (an unembedding
+// of a huge vocabulary) leaves nothing larger behind.
 #pragma once
 #include <cstddef>
 
@@ -56,6 +57,8 @@ void sgemm(const GemmArgs& a);
 // The two implementations, for tests and benchmarks.
 void sgemm_vector(const GemmArgs& a);
 void sgemm_plain(const GemmArgs& a);
+// The bytes of packed panels each thread keeps once it has run a product (the same for any shape).
+std::size_t gemm_scratch_bytes();
 // "simd128", "sse" or "plain": what sgemm() runs in this build.
 const char* gemm_kernel_name();
 

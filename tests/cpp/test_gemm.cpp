@@ -4,6 +4,8 @@
 // beta, the causal modes and the column-split output.
 #include <gtest/gtest.h>
 
+#include <malloc.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -161,6 +163,12 @@ std::vector<Case> cases() {
   v.push_back({Op::T, Op::N, 9, 48, 300, 1, 0, Causal::None, 16});
   v.push_back({Op::N, Op::N, 13, 44, 9, 1, 0.5f, Causal::None, 4, true});
   v.push_back({Op::N, Op::N, 13, 48, 9, 1, 0, Causal::None, 16, true});
+  // Wider than one packed block of B (2048 columns): several column blocks, the last ragged.
+  v.push_back({Op::N, Op::N, 70, 4500, 300, 1, 0.5f});
+  v.push_back({Op::T, Op::T, 5, 2049, 3, -1, 0});
+  v.push_back({Op::N, Op::T, 2100, 2100, 9, 1, 0, Causal::LowerC});
+  v.push_back({Op::N, Op::T, 100, 4200, 9, 1, 0, Causal::LowerC});
+  v.push_back({Op::T, Op::N, 9, 4200, 20, 1, 0, Causal::None, 300, true});
   return v;
 }
 
@@ -172,6 +180,35 @@ TEST(Gemm, VectorKernelMatchesEigenOnEveryShape) {
 TEST(Gemm, PlainFallbackMatchesEigenOnEveryShape) {
   std::uint64_t seed = 1000;
   for (const Case& c : cases()) check_case(c, &kernels::sgemm_plain, "plain", seed++);
+}
+
+// The packed panels are of a fixed size: a product far wider than any before (an unembedding of
+// a 100,000-token vocabulary) leaves the heap as it was. They used to grow to the widest shape
+// seen and stay, so the WASM module's malloc'd bytes did not return to where they were after a
+// wide model was deleted (the corrupt-model corpus found it).
+std::size_t heap_in_use() {
+#if defined(__EMSCRIPTEN__)
+  return static_cast<std::size_t>(mallinfo().uordblks);
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+  return mallinfo2().uordblks;
+#else
+  return 0;
+#endif
+}
+
+TEST(Gemm, ScratchDoesNotGrowWithTheShape) {
+  const int M = 4, N = 100000, K = 300;
+  std::vector<float> A(static_cast<std::size_t>(M) * K, 0.5f), B(static_cast<std::size_t>(K) * N, 0.25f), C(static_cast<std::size_t>(M) * N);
+  GemmArgs g;
+  g.M = 1, g.N = 8, g.K = 8, g.A = A.data(), g.lda = K, g.B = B.data(), g.ldb = N, g.C = C.data(), g.ldc = N;
+  kernels::sgemm(g);  // the first product allocates the panels
+  const std::size_t before = heap_in_use();
+  g.M = M, g.N = N, g.K = K;
+  kernels::sgemm(g);
+  kernels::sgemm_plain(g);
+  EXPECT_EQ(heap_in_use(), before);
+  EXPECT_FLOAT_EQ(C[static_cast<std::size_t>(M) * N - 1], 0.5f * 0.25f * K);
+  EXPECT_LE(kernels::gemm_scratch_bytes(), std::size_t(4) << 20);
 }
 
 TEST(Gemm, BuildSelectsTheVectorKernel) {

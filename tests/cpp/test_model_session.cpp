@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/model_session.h"
+#include "checks.h"
 
 namespace cs {
 namespace {
@@ -107,6 +108,37 @@ TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {
   double mean = 0;
   for (std::size_t i = 0; i + 1 < x.loss.size(); ++i) mean += x.loss[i];
   EXPECT_NEAR(loss, mean / (x.loss.size() - 1), 1e-5);
+}
+
+// A model whose weights are each allowed (|w| <= 10,000) but whose second layer overflows
+// float32: every call that runs a forward pass refuses with the overflow sentence instead of
+// returning NaN scores (head scores and ablation returned NaN before they checked, the WASM
+// corrupt-model corpus found it).
+TEST(ModelSession, EveryForwardPassRefusesAnOverflow) {
+  ModelFile f = load_model_file("models/ioi-2l1h.safetensors");
+  for_each_tensor(f.params, [](Tensor<float>& t) {
+    for (std::size_t i = 0; i < t.data.size(); ++i) t.data[i] = i % 3 ? 9999.0f : -9999.0f;
+  });
+  ModelSession m(std::move(f));
+  const std::vector<int> ids = m.ioi_sentence({0, 0, 1, 0, 0, 0}).tokens;
+  ActivationCache<float> cache;
+  forward(m.file().params, ids, 1, static_cast<int>(ids.size()), cache);
+  ASSERT_THROW(check_output_finite(cache), std::runtime_error) << "the weights no longer overflow: the test needs larger ones";
+  auto refuses = [](const char* what, auto&& fn) {
+    try {
+      fn();
+      ADD_FAILURE() << what << " returned";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("the forward pass overflowed float32: ", 0), 0u) << what << ": " << e.what();
+    }
+  };
+  refuses("run", [&] { m.run(ids, Intervention(), RunOptions()); });
+  refuses("attribution", [&] { m.attribution(ids, -1 + static_cast<int>(ids.size()), Intervention()); });
+  refuses("top_k", [&] { m.top_k(ids, 3); });
+  refuses("head_scores", [&] { m.head_scores(RepeatedTokensSpec()); });
+  refuses("ablate", [&] { m.ablate(ids, 1, Intervention(), 0, 1); });
+  refuses("ioi", [&] { m.ioi(ids, Intervention()); });
+  refuses("ioi_evaluate", [&] { m.ioi_evaluate(Intervention(), std::nullopt); });
 }
 
 }  // namespace

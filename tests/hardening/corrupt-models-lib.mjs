@@ -324,3 +324,157 @@ export function sample(cases, n, seed = 1) {
   }
   return idx.slice(0, n).sort((a, b) => a - b).map((i) => cases[i]);
 }
+
+// ------------------------------------------------------------------ the WASM module
+// The same corpus through the WebAssembly module (build/wasm/circuitscope.js), one instance in a
+// worker thread (corrupt-models-wasm-worker.mjs): each file is loaded and, when it loads, every
+// call the page makes on a model is made, then delete(). A call passes when it returns finite
+// numbers or throws an Error whose message is one line with no library or runtime text.
+
+// Values documented as NaN: the last position's loss (no target) and the text scores when the
+// text has no repeat (wasm/circuitscope.d.ts, RunResult.loss and TextScores).
+function nanAllowed(call, where, i, length) {
+  if (call !== 'run') return false;
+  if (where === '.loss.data') return i === length - 1;
+  return where.startsWith('.text_scores.');
+}
+
+// The first non-finite number in a result (every number, Float32Array and Float64Array), or null.
+export function nonFinite(call, value, where = '') {
+  if (typeof value === 'number') return Number.isFinite(value) || nanAllowed(call, where, 0, 1) ? null : `${where || 'result'} = ${value}`;
+  if (value instanceof Float32Array || value instanceof Float64Array) {
+    for (let i = 0; i < value.length; ++i) {
+      if (!Number.isFinite(value[i]) && !nanAllowed(call, where, i, value.length)) return `${where}[${i}] = ${value[i]}`;
+    }
+    return null;
+  }
+  if (ArrayBuffer.isView(value) || value === null || typeof value !== 'object') return null;
+  for (const [k, v] of Object.entries(value)) {
+    const bad = nonFinite(call, v, `${where}.${k}`);
+    if (bad) return bad;
+  }
+  return null;
+}
+
+// Text from the C++ runtime, the JSON library, Emscripten or the JS engine that must never reach
+// a user, and the wrapper's placeholder for a throw that was not an Error.
+const WASM_INTERNALS = /json\.exception|\[json\.|std::|bad_alloc|bad_array_new_length|basic_string|vector::|_M_|what\(\)|terminate called|Assertion|Aborted|abort\(|RuntimeError|unreachable|memory access out of bounds|out of memory|Cannot enlarge memory|call stack|wasm-function|\.wasm:|internal error|undefined is not|is not a function|Cannot read prop/i;
+
+// {outcome: 'finite' | 'refused' | 'failed', problem?, message?} for one call's {value} or {error}.
+export function judgeWasmCall(call, outcome) {
+  const { value, error } = outcome;
+  if (!('error' in outcome)) {
+    const bad = nonFinite(call, value);
+    return bad ? { outcome: 'failed', problem: `non-finite output: ${bad}` } : { outcome: 'finite' };
+  }
+  if (error instanceof WebAssembly.RuntimeError) return { outcome: 'failed', problem: `trap: ${error.message}`, message: String(error.message) };
+  if (!(error instanceof Error)) return { outcome: 'failed', problem: `threw a non-Error: ${String(error)}` };
+  const message = String(error.message);
+  if (!message.trim()) return { outcome: 'failed', problem: 'an Error without a message' };
+  if (message.includes('\n')) return { outcome: 'failed', problem: 'a message of several lines', message };
+  if (WASM_INTERNALS.test(message)) return { outcome: 'failed', problem: 'library or runtime text in the message', message };
+  return { outcome: 'refused', message };
+}
+
+// Runs every case through the module; returns figures and failures. timeoutMs bounds each call
+// (a call past it ends the worker, counts as a failure and a new worker takes the next file).
+export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wasm/circuitscope.js'), timeoutMs = 20000, onProgress } = {}) {
+  const { Worker } = await import('node:worker_threads');
+  const t0 = Date.now();
+  const stats = {
+    files: cases.length, loaded: 0, calls: 0, finite: 0, refused: 0, failures: [], messages: new Map(),
+    maxDrift: 0, driftFile: null, peakHeap: 0, startHeap: 0, baseline: 0, restarts: 0, slowest: { ms: 0 }, perCall: {},
+  };
+  let worker = null;
+  let pending = null;  // the handler of the worker's next message
+  const mailbox = [];  // messages that came while nothing was waiting
+  const deliver = (msg) => (pending ? pending(msg) : mailbox.push(msg));
+  const wait = (handler) => { pending = handler; while (pending && mailbox.length) pending(mailbox.shift()); };
+  const start = () => new Promise((resolve, reject) => {
+    mailbox.length = 0;
+    worker = new Worker(new URL('./corrupt-models-wasm-worker.mjs', import.meta.url), { workerData: { wrapper } });
+    worker.on('message', deliver);
+    worker.on('error', (error) => deliver({ type: 'error', error }));
+    worker.on('exit', (code) => deliver({ type: 'exit', code }));
+    const timer = setTimeout(() => deliver({ type: 'timeout' }), Math.max(60000, 3 * timeoutMs));
+    wait((msg) => {
+      pending = null;
+      clearTimeout(timer);
+      if (msg.type === 'ready') return resolve(msg);
+      worker.removeAllListeners();
+      worker.terminate();
+      reject(new Error(`the corrupt-model worker did not start: ${msg.error?.message ?? (msg.type === 'timeout' ? 'no answer' : `exit ${msg.code}`)}`));
+    });
+  });
+  const next = (type) => new Promise((resolve) => wait((msg) => { if (msg.type === type) { pending = null; resolve(msg); } }));
+  const ready = await start();
+  stats.baseline = ready.baseline;
+  stats.startHeap = stats.peakHeap = ready.heapSize;
+  for (let i = 0; i < cases.length; ++i) {
+    const c = cases[i];
+    let call = 'load';
+    let timer = null;
+    const fail = (problem) => stats.failures.push({ case: c.name, index: i, call, problem });
+    const outcome = await new Promise((resolve) => {
+      const arm = () => { clearTimeout(timer); timer = setTimeout(() => resolve({ type: 'timeout' }), timeoutMs); };
+      arm();
+      const bytes = new Uint8Array(c.bytes).buffer;  // a copy, moved to the worker
+      worker.postMessage({ name: c.name, bytes, text: c.text }, [bytes]);
+      wait((msg) => {
+        if (msg.type === 'call') { call = msg.call; arm(); return; }
+        pending = null;
+        resolve(msg);
+      });
+    });
+    clearTimeout(timer);
+    if (outcome.type !== 'done') {
+      fail(outcome.type === 'timeout' ? `no answer within ${timeoutMs / 1000} s` : `the worker died (${outcome.error?.message ?? `exit ${outcome.code}`})`);
+      ++stats.calls;
+      pending = null;
+      worker.removeAllListeners();
+      await worker.terminate();
+      ++stats.restarts;
+      await start();
+      continue;
+    }
+    for (const r of outcome.results) {
+      ++stats.calls;
+      stats.perCall[r.call] ??= { calls: 0, finite: 0, refused: 0, failed: 0, maxMs: 0 };
+      const p = stats.perCall[r.call];
+      ++p.calls;
+      ++p[r.outcome];
+      p.maxMs = Math.max(p.maxMs, r.ms);
+      if (r.ms > stats.slowest.ms) stats.slowest = { ms: r.ms, call: r.call, case: c.name };
+      if (r.outcome === 'finite') ++stats.finite;
+      else if (r.outcome === 'refused') {
+        ++stats.refused;
+        const key = `${r.call}: ${r.message.replace(/-?\d+(\.\d+)?(e[+-]?\d+)?/g, 'N')}`;
+        stats.messages.set(key, (stats.messages.get(key) ?? 0) + 1);
+      } else {
+        call = r.call;
+        fail(r.problem + (r.message ? ` (${r.message.slice(0, 200)})` : ''));
+      }
+    }
+    if (outcome.results[0]?.outcome === 'finite') ++stats.loaded;
+    if (outcome.heapSize > stats.peakHeap) { stats.peakHeap = outcome.heapSize; stats.peakFile = c.name; }
+    if (outcome.trapped) {
+      ++stats.restarts;
+      await next('ready');
+    } else {
+      const drift = outcome.allocAfter - outcome.allocBefore;
+      if (Math.abs(drift) > Math.abs(stats.maxDrift)) { stats.maxDrift = drift; stats.driftFile = c.name; }
+      if (drift !== 0) { call = 'delete'; fail(`malloc'd bytes went from ${outcome.allocBefore} to ${outcome.allocAfter} (${drift > 0 ? '+' : ''}${drift})`); }
+      stats.endAllocated = outcome.allocAfter;
+    }
+    if (onProgress) onProgress(i + 1, cases.length);
+  }
+  await worker.terminate();
+  stats.seconds = (Date.now() - t0) / 1000;
+  const mb = (b) => `${(b / 1048576).toFixed(0)} MB`;
+  stats.summary = `corrupt models (WASM module): ${stats.files} files (${stats.loaded} loaded), ${stats.calls} calls: ` +
+    `${stats.finite} finite, ${stats.refused} refused with a sentence, ${stats.failures.length} failures; ` +
+    `malloc'd bytes after delete() ${stats.maxDrift === 0 ? 'always back at the baseline' : `off by up to ${stats.maxDrift} (${stats.driftFile})`}, ` +
+    `heap ${mb(stats.startHeap)} -> peak ${mb(stats.peakHeap)}${stats.peakFile ? ` (${stats.peakFile})` : ''}, ${stats.restarts} restarts, slowest call ${stats.slowest.call ?? '-'} ${(stats.slowest.ms / 1000).toFixed(1)} s ` +
+    `(${stats.seconds.toFixed(0)} s)`;
+  return stats;
+}
