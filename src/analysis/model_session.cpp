@@ -73,8 +73,13 @@ std::vector<Token> ModelSession::tokenize(const std::string& text) const {
   return file_.tokenizer.encode(text, file_.tokenizer.bos_id() >= 0);
 }
 
+ActivationCache<float>& ModelSession::kept_cache() {
+  thread_local ActivationCache<float> cache;
+  return cache;
+}
+
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
-  return run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), cache_);
+  return run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), kept_cache());
 }
 
 double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
@@ -83,10 +88,11 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
     throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" + std::to_string(B) +
                                 ", " + std::to_string(T) + "] batch");
   check_context_length(file_.cfg, T, "forwardBatch");
-  cache_.keep_result = false;  // the loss does not need each head's output
-  forward<float>(file_.params, ids, B, T, cache_);
-  check_output_finite(cache_);
-  return loss_from_logits<float>(cache_, next_token_batch(ids, B, T)).loss;
+  ActivationCache<float>& cache = kept_cache();
+  cache.keep_result = false;  // the loss does not need each head's output
+  forward<float>(file_.params, ids, B, T, cache);
+  check_output_finite(cache);
+  return loss_from_logits<float>(cache, next_token_batch(ids, B, T)).loss;
 }
 
 Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, const Intervention& iv) const {

@@ -70,8 +70,13 @@ class ModelSession {
 
   // One forward pass into the kept cache (see cache()) and run()'s extras.
   RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
-  // The cache of the last run() or forward_batch().
-  const ActivationCache<float>& cache() const { return cache_; }
+  // The cache of the last run() or forward_batch() (of any session on this thread: see kept_cache()).
+  const ActivationCache<float>& cache() const { return kept_cache(); }
+  // The forward cache run() and forward_batch() fill and keep (so a pass over a shape already seen
+  // does not allocate), one for all the sessions of a thread: the page shows one model at a time,
+  // and a cache per session grew to each model's longest text, 3 MB a model over the 59 models and
+  // snapshots a long session opens, none of it ever given back to the page.
+  static ActivationCache<float>& kept_cache();
   // One forward pass over a [B, T] batch into the kept cache; the mean next-token loss.
   double forward_batch(const std::vector<int>& ids, int B, int T);
 
@@ -111,7 +116,6 @@ class ModelSession {
 
  private:
   ModelFile file_;
-  ActivationCache<float> cache_;
   std::optional<IoiTemplateTask> task_;
   std::vector<int> names_;     // the template task's name tokens (what ioi_names reads); empty for symbolic
   std::vector<int> name_ids_;  // names_, or the symbolic names
