@@ -73,12 +73,23 @@ std::vector<Token> ModelSession::tokenize(const std::string& text) const {
   return file_.tokenizer.encode(text, file_.tokenizer.bos_id() >= 0);
 }
 
+namespace {
+thread_local const ModelSession* kept_owner = nullptr;  // the session that filled the kept cache last
+}  // namespace
+
 ActivationCache<float>& ModelSession::kept_cache() {
   thread_local ActivationCache<float> cache;
   return cache;
 }
 
+ModelSession::~ModelSession() {
+  if (kept_owner != this) return;
+  kept_cache() = ActivationCache<float>();
+  kept_owner = nullptr;
+}
+
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
+  kept_owner = this;
   return run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), kept_cache());
 }
 
@@ -88,6 +99,7 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
     throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" + std::to_string(B) +
                                 ", " + std::to_string(T) + "] batch");
   check_context_length(file_.cfg, T, "forwardBatch");
+  kept_owner = this;
   ActivationCache<float>& cache = kept_cache();
   cache.keep_result = false;  // the loss does not need each head's output
   forward<float>(file_.params, ids, B, T, cache);

@@ -59,6 +59,11 @@ IoiSplit ioi_split_from_name(const std::string& name);
 class ModelSession {
  public:
   explicit ModelSession(ModelFile file);
+  // A session that filled the kept cache last empties it when it goes, so that deleting every
+  // model gives all their memory back (tests/hardening/corrupt-models-wasm.mjs checks it).
+  ~ModelSession();
+  ModelSession(ModelSession&&) = default;
+  ModelSession& operator=(ModelSession&&) = default;
   static ModelSession from_bytes(const std::uint8_t* data, std::size_t size);
 
   const ModelFile& file() const { return file_; }

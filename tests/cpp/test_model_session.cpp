@@ -143,3 +143,33 @@ TEST(ModelSession, EveryForwardPassRefusesAnOverflow) {
 
 }  // namespace
 }  // namespace cs
+
+namespace cs {
+namespace {
+
+// One kept forward cache for every session: a second model's run() fills the same cache, and the
+// session that filled it last empties it when it goes (a page that opens 59 models and snapshots
+// kept a cache per model, each grown to its longest text).
+std::vector<int> ids_of(const ModelSession& m, const std::string& text) {
+  std::vector<int> ids;
+  for (const Token& t : m.tokenize(text)) ids.push_back(t.id);
+  return ids;
+}
+
+TEST(ModelSession, TheKeptCacheIsSharedAndGivenBackByItsLastUser) {
+  ModelSession a(load_model_file("models/char-2l.safetensors"));
+  {
+    ModelSession b(load_model_file("models/char-1l.safetensors"));
+    EXPECT_EQ(&a.cache(), &b.cache());
+    a.run(ids_of(a, "hello hello"), Intervention(), RunOptions());
+    EXPECT_EQ(a.cache().layers.size(), 2u);
+    b.run(ids_of(b, "hello hello"), Intervention(), RunOptions());
+    EXPECT_EQ(a.cache().layers.size(), 1u);  // b's pass, in the one cache
+  }
+  EXPECT_TRUE(a.cache().layers.empty()) << "b filled the cache last and is gone: its buffers are freed";
+  a.run(ids_of(a, "hello hello"), Intervention(), RunOptions());
+  EXPECT_EQ(a.cache().layers.size(), 2u);
+}
+
+}  // namespace
+}  // namespace cs
