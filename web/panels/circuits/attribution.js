@@ -29,7 +29,7 @@ export default definePanel({
     let data;
     try {
       if (!text) throw new Error('Type some text.');
-      data = { a: model.attribution(-1, { tokens: text }), vocab: model.tokenizer.vocab };
+      data = { a: model.attribution(-1, { tokens: text }), vocab: model.tokenizer.vocab, layers: model.config.n_layers };
     } catch (e) {
       data = { error: e.message };
     }
@@ -37,7 +37,7 @@ export default definePanel({
     return data;
   },
 
-  render({ a, vocab, error }) {
+  render({ a, vocab, layers, error }) {
     if (error) return el('p', { class: 'cs-message', role: 'alert' }, `Cannot expand this text: ${error}`);
     const V = a.logits.shape[0];
     const best = a.predicted;   // the core's prediction, and its paths largest first (path_order)
@@ -56,6 +56,7 @@ export default definePanel({
       el('h3', {}, 'Largest virtual paths (one composition step deep)'),
       pathVals.length
         ? el('table', { class: 'cs-table' }, el('tbody', {}, rows(pathVals, false)))
-        : el('p', { class: 'cs-note' }, 'No virtual paths: this model has no attention heads.'));
+        : el('p', { class: 'cs-note' }, layers === 0 ? 'No virtual paths: this model has no attention heads.'
+          : 'No virtual paths: with one layer, every head reads only the embeddings, so no head reads another head\'s output.'));
   },
 });
