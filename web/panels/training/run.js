@@ -168,7 +168,7 @@ async function checkTrained(run, bytes) {
         const ev = m.ioiEvaluate();
         out.textContent = `The trained model (${bytes.length} bytes) opens in the page: ${fmt(100 * ev.accuracy, 0)}% of the 60 IOI sequences right.`;
       } else {
-        out.textContent = `The trained model (${bytes.length} bytes) opens in the page: strongest prefix-matching head ${strongestHead(m.headScores({ batch: 8 }), m.config.n_heads)}.`;
+        out.textContent = `The trained model (${bytes.length} bytes) opens in the page: strongest prefix-matching head ${strongestHead(m.headScores({ batch: 8 }))}.`;
       }
       host(run).dataset.trainedLoaded = 'true';
     } finally {

@@ -3,6 +3,7 @@
 // training snapshots the site has. Also the colours and names its charts use.
 import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
 import { stylesReady } from '../../parts/line-chart.js';
+import { argmax } from '../../wasm/circuitscope.js';
 
 export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 export const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
@@ -13,15 +14,10 @@ export const headLabel = (i, n, H) => (n % H === 0 ? `L${Math.floor(i / H)}H${i 
 /** The series of a prefix-matching chart: one line per head, dashed past the eighth colour. */
 export const headSeries = (n, H) => Array.from({ length: n }, (_, i) => ({ name: headLabel(i, n, H), color: COLORS[i % COLORS.length], dashed: i >= COLORS.length }));
 
-/**
- * The strongest prefix-matching head of headScores() as "LxHy (score)".
- * (The index of the largest score of the core's prefix_matching table, for the sentence only.)
- */
-export function strongestHead(hs, H) {
-  const d = hs.prefix_matching.data;
-  let best = 0;
-  for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;
-  return `L${Math.floor(best / H)}H${best % H} (${fmt(d[best])})`;
+/** The strongest prefix-matching head of headScores() as "LxHy (score)", as the core's argmax names it. */
+export function strongestHead(hs) {
+  const { index: [l, h], value } = argmax(hs.prefix_matching);
+  return `L${l}H${h} (${fmt(value)})`;
 }
 
 const runs = new Map();   // model name -> Promise of its shipped run

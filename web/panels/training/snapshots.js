@@ -14,7 +14,7 @@ async function snapshotInfo(name, snapshot) {
   try {
     const m = await getModel(name, { snapshot });
     const hs = m.headScores({ batch: 4 });
-    return { loaded: true, text: `Using ${snapshot} of ${name} (train loss ${fmt(m.info.train_loss)}): its strongest prefix-matching head is ${strongestHead(hs, m.config.n_heads)}. `,
+    return { loaded: true, text: `Using ${snapshot} of ${name} (train loss ${fmt(m.info.train_loss)}): its strongest prefix-matching head is ${strongestHead(hs)}. `,
       link: `#${encodeState({ ...DEFAULT_STATE, view: 'circuits', model: name, snapshot })}` };
   } catch (e) {
     return { text: `${snapshot} of ${name} is not available: ${e.message}` };
