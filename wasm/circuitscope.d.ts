@@ -149,6 +149,14 @@ export interface RunResult {
    * The last position has no target and holds NaN.
    */
   loss: Tagged;
+  /** The mean loss per predicted token, over the tokens after a leading <BOS> (NaN with none). */
+  mean_loss: number;
+  /**
+   * With {textScores: true} and a repeated block (`repeat`): the mean loss per token of its first
+   * and of its second copy (the induction-heads paper's in-context copying); NaN otherwise.
+   */
+  first_copy_loss: number;
+  second_copy_loss: number;
   /**
    * With {resid: true}: shape [n_layers + 1, T, d_model], axes ["stage", "pos", "d_model"]; stage 0
    * is blocks.0.hook_resid_pre (the embedding, plus W_pos for standard positions), stage l+1 is

@@ -587,6 +587,9 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
       out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T}, {"layer", "head", "query_pos", "key_pos"}));
     }
     out.set("loss", tagged(fill_or_copy(buffer("loss"), {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
+    out.set("mean_loss", x.mean_loss);
+    out.set("first_copy_loss", x.first_copy_loss);
+    out.set("second_copy_loss", x.second_copy_loss);
     if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
     if (o.result) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
     if (x.top) {

@@ -2,6 +2,8 @@
 #include "analysis/forward_outputs.h"
 #include "checks.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -43,6 +45,14 @@ std::vector<float> head_results(const ActivationCache<float>& cache) {
   return out;
 }
 
+double mean_token_loss(const std::vector<float>& loss, int from, int to) {
+  double sum = 0;
+  int n = 0;
+  for (int i = std::max(from, 1); i < to && i - 1 < static_cast<int>(loss.size()); ++i)
+    if (std::isfinite(loss[i - 1])) sum += loss[i - 1], ++n;
+  return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+}
+
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,
                        int bos_id, ActivationCache<float>& cache, const std::string& what) {
   const int T = static_cast<int>(ids.size());
@@ -55,7 +65,16 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   if (o.resid) x.resid = residual_stages(cache);
   if (o.result) x.result = head_results(cache);
   if (o.topk > 0) x.top = top_k_predictions(cache, o.topk);
-  if (o.text_scores) x.text_scores = text_scores(cache, text_scores_from(ids, bos_id));
+  const int from = text_scores_from(ids, bos_id);
+  x.mean_loss = mean_token_loss(x.loss, from, T);
+  x.first_copy_loss = x.second_copy_loss = std::numeric_limits<double>::quiet_NaN();
+  if (o.text_scores) {
+    x.text_scores = text_scores(cache, from);
+    if (const auto& r = x.text_scores->repeat) {
+      x.first_copy_loss = mean_token_loss(x.loss, r->a, r->a + r->r);
+      x.second_copy_loss = mean_token_loss(x.loss, r->a + r->d, r->a + r->d + r->r);
+    }
+  }
   return x;
 }
 

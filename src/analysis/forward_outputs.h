@@ -34,11 +34,19 @@ struct RunOptions {
 };
 struct RunExtras {
   std::vector<float> loss;                 // [T], position_losses
+  // The mean loss per predicted token (mean_token_loss over the tokens after a leading <BOS>), and,
+  // with text scores and a repeated block, over its first and its second copy (NaN otherwise):
+  // the induction-heads paper's measure of in-context copying.
+  double mean_loss = 0, first_copy_loss = 0, second_copy_loss = 0;
   std::vector<float> resid;                // [L + 1, T, D] when asked for
   std::vector<float> result;               // [L, H, T, D] when asked for
   std::optional<TopK> top;                 // ids, probs [1, T, k] when topk > 0
   std::optional<TextScores> text_scores;   // when asked for (<BOS> first is left out)
 };
+// The mean of the losses of predicting tokens from .. to - 1 (loss[i - 1] is the loss of predicting
+// token i; the first token is never predicted), over the finite ones; NaN when there are none.
+double mean_token_loss(const std::vector<float>& loss, int from, int to);
+
 // One forward pass over `ids` under `iv` into `cache` (reused between calls: nothing allocates
 // when T repeats), and the extras `o` asks for. bos_id: the vocabulary's <BOS> (-1 if none).
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,

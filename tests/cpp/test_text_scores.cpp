@@ -104,6 +104,12 @@ TEST(RunSequence, ExtrasComeFromTheOnePass) {
   }
   ASSERT_TRUE(x.text_scores.has_value());
   EXPECT_EQ(x.text_scores->previous_token.shape, (Shape{L, H}));
+  // The mean loss over every predicted token (bos_id 0: ids[0] is the <BOS>, never predicted), and
+  // over the repeat's two copies.
+  EXPECT_NEAR(x.mean_loss, (x.loss[0] + x.loss[1] + x.loss[2] + x.loss[3] + x.loss[4]) / 5.0, 1e-6);
+  EXPECT_TRUE(std::isnan(x.first_copy_loss)) << "no repeat of 4 or more tokens";
+  EXPECT_TRUE(std::isnan(mean_token_loss(x.loss, 5, 5)));
+  EXPECT_NEAR(mean_token_loss(x.loss, 0, 6), x.mean_loss, 1e-9);  // the last position (NaN) and token 0 are left out
   // The last stage of the residual stream is the final one.
   for (int i = 0; i < T * D; ++i) EXPECT_EQ(x.resid[static_cast<std::size_t>(L) * T * D + i], cache.resid_final.data[i]);
   EXPECT_THROW(run_sequence(p, std::vector<int>(7, 1), Intervention(), o, 0, cache), std::invalid_argument);
@@ -112,6 +118,26 @@ TEST(RunSequence, ExtrasComeFromTheOnePass) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "run: 7 tokens is longer than the model's context of 6 tokens");
   }
+}
+
+// The loss on each copy of a repeated block, from the same pass (the Induction view's cards).
+TEST(RunSequence, CopyLossesAreTheMeansOverEachCopy) {
+  Config cfg = testing::tiny_config(2, PosEmbed::Standard, false, true);
+  cfg.n_ctx = 12;
+  const Params<float> p = testing::random_params<float>(cfg, 5);
+  const std::vector<int> ids{0, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5};
+  ActivationCache<float> cache;
+  RunOptions o;
+  o.text_scores = true;
+  const RunExtras x = run_sequence(p, ids, Intervention(), o, 0, cache);
+  ASSERT_TRUE(x.text_scores.has_value() && x.text_scores->repeat.has_value());
+  const Repeat& r = *x.text_scores->repeat;
+  EXPECT_EQ(r.r, 5);
+  double first = 0, second = 0;
+  for (int i = r.a; i < r.a + r.r; ++i) first += x.loss[i - 1];
+  for (int i = r.a + r.d; i < r.a + r.d + r.r; ++i) second += x.loss[i - 1];
+  EXPECT_NEAR(x.first_copy_loss, first / r.r, 1e-6);
+  EXPECT_NEAR(x.second_copy_loss, second / r.r, 1e-6);
 }
 
 }  // namespace

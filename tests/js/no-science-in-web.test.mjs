@@ -23,6 +23,8 @@ const FORBIDDEN = [
   ['the most additive / contrastive head (ioi().most_additive, most_contrastive)', /\|difference\|\s*\/\s*\|sum\||Math\.abs\([^)]*diff\)\s*\/\s*\(?Math\.abs/],
   ['a threshold against a baseline (composition().above_baseline)', /baseline\s*\+\s*\d+(\.\d+)?\s*\*\s*\w*\.?baseline_std/],
   ['a table\'s rows and columns ordered by their means and variances (qk()/ov() {sort, top}: rows, cols)', /\b(?:row|col|column)s?(?:Mean|Means|Var|Vars|Variance|Variances)\b/i],
+  ['the mean loss and the loss on each copy of a repeat (run().mean_loss, first_copy_loss, second_copy_loss)', /\b(?:const|let|function)\s+(?:meanLoss|copyLoss|mean_loss)\b/],
+  ['the head with the largest score (the wrapper\'s argmax)', /for\s*\([^)]*\)\s*if\s*\(\s*\w+\[\w+\]\s*>\s*\w+\[best\]\s*\)\s*best\s*=/],
 ];
 
 function scripts(dir) {
@@ -62,6 +64,8 @@ test('the check catches each kind of computation on a sample', () => {
     'Most contrastive head: ${x} (|difference| / |sum| = 1)',
     'const strong = v > c.baseline + 2 * c.baseline_std;',
     'for (let j = 0; j < C; j++) { rowMean[i] += d[i * C + j] / C; }',
+    'const meanLoss = (loss, from, to) => {',
+    'for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

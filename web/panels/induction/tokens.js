@@ -187,13 +187,6 @@ function focusDetails(t) {
     }));
 }
 
-const meanLoss = (loss, from, to) => {
-  let s = 0;
-  let n = 0;
-  for (let i = Math.max(from, 1); i < to; i++) if (Number.isFinite(loss[i - 1])) { s += loss[i - 1]; n += 1; }
-  return n ? s / n : NaN;
-};
-
 // The mean loss, and the first and second copy of a repeated block side by side (built once per
 // mode; later updates only change the numbers).
 function summary(node, t, a) {
@@ -205,8 +198,8 @@ function summary(node, t, a) {
     t.repeatMode = null;
     return;
   }
-  const m = meanLoss(a.run.loss.data, a.bos, a.T);
-  const mc = meanLoss(a.clean.loss.data, a.bos, a.T);
+  const m = a.run.mean_loss;        // the core's means (run())
+  const mc = a.clean.mean_loss;
   set('mean', t.mean, `${fmt(m, 3)} nats over ${a.T - a.bos} tokens` + (a.ablating ? ` (clean ${fmt(mc, 3)}, change ${m - mc >= 0 ? '+' : ''}${fmt(m - mc, 3)})` : ''));
   data('meanLoss', fmt(m, 4));
   const r = repeatOf(a);
@@ -228,9 +221,8 @@ function summary(node, t, a) {
   }
   if (t.repeatBox.hidden) t.repeatBox.hidden = false;
   if (!r) { data('firstLoss', undefined); data('secondLoss', undefined); return; }
-  const loss = a.run.loss.data;
-  const first = meanLoss(loss, r.a, r.a + r.r);
-  const second = meanLoss(loss, r.a + r.d, r.a + r.d + r.r);
+  const first = a.run.first_copy_loss;
+  const second = a.run.second_copy_loss;
   set('repeatText', t.repeatText, `Repeated block of ${r.r} tokens found (the second copy starts ${r.d} tokens after the first). Mean loss per token:`);
   set('first', t.cards.first, `${fmt(first, 3)} nats`);
   set('second', t.cards.second, `${fmt(second, 3)} nats`);
