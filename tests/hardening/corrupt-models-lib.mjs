@@ -331,12 +331,13 @@ export function sample(cases, n, seed = 1) {
 // call the page makes on a model is made, then delete(). A call passes when it returns finite
 // numbers or throws an Error whose message is one line with no library or runtime text.
 
-// Values documented as NaN: the last position's loss (no target) and the text scores when the
-// text has no repeat (wasm/circuitscope.d.ts, RunResult.loss and TextScores).
+// Values documented as NaN: the last position's loss (no target), the text scores and the copy
+// losses when the text has no repeat (wasm/circuitscope.d.ts, RunResult and TextScores;
+// judgeWasmCall holds the copy losses to finite values when there is a repeat).
 function nanAllowed(call, where, i, length) {
   if (call !== 'run') return false;
   if (where === '.loss.data') return i === length - 1;
-  return where.startsWith('.text_scores.');
+  return where.startsWith('.text_scores.') || where === '.first_copy_loss' || where === '.second_copy_loss';
 }
 
 // The first non-finite number in a result (every number, Float32Array and Float64Array), or null.
@@ -364,7 +365,10 @@ const WASM_INTERNALS = /json\.exception|\[json\.|std::|bad_alloc|bad_array_new_l
 export function judgeWasmCall(call, outcome) {
   const { value, error } = outcome;
   if (!('error' in outcome)) {
-    const bad = nonFinite(call, value);
+    let bad = nonFinite(call, value);
+    if (!bad && call === 'run' && value?.repeat && !(Number.isFinite(value.first_copy_loss) && Number.isFinite(value.second_copy_loss))) {
+      bad = `.first_copy_loss / .second_copy_loss = ${value.first_copy_loss} / ${value.second_copy_loss} with a repeat`;
+    }
     return bad ? { outcome: 'failed', problem: `non-finite output: ${bad}` } : { outcome: 'finite' };
   }
   if (error instanceof WebAssembly.RuntimeError) return { outcome: 'failed', problem: `trap: ${error.message}`, message: String(error.message) };
