@@ -361,7 +361,7 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
     await keystrokeTimes(page, { count: 3 });
     const compare = () => page.evaluate(async () => {
       const { heatmap } = await import('/parts/heatmap.js');
-      const { attnPalette } = await import('/views/induction.js');
+      const { attnPalette } = await import('/parts/attention-pattern.js');
       const v = document.querySelector('cs-induction');
       const { patterns, T } = v.lastResult;
       const [L, H] = patterns.shape;

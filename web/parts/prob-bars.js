@@ -3,8 +3,8 @@
 // probabilities). Plain functions of the numbers they are given; no knowledge of the store.
 import { el } from './dom.js';
 import { divergingColor } from './colour.js';
+import { fmt } from './format.js';
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 
 /** A percentage with one decimal (none for exactly 0 or 1). */
 export const pct = (x) => `${(100 * x).toFixed(x === 1 || x === 0 ? 0 : 1)}%`;

@@ -29,7 +29,6 @@ import composition from '../panels/circuits/composition.js';
 import attribution from '../panels/circuits/attribution.js';
 
 export const TAG = 'cs-circuits';
-export { showToken } from '../panels/circuits/head.js';
 const PANELS = [qk, ov, eigen, trigrams, composition, attribution];
 let uid = 0;
 

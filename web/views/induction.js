@@ -29,7 +29,6 @@ import scoresPanel from '../panels/induction/scores.js';
 import { analyse, chosenHead, knownScores, randomScores, repeatOf, SAMPLE } from '../panels/induction/analysis.js';
 import { tokenSpans } from '../parts/token-strip.js';
 
-export { attnPalette } from '../parts/attention-pattern.js';
 export const TAG = 'cs-induction';
 const PANELS = [[tokensPanel, 'ind-loss'], [headsPanel, 'ind-patterns'], [patternPanel, 'ind-pattern'], [scoresPanel, 'ind-score-panel']];
 

@@ -43,7 +43,6 @@ import patterns from '../panels/ioi/patterns.js';
 import lens from '../panels/ioi/lens.js';
 
 export const TAG = 'cs-ioi';
-export { bar } from '../parts/prob-bars.js';
 
 // The sections, in order; the builder shows the sequence or the sentence panel (by the model).
 const SECTIONS = ['architecture', 'accuracy', 'zoo', 'builder', 'prediction', 'heads', 'patterns', 'lens'];

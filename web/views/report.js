@@ -13,7 +13,6 @@ import { showPanel } from '../panels/panel.js';
 import reportClaims from '../panels/report/claims.js';
 
 export const TAG = 'cs-report';
-export { viewLink } from '../panels/report/claims.js';
 const PANELS = [reportClaims];
 
 export class CsReport extends CsView {

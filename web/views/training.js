@@ -30,8 +30,6 @@ import train from '../panels/training/train.js';
 import { endRuns } from '../panels/training/run.js';
 
 export const TAG = 'cs-training';
-export { BROWSER_RECIPES } from '../panels/training/recipes.js';
-export { trajectoryChart } from '../panels/training/trajectory.js';
 const PANELS = [curves, snapshots, trajectory, train];
 
 export class CsTraining extends CsView {

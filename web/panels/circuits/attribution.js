@@ -3,7 +3,8 @@
 // for the token the core predicts.
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
-import { fmt, showToken, defaultText } from './head.js';
+import { showToken, defaultText } from './head.js';
+import { fmt } from '../../parts/format.js';
 
 const cache = new WeakMap();   // model -> {text, data}
 

@@ -4,8 +4,8 @@
 // composition(): scores, baseline, above_baseline, max_score).
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
+import { fmt } from '../../parts/format.js';
 
-const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 const computed = new WeakMap();   // model -> its composition() (100 baseline samples)
 
 export default definePanel({

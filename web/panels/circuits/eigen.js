@@ -2,7 +2,8 @@
 // statistic (framework paper, "Summarizing OV/QK Matrices"; seed 000): model.eigen().
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
-import { NONE, fmt, chosenHead, eigenOf } from './head.js';
+import { NONE, chosenHead, eigenOf } from './head.js';
+import { fmt } from '../../parts/format.js';
 
 /** Eigenvalues in the complex plane, as an SVG scatter with the axes through 0. */
 function eigenPlot(spec, title) {

@@ -3,11 +3,11 @@
 // sort, top) however many panels read them.
 import { parseHead } from '../../store.js';
 import { el } from '../../parts/dom.js';
+import { fmt } from '../../parts/format.js';
 
 /** What a panel of one head shows for a model without heads (the same object, so nothing redraws). */
 export const NONE = Object.freeze({ none: true });
 
-export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 
 /** A vocabulary entry made visible: space as ␣, newline as \n, tab as \t, other controls as \u…. */
 export function showToken(s) {

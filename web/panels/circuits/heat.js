@@ -4,7 +4,8 @@
 import { el } from '../../parts/dom.js';
 import { heatmap } from '../../parts/heatmap.js';
 import { downloadCSV } from '../../parts/download.js';
-import { NONE, fmt, showToken, chosenHead, tableOrder, circuitOf, entryTable } from './head.js';
+import { NONE, showToken, chosenHead, tableOrder, circuitOf, entryTable } from './head.js';
+import { fmt } from '../../parts/format.js';
 
 /** The entries of `table` at rows x cols (display order), row-major. */
 function gather(table, rows, cols) {

@@ -2,7 +2,8 @@
 // one-layer section; seed 000): model.skipTrigrams(), for 1-layer models.
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
-import { NONE, fmt, showToken, chosenHead, trigramsOf, entryTable } from './head.js';
+import { NONE, showToken, chosenHead, trigramsOf, entryTable } from './head.js';
+import { fmt } from '../../parts/format.js';
 
 const cache = new WeakMap();   // skipTrigrams() result -> panel data
 

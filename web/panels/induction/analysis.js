@@ -9,13 +9,13 @@
 // once per model off the first paint) and the head a state shows (chosenHead: the state's, else
 // the strongest induction head by those scores, as the core's argmax names it).
 import { headName, parseHead, interventionOf, siteUrl } from '../../store.js';
+import { fmt } from '../../parts/format.js';
 
 export const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
 export const TOP_K = 5;            // next-token predictions shown for a hovered token
 export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
 
-export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 /** A token as shown: newline, space and tab made visible. */
 export const showTok = (s) => (s === '\n' ? '↵' : s === ' ' ? '␣' : s === '\t' ? '⇥' : s);
 

@@ -7,7 +7,8 @@ import { headGrid, setHeadGrid, headCells } from '../../parts/head-grid.js';
 import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, settledHead, fmt, tokenText, unchangedRows } from './analysis.js';
+import { analyse, settledHead, tokenText, unchangedRows } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 const memo = new WeakMap();   // model -> the last data
 

@@ -7,8 +7,9 @@ import { el } from '../../parts/dom.js';
 import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, settledHead, fmt, tokenText, unchangedRows, repeatOf } from './analysis.js';
+import { analyse, settledHead, tokenText, unchangedRows, repeatOf } from './analysis.js';
 import { HOVER } from './tokens.js';
+import { fmt } from '../../parts/format.js';
 
 const memo = new WeakMap();   // model -> the last data
 

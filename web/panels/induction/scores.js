@@ -5,7 +5,8 @@
 import { el } from '../../parts/dom.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, randomScores, settledHead, fmt, repeatOf } from './analysis.js';
+import { analyse, randomScores, settledHead, repeatOf } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 const memo = new WeakMap();   // model -> the last data
 

@@ -10,7 +10,8 @@ import { topAt, probIn, topkList } from '../../parts/topk.js';
 import { attnColor } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, chosenHead, fmt, showTok, tokenText, repeatOf, TOP_K } from './analysis.js';
+import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 /** The event a token hover sends (detail: {pos}, null when it ends); the view passes it on. */
 export const HOVER = 'cs-token-hover';

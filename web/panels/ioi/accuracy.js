@@ -6,8 +6,9 @@ import { el } from '../../parts/dom.js';
 import { pct } from '../../parts/prob-bars.js';
 import { definePanel } from '../panel.js';
 import { interventionOf } from '../../store.js';
-import { fmt, changes, cutInput, taskOf } from './analysis.js';
+import { changes, cutInput, taskOf } from './analysis.js';
 import { splitAccuracy, allOf } from './evaluation.js';
+import { fmt } from '../../parts/format.js';
 
 const memo = new WeakMap();   // model -> {key, data}
 const pendingData = new Map();   // model name -> the data shown while the splits are computed

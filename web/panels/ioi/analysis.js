@@ -8,10 +8,10 @@
 // can be given display names. Sentence templates (model.ioiTask() not null): a template, the
 // order, two of the model's names, a place and an object.
 import { interventionOf } from '../../store.js';
+import { fmt } from '../../parts/format.js';
 
 export const LETTERS = ['A', 'B', 'C', 'D', 'E', 'F'];
 export const DEFAULT_NAMES = ['Mary', 'John', 'Alice', 'Bob', 'Eve', 'Dan'];
-export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 const unset = (v) => v === null || v === undefined || v === '';
 
 /** names state (array or comma-separated string) -> six display names. */

@@ -6,7 +6,8 @@ import { el } from '../../parts/dom.js';
 import { bar, pct } from '../../parts/prob-bars.js';
 import { downloadCSV, downloadJSON } from '../../parts/download.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS, fmt } from './analysis.js';
+import { ioiInput, LETTERS } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 /** Each head's row, then the direct path and the bias: [{part, diff, sum, cd?, cs?}]. */
 export function headRows(a) {

@@ -4,7 +4,8 @@
 import { el } from '../../parts/dom.js';
 import { bar } from '../../parts/prob-bars.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, fmt } from './analysis.js';
+import { ioiInput } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 /** One row per stage: [{stage, logitIo, logitS, probIo, probS}]. */
 function stages(lens) {

@@ -5,7 +5,8 @@
 import { el } from '../../parts/dom.js';
 import { pct, probRow, probBars } from '../../parts/prob-bars.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS, fmt } from './analysis.js';
+import { ioiInput, LETTERS } from './analysis.js';
+import { fmt } from '../../parts/format.js';
 
 const TOP_NAMES = 5;   // probability rows of a template model: the most probable names, plus IO and S
 const badge = (right) => el('span', { class: ['cs-badge', right ? 'ok' : 'bad'] }, right ? '✓ right' : '✗ wrong');

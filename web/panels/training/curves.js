@@ -6,7 +6,8 @@ import { el } from '../../parts/dom.js';
 import { downloadCSV } from '../../parts/download.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
 import { definePanel } from '../panel.js';
-import { shippedRun, fmt, COLORS, headLabel, headSeries } from './shipped.js';
+import { shippedRun, COLORS, headLabel, headSeries } from './shipped.js';
+import { fmt } from '../../parts/format.js';
 
 const shown = new WeakMap();   // run -> Map(snapshot step -> data)
 

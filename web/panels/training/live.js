@@ -3,7 +3,8 @@
 // prefix-matching score with the phase change marked once the run has ended. Drawn at most once
 // a frame; the charts are made once per run (again only if their series change) and get new data.
 import { LineChart } from '../../parts/line-chart.js';
-import { fmt, COLORS, headSeries } from './shipped.js';
+import { COLORS, headSeries } from './shipped.js';
+import { fmt } from '../../parts/format.js';
 
 const pos = (v) => (v >= 0 ? v : null);
 

@@ -9,8 +9,9 @@ import { getModule } from '../../store.js';
 import { destroyCharts } from '../../parts/line-chart.js';
 import { TrainerClient } from '../../worker-client.js';
 import { BROWSER_RECIPES, resolveRecipe } from './recipes.js';
-import { fmt, strongestHead } from './shipped.js';
+import { strongestHead } from './shipped.js';
 import { scheduleDraw } from './live.js';
+import { fmt } from '../../parts/format.js';
 
 const runs = new Set();   // runs with a worker, ended when their view leaves the page
 

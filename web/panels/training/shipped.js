@@ -4,8 +4,8 @@
 import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
 import { stylesReady } from '../../parts/line-chart.js';
 import { argmax } from '../../wasm/circuitscope.js';
+import { fmt } from '../../parts/format.js';
 
-export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 export const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
 
 /** The name of flat head i of n scores with H heads a layer ("L1H2", or "head 5" when n is not a multiple of H). */

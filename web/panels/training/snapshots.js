@@ -4,7 +4,8 @@
 import { el } from '../../parts/dom.js';
 import { getModel, encodeState, DEFAULT_STATE } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { shippedRun, fmt, strongestHead } from './shipped.js';
+import { shippedRun, strongestHead } from './shipped.js';
+import { fmt } from '../../parts/format.js';
 
 let uid = 0;
 const infos = new Map();   // "name/snapshot" -> Promise of {text, link} for that snapshot

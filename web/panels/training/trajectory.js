@@ -5,7 +5,8 @@
 import { el } from '../../parts/dom.js';
 import { sequentialColor } from '../../parts/colour.js';
 import { definePanel } from '../panel.js';
-import { shippedRun, fmt } from './shipped.js';
+import { shippedRun } from './shipped.js';
+import { fmt } from '../../parts/format.js';
 
 function ticks(lo, hi, n = 5) {
   if (!(hi > lo)) return [lo];
