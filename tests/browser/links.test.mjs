@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { launchChromium } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 import { rng } from '../rng.mjs';
+import { VIEW_SETTLED } from './settled.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -65,14 +66,7 @@ async function settle(page, where = '') {
 }
 
 async function settled(page) {
-  await page.waitForFunction(() => {
-    const s = window.__cs?.store;
-    if (!s) return false;
-    const v = document.querySelector(`#view-host > .view:not([hidden])`);
-    return v && document.body.dataset.view === s.state.view &&
-      v.tagName.toLowerCase() === `cs-${s.state.view}` && Number(v.dataset.version) === s.version &&
-      (v.dataset.ready === 'true' || v.dataset.ready === 'unavailable');
-  }, null, { timeout: SETTLE_TIMEOUT, polling: 50 });
+  await page.waitForFunction(VIEW_SETTLED, 0, { timeout: SETTLE_TIMEOUT, polling: 50 });
   // Two frames, so what the render changed is painted.
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }

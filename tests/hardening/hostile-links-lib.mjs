@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { rng } from '../rng.mjs';
+import { VIEW_SETTLED as SETTLED } from '../browser/settled.mjs';
 
 /** The site's store.js, index and manifest, and each model's config (from its file header). */
 export async function loadSite(site) {
@@ -474,17 +475,6 @@ function inspect() {
   out.state = w.__cs?.store.state;
   return out;
 }
-
-// The view shows the store's state: the view rendered the store's latest version and is ready
-// (as tests/browser/links.test.mjs decides). Returns performance.now() then, else false.
-const SETTLED = (minVersion) => {
-  const s = /** @type {any} */ (window).__cs?.store;
-  if (!s || s.version < minVersion) return false;
-  const v = /** @type {HTMLElement | null} */ (document.querySelector('#view-host > .view:not([hidden])'));
-  const ok = v && document.body.dataset.view === s.state.view && v.localName === `cs-${s.state.view}` &&
-    Number(v.dataset.version) === s.version && (v.dataset.ready === 'true' || v.dataset.ready === 'unavailable');
-  return ok ? performance.now() : false;
-};
 
 /**
  * Opens each link in Chromium, with the page's content security policy sent as a header:

@@ -8,6 +8,7 @@
 //   node tests/hardening/soak.mjs [--interactions N] [--seed S]      (default 10,000, seed 1)
 //   node --test tests/browser/soak.test.mjs                          (a seeded sample, npm test)
 import { rng } from '../rng.mjs';
+import { VIEW_SETTLED } from '../browser/settled.mjs';
 
 // Texts a person might type or paste, the edge cases among them (see tests/browser/edges.test.mjs).
 export const TEXTS = ['', 'a', 'Hello hello', 'the cat sat on the mat. the cat sat on the mat.',
@@ -25,11 +26,7 @@ const SKIP_BUTTON = /PNG|CSV|JSON|Download|Start|Resume|Train|Copy/i;
 /** Waits until the shown view rendered the store's latest version (false after `timeout` ms). */
 export async function settled(page, timeout = 15_000) {
   try {
-    await page.waitForFunction(() => {
-      const s = window.__cs?.store;
-      const v = document.querySelector('#view-host > .view:not([hidden])');
-      return !!(s && v && Number(v.dataset.version) === s.version && (v.dataset.ready === 'true' || v.dataset.ready === 'unavailable'));
-    }, null, { timeout, polling: 50 });
+    await page.waitForFunction(VIEW_SETTLED, 0, { timeout, polling: 50 });
     return true;
   } catch {
     return false;
