@@ -66,7 +66,7 @@ async function settle(page, where = '') {
 }
 
 async function settled(page) {
-  await page.waitForFunction(VIEW_SETTLED, 0, { timeout: SETTLE_TIMEOUT, polling: 50 });
+  await page.waitForFunction(VIEW_SETTLED, { complete: true }, { timeout: SETTLE_TIMEOUT, polling: 50 });
   // Two frames, so what the render changed is painted.
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 }

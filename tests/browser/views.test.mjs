@@ -164,7 +164,7 @@ test('IOI: ioi-1l2h gets a template right; 1L1H vs 1L2H accuracy; unknown names 
 test('IOI: cutting V-composition on ioi-2l1h changes the accuracy shown', async (t) => {
   const { context, page, check } = await openView('cs-ioi', { model: 'ioi-2l1h' });
   try {
-    await page.waitForSelector('cs-ioi[data-ready="true"]', { timeout: 60_000 });
+    await page.waitForSelector('cs-ioi[data-complete="true"]', { timeout: 60_000 });
     const clean = await page.$eval('cs-ioi', (e) => +e.dataset.accuracy);
     const shown = {};
     for (const cut of ['Q', 'K', 'V']) {
@@ -207,7 +207,7 @@ async function waitForSentence(page, sentence, { splits = true } = {}) {
     const v = document.querySelector('cs-ioi');
     const res = v?.querySelector('.cs-results');
     return v?.dataset.kind === 'templates' && res?.dataset.ready === 'true' && res.dataset.sentence === sentence &&
-      (!splits || v.dataset.ready === 'true');
+      (!splits || v.dataset.complete === 'true');
   }, { sentence, splits }, { timeout: 120_000 });
 }
 

@@ -5,7 +5,8 @@
 //   node tests/hardening/hostile-links.mjs --sample 300     # a seeded sample with every kind
 //   options: --seed N (default 1), --lanes N (pages side by side, default 2),
 //            --mode fresh|hashchange|both (default both), --limit MS (settle limit, default 1000),
-//            --alternate (each link once, fresh and hashchange in turn), --kind KIND (only links of one kind), --link '#v=2&...' (one link of your own; repeatable)
+//            --alternate (each link once, fresh and hashchange in turn), --kind KIND (only links
+//            of one kind), --match REGEX (only links whose note or hash matches), --link '#v=2&...' (one link of your own; repeatable)
 //
 // Prints each failure (kind, how opened, the link) and a summary: links tried, failures by kind,
 // settle time median and max. Writes every result to build/hardening/hostile-links.json. Exit
@@ -20,8 +21,8 @@ const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : fallback; };
-if (!args.includes('--all') && !args.includes('--sample') && !args.includes('--link')) {
-  console.error('usage: node tests/hardening/hostile-links.mjs --all | --sample N | --link HASH [--seed N] [--lanes N] [--mode fresh|hashchange|both] [--limit MS] [--kind KIND]');
+if (!['--all', '--sample', '--link', '--match'].some((a) => args.includes(a))) {
+  console.error('usage: node tests/hardening/hostile-links.mjs --all | --sample N | --match REGEX | --link HASH [--seed N] [--lanes N] [--mode fresh|hashchange|both] [--limit MS] [--kind KIND]');
   process.exit(2);
 }
 const seed = Number(opt('--seed', 1));
@@ -34,6 +35,7 @@ const loaded = await loadSite(site);
 let links = hostileLinks(loaded, { seed });
 const corpus = links.length;
 if (opt('--kind')) links = links.filter((l) => l.kind === opt('--kind'));
+if (opt('--match')) links = links.filter((l) => new RegExp(opt('--match')).test(`${l.note} ${l.hash.slice(0, 400)}`));
 if (args.includes('--sample')) links = sampleLinks(links, Number(opt('--sample', 300)), seed);
 if (args.includes('--link')) links = args.flatMap((a, i) => (args[i - 1] === '--link' ? [{ hash: a, kind: 'given', note: 'from the command line' }] : []));
 
@@ -65,6 +67,6 @@ mkdirSync(path.join(root, 'build', 'hardening'), { recursive: true });
 writeFileSync(path.join(root, 'build', 'hardening', 'hostile-links.json'), JSON.stringify({
   seed, modes, lanes, limit, corpus, links: links.length, seconds, byKind,
   settle: Object.fromEntries([...modes, 'all'].map((m) => [m, settleFigures(m === 'all' ? results : results.filter((r) => r.mode === m))])),
-  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash), mode: r.mode, ms: r.ms, heard: r.heard, opened: r.opened, failures: r.failures })),
+  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash), mode: r.mode, ms: r.ms, wall: r.wall, floor: r.floor, heard: r.heard, opened: r.opened, failures: r.failures })),
 }, null, 1));
 process.exit(failed.length ? 1 : 0);

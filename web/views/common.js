@@ -100,11 +100,8 @@ export class CsView extends HTMLElement {
 
   /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {
-    const version = store.version;
-    const done = () => {
-      this.addPanelExports();   // panels an async render filled in have their button too
-      if (!(Number(this.dataset.version) > version)) this.dataset.version = String(version);
-    };
+    const version = (this._renderVersion = store.version);
+    const done = () => this.markRendered(version);
     try {
       const r = this.render?.();
       if (r && typeof r.then === 'function') r.then(done, (e) => { this.showError(e); done(); });
@@ -114,6 +111,16 @@ export class CsView extends HTMLElement {
       done();
     }
   }
+  /**
+   * Records that the view shows the store's version it is rendering (data-version), with the
+   * panels' PNG buttons. An async render may call it early, when what it still computes only
+   * fills in a panel that says so (the IOI split accuracy); it is called again at the end.
+   */
+  markRendered(version = this._renderVersion) {
+    this.addPanelExports();   // panels an async render filled in have their button too
+    if (!(Number(this.dataset.version) > version)) this.dataset.version = String(version);
+  }
+
   /**
    * Gives every panel (section.cs-panel with a heading) a button that downloads it as a PNG,
    * named after the heading. Hidden with the other controls in embed mode.

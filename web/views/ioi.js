@@ -59,6 +59,7 @@ export class CsIoi extends CsView {
       this.replaceChildren(...Object.values(this._sections));
     }
     this.dataset.ready = 'false';
+    this.dataset.complete = 'false';
     const seq = (this._seq = (this._seq ?? 0) + 1);
     const state = this.state;
     const name = this.modelName;
@@ -79,14 +80,19 @@ export class CsIoi extends CsView {
     await showPanel(s.architecture, architecture, name);
     await showPanel(s.builder, kind === 'templates' ? sentence : sequence, name);
     for (const [k, panel] of Object.entries(RESULTS)) await showPanel(s[k], panel, name);
-    // The accuracy (on the four splits of a template model, computed once per model and
-    // intervention) and the models compared: shown as "computing" until they are there.
+    if (stale()) return;
+    // The view is open (data-ready) once the sentence and its results are shown. The accuracy
+    // (on the four splits of a template model, computed once per model and intervention: about
+    // a second the first time) and the models compared show "computing" until they are there;
+    // data-complete says when they are.
+    this.dataset.ready = 'true';
+    this.markRendered();
     const args = { model, modelName: name, state };
     const acc = await this.showSlow(s.accuracy, accuracy, args, stale);
     if (!acc || stale()) return;
     this.dataset.accuracy = acc.accuracy ?? '';
     if (!(await this.showSlow(s.zoo, zoo, args, stale)) || stale()) return;
-    this.dataset.ready = 'true';
+    this.dataset.complete = 'true';
   }
 
   /**
