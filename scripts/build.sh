@@ -119,6 +119,18 @@ assemble_site() {
   } >"$tmp/vendor/uPlot.mjs"
   cp node_modules/uplot/dist/uPlot.min.css "$tmp/vendor/"
   cp node_modules/uplot/LICENSE "$tmp/vendor/uPlot.LICENSE.txt"
+  # marked (MIT), the lessons' Markdown, and DOMPurify (Apache-2.0 or MPL-2.0), which cleans the
+  # HTML marked makes before the page shows it (web/lessons/render.js): both ship ES modules.
+  for f in marked/lib/marked.esm.js marked/LICENSE dompurify/dist/purify.es.mjs dompurify/LICENSE; do
+    if [[ ! -f "node_modules/$f" ]]; then
+      echo "build: node_modules/$f is missing: run npm ci (marked and dompurify are dependencies in package.json)" >&2
+      return 1
+    fi
+  done
+  sed '/^\/\/# sourceMappingURL=/d' node_modules/marked/lib/marked.esm.js >"$tmp/vendor/marked.mjs"
+  sed '/^\/\/# sourceMappingURL=/d' node_modules/dompurify/dist/purify.es.mjs >"$tmp/vendor/purify.mjs"
+  cp node_modules/marked/LICENSE "$tmp/vendor/marked.LICENSE.txt"
+  cp node_modules/dompurify/LICENSE "$tmp/vendor/purify.LICENSE.txt"
   rm -rf "$site"
   mv "$tmp" "$site"
   echo "site assembled in $site"

@@ -26,6 +26,8 @@ const els = {
   copyText: $('copy-text'),
   copyLabel: $('copy-label'),
   host: $('view-host'),
+  lessonHost: $('lesson-host'),
+  openLessons: $('open-lessons'),
   openFull: $('open-full'),
 };
 
@@ -123,7 +125,24 @@ function applyChrome() {
   document.body.classList.toggle('hide-header', !!s.embed && s.hide.includes('header'));
   document.body.classList.toggle('hide-controls', !!s.embed && s.hide.includes('controls'));
   els.openFull.hidden = !s.embed;
+  showLesson(s.lesson);
   if (s.embed) els.openFull.href = `${location.pathname}#${linkOf({ ...s, embed: false, hide: [] }).hash}`;
+}
+
+// The lesson pane (lessons/lesson.js, loaded the first time a lesson is opened) beside the view.
+let lessonModule = null;
+async function showLesson(name) {
+  document.body.classList.toggle('has-lesson', !!name);
+  els.lessonHost.hidden = !name;
+  if (!name || els.lessonHost.firstElementChild) return;
+  try {
+    lessonModule ??= import('./lessons/lesson.js');
+    const { TAG } = await lessonModule;
+    if (!els.lessonHost.firstElementChild) els.lessonHost.append(document.createElement(TAG));
+  } catch (e) {
+    lessonModule = null;
+    els.lessonHost.replaceChildren(el('p', { class: 'error', role: 'alert' }, `The lessons are not available in this build of the page (${String(e?.message ?? e).split('\n')[0]}).`));
+  }
 }
 
 async function viewElement(name) {
@@ -196,7 +215,7 @@ store.subscribe((state, prev) => {
     hashTimer = 0;
     writeHash();
   }
-  if (state.embed !== prev.embed || state.hide !== prev.hide) applyChrome();
+  if (state.embed !== prev.embed || state.hide !== prev.hide || state.lesson !== prev.lesson) applyChrome();
   if (state.view !== prev.view || state.model !== prev.model || state.snapshot !== prev.snapshot) render(state, prev);
 });
 
@@ -205,6 +224,7 @@ store.subscribe((state, prev) => {
 
 els.model.addEventListener('change', () => store.dispatch({ type: 'model', model: els.model.value }));
 els.snapshot.addEventListener('change', () => store.dispatch({ type: 'snapshot', snapshot: els.snapshot.value || null }));
+els.openLessons.addEventListener('click', () => store.dispatch(store.state.lesson ? { type: 'lesson', lesson: null } : { type: 'lesson', lesson: 'index' }));
 
 async function selectView(name) {
   if (!VIEWS.includes(name) || name === store.state.view) return;

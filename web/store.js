@@ -15,6 +15,8 @@
 //            task; tpl, place, object: the sentence template, its place and object
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
 //   embed=1  minimal chrome; hide=controls,header hides those too
+//   lesson   a lesson of the site (lessons/NAME.md; "index" is the list of lessons) shown beside
+//            the view; step: its step (from 0); done: the steps whose check passed (0,2,...)
 // Unknown keys are ignored (a later version's setting does not stop an older page opening the
 // link); values are checked, and a link that cannot be read gives the default state and a
 // sentence. decodeHash never throws.
@@ -55,6 +57,9 @@ export const DEFAULT_STATE = Object.freeze({
   zoom: null,         // Circuits: cell size in pixels (null: 12)
   embed: false,
   hide: Object.freeze([]),
+  lesson: null,       // a lesson's name (lessons/NAME.md), "index" (the list), or null (no lesson)
+  step: null,         // the lesson's step, from 0 (null: 0)
+  done: Object.freeze([]),   // the steps whose check passed, as strings ("0", "2")
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -112,6 +117,9 @@ const FIELDS = new Map(Object.entries({
   zoom: integer('zoom', 3, 28),
   embed: flag('embed'),
   hide: list('hide', new RegExp(`^(${HIDEABLE.join('|')})$`), HIDEABLE.join(' or ')),
+  lesson: matching('lesson', /^[a-z0-9][a-z0-9-]{0,40}$/, 'a lesson name such as induction-heads'),
+  step: integer('step', 0, 99),
+  done: list('done', /^\d{1,2}$/, 'a step number'),
 }));
 
 const fresh = () => ({ ...DEFAULT_STATE });
@@ -359,6 +367,13 @@ export function reduce(state, action) {
     }
     case 'replace':   // a whole state read from a link
       return { ...fresh(), ...action.state };
+    case 'lesson': {  // a lesson's step: {type: 'lesson', lesson, step, state}: the step's own state
+                      // (its link, decoded), keeping the page's chrome and, in the same lesson,
+                      // the steps done; lesson null closes the lesson and keeps the view
+      if (!action.lesson) return { ...state, lesson: null, step: null, done: [] };
+      const keep = { embed: state.embed, hide: state.hide, done: action.lesson === state.lesson ? state.done : [] };
+      return { ...(action.state ? { ...fresh(), ...action.state } : state), ...keep, lesson: action.lesson, step: action.step || null };
+    }
     default:
       throw new Error(`unknown action ${action.type}`);
   }

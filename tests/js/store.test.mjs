@@ -25,12 +25,15 @@ function randomAction(r) {
     case 3: return { type: 'toggleAblate', head: head(r) };
     case 4: return { type: 'toggleCut', cut: `${end(r)}>${end(r)}.${r.pick(['q', 'k', 'v'])}` };
     case 5: return { type: 'set', values: { text: r.pick(TEXTS) + r.int(100), pos: r.pick([null, r.int(300)]) } };
-    case 6: return { type: 'set', values: { head: r.pick([null, head(r)]), nopos: r.next() < 0.5 } };
+    case 6: return r.next() < 0.5 ? { type: 'set', values: { head: r.pick([null, head(r)]), nopos: r.next() < 0.5 } }
+      : { type: 'lesson', lesson: r.pick([null, 'index', 'induction-heads', 'ioi-circuit']), step: r.int(12),
+        state: r.pick([null, { view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'] }, { view: 'induction', text: r.pick(TEXTS) }]) };
     default: return {
       type: 'set',
       values: r.pick([{ order: r.pick(['IOSS', 'SIOS']) }, { io: r.pick(['Mary', 'Zoe', '', 'a b']) }, { s: 'John' }, { tpl: r.int(12) },
         { place: 'store' }, { object: 'drink' }, { names: 'Ann,Bo,Cy,Di,Ed,Flo' }, { sort: r.pick(['token', 'row', 'col', 'both']) },
-        { top: r.pick(['all', '80', '40', '20', '10']) }, { zoom: 3 + r.int(26) }, { embed: r.next() < 0.5 }, { hide: ['controls'] }]),
+        { top: r.pick(['all', '80', '40', '20', '10']) }, { zoom: 3 + r.int(26) }, { embed: r.next() < 0.5 }, { hide: ['controls'] },
+        { done: r.pick([[], ['0'], ['2', '0', '11'], [String(r.int(100))]]) }]),
     };
   }
 }

@@ -53,6 +53,7 @@ export class CsInduction extends CsView {
       }),
       note: el('p', { class: 'note', role: 'status', 'aria-live': 'polite', hidden: true }),
       status: el('p', { class: 'status ind-status', role: 'status', 'aria-live': 'polite' }, 'Loading the model…'),
+      cut: cutControl((cut) => this.update({ cut })),
     });
     this.sections = PANELS.map(([, cls]) => el('section', { class: `panel ${cls}` }));
     E.patternRow = el('div', { class: 'ind-pattern-row' }, this.sections[1], this.sections[2]);
@@ -66,6 +67,7 @@ export class CsInduction extends CsView {
           button('Repeat my text', () => repeatText(this)),
           button('Insert a repeated random sequence', () => insertRandom(this)),
           button('Clear ablations', () => this.update({ ablate: [] })),
+          E.cut.field,
           button('Download losses (CSV)', () => exportCSV(this)),
           button('Download patterns (PNG)', () => downloadPNG('circuitscope-attention.png', E.patternRow))),
         E.status, E.note),
@@ -101,6 +103,7 @@ export class CsInduction extends CsView {
       return;
     }
     this.clearError();
+    syncCut(this.els.cut, m.config, this.state.cut);
     renderNote(this.els.note, a);
     await Promise.all(PANELS.map(([p], i) => showPanel(this.sections[i], p, this.modelName)));
     const head = chosenHead(m, this.state);
@@ -150,6 +153,28 @@ export class CsInduction extends CsView {
 }
 
 // The controls' actions and the note under them: plain functions of the view.
+
+/**
+ * "Cut composition": every path from layer 0 into the query, key or value of layer 1 (the
+ * store's cut "*>*.q", as the IOI view's), for models of two or more layers. {field, select, sign}.
+ */
+function cutControl(onCut) {
+  const select = el('select', { id: 'ind-cut', onchange: () => onCut(select.value ? [`*>*.${select.value}`] : []) },
+    el('option', { value: '' }, 'nothing'),
+    ...['q', 'k', 'v'].map((x) => el('option', { value: x }, `${x.toUpperCase()}-composition (layer 0 → ${{ q: 'query', k: 'key', v: 'value' }[x]} of layer 1)`)));
+  const sign = el('strong', { class: 'ind-cut-sign', hidden: true });
+  return { select, sign, field: el('span', { class: 'ind-cut' }, el('label', { for: 'ind-cut' }, 'Cut composition'), select, sign) };
+}
+
+/** Shows the state's cut: the select (when it is one of its own) and a sign while any cut is in force. */
+function syncCut(c, config, cut) {
+  const own = cut.length === 1 ? /^\*>\*\.([qkv])$/.exec(cut[0]) : null;
+  c.select.disabled = config.n_layers < 2;
+  c.select.value = own ? own[1] : '';
+  const sign = cut.length ? `cut in force: ${cut.join(', ')}` : '';
+  if (c.sign.textContent !== sign) c.sign.textContent = sign;
+  c.sign.hidden = !sign;
+}
 
 function renderNote(node, a) {
   const notes = [];

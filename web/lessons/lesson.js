@@ -1,0 +1,180 @@
+// <cs-lesson>: the lesson pane beside the view. It shows the store's lesson (state.lesson: a
+// lesson of the site, "pasted", or "index" for the list), its steps as links (each opens the
+// step's own state: the lesson, the step and the steps done are part of the link, so progress
+// lives in the link), the current step's text (render.js) and its check (checks.js), which
+// turns green once the reader has done the experiment and marks the step done in the store.
+import { el } from '../parts/dom.js';
+import { store, linkOf, modelOf, getModel } from '../store.js';
+import { renderMarkdown } from './render.js';
+import { loadLesson, lessonIndex, pasteLesson, loadGlossary, PASTED } from './files.js';
+import { holds, measuresOf, measureKey } from './checks.js';
+import { MEASURES } from './measures.js';
+
+export const TAG = 'cs-lesson';
+
+/** The link of step `i` of the lesson shown: its own state, the lesson, the step, the steps done. */
+function stepLink(name, lesson, i, state) {
+  const s = lesson.steps[i].state ?? state;
+  return `#${linkOf({ ...s, embed: state.embed, hide: state.hide, lesson: name, step: i || null, done: state.done }).hash}`;
+}
+
+/** The measures' values for the state: {key: number}; a measure of another view is left out. */
+async function measure(check, state) {
+  const out = {};
+  const wanted = measuresOf(check.when);
+  if (!wanted.length) return out;
+  const modelName = await modelOf(state);
+  const model = modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
+  for (const t of wanted) {
+    const def = MEASURES[t.measure];
+    try {
+      if (def.view === state.view && (model || def.view === 'training')) out[measureKey(t)] = def.get({ model, modelName, state }, t.head);
+    } catch { /* not available for this state */ }
+  }
+  return out;
+}
+
+export class CsLesson extends HTMLElement {
+  connectedCallback() {
+    this.classList.add('cs-lesson');
+    this.setAttribute('aria-label', 'Lesson');
+    this._off = store.subscribe((s, prev) => {
+      if (s.lesson !== prev.lesson || s.step !== prev.step || s.done !== prev.done) this.render();
+      else this.check();
+    });
+    this._onRendered = () => this.check();
+    document.getElementById('view-host')?.addEventListener('cs-rendered', this._onRendered);
+    this.addEventListener('click', (e) => this.onClick(e));
+    this.render();
+  }
+
+  disconnectedCallback() {
+    this._off?.();
+    clearInterval(this._poll);
+    document.getElementById('view-host')?.removeEventListener('cs-rendered', this._onRendered);
+  }
+
+  onClick(e) {
+    const a = /** @type {HTMLElement} */ (e.target).closest?.('a[data-glossary]');
+    if (!a) return;
+    e.preventDefault();
+    this.showTerm(a.dataset.glossary);
+  }
+
+  async render() {
+    const seq = (this._seq = (this._seq ?? 0) + 1);
+    const { lesson: name, step } = store.state;
+    this.dataset.ready = 'false';
+    if (!name) { this.replaceChildren(); return; }
+    const got = name === 'index' ? { index: await lessonIndex() } : await loadLesson(name);
+    if (seq !== this._seq) return;
+    this._lesson = got.lesson ?? null;
+    const close = el('button', { type: 'button', class: 'cs-lesson-close', onclick: () => store.dispatch({ type: 'lesson', lesson: null }) }, 'Close lessons');
+    if (got.index) this.replaceChildren(close, ...indexView(got.index));
+    else if (got.error) this.replaceChildren(close, el('p', { class: 'error', role: 'alert' }, got.error), el('p', {}, el('a', { href: `#${linkOf({ ...store.state, lesson: 'index', step: null, done: [] }).hash}` }, 'All lessons')));
+    else this.replaceChildren(close, ...stepView(name, got.lesson, Math.min(step ?? 0, got.lesson.steps.length - 1), store.state).filter(Boolean));
+    this.dataset.lesson = name;
+    this.dataset.step = String(step ?? 0);
+    this.dataset.ready = 'true';
+    this._checked = null;
+    // A check on the in-page training run is read again every second: the run changes no setting.
+    clearInterval(this._poll);
+    const st = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)];
+    if (st?.check && measuresOf(st.check.when).some((t) => MEASURES[t.measure].view === 'training')) {
+      this._poll = setInterval(() => { if (!this.isConnected) clearInterval(this._poll); else { this._checked = null; this.check(); } }, 1000);
+    }
+    this.check();
+  }
+
+  /** Evaluates the step's check for the store's state (after the view shows it) and marks it. */
+  async check() {
+    const lesson = this._lesson;
+    const state = store.state;
+    const i = Math.min(state.step ?? 0, (lesson?.steps.length ?? 1) - 1);
+    const st = lesson?.steps[i];
+    const box = this.querySelector('.cs-lesson-check');
+    if (!st?.check || !box) return;
+    const key = `${store.version}`;
+    if (this._checked === key) return;
+    this._checked = key;
+    const values = await measure(st.check, state).catch(() => ({}));
+    if (store.state !== state || !box.isConnected) return;
+    const base = st.state ?? state;
+    const met = st.check.when.map((c) => holds(c, state, base, values));
+    const ok = met.every(Boolean);
+    const wasDone = state.done.includes(String(i));
+    box.dataset.met = String(ok || wasDone);
+    box.querySelectorAll('li').forEach((li, k) => { li.dataset.met = String(met[k]); });
+    if (ok && !wasDone) store.dispatch({ type: 'set', values: { done: [...state.done, String(i)] } });
+    focusPanel(st.panel);
+  }
+
+  async showTerm(id) {
+    const g = await loadGlossary();
+    const t = g.terms?.get(id);
+    const box = this.querySelector('.cs-lesson-term') ?? this.appendChild(el('aside', { class: 'cs-lesson-term', role: 'note' }));
+    box.replaceChildren(
+      el('button', { type: 'button', class: 'cs-lesson-term-close', 'aria-label': 'Close the glossary entry', onclick: () => box.remove() }, '×'),
+      ...(t ? [el('h3', {}, t.term), renderMarkdown(t.markdown)] : [el('p', {}, g.error ?? `The glossary has no entry "${id}".`)]),
+      el('p', {}, el('a', { href: 'lessons/glossary.md', target: '_blank' }, 'The whole glossary')));
+    box.scrollIntoView({ block: 'nearest' });
+  }
+}
+
+/** The list of lessons, and a box to paste one. */
+function indexView({ lessons, error }) {
+  const area = el('textarea', { rows: 6, spellcheck: 'false', 'aria-label': 'A lesson in Markdown', placeholder: '# My lesson\n\n## First step\n...' });
+  const paste = el('button', {
+    type: 'button',
+    onclick: () => {
+      const lesson = pasteLesson(area.value);
+      store.dispatch({ type: 'lesson', lesson: PASTED, step: 0, state: lesson.steps[0]?.state ?? null });
+    },
+  }, 'Open this lesson');
+  return [
+    el('h2', {}, 'Lessons'),
+    error ? el('p', { class: 'error', role: 'alert' }, error) : el('ol', { class: 'cs-lesson-list' }, ...lessons.map((l) => el('li', {},
+      el('a', { href: `#${linkOf({ ...store.state, lesson: l.name, step: null, done: [] }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
+      l.summary ? el('p', { class: 'muted' }, l.summary) : null))),
+    el('details', { class: 'cs-lesson-paste' }, el('summary', {}, 'Paste a lesson'),
+      el('p', { class: 'muted' }, 'A lesson file in the format the README describes. It stays in this page: a link to it works only here.'), area, paste),
+  ];
+}
+
+/** A step: the lesson's title, the steps as links, the step's text, its check, and the way on. */
+function stepView(name, lesson, i, state) {
+  const st = lesson.steps[i];
+  const nav = (j, label) => (j < 0 || j >= lesson.steps.length ? el('span', {}) : el('a', { class: 'cs-lesson-nav', href: stepLink(name, lesson, j, state) }, label));
+  const check = st?.check;
+  return [
+    el('p', { class: 'cs-lesson-crumbs' }, el('a', { href: `#${linkOf({ ...state, lesson: 'index', step: null }).hash}` }, 'All lessons')),
+    el('h2', {}, lesson.title),
+    i === 0 && lesson.intro.trim() ? el('div', { class: 'cs-lesson-intro' }, renderMarkdown(lesson.intro)) : null,
+    lesson.problems.length ? el('details', { class: 'cs-lesson-problems' }, el('summary', {}, `This lesson file has ${lesson.problems.length} problem${lesson.problems.length > 1 ? 's' : ''}`),
+      el('ul', {}, ...lesson.problems.map((p) => el('li', {}, p)))) : null,
+    el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => el('li', { dataset: { done: String(state.done.includes(String(j))) }, 'aria-current': j === i ? 'step' : null },
+      el('a', { href: stepLink(name, lesson, j, state) }, s.title)))),
+    st ? el('section', { class: 'cs-lesson-step', 'aria-labelledby': 'cs-lesson-step-h' },
+      el('h3', { id: 'cs-lesson-step-h' }, `${i + 1}. ${st.title}`),
+      renderMarkdown(st.markdown),
+      check ? el('div', { class: 'cs-lesson-check', role: 'status', dataset: { met: String(state.done.includes(String(i))) } },
+        el('p', { class: 'cs-lesson-check-todo' }, check.hint || 'Try it: this step turns green when you have.'),
+        el('p', { class: 'cs-lesson-check-done' }, `✓ ${check.say || 'Done.'}`),
+        el('ul', { class: 'cs-lesson-conditions' }, ...check.when.map((c) => el('li', {}, c.text)))) : null,
+      st.link ? el('p', {}, el('a', { href: stepLink(name, lesson, i, { ...state, done: state.done }), class: 'cs-lesson-reset' }, 'Start this step again')) : null) : null,
+    el('p', { class: 'cs-lesson-way' }, nav(i - 1, '← Previous'), nav(i + 1, 'Next →')),
+  ];
+}
+
+/** Outlines the panel a step points at and brings it into view. */
+function focusPanel(name) {
+  for (const p of document.querySelectorAll('.cs-lesson-focus')) if (/** @type {HTMLElement} */ (p).dataset.panel !== name) p.classList.remove('cs-lesson-focus');
+  if (!name) return;
+  const p = document.querySelector(`#view-host .view:not([hidden]) section.cs-panel[data-panel="${CSS.escape(name)}"]`);
+  if (p && !p.classList.contains('cs-lesson-focus')) {
+    p.classList.add('cs-lesson-focus');
+    p.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+  }
+}
+
+if (!customElements.get(TAG)) customElements.define(TAG, CsLesson);

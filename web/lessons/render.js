@@ -1,0 +1,49 @@
+// Lesson Markdown to DOM: marked makes the HTML, DOMPurify cleans it (no script, no event
+// handler, no style, no form, no frame; links only to http(s), to this page's own links (#v=...)
+// and to the glossary), and the page's content security policy refuses whatever might still
+// try. A lesson is text someone else wrote: it never runs code in the page.
+import { marked } from '../vendor/marked.mjs';
+import DOMPurify from '../vendor/purify.mjs';
+
+const PURIFY = {
+  ALLOWED_TAGS: ['p', 'a', 'em', 'strong', 'code', 'pre', 'ul', 'ol', 'li', 'blockquote', 'h3', 'h4', 'br', 'hr',
+    'table', 'thead', 'tbody', 'tr', 'th', 'td', 'del', 'sub', 'sup', 'kbd', 'img'],
+  ALLOWED_ATTR: ['href', 'title', 'alt', 'src', 'colspan', 'rowspan'],
+  ALLOW_DATA_ATTR: false,
+  RETURN_DOM_FRAGMENT: true,
+};
+
+let hooked = false;
+function hook() {
+  if (hooked) return;
+  hooked = true;
+  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.nodeName === 'A') {
+      const href = node.getAttribute('href') ?? '';
+      const glossary = /^glossary(?:\.md)?#([a-z0-9-]{1,60})$/.exec(href);
+      if (glossary) {
+        node.setAttribute('href', `#glossary-${glossary[1]}`);
+        node.setAttribute('data-glossary', glossary[1]);
+      } else if (/^https?:\/\//i.test(href)) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer');
+      } else if (!/^#v=\d/.test(href)) {
+        node.removeAttribute('href');   // anything else (a relative path, another scheme): text only
+      }
+    }
+    // Images from the site itself only: the policy would refuse any other, with an error.
+    if (node.nodeName === 'IMG' && !/^(?![a-z][a-z0-9+.-]*:|\/\/)[\w./-]+$/i.test(node.getAttribute('src') ?? '')) node.remove();
+  });
+}
+
+/** Markdown (a lesson's text) as a cleaned DocumentFragment. */
+export function renderMarkdown(markdown) {
+  hook();
+  let html;
+  try {
+    html = /** @type {string} */ (marked.parse(String(markdown ?? ''), { async: false, gfm: true }));
+  } catch (e) {
+    html = `<p>This text could not be read as Markdown (${String(e?.message ?? e).split('\n')[0]}).</p>`;
+  }
+  return /** @type {DocumentFragment} */ (/** @type {unknown} */ (DOMPurify.sanitize(html, PURIFY)));
+}
