@@ -535,8 +535,10 @@ ModelFile load_transformerlens(const Header& h, const json* meta) {
                               : "standard positions; a shortformer model's state dict looks the same, so such a file "
                                 "needs positional_embedding_type in its __metadata__";
   const std::string words = tok ? "The tokenizer is the one in the file's __metadata__."
-                                : "The file carries no tokenizer, so text is token ids separated by spaces (e.g. "
-                                  "\"12 7 7 3\") and token i shows as #i.";
+                                : std::string("The file carries no tokenizer, so text is token ids separated by "
+                                              "spaces (e.g. \"") +
+                                      (m.cfg.d_vocab > 12 ? "12 7 7 3" : m.cfg.d_vocab > 1 ? "0 1 0 1" : "0 0 0") +
+                                      "\") and token i shows as #i.";
   m.info = json{{"source", "transformerlens"},
                 {"note", "A TransformerLens state dict: the architecture was read from the tensor shapes (" + pos +
                              (m.cfg.use_bias ? "" : "; it has no biases") + "). " + words}};

@@ -153,7 +153,7 @@ TEST(TransformerLensFile, ShippedModelsInTransformerLensLayoutGiveTheSameLogits)
     EXPECT_EQ(tl.tokenizer.size(), ours.cfg.d_vocab);
     EXPECT_EQ(tl.tokenizer.bos_id(), -1);
     EXPECT_EQ(tl.info["source"], "transformerlens");
-    EXPECT_NE(tl.info["note"].get<std::string>().find("text is token ids separated by spaces"), std::string::npos);
+    EXPECT_NE(tl.info["note"].get<std::string>().find("text is token ids separated by spaces (e.g. \""), std::string::npos);
     expect_same_logits(ours, tl, 1e-6f);
   }
 }
