@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -77,6 +78,14 @@ json parse_meta_json(const std::string& text, const std::string& what) {
 std::size_t itemsize(Dtype d) { return d == Dtype::F32 ? 4 : 2; }
 const char* dtype_name(Dtype d) { return d == Dtype::F32 ? "F32" : "F16"; }
 
+// What the loader reads: weights in F32, F16 or BF16 (converted to float32), and BOOL for
+// TransformerLens's attention mask buffer.
+enum class Stored { F32, F16, BF16, Bool };
+std::size_t stored_size(Stored d) { return d == Stored::F32 ? 4 : d == Stored::Bool ? 1 : 2; }
+const char* stored_name(Stored d) {
+  return d == Stored::F32 ? "F32" : d == Stored::F16 ? "F16" : d == Stored::BF16 ? "BF16" : "BOOL";
+}
+
 // Product of the dims, or false if it would not fit in 64 bits.
 bool checked_numel(const Shape& s, std::uint64_t* out) {
   std::uint64_t n = 1;
@@ -113,28 +122,43 @@ float read_f16(const std::uint8_t* p) {
   return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
 }
 
+// bfloat16 is the top half of a float32.
+float read_bf16(const std::uint8_t* p) {
+  const std::uint32_t bits = (static_cast<std::uint32_t>(p[0]) | (static_cast<std::uint32_t>(p[1]) << 8)) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // Where one tensor's bytes are, as its header entry says.
 struct Found {
-  Dtype dtype = Dtype::F32;
+  Stored dtype = Stored::F32;
   std::uint64_t begin = 0, end = 0;
   bool seen = false;
 };
-using Expected = std::vector<std::pair<std::string, Tensor<float>*>>;
+// One tensor of the file: its bytes and, for a weight, where its values go (null for a buffer
+// such as TransformerLens's attn.mask, which is checked but not kept).
+struct Entry {
+  std::string name;
+  Tensor<float>* dest = nullptr;
+  Found f;
+};
 
 // Every byte of the data section belongs to exactly one tensor.
-void check_layout(const std::vector<Found>& found, const Expected& expected, std::uint64_t section_size) {
-  std::vector<std::size_t> order(expected.size());
+void check_layout(const std::vector<Entry>& entries, std::uint64_t section_size) {
+  std::vector<std::size_t> order(entries.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return found[a].begin != found[b].begin ? found[a].begin < found[b].begin : found[a].end < found[b].end;
+    const Found &fa = entries[a].f, &fb = entries[b].f;
+    return fa.begin != fb.begin ? fa.begin < fb.begin : fa.end < fb.end;
   });
   std::uint64_t cursor = 0;
   std::size_t last = order.size();  // the tensor that reaches furthest so far
   for (std::size_t i : order) {
-    const Found& f = found[i];
+    const Found& f = entries[i].f;
     if (f.begin == f.end) continue;
     if (last != order.size() && f.begin < cursor)
-      fail("tensors " + expected[last].first + " and " + expected[i].first + " overlap in the data section (bytes " +
+      fail("tensors " + entries[last].name + " and " + entries[i].name + " overlap in the data section (bytes " +
            std::to_string(f.begin) + " to " + std::to_string(std::min(cursor, f.end)) + "); the file is corrupt");
     if (f.begin > cursor)
       fail("bytes " + std::to_string(cursor) + " to " + std::to_string(f.begin) +
@@ -148,19 +172,21 @@ void check_layout(const std::vector<Found>& found, const Expected& expected, std
 }
 
 // Reads every tensor's values, refusing NaN, Inf and magnitudes past kMaxAbsWeight (config.h).
-void read_values(const std::vector<Found>& found, const Expected& expected, const std::uint8_t* section) {
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    const Found& f = found[i];
-    std::vector<float>& out = expected[i].second->data;
+void read_values(const std::vector<Entry>& entries, const std::uint8_t* section) {
+  for (const Entry& en : entries) {
+    if (en.dest == nullptr) continue;
+    const Found& f = en.f;
+    const std::string& name = en.name;
+    std::vector<float>& out = en.dest->data;
     const std::uint8_t* p = section + static_cast<std::size_t>(f.begin);
-    const std::size_t isz = itemsize(f.dtype);
+    const std::size_t isz = stored_size(f.dtype);
     for (std::size_t k = 0; k < out.size(); ++k, p += isz) {
-      const float x = f.dtype == Dtype::F32 ? read_f32(p) : read_f16(p);
+      const float x = f.dtype == Stored::F32 ? read_f32(p) : f.dtype == Stored::F16 ? read_f16(p) : read_bf16(p);
       if (!std::isfinite(x))
-        fail("tensor " + expected[i].first + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
+        fail("tensor " + name + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
              ") at index " + std::to_string(k) + "; the model diverged during training or the file is corrupt");
       if (std::fabs(x) > kMaxAbsWeight)
-        fail("tensor " + expected[i].first + " has the value " + float_text(x) + " at index " +
+        fail("tensor " + name + " has the value " + float_text(x) + " at index " +
              std::to_string(k) + "; circuitscope refuses weights beyond +-" + float_text(kMaxAbsWeight) +
              " (trained weights are of order 1, and larger ones overflow a forward pass): the file is corrupt");
       out[k] = x;
@@ -168,18 +194,8 @@ void read_values(const std::vector<Found>& found, const Expected& expected, cons
   }
 }
 
-// One tensor's header entry e: its dtype, a shape equal to `want` and offsets whose length fits
-// them, inside the data section.
-Found read_entry(const std::string& name, const json& e, const Shape& want, std::uint64_t section_size) {
-  Found f;
-  f.seen = true;
-  const auto dt = e.find("dtype");
-  if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string; circuitscope reads F32 and F16");
-  const std::string& dts = dt->get_ref<const std::string&>();
-  if (dts == "F32") f.dtype = Dtype::F32;
-  else if (dts == "F16") f.dtype = Dtype::F16;
-  else fail("tensor " + name + " has dtype " + clean(dts) + "; circuitscope reads F32 and F16");
-
+// The shape in tensor `name`'s header entry e: a list of non-negative integers below 2^31.
+Shape parse_shape(const std::string& name, const json& e) {
   const auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array())
     fail("tensor " + name + " has no shape array; a shape is a list of non-negative integers");
@@ -192,8 +208,28 @@ Found read_entry(const std::string& name, const json& e, const Shape& want, std:
       fail("tensor " + name + " has shape " + dump_short(*sh) + ", which is not a list of non-negative integers");
     shape.push_back(static_cast<int>(d.get<std::int64_t>()));
   }
-  if (shape != want)
-    fail("tensor " + name + " has shape " + shape_str(shape) + ", config says " + shape_str(want));
+  return shape;
+}
+
+// One tensor's header entry e: its dtype (F32, F16 or BF16; BOOL when `boolean`), a shape equal
+// to `want` (otherwise "tensor NAME has shape [..]" + says + "[want]") and offsets whose length
+// fits them, inside the data section.
+Found read_entry(const std::string& name, const json& e, const Shape& want, std::uint64_t section_size,
+                 const std::string& says, bool boolean = false) {
+  Found f;
+  f.seen = true;
+  const char* reads = boolean ? "; circuitscope reads it as BOOL" : "; circuitscope reads F32, F16 and BF16";
+  const auto dt = e.find("dtype");
+  if (dt == e.end() || !dt->is_string()) fail("tensor " + name + " has no dtype string" + reads);
+  const std::string& dts = dt->get_ref<const std::string&>();
+  if (boolean && dts == "BOOL") f.dtype = Stored::Bool;
+  else if (!boolean && dts == "F32") f.dtype = Stored::F32;
+  else if (!boolean && dts == "F16") f.dtype = Stored::F16;
+  else if (!boolean && dts == "BF16") f.dtype = Stored::BF16;
+  else fail("tensor " + name + " has dtype " + clean(dts) + reads);
+
+  const Shape shape = parse_shape(name, e);
+  if (shape != want) fail("tensor " + name + " has shape " + shape_str(shape) + says + shape_str(want));
 
   const auto off = e.find("data_offsets");
   if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
@@ -207,16 +243,345 @@ Found read_entry(const std::string& name, const json& e, const Shape& want, std:
          std::to_string(section_size) + " bytes (truncated file?)");
   std::uint64_t numel = 0;
   checked_numel(shape, &numel);  // equals the allocated shape, so it cannot overflow
-  if (f.end - f.begin != numel * itemsize(f.dtype))
+  const std::uint64_t isz = stored_size(f.dtype);
+  if (f.end - f.begin != numel * isz)
     fail("tensor " + name + " has " + std::to_string(f.end - f.begin) + " bytes of data but shape " +
-         shape_str(shape) + " in " + dtype_name(f.dtype) + " needs " + std::to_string(numel * itemsize(f.dtype)));
+         shape_str(shape) + " in " + stored_name(f.dtype) + " needs " + std::to_string(numel * isz));
   return f;
+}
+
+// The header entry of tensor `key`, which must be a JSON object.
+const json& entry_object(const std::string& key, const json& e) {
+  if (!e.is_object())
+    fail("the entry for tensor " + clean(key) + " is " + a_type(e) + ", not an object with dtype, shape and data_offsets");
+  return e;
+}
+
+// Decides about a header name that is not one of the model's weights: fails with a sentence, or
+// fills *out with a buffer to check (its bytes belong to the data section) and returns.
+using OtherTensor = std::function<void(const std::string& key, const json& e, Entry* out)>;
+
+// Reads the header's tensor entries against the weights of `params`: every weight must be there
+// unless may_be_missing(name) (it then stays zero); other names go to `other`. Returns the
+// entries found, weights and buffers, for check_layout and read_values.
+std::vector<Entry> collect_entries(const json& header, Params<float>& params, std::uint64_t section_size,
+                                   const std::string& says, const OtherTensor& other,
+                                   const std::function<bool(const std::string&)>& may_be_missing) {
+  const auto expected = named_params(params);
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < expected.size(); ++i) index.emplace(expected[i].first, i);
+  std::vector<Entry> weights(expected.size()), out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto ix = index.find(it.key());
+    if (ix == index.end()) {
+      Entry buffer;
+      other(it.key(), it.value(), &buffer);
+      out.push_back(std::move(buffer));
+      continue;
+    }
+    const json& e = entry_object(it.key(), it.value());
+    weights[ix->second] = Entry{expected[ix->second].first, expected[ix->second].second,
+                                read_entry(expected[ix->second].first, e, expected[ix->second].second->shape,
+                                           section_size, says)};
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (weights[i].f.seen) out.push_back(std::move(weights[i]));
+    else if (!may_be_missing(expected[i].first)) fail("tensor " + expected[i].first + " is missing");
+  }
+  return out;
 }
 
 std::string with_path(const std::string& path, const std::string& msg) {
   const std::string prefix = "model file: ";
   if (msg.compare(0, prefix.size(), prefix) == 0) return "model file " + path + ": " + msg.substr(prefix.size());
   return "model file " + path + ": " + msg;
+}
+
+// The parsed JSON header and where the data section is.
+struct Header {
+  json doc;
+  const std::uint8_t* section = nullptr;
+  std::uint64_t section_size = 0;
+};
+
+Header parse_header(const std::uint8_t* data, std::size_t size) {
+  if (data == nullptr && size != 0) fail("no data was given to read");
+  if (size < 8)
+    fail("the file is only " + std::to_string(size) +
+         " bytes long, shorter than the 8-byte header length a safetensors file starts with (empty or truncated file?)");
+  const std::uint64_t header_len = get_u64le(data);
+  if (header_len > static_cast<std::uint64_t>(size) - 8)
+    fail("header length " + std::to_string(header_len) + " is larger than the file (" + std::to_string(size) +
+         " bytes): the file is truncated or not a safetensors file");
+  if (header_len > kMaxHeaderBytes)
+    fail("the header is " + std::to_string(header_len) + " bytes long; circuitscope reads headers of at most " +
+         std::to_string(kMaxHeaderBytes >> 20) + " MB (a million-token vocabulary takes about 20 MB)");
+  const char* hb = reinterpret_cast<const char*>(data) + 8;
+  const char* he = hb + static_cast<std::size_t>(header_len);
+  Header h;
+  h.section = data + 8 + static_cast<std::size_t>(header_len);
+  h.section_size = static_cast<std::uint64_t>(size) - 8 - header_len;
+  if (!depth_ok(hb, he, kMaxJsonDepth))
+    fail("the header nests JSON more than " + std::to_string(kMaxJsonDepth) +
+         " levels deep; the file is corrupt or not a safetensors file");
+  try {
+    h.doc = json::parse(hb, he);
+  } catch (const json::exception& e) {
+    fail("the header " + json_parse_problem(std::string(hb, he), e) + "; the file is corrupt or not a safetensors file");
+  }
+  if (!h.doc.is_object())
+    fail("the header is " + a_type(h.doc) + " in JSON, not an object; this is not a safetensors file");
+  return h;
+}
+
+// The string value of `key` in __metadata__, or null when absent (an error when `required`).
+const std::string* meta_string(const json& meta, const char* key, bool required) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) {
+    if (required)
+      fail(std::string("__metadata__ has no \"") + key + "\"; this safetensors file was not written by circuitscope");
+    return nullptr;
+  }
+  if (!it->is_string())
+    fail(std::string("__metadata__ \"") + key + "\" is " + a_type(*it) + "; metadata values must be strings");
+  return it->get_ptr<const std::string*>();
+}
+
+Tokenizer tokenizer_from_meta(const std::string& text) {
+  const json tj = parse_meta_json(text, "tokenizer");
+  try {
+    return Tokenizer::from_json(tj);
+  } catch (const std::exception& e) {
+    fail(std::string("the stored tokenizer is invalid: ") + e.what());
+  }
+}
+
+// Allocates the weights of m.cfg, refusing first a config that needs more bytes than the data
+// section holds (a few header bytes must not make us allocate gigabytes). `need` weights, at
+// least 2 bytes each.
+void allocate(ModelFile& m, std::uint64_t need, std::uint64_t section_size, const std::string& what) {
+  if (need > section_size / 2)
+    fail(what + " calls for " + std::to_string(need) + " weights (at least " + std::to_string(need * 2) +
+         " bytes as F16) but the data section has only " + std::to_string(section_size) +
+         " bytes: the file is truncated or its " + (what == "the config" ? "config" : "header") +
+         " does not match its tensors");
+  try {
+    m.params = make_params<float>(m.cfg);
+  } catch (const std::bad_alloc&) {
+    fail("there is not enough memory for the " + std::to_string(need) + " weights " + what + " calls for");
+  }
+}
+
+// --- TransformerLens state dicts (README, "Files saved from TransformerLens") ---
+
+// The layer of a "blocks.{l}.<rest>" name, with <rest> in *rest; -1 for other names.
+int block_layer(const std::string& key, std::string* rest) {
+  const std::string pre = "blocks.";
+  if (key.compare(0, pre.size(), pre) != 0) return -1;
+  const std::size_t i = pre.size();
+  std::size_t j = i;
+  while (j < key.size() && j - i < 9 && key[j] >= '0' && key[j] <= '9') ++j;
+  if (j == i || j >= key.size() || key[j] != '.' || (j - i > 1 && key[i] == '0')) return -1;
+  if (rest) *rest = key.substr(j + 1);
+  return std::stoi(key.substr(i, j - i));
+}
+
+// What a TransformerLens tensor says the model has that circuitscope does not run, or "".
+std::string tl_unsupported(const std::string& key) {
+  std::string rest;
+  const std::string part = block_layer(key, &rest) >= 0 ? rest : key;
+  const auto starts = [&part](const char* p) { return part.rfind(p, 0) == 0; };
+  if (starts("ln_final.") || starts("ln1.") || starts("ln2.") || starts("embed.ln."))
+    return "LayerNorm (normalization_type \"LN\" or \"RMS\")";
+  if (starts("mlp.")) return "MLP layers (attn_only=False)";
+  if (starts("attn.rotary_")) return "rotary positions (positional_embedding_type \"rotary\")";
+  if (starts("attn._W_") || starts("attn._b_")) return "grouped-query attention (n_key_value_heads)";
+  return "";
+}
+
+bool is_tl_bias(const std::string& name) {
+  std::string rest;
+  if (block_layer(name, &rest) >= 0)
+    return rest == "attn.b_Q" || rest == "attn.b_K" || rest == "attn.b_V" || rest == "attn.b_O";
+  return name == "unembed.b_U";
+}
+
+const char* const kTlSays = ", but embed.W_E, pos_embed.W_pos and blocks.0.attn.W_Q make it ";
+const char* const kTlReads =
+    "circuitscope reads attention-only TransformerLens models without normalization (attn_only=True, "
+    "normalization_type=None) with learned absolute positions";
+
+// The optional hints a TransformerLens file's __metadata__ may carry, in TransformerLens's names:
+// positional_embedding_type ("standard", the default, or "shortformer") and normalization_type
+// (only "None"). A state dict cannot show either.
+PosEmbed tl_meta_hints(const json* meta) {
+  if (meta == nullptr) return PosEmbed::Standard;
+  if (const std::string* norm = meta_string(*meta, "normalization_type", false))
+    if (*norm != "None" && *norm != "none")
+      fail("__metadata__ says normalization_type is \"" + clean(*norm) +
+           "\": the model normalizes its residual stream, and " + kTlReads +
+           " (TransformerLens's from_pretrained folds LayerNorm into LNPre, which leaves no tensor behind)");
+  const std::string* pos = meta_string(*meta, "positional_embedding_type", false);
+  if (pos == nullptr || *pos == "standard") return PosEmbed::Standard;
+  if (*pos == "shortformer") return PosEmbed::Shortformer;
+  fail("__metadata__ says positional_embedding_type is \"" + clean(*pos) + "\"; " + kTlReads +
+       " (\"standard\" or \"shortformer\")");
+}
+
+// The architecture of a TransformerLens state dict, from its tensor names and shapes.
+Config infer_tl_config(const json& header, const json* meta) {
+  int max_layer = -1;
+  bool bias = false, smear = false;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string what = tl_unsupported(it.key());
+    if (!what.empty())
+      fail("tensor " + clean(it.key()) + " means the model has " + what + ", which circuitscope does not run; " +
+           kTlReads);
+    std::string rest;
+    max_layer = std::max(max_layer, block_layer(it.key(), &rest));
+    bias = bias || is_tl_bias(it.key());
+    smear = smear || rest == "attn.smear_alpha";
+  }
+  if (!header.contains("embed.W_E"))
+    fail("the header has neither circuitscope's __metadata__ (config and tokenizer) nor TransformerLens's tensor "
+         "embed.W_E: this safetensors file is not a circuitscope model or a TransformerLens state dict");
+  const auto shape_of = [&header](const std::string& key, std::size_t rank, const char* dims) {
+    if (!header.contains(key)) fail("tensor " + key + " is missing");
+    const Shape s = parse_shape(key, entry_object(key, header[key]));
+    if (s.size() != rank)
+      fail("tensor " + key + " has shape " + shape_str(s) + "; TransformerLens's " + key + " is " + dims);
+    return s;
+  };
+  Config c;
+  const Shape we = shape_of("embed.W_E", 2, "[d_vocab, d_model]");
+  c.d_vocab = we[0];
+  c.d_model = we[1];
+  if (!header.contains("pos_embed.W_pos"))
+    fail("there is no tensor pos_embed.W_pos; " + std::string(kTlReads) + ", not rotary or ALiBi ones");
+  c.n_ctx = shape_of("pos_embed.W_pos", 2, "[n_ctx, d_model]")[0];
+  c.n_layers = max_layer + 1;
+  c.n_heads = 1;  // a model without layers has no heads to count
+  c.d_head = 1;
+  if (c.n_layers > 0) {
+    const Shape wq = shape_of("blocks.0.attn.W_Q", 3, "[n_heads, d_model, d_head]");
+    c.n_heads = wq[0];
+    c.d_head = wq[2];
+  }
+  c.pos_embed = tl_meta_hints(meta);
+  c.use_bias = bias;
+  c.smeared_keys = smear;
+  try {
+    c.validate();
+  } catch (const std::exception& e) {
+    fail(std::string("the architecture read from the tensor shapes is not one circuitscope runs: ") + e.what());
+  }
+  return c;
+}
+
+// TransformerLens's attn.mask buffer must be the causal mask over the whole context.
+void check_causal_mask(const Entry& en, const std::uint8_t* section, int n_ctx) {
+  const std::uint8_t* p = section + static_cast<std::size_t>(en.f.begin);
+  for (int q = 0; q < n_ctx; ++q)
+    for (int k = 0; k < n_ctx; ++k) {
+      const std::uint8_t v = p[static_cast<std::size_t>(q) * static_cast<std::size_t>(n_ctx) + static_cast<std::size_t>(k)];
+      const std::string at = " at query " + std::to_string(q) + ", key " + std::to_string(k);
+      if (v > 1) fail("tensor " + en.name + " holds the byte " + std::to_string(v) + at + ", not a BOOL; the file is corrupt");
+      if ((v == 1) != (k <= q))
+        fail("tensor " + en.name + " is not the causal mask (True where key <= query): it is " + (v ? "True" : "False") +
+             at + "; circuitscope runs causal attention over the whole context (no local windows, no bidirectional attention)");
+    }
+}
+
+// A safetensors file without circuitscope's metadata, read as model.state_dict() of a
+// TransformerLens HookedTransformer: biases absent are zero; attn.mask and attn.IGNORE buffers
+// are checked and dropped; any other tensor is refused (it would be left out of the forward pass).
+ModelFile load_transformerlens(const Header& h, const json* meta) {
+  ModelFile m;
+  m.cfg = infer_tl_config(h.doc, meta);
+  const std::string* tok = meta ? meta_string(*meta, "tokenizer", false) : nullptr;
+  m.tokenizer = tok ? tokenizer_from_meta(*tok) : Tokenizer::build_ids(m.cfg.d_vocab);
+  if (m.tokenizer.size() != m.cfg.d_vocab)
+    fail("the tokenizer in __metadata__ has " + std::to_string(m.tokenizer.size()) + " tokens but embed.W_E has " +
+         std::to_string(m.cfg.d_vocab) + " rows; the file is inconsistent");
+  Config without_biases = m.cfg;
+  without_biases.use_bias = false;
+  allocate(m, count_weights(without_biases), h.section_size, "the tensor shapes");
+
+  const int n_ctx = m.cfg.n_ctx, n_layers = m.cfg.n_layers;
+  const std::uint64_t section_size = h.section_size;
+  const auto buffer = [&](const std::string& key, const json& e, Entry* out) {
+    std::string rest;
+    const int l = block_layer(key, &rest);
+    if (l < 0 || l >= n_layers || (rest != "attn.mask" && rest != "attn.IGNORE"))
+      fail("tensor " + clean(key) + " is not part of a TransformerLens attention-only model (embed.W_E, "
+           "pos_embed.W_pos, blocks.{l}.attn.W_Q/W_K/W_V/W_O, b_Q/b_K/b_V/b_O, mask, IGNORE, unembed.W_U, b_U, "
+           "and circuitscope's smear_alpha); circuitscope refuses it rather than leave it out of the forward pass");
+    const bool mask = rest == "attn.mask";
+    const std::string says = mask ? ", but pos_embed.W_pos gives n_ctx " + std::to_string(n_ctx) + ", so it must be "
+                                  : ", but TransformerLens's IGNORE is a scalar, shape ";
+    *out = Entry{key, nullptr, read_entry(key, entry_object(key, e), mask ? Shape{n_ctx, n_ctx} : Shape{},
+                                          section_size, says, mask)};
+  };
+  const std::vector<Entry> entries = collect_entries(h.doc, m.params, section_size, kTlSays, buffer, is_tl_bias);
+  check_layout(entries, section_size);
+  read_values(entries, h.section);
+  for (const Entry& en : entries)
+    if (en.dest == nullptr && en.name.size() > 5 && en.name.compare(en.name.size() - 5, 5, ".mask") == 0)
+      check_causal_mask(en, h.section, n_ctx);
+
+  const std::string pos = m.cfg.pos_embed == PosEmbed::Shortformer
+                              ? "shortformer positions, as its __metadata__ says"
+                              : "standard positions; a shortformer model's state dict looks the same, so such a file "
+                                "needs positional_embedding_type in its __metadata__";
+  const std::string words = tok ? "The tokenizer is the one in the file's __metadata__."
+                                : std::string("The file carries no tokenizer, so text is token ids separated by "
+                                              "spaces (e.g. \"") +
+                                      (m.cfg.d_vocab > 12 ? "12 7 7 3" : m.cfg.d_vocab > 1 ? "0 1 0 1" : "0 0 0") +
+                                      "\") and token i shows as #i.";
+  m.info = json{{"source", "transformerlens"},
+                {"note", "A TransformerLens state dict: the architecture was read from the tensor shapes (" + pos +
+                             (m.cfg.use_bias ? "" : "; it has no biases") + "). " + words}};
+  return m;
+}
+
+// A file written by circuitscope: config, tokenizer and info in __metadata__.
+ModelFile load_circuitscope(const Header& h, const json& meta) {
+  const std::string& format = *meta_string(meta, "format", true);
+  if (format != "circuitscope")
+    fail("__metadata__ format is \"" + clean(format) + "\", not \"circuitscope\"; this file was written by another tool");
+  const std::string& version = *meta_string(meta, "format_version", true);
+  if (version != "1")
+    fail("format_version \"" + clean(version) +
+         "\" is not supported; this build reads version 1 (was the file written by a newer circuitscope?)");
+
+  ModelFile m;
+  {
+    const json cj = parse_meta_json(*meta_string(meta, "config", true), "config");
+    try {
+      m.cfg = config_from_json(cj);
+    } catch (const std::exception& e) {
+      fail(std::string("the stored config is invalid: ") + e.what());
+    }
+  }
+  m.tokenizer = tokenizer_from_meta(*meta_string(meta, "tokenizer", true));
+  if (m.tokenizer.size() != m.cfg.d_vocab)
+    fail("the tokenizer has " + std::to_string(m.tokenizer.size()) + " tokens but the config says d_vocab is " +
+         std::to_string(m.cfg.d_vocab) + "; the file is inconsistent");
+  if (const std::string* info = meta_string(meta, "info", false)) m.info = parse_meta_json(*info, "info");
+
+  allocate(m, count_weights(m.cfg), h.section_size, "the config");
+  const Config& c = m.cfg;
+  const auto unknown = [&c](const std::string& key, const json&, Entry*) {
+    fail("tensor " + clean(key) + " is not part of this architecture (" + std::to_string(c.n_layers) + " layers, " +
+         (c.use_bias ? "with" : "no") + " biases, " + (c.smeared_keys ? "with" : "no") + " smeared keys, pos_embed " +
+         pos_embed_name(c.pos_embed) + ")");
+  };
+  const std::vector<Entry> entries =
+      collect_entries(h.doc, m.params, h.section_size, ", config says ", unknown, [](const std::string&) { return false; });
+  check_layout(entries, h.section_size);
+  read_values(entries, h.section);
+  return m;
 }
 
 }  // namespace
@@ -315,121 +680,19 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
 }
 
 ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
-  if (data == nullptr && size != 0) fail("no data was given to read");
-  if (size < 8)
-    fail("the file is only " + std::to_string(size) +
-         " bytes long, shorter than the 8-byte header length a safetensors file starts with (empty or truncated file?)");
-  const std::uint64_t header_len = get_u64le(data);
-  if (header_len > static_cast<std::uint64_t>(size) - 8)
-    fail("header length " + std::to_string(header_len) + " is larger than the file (" + std::to_string(size) +
-         " bytes): the file is truncated or not a safetensors file");
-  if (header_len > kMaxHeaderBytes)
-    fail("the header is " + std::to_string(header_len) + " bytes long; circuitscope reads headers of at most " +
-         std::to_string(kMaxHeaderBytes >> 20) + " MB (a million-token vocabulary takes about 20 MB)");
-  const char* hb = reinterpret_cast<const char*>(data) + 8;
-  const char* he = hb + static_cast<std::size_t>(header_len);
-  const std::uint8_t* section = data + 8 + static_cast<std::size_t>(header_len);
-  const std::uint64_t section_size = static_cast<std::uint64_t>(size) - 8 - header_len;
-
-  // --- header JSON ---
-  if (!depth_ok(hb, he, kMaxJsonDepth))
-    fail("the header nests JSON more than " + std::to_string(kMaxJsonDepth) +
-         " levels deep; the file is corrupt or not a safetensors file");
-  json header;
-  try {
-    header = json::parse(hb, he);
-  } catch (const json::exception& e) {
-    fail("the header " + json_parse_problem(std::string(hb, he), e) + "; the file is corrupt or not a safetensors file");
-  }
-  if (!header.is_object())
-    fail("the header is " + a_type(header) + " in JSON, not an object; this is not a safetensors file");
-
-  // --- metadata: format, config, tokenizer, info ---
-  const auto mit = header.find("__metadata__");
-  if (mit == header.end())
-    fail("the header has no __metadata__, so there is no config or tokenizer; this safetensors file was not "
-         "written by circuitscope");
-  if (!mit->is_object())
+  const Header h = parse_header(data, size);
+  const auto mit = h.doc.find("__metadata__");
+  if (mit != h.doc.end() && !mit->is_object())
     fail("__metadata__ is " + a_type(*mit) + ", not an object of strings");
-  const json& meta = *mit;
-  auto meta_string = [&](const char* key, bool required) -> const std::string* {
-    const auto it = meta.find(key);
-    if (it == meta.end()) {
-      if (required)
-        fail(std::string("__metadata__ has no \"") + key + "\"; this safetensors file was not written by circuitscope");
-      return nullptr;
-    }
-    if (!it->is_string())
-      fail(std::string("__metadata__ \"") + key + "\" is " + a_type(*it) + "; metadata values must be strings");
-    return it->get_ptr<const std::string*>();
-  };
-  const std::string& format = *meta_string("format", true);
-  if (format != "circuitscope")
-    fail("__metadata__ format is \"" + clean(format) + "\", not \"circuitscope\"; this file was written by another tool");
-  const std::string& version = *meta_string("format_version", true);
-  if (version != "1")
-    fail("format_version \"" + clean(version) +
-         "\" is not supported; this build reads version 1 (was the file written by a newer circuitscope?)");
-
-  ModelFile m;
-  {
-    const json cj = parse_meta_json(*meta_string("config", true), "config");
-    try {
-      m.cfg = config_from_json(cj);
-    } catch (const std::exception& e) {
-      fail(std::string("the stored config is invalid: ") + e.what());
-    }
+  const json* meta = mit == h.doc.end() ? nullptr : &*mit;
+  // Ours say so (or carry our config); anything else is read as a TransformerLens state dict.
+  bool ours = false;
+  if (meta) {
+    const auto format = meta->find("format");
+    ours = (format != meta->end() && *format == "circuitscope") || meta->contains("config") ||
+           meta->contains("format_version");
   }
-  {
-    const json tj = parse_meta_json(*meta_string("tokenizer", true), "tokenizer");
-    try {
-      m.tokenizer = Tokenizer::from_json(tj);
-    } catch (const std::exception& e) {
-      fail(std::string("the stored tokenizer is invalid: ") + e.what());
-    }
-  }
-  if (m.tokenizer.size() != m.cfg.d_vocab)
-    fail("the tokenizer has " + std::to_string(m.tokenizer.size()) + " tokens but the config says d_vocab is " +
-         std::to_string(m.cfg.d_vocab) + "; the file is inconsistent");
-  if (const std::string* info = meta_string("info", false)) m.info = parse_meta_json(*info, "info");
-
-  // --- tensors ---
-  // Refuse configs that need more memory than this file could possibly hold before allocating.
-  const std::uint64_t need = count_weights(m.cfg);
-  if (need > section_size / 2)
-    fail("the config calls for " + std::to_string(need) + " weights (at least " + std::to_string(need * 2) +
-         " bytes as F16) but the data section has only " + std::to_string(section_size) +
-         " bytes: the file is truncated or its config does not match its tensors");
-  try {
-    m.params = make_params<float>(m.cfg);
-  } catch (const std::bad_alloc&) {
-    fail("there is not enough memory for the " + std::to_string(need) + " weights the config calls for");
-  }
-  const auto expected = named_params(m.params);
-  std::map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < expected.size(); ++i) index.emplace(expected[i].first, i);
-
-  std::vector<Found> found(expected.size());
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    const std::string name = clean(it.key());
-    const auto ix = index.find(it.key());
-    if (ix == index.end())
-      fail("tensor " + name + " is not part of this architecture (" + std::to_string(m.cfg.n_layers) + " layers, " +
-           (m.cfg.use_bias ? "with" : "no") + " biases, " + (m.cfg.smeared_keys ? "with" : "no") +
-           " smeared keys, pos_embed " + pos_embed_name(m.cfg.pos_embed) + ")");
-    const json& e = it.value();
-    if (!e.is_object())
-      fail("the entry for tensor " + name + " is " + a_type(e) +
-           ", not an object with dtype, shape and data_offsets");
-    found[ix->second] = read_entry(name, e, expected[ix->second].second->shape, section_size);
-  }
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    if (!found[i].seen) fail("tensor " + expected[i].first + " is missing");
-
-  check_layout(found, expected, section_size);
-  read_values(found, expected, section);
-  return m;
+  return ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta);
 }
 
 void check_output_path(const std::string& path) {

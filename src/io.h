@@ -1,6 +1,8 @@
 // Model files: safetensors (8-byte little-endian header length, a JSON header, raw tensor data)
 // with the config, the tokenizer and free-form training information as JSON strings in
-// "__metadata__". Tensors are stored as F32 or F16 and always loaded as float32.
+// "__metadata__". Tensors are stored as F32 or F16 and always loaded as float32. The loader also
+// reads a TransformerLens attention-only model's state_dict() saved with safetensors (no
+// circuitscope metadata; F32, F16 or BF16): see load_model_bytes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,6 +30,12 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dty
 // Validates everything it reads and throws std::runtime_error whose message starts with
 // "model file: " and says what is wrong, e.g.
 // "model file: tensor blocks.1.attn.W_Q has shape [4,64,16], config says [8,64,16]".
+// A file whose __metadata__ neither says format "circuitscope" nor carries a config (or has no
+// __metadata__) is read as a TransformerLens HookedTransformer state dict (README, "Files saved
+// from TransformerLens"): the config comes from the tensor shapes, missing biases are zero, the
+// attn.mask and attn.IGNORE buffers are checked and dropped, anything else (LayerNorm, MLPs,
+// rotary, ...) is refused with a sentence; the tokenizer is __metadata__'s "tokenizer" if given,
+// else a token-id tokenizer (Tokenizer::Kind::Ids); info is {"source": "transformerlens", "note"}.
 ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size);
 
 // Refuses (std::runtime_error "PATH exists and is a device; ...") an output path that exists and is

@@ -163,10 +163,26 @@ void check_vocab(const std::vector<std::string>& vocab) {
   }
 }
 
+// A decimal id below `size` (no sign, no leading zeros except "0" itself), or -1.
+int parse_id(const std::string& s, int size) {
+  if (s.empty() || s.size() > 9 || (s.size() > 1 && s[0] == '0')) return -1;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return -1;
+    v = v * 10 + (c - '0');
+  }
+  return v < size ? v : -1;
+}
+
 }  // namespace
 
 void Tokenizer::build_index() {
   index_.clear();
+  if (kind_ == Kind::Ids) {  // find() reads "#i" itself: no map of a possibly million-token vocabulary
+    bos_ = -1;
+    unk_ = -1;
+    return;
+  }
   index_.reserve(vocab_.size());
   for (std::size_t i = 0; i < vocab_.size(); ++i) index_.emplace(vocab_[i], static_cast<int>(i));
   if (kind_ == Kind::Char) {
@@ -214,6 +230,17 @@ Tokenizer Tokenizer::build_word(const std::vector<std::string>& vocab) {
   return t;
 }
 
+Tokenizer Tokenizer::build_ids(int size) {
+  if (size < 1)
+    throw std::invalid_argument("tokenizer: a token-id vocabulary needs at least one token, got " + std::to_string(size));
+  Tokenizer t;
+  t.kind_ = Kind::Ids;
+  t.vocab_.reserve(static_cast<std::size_t>(size));
+  for (int i = 0; i < size; ++i) t.vocab_.push_back("#" + std::to_string(i));
+  t.build_index();
+  return t;
+}
+
 const std::string& Tokenizer::token_text(int id) const {
   if (id < 0 || id >= size())
     throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -224,11 +251,16 @@ const std::string& Tokenizer::token_text(int id) const {
 int Tokenizer::bos_id() const { return bos_; }
 
 int Tokenizer::find(const std::string& text) const {
+  if (kind_ == Kind::Ids) {
+    const int id = parse_id(text.size() > 1 && text[0] == '#' ? text.substr(1) : std::string(), size());
+    return id >= 0 && text == vocab_[static_cast<std::size_t>(id)] ? id : -1;
+  }
   auto it = index_.find(text);
   return it == index_.end() ? -1 : it->second;
 }
 
 std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  if (kind_ == Kind::Ids) return encode_ids_text(text, add_bos);
   std::vector<Token> out;
   if (add_bos) {
     if (bos_ < 0)
@@ -326,15 +358,45 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   for (int id : ids) {
     const std::string& s = token_text(id);
     if (id == bos_) continue;
-    if (kind_ == Kind::Word && !first) out += ' ';
-    out += s;
+    if (kind_ != Kind::Char && !first) out += ' ';
+    out += kind_ == Kind::Ids ? std::to_string(id) : s;
     first = false;
   }
   return out;
 }
 
+// Ids: numbers separated by white space or commas, each optionally written "#12".
+std::vector<Token> Tokenizer::encode_ids_text(const std::string& text, bool add_bos) const {
+  if (add_bos)
+    throw std::invalid_argument("tokenizer: a token-id vocabulary has no <BOS> token, so none can be put first; "
+                                "type the first token's id yourself");
+  const std::vector<CodePoint> cps = decode_or_throw(text);
+  std::vector<Token> out;
+  const std::size_t n = cps.size();
+  std::size_t i = 0;
+  while (i < n) {
+    if (is_space(cps[i].cp) || cps[i].cp == ',') {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j + 1 < n && !is_space(cps[j + 1].cp) && cps[j + 1].cp != ',') ++j;
+    const std::string word = text.substr(cps[i].byte_begin, cps[j].byte_begin + cps[j].byte_len - cps[i].byte_begin);
+    const std::string digits = word[0] == '#' ? word.substr(1) : word;
+    const int id = parse_id(digits, size());
+    if (id < 0)
+      throw std::invalid_argument(
+          "\"" + printable(word.substr(0, 40)) + "\" at character " + std::to_string(cps[i].u16_begin) +
+          " is not a token id: this model has no tokenizer, so type token ids from 0 to " + std::to_string(size() - 1) +
+          " separated by spaces, e.g. \"" + (size() > 12 ? "12 7 7 3" : size() > 1 ? "0 1 0 1" : "0 0 0") + "\"");
+    out.push_back(Token{id, cps[i].u16_begin, cps[j].u16_end});
+    i = j + 1;
+  }
+  return out;
+}
+
 nlohmann::json Tokenizer::to_json() const {
-  return nlohmann::json{{"kind", kind_ == Kind::Char ? "char" : "word"}, {"vocab", vocab_}};
+  return nlohmann::json{{"kind", kind_name()}, {"vocab", vocab_}};
 }
 
 Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
@@ -345,10 +407,10 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
     if (it.key() != "kind" && it.key() != "vocab")
       throw std::invalid_argument("tokenizer: unknown field \"" + it.key() + "\"; only \"kind\" and \"vocab\" are allowed");
   if (!j.contains("kind") || !j["kind"].is_string())
-    throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\" or \"word\"");
+    throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\", \"word\" or \"ids\"");
   const std::string kind = j["kind"].get<std::string>();
-  if (kind != "char" && kind != "word")
-    throw std::invalid_argument("tokenizer: kind must be \"char\" or \"word\", not \"" + printable(kind) + "\"");
+  if (kind != "char" && kind != "word" && kind != "ids")
+    throw std::invalid_argument("tokenizer: kind must be \"char\", \"word\" or \"ids\", not \"" + printable(kind) + "\"");
   if (!j.contains("vocab") || !j["vocab"].is_array())
     throw std::invalid_argument("tokenizer: \"vocab\" must be an array of strings");
   std::vector<std::string> vocab;
@@ -358,6 +420,14 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
       throw std::invalid_argument("tokenizer: vocabulary entry " + std::to_string(vocab.size()) + " is " +
                                   a_type(v) + ", not a string");
     vocab.push_back(v.get<std::string>());
+  }
+  if (kind == "ids") {
+    if (vocab.empty()) throw std::invalid_argument("tokenizer: the vocabulary is empty; give at least one token");
+    for (std::size_t i = 0; i < vocab.size(); ++i)
+      if (vocab[i] != "#" + std::to_string(i))
+        throw std::invalid_argument("tokenizer: ids vocabulary entry " + std::to_string(i) + " is \"" +
+                                    printable(vocab[i].substr(0, 40)) + "\"; it must be \"#" + std::to_string(i) + "\"");
+    return build_ids(static_cast<int>(vocab.size()));
   }
   check_vocab(vocab);
   Tokenizer t;

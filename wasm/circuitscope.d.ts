@@ -32,7 +32,11 @@ export interface ModelConfig {
   init_std: number;
 }
 
-/** The tokenizer as stored in the model file (kind "char" or "word" and its vocabulary). */
+/**
+ * The tokenizer as stored in the model file: kind "char", "word" or "ids" and its vocabulary. "ids"
+ * is for files without a tokenizer (TransformerLens state dicts): text is token ids separated by
+ * spaces ("12 7 7 3"), the vocabulary is "#0", "#1", ..., and there is no <BOS>.
+ */
 export interface TokenizerJson {
   kind: string;
   vocab: string[];
@@ -607,7 +611,10 @@ export interface InterventionOut {
 export interface LoadedModel {
   config: ModelConfig;
   tokenizer: TokenizerJson;
-  /** Free-form training information (recipe, step, losses...). */
+  /**
+   * Free-form training information (recipe, step, losses...). A TransformerLens state dict gives
+   * {source: "transformerlens", note: "..."}: the note says how its architecture and tokenizer were chosen.
+   */
   info: Record<string, unknown>;
   /** Throws an Error (e.g. a word not in a word-level vocabulary). */
   tokenize(text: string): Tokens;

@@ -537,9 +537,13 @@ std::string Model::config() const {
 
 // {ids, begins, ends}: Int32Arrays; spans in UTF-16 code units; <BOS> (an empty span) first when
 // the vocabulary has one.
-val Model::tokenize(const std::string& text) const {
+// The text comes as a val and is copied inside: Embind frees a std::string argument's buffer only
+// when the call returns, so every refused text (a word not in the vocabulary, a token id out of
+// range) would leave its bytes behind.
+val Model::tokenize(const val& text) const {
   return guarded([&] {
-    const std::vector<cs::Token> toks = session_->tokenize(text);
+    if (!text.isString()) throw std::invalid_argument("tokenize: expected a string");
+    const std::vector<cs::Token> toks = session_->tokenize(text.as<std::string>());
     std::vector<std::int32_t> ids, begins, ends;
     for (const auto& t : toks) {
       ids.push_back(t.id);

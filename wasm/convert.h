@@ -35,7 +35,7 @@ class Model {
  public:
   explicit Model(const val& bytes);
   std::string config() const;
-  val tokenize(const std::string& text) const;
+  val tokenize(const val& text) const;  // text: a JS string (see convert.cpp)
   val run(const val& ids, const val& intervention, const val& options);
   val attribution(const val& ids, const val& pos, const val& intervention) const;
   val qk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,

@@ -472,7 +472,9 @@ int cmd_inspect(int argc, char** argv) {
     return 0;
   }
   std::printf("config:\n%s\n", cs::config_to_json(m.cfg).dump(2).c_str());
-  std::printf("tokenizer: %s, %d tokens\n", m.tokenizer.kind() == cs::Tokenizer::Kind::Char ? "char" : "word", m.tokenizer.size());
+  std::printf("tokenizer: %s, %d tokens\n", m.tokenizer.kind_name(), m.tokenizer.size());
+  if (m.info.contains("source") && m.info["source"].is_string() && m.info.contains("note") && m.info["note"].is_string())
+    std::printf("source: %s\nnote: %s\n", m.info["source"].get<std::string>().c_str(), m.info["note"].get<std::string>().c_str());
   if (m.info.contains("step")) std::printf("trained steps: %s\n", m.info["step"].dump().c_str());
   std::printf("%-32s %-16s %10s\n", "tensor", "shape", "values");
   for (auto& t : tensors)

@@ -259,7 +259,7 @@ TEST(Tokenizer, FromJsonRejectsBadInput) {
   const std::vector<Bad> bad = {
       {json::array({1, 2}), "expected a JSON object"},
       {json{{"vocab", {"a"}}}, "\"kind\" must be the string"},
-      {json{{"kind", "bytes"}, {"vocab", {"a"}}}, "kind must be \"char\" or \"word\", not \"bytes\""},
+      {json{{"kind", "bytes"}, {"vocab", {"a"}}}, "kind must be \"char\", \"word\" or \"ids\", not \"bytes\""},
       {json{{"kind", "word"}, {"vocab", "abc"}}, "\"vocab\" must be an array"},
       {json{{"kind", "word"}, {"vocab", {"a", 3}}}, "entry 1 is a number"},
       {json{{"kind", "word"}, {"vocab", json::array()}}, "vocabulary is empty"},

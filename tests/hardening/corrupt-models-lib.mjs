@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { toTransformerLens, transformerLensTensors, writeSafetensors } from '../js/tlens-fixture.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -249,7 +250,41 @@ export function generateCorpus({ seed = 1, flipsPerModel = 30 } = {}) {
   big('256 heads', { ...c0, n_layers: 16, n_heads: 16 });
   big('257 heads', { ...c0, n_layers: 1, n_heads: 64, d_model: 2 });
   big('0 layers', { ...c0, n_layers: 0 });
+  transformerLensCases(cases, r);
   return cases;
+}
+
+// TransformerLens state dicts (tests/js/tlens-fixture.mjs) of two shipped models: valid ones in
+// F32, F16 and BF16, unsupported or damaged ones, and random byte flips. Their text is token ids.
+function transformerLensCases(cases, r) {
+  for (const rel of ['models/ioi-2l1h.safetensors', 'models/char-1l.safetensors']) {
+    const bytes = fs.readFileSync(path.join(ROOT, rel));
+    const base = `tlens-${path.basename(rel, '.safetensors')}`;
+    const add = (name, b) => cases.push({ name: `${base}:${name}`, bytes: Buffer.from(b), text: '1 2 3 1 2 3' });
+    for (const dtype of ['F32', 'F16', 'BF16']) add(dtype, toTransformerLens(bytes, { dtype }));
+    const { tensors } = transformerLensTensors(bytes);
+    const D = tensors.find((t) => t.name === 'embed.W_E').shape[1];
+    const f32 = (name, shape) => ({ name, dtype: 'F32', shape, bytes: Buffer.alloc(4 * shape.reduce((a, b) => a * b, 1)) });
+    const edit = (name, fn) => add(name, writeSafetensors(fn(tensors.map((t) => ({ ...t }))), { format: 'pt' }));
+    const reshape = (n, shape) => (ts) => ts.map((t) => (t.name === n ? { ...t, shape } : t));
+    edit('LayerNorm', (ts) => [...ts, f32('ln_final.w', [D]), f32('ln_final.b', [D])]);
+    edit('MLP', (ts) => [...ts, f32('blocks.0.mlp.b_in', [4 * D])]);
+    edit('no W_O', (ts) => ts.filter((t) => t.name !== 'blocks.0.attn.W_O'));
+    edit('no W_pos', (ts) => ts.filter((t) => t.name !== 'pos_embed.W_pos'));
+    edit('W_Q shape', reshape('blocks.0.attn.W_Q', [2, D, 3]));
+    edit('mask shape', reshape('blocks.0.attn.mask', [2, 2]));
+    edit('IGNORE shape', reshape('blocks.0.attn.IGNORE', [1]));
+    edit('unknown tensor', (ts) => [...ts, f32('blocks.0.attn.W_Z', [1])]);
+    edit('mask not causal', (ts) => ts.map((t) => (t.name === 'blocks.0.attn.mask' ? { ...t, bytes: Buffer.alloc(t.bytes.length, 1) } : t)));
+    const valid = Buffer.from(toTransformerLens(bytes));
+    const end = 8 + Number(valid.readBigUInt64LE(0));
+    for (let k = 0; k < 10; ++k) {
+      const b = Buffer.from(valid);
+      const at = k % 2 === 0 ? 8 + r.below(end - 8) : end + r.below(valid.length - end);
+      b[at] ^= 1 + r.below(255);
+      add(`flip ${k}`, b);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ running and checking
