@@ -16,10 +16,12 @@
 
 namespace cs {
 
-// Work one patching run may take, in multiply-adds of the forward passes it makes (the model's
-// forward runs at several G multiply-adds a second in the WASM module, so 1e10 is a few seconds).
-// Past it, activation_patching refuses with a sentence saying what it would cost.
-constexpr double kMaxPatchWork = 1e10;
+// Work one patching run may take, in multiply-adds of the forward passes it makes. The forward
+// pass of the WASM module (its SIMD kernels) ran about 12 G multiply-adds a second under node on
+// a shared 2-core machine (char-2l, 122 tokens: 978 passes, 6e9 multiply-adds in 0.5 s), so 2e10
+// is about two seconds there and a few on a slower machine. Past it, activation_patching refuses
+// with a sentence saying what it would cost (whole heads only stay cheap: 2 + L H passes).
+constexpr double kMaxPatchWork = 2e10;
 
 // Normalised effects are (patched - corrupted) / (clean - corrupted) only when the clean and the
 // corrupted logit differences are at least this far apart (in nats); otherwise they are 0 and
