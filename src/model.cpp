@@ -22,8 +22,13 @@ T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
-void check_intervention(const Config& c, const Intervention& iv) {
+void check_intervention(const Config& c, const Intervention& iv, int Tl) {
   for (const auto& a : iv.ablations) {
+    for (int t : a.positions)
+      if (t < 0 || t >= Tl)
+        throw std::invalid_argument("intervention: the ablation of L" + std::to_string(a.layer) + "H" + std::to_string(a.head) +
+                                    " names position " + std::to_string(t) + ", outside the " + std::to_string(Tl) +
+                                    " positions of the sequence");
     if (a.layer < 0 || a.layer >= c.n_layers || a.head < 0 || a.head >= c.n_heads)
       throw std::invalid_argument("intervention: there is no head L" + std::to_string(a.layer) + "H" +
                                   std::to_string(a.head) + " in a model with " + std::to_string(c.n_layers) +
@@ -269,7 +274,13 @@ void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const D
       for (const auto& a : iv.ablations) {
         if (a.layer != layer) continue;
         auto r = cache.layers[layer].result.slice(a.head);  // [N, D]
-        if (!a.mean) {
+        if (!a.positions.empty()) {  // only these positions (each row of the batch)
+          const bool per_pos = a.mean && a.mean_value.size() != static_cast<std::size_t>(D);
+          for (int b = 0; b < B; ++b)
+            for (int t : a.positions)
+              for (int d = 0; d < D; ++d)
+                r(b * Tl + t, d) = !a.mean ? T(0) : static_cast<T>(a.mean_value[(per_pos ? static_cast<std::size_t>(t) * D : 0) + d]);
+        } else if (!a.mean) {
           r.setZero();
         } else if (a.mean_value.size() == static_cast<std::size_t>(D)) {
           RowVecT<T> m(D);
@@ -504,7 +515,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
              const Intervention& iv) {
   const Config& c = p.cfg;
   check_forward_args(c, tokens, B, Tl);
-  check_intervention(c, iv);
+  check_intervention(c, iv, Tl);
   const Dims dm(c, B, Tl);
   cache.n_batch = B;
   cache.n_pos = Tl;

@@ -29,6 +29,10 @@ struct HeadAblation {
   int head = 0;
   bool mean = false;        // false: zero-ablate; true: replace the head's output by `mean_value`
   std::vector<float> mean_value;  // [D] (same at every position) or [n_ctx, D] (per position)
+  // The positions whose output is replaced (each in 0..T-1 of the pass); empty: every position.
+  // Activation patching (analysis/patching.h) is a mean-ablation with the other run's
+  // hook_result as the [n_ctx, D] value, at every position or at one.
+  std::vector<int> positions;
 };
 
 enum class Input { Q = 0, K = 1, V = 2 };

@@ -36,6 +36,8 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("cutComposition", &Model::cutComposition)
       .function("skipTrigrams", &Model::skipTrigrams)
       .function("corpusStats", &Model::corpusStats)
+      .function("corrupt", &Model::corrupt)
+      .function("patch", &Model::patch)
       .function("save", &Model::save)
       .function("forwardBatch", &Model::forwardBatch);
   emscripten::class_<Trainer>("Trainer")

@@ -595,6 +595,91 @@ export interface PhaseChangeRecord {
   prefix_matching?: ArrayLike<number> | null;
 }
 
+/**
+ * The standard corruption of a clean input, made by the core (corrupt(), and patch() without
+ * `corrupted`). kind 'auto' (the default) is 'swap_names' for an IOI model (a sentence-template
+ * model, or the symbolic vocabulary with <MID>) and 'break_repeat' for any other.
+ */
+export interface CorruptOptions {
+  /**
+   * 'swap_names' (IOI; the IOI paper's and TransformerLens's corruption for activation patching):
+   * the second mention of S becomes IO ("A B B <MID>" -> "A B A <MID>"), so the corrupted
+   * sentence's answer is S; the answer position is the last one, correct = IO, wrong = S.
+   * 'break_repeat' (induction): the first copy of the longest repeated block (4 tokens or more)
+   * becomes tokens drawn, with `seed`, from those that occur nowhere in the text (never <BOS>,
+   * <PAD>, <UNK>, <MID>); the answer position is the second copy's last token but one, correct =
+   * the token after it, wrong = what replaced that token in the first copy.
+   */
+  kind?: 'auto' | 'swap_names' | 'break_repeat';
+  /** break_repeat's draw (default 0): the same seed gives the same tokens natively and in WASM. */
+  seed?: number;
+}
+
+export interface Corruption {
+  kind: 'swap_names' | 'break_repeat' | 'given';
+  /** The corrupted sequence (as long as the clean one). */
+  tokens: Int32Array;
+  /** The answer position: logit difference = logit[correct] - logit[wrong] there. */
+  pos: number;
+  correct: number;
+  wrong: number;
+  /** Positions whose token differs from the clean input. */
+  changed: number[];
+  /** One sentence saying what was changed. */
+  description: string;
+}
+
+export interface PatchOptions extends CorruptOptions {
+  /**
+   * A corrupted input of your own (same length as the clean one) instead of the core's
+   * corruption; then `correct` and `wrong` (token ids) are required and `pos` defaults to the last
+   * position (negative counts from the end).
+   */
+  corrupted?: TokensIn;
+  pos?: number;
+  correct?: number;
+  wrong?: number;
+  /**
+   * 'denoise' (default; TransformerLens's activation patching): each head's output from the clean
+   * run patched into the corrupted run. 'noise': from the corrupted run into the clean run.
+   */
+  direction?: 'denoise' | 'noise';
+  /** Also patch each head at each position alone (default true): L * H * (pos + 1) more passes. */
+  positions?: boolean;
+  /** Applied to both runs and every patched pass (a patch overrides it for its own head). */
+  intervention?: Intervention;
+}
+
+/**
+ * Activation patching: every number is the logit difference logit[correct] - logit[wrong] at
+ * corruption.pos of one real forward pass (later layers recompute on the patched stream).
+ * effect = (patched - corrupted_logit_diff) / (clean_logit_diff - corrupted_logit_diff): 1 means
+ * the patch restores the clean answer (denoise), 0 that it does nothing; when the clean and the
+ * corrupted differences are closer than 1e-4 nats, `normalised` is false and every effect is 0
+ * (never NaN).
+ */
+export interface PatchResult {
+  /** The clean tokens. */
+  tokens: Int32Array;
+  corruption: Corruption;
+  direction: 'denoise' | 'noise';
+  clean_logit_diff: number;
+  corrupted_logit_diff: number;
+  normalised: boolean;
+  /** Head (layer, head)'s output (hook_result) taken from the other run at every position. */
+  head: Tagged<Float32Array>;          // [n_layers, n_heads]  axes ['layer', 'head']
+  head_effect: Tagged<Float32Array>;   // [n_layers, n_heads]
+  /**
+   * The same with one position patched (null with positions: false). Positions after
+   * corruption.pos cannot reach the answer (attention is causal): their entries are the unpatched
+   * run's logit difference, computed without a pass.
+   */
+  head_pos: Tagged<Float32Array> | null;         // [n_layers, n_heads, T]  axes ['layer', 'head', 'pos']
+  head_pos_effect: Tagged<Float32Array> | null;  // [n_layers, n_heads, T]
+  /** Forward passes made: 2 + L H (+ L H (pos + 1)). */
+  passes: number;
+}
+
 /** An intervention as returned by cutComposition() (every field present). */
 export interface InterventionOut {
   ablate: { layer: number; head: number; mean?: Float32Array }[];
@@ -693,6 +778,15 @@ export interface LoadedModel {
   skipTrigrams(layer: number, head: number, options?: { k?: number; maxBugs?: number }): SkipTrigrams;
   /** Corpus statistics of a token stream (text is tokenized without the leading <BOS>) over this model's vocabulary. */
   corpusStats(tokens: TokensIn, options?: CorpusStatsOptions): CorpusStats;
+  /** The standard corruption of a clean input (text or ids), made by the core. */
+  corrupt(tokens: TokensIn, options?: CorruptOptions): Corruption;
+  /**
+   * Activation patching of every head, and every head at every position, between a clean input
+   * and its corruption, on the logit difference at the answer position. Sized first: more than
+   * about 2e10 multiply-adds (a few seconds) throws an Error saying so, e.g.
+   * model.patch('The quick fox. The quick fox') or model.patch(ids, {kind: 'swap_names', direction: 'noise'}).
+   */
+  patch(tokens: TokensIn, options?: PatchOptions): PatchResult;
   /** The model file as bytes (a new Uint8Array, F32 safetensors) that load() opens again. */
   save(): Uint8Array;
   /**

@@ -280,6 +280,23 @@ function wrap(handle) {
       a.tokens = Int32Array.from(ids);
       return a;
     },
+    corrupt(input, options) {
+      live('corrupt');
+      const o = opts(options, ['kind', 'seed'], 'corrupt');
+      const ids = tokens(input, 'corrupt');
+      return call(() => handle.corrupt(ids, o));
+    },
+    patch(input, options) {
+      live('patch');
+      const o = opts(options, ['kind', 'seed', 'corrupted', 'pos', 'correct', 'wrong', 'direction', 'positions', 'intervention'], 'patch');
+      const ids = tokens(input, 'patch');
+      const given = { ...o };
+      if (o.corrupted !== undefined && o.corrupted !== null) given.corrupted = tokens(o.corrupted, 'patch');
+      if (Number.isInteger(o.pos) && o.pos < 0) given.pos = o.pos + ids.length;
+      const out = call(() => handle.patch(ids, given));
+      out.tokens = Int32Array.from(ids);
+      return out;
+    },
     corpusStats(input, options) {
       live('corpusStats');
       const o = opts(options, ['window', 'leadingTerms'], 'corpusStats');

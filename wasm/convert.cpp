@@ -882,6 +882,77 @@ val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_ter
   });
 }
 
+namespace {
+
+std::string opt_string(const val& opts, const char* key, const std::string& fallback, const std::string& what) {
+  const val v = opt(opts, key);
+  if (v.isUndefined() || v.isNull()) return fallback;
+  if (!v.isString()) throw std::invalid_argument(what + " must be a string, got " + describe(v));
+  return v.as<std::string>();
+}
+
+// {kind, tokens: Int32Array, pos, correct, wrong, changed: number[], description}
+val corruption_js(const cs::Corruption& k) {
+  val out = val::object();
+  out.set("kind", k.kind);
+  out.set("tokens", copy_out(k.tokens.data(), k.tokens.size(), "Int32Array"));
+  out.set("pos", k.pos);
+  out.set("correct", k.correct);
+  out.set("wrong", k.wrong);
+  out.set("changed", int_array(k.changed));
+  out.set("description", k.description);
+  return out;
+}
+
+// patch()'s and corrupt()'s {kind, seed}.
+void corruption_options(const val& opts, const std::string& where, cs::PatchRequest& rq) {
+  rq.kind = opt_string(opts, "kind", "auto", where + ": kind");
+  const val seed = opt(opts, "seed");
+  if (!seed.isUndefined() && !seed.isNull()) rq.seed = to_seed(seed, where + ": seed");
+}
+
+}  // namespace
+
+// The standard corruption of a clean input (cs::ModelSession::corrupt).
+val Model::corrupt(const val& ids_js, const val& opts) const {
+  return guarded([&] {
+    cs::PatchRequest rq;
+    corruption_options(opts, "corrupt", rq);
+    return corruption_js(session_->corrupt(copy_in<int>(ids_js, "corrupt: token ids"), rq.kind, rq.seed));
+  });
+}
+
+// Activation patching of every head, and every head at every position (cs::ModelSession::patch).
+val Model::patch(const val& ids_js, const val& opts) const {
+  return guarded([&] {
+    cs::PatchRequest rq;
+    rq.clean = copy_in<int>(ids_js, "patch: token ids");
+    corruption_options(opts, "patch", rq);
+    const val corrupted = opt(opts, "corrupted");
+    if (!corrupted.isUndefined() && !corrupted.isNull()) rq.corrupted = copy_in<int>(corrupted, "patch: corrupted");
+    rq.pos = opt_int(opts, "pos", -1, "patch: pos");
+    rq.correct = opt_int(opts, "correct", -1, "patch: correct");
+    rq.wrong = opt_int(opts, "wrong", -1, "patch: wrong");
+    rq.direction = cs::patch_direction_from_name(opt_string(opts, "direction", "denoise", "patch: direction"));
+    rq.per_position = opt_bool(opts, "positions", true);
+    const cs::PatchRun run = session_->patch(rq, to_intervention(opt(opts, "intervention"), "patch"));
+    const cs::PatchResult& r = run.result;
+    val out = val::object();
+    out.set("corruption", corruption_js(run.corruption));
+    out.set("direction", cs::patch_direction_name(r.direction));
+    out.set("clean_logit_diff", r.clean_diff);
+    out.set("corrupted_logit_diff", r.corrupted_diff);
+    out.set("normalised", r.normalised);
+    out.set("head", tagged(r.head, kLayerHead));
+    out.set("head_effect", tagged(r.head_effect, kLayerHead));
+    const std::vector<std::string> axes = {"layer", "head", "pos"};
+    out.set("head_pos", rq.per_position ? tagged(r.head_pos, axes) : val::null());
+    out.set("head_pos_effect", rq.per_position ? tagged(r.head_pos_effect, axes) : val::null());
+    out.set("passes", r.passes);
+    return out;
+  });
+}
+
 // The model file (F32 safetensors bytes), copied into a new Uint8Array.
 val Model::save() const {
   return guarded([&] {

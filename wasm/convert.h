@@ -59,6 +59,8 @@ class Model {
   val cutComposition(const val& input) const;
   val skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const;
   val corpusStats(const val& ids, const val& window, bool leading_terms) const;
+  val corrupt(const val& ids, const val& options) const;
+  val patch(const val& ids, const val& options) const;
   val save() const;
   double forwardBatch(const val& ids, int B, int T);
 

@@ -211,4 +211,88 @@ IoiSentence ModelSession::ioi_sentence(const IoiTemplateRow& row) const {
   return out;
 }
 
+Corruption ModelSession::corrupt(const std::vector<int>& ids, const std::string& kind, std::uint64_t seed) const {
+  const Tokenizer& tok = file_.tokenizer;
+  std::string k = kind;
+  if (k == "auto") k = task_ || tok.find("<MID>") >= 0 ? "swap_names" : "break_repeat";
+  if (k == "swap_names") {
+    if (!task_) check_symbolic_vocabulary(file_.cfg);
+    return ioi_swap_names(ids, names_);
+  }
+  if (k == "break_repeat") {
+    std::vector<int> avoid;
+    for (const char* special : {"<BOS>", "<PAD>", "<UNK>", "<MID>"})
+      if (tok.find(special) >= 0) avoid.push_back(tok.find(special));
+    return break_repeat(ids, text_scores_from(ids, tok.bos_id()), file_.cfg.d_vocab, avoid, seed);
+  }
+  throw std::invalid_argument("corrupt: the kind must be 'auto', 'swap_names' or 'break_repeat', got \"" +
+                              printable_text(kind, 40) + "\"");
+}
+
+PatchRun ModelSession::patch(const PatchRequest& rq, const Intervention& iv) const {
+  check_context_length(file_.cfg, static_cast<int>(rq.clean.size()), "patch");
+  PatchRun run;
+  if (rq.corrupted.empty()) {
+    run.corruption = corrupt(rq.clean, rq.kind, rq.seed);
+  } else {
+    if (rq.correct < 0 || rq.wrong < 0)
+      throw std::invalid_argument("patch: with a corrupted input of your own, give the correct and the wrong answer tokens");
+    Corruption& k = run.corruption;
+    k.kind = "given";
+    k.tokens = rq.corrupted;
+    k.pos = rq.pos < 0 ? static_cast<int>(rq.clean.size()) - 1 : rq.pos;
+    k.correct = rq.correct;
+    k.wrong = rq.wrong;
+    for (std::size_t i = 0; i < rq.clean.size() && i < rq.corrupted.size(); ++i)
+      if (rq.clean[i] != rq.corrupted[i]) k.changed.push_back(static_cast<int>(i));
+    k.description = "the corrupted input given";
+  }
+  PatchSpec spec;
+  spec.clean = rq.clean;
+  spec.corrupted = run.corruption.tokens;
+  spec.pos = run.corruption.pos;
+  spec.correct = run.corruption.correct;
+  spec.wrong = run.corruption.wrong;
+  spec.direction = rq.direction;
+  spec.per_position = rq.per_position;
+  run.result = activation_patching(file_.params, spec, iv);
+  return run;
+}
+
+nlohmann::json patch_run_json(const std::vector<int>& clean, const PatchRun& run) {
+  const Corruption& k = run.corruption;
+  const PatchResult& r = run.result;
+  auto nested = [](const Tensor<float>& t) {
+    nlohmann::json out = nlohmann::json::array();
+    const int L = t.shape[0], H = t.shape[1], T = t.shape.size() > 2 ? t.shape[2] : 1;
+    for (int l = 0; l < L; ++l) {
+      nlohmann::json row = nlohmann::json::array();
+      for (int h = 0; h < H; ++h) {
+        const std::size_t at = (static_cast<std::size_t>(l) * H + h) * T;
+        if (t.shape.size() == 2) row.push_back(t.data[at]);
+        else row.push_back(std::vector<float>(t.data.begin() + at, t.data.begin() + at + T));
+      }
+      out.push_back(row);
+    }
+    return out;
+  };
+  nlohmann::json j;
+  j["tokens"] = clean;
+  j["corruption"] = {{"kind", k.kind},       {"tokens", k.tokens},   {"pos", k.pos},
+                     {"correct", k.correct}, {"wrong", k.wrong},     {"changed", k.changed},
+                     {"description", k.description}};
+  j["direction"] = patch_direction_name(r.direction);
+  j["clean_logit_diff"] = r.clean_diff;
+  j["corrupted_logit_diff"] = r.corrupted_diff;
+  j["normalised"] = r.normalised;
+  j["head"] = nested(r.head);
+  j["head_effect"] = nested(r.head_effect);
+  if (!r.head_pos.data.empty()) {
+    j["head_pos"] = nested(r.head_pos);
+    j["head_pos_effect"] = nested(r.head_pos_effect);
+  }
+  j["passes"] = r.passes;
+  return j;
+}
+
 }  // namespace cs

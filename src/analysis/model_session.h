@@ -16,6 +16,7 @@
 #include "analysis/corpus_stats.h"
 #include "analysis/forward_outputs.h"
 #include "analysis/ioi.h"
+#include "analysis/patching.h"
 #include "analysis/scores.h"
 #include "io.h"
 #include "ioi_templates.h"
@@ -55,6 +56,28 @@ int batch_length(std::size_t n, int B, const std::string& what);
 // "train" | "held-out pairs" | "held-out templates" | "held-out both" -> the split; throws naming
 // the four otherwise.
 IoiSplit ioi_split_from_name(const std::string& name);
+
+// What ModelSession::patch is asked: the clean input, and either a corruption the core makes
+// (`kind`, `seed`) or the caller's own corrupted input with its answer position and tokens.
+struct PatchRequest {
+  std::vector<int> clean;
+  std::string kind = "auto";          // "auto" | "swap_names" | "break_repeat" (when corrupted is empty)
+  std::uint64_t seed = 0;             // break_repeat's draw
+  std::vector<int> corrupted;         // the caller's corrupted input (same length), or empty
+  int pos = -1;                       // with `corrupted`: the answer position (-1: the last)
+  int correct = -1, wrong = -1;       // with `corrupted`: the two tokens compared (both required)
+  PatchDirection direction = PatchDirection::Denoise;
+  bool per_position = true;
+};
+struct PatchRun {
+  Corruption corruption;  // kind "given" for the caller's own corrupted input
+  PatchResult result;
+};
+// {tokens, corruption: {kind, tokens, pos, correct, wrong, changed, description}, direction,
+// clean_logit_diff, corrupted_logit_diff, normalised, head [L][H], head_effect [L][H],
+// head_pos [L][H][T], head_pos_effect [L][H][T] (the last two absent without per_position),
+// passes}: what `circuitscope patch --json` prints.
+nlohmann::json patch_run_json(const std::vector<int>& clean, const PatchRun& run);
 
 class ModelSession {
  public:
@@ -116,6 +139,12 @@ class ModelSession {
   std::vector<IoiRow> ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const;
   // One sentence: a template model reads the whole row, a symbolic model order, io and s.
   IoiSentence ioi_sentence(const IoiTemplateRow& row) const;
+
+  // Activation patching (analysis/patching.h). corrupt(): the standard corruption of `ids`; kind
+  // "auto" is swap_names for an IOI model (a template task, or a vocabulary with <MID>) and
+  // break_repeat otherwise (which skips a leading <BOS> and never draws <BOS>, <PAD>, <UNK> or <MID>).
+  Corruption corrupt(const std::vector<int>& ids, const std::string& kind, std::uint64_t seed) const;
+  PatchRun patch(const PatchRequest& rq, const Intervention& iv) const;
 
   static constexpr int kMaxTemplateRows = 2000;
 

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/ioi.h"
+#include "analysis/model_session.h"
+#include "analysis/patching.h"
 #include "analysis/training_metrics.h"
 #include "checks.h"
 #include "io.h"
@@ -39,6 +41,8 @@ const char* kUsage =
     "      Per-token loss and the top K next-token predictions for a text.\n"
     "  circuitscope inspect MODEL.safetensors [--json]\n"
     "      The config, tokenizer and parameter table of a model file.\n"
+    "  circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
+    "      Activation patching of every head (and every head at every position) on the logit difference.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
     "  circuitscope report [--models DIR] [--check]\n"
@@ -75,6 +79,17 @@ const std::map<std::string, std::string> kHelp = {
      "  Recomputes, from the shipped models in DIR (default models), every claim of the seeds these\n"
      "  models can test, and writes DIR/REPORT.md and DIR/report.json. With --check it writes nothing\n"
      "  and exits 1 if the committed files differ from what it computes.\n"},
+    {"patch",
+     "circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
+     "  Corrupts the text the standard way (--kind auto: swap_names for an IOI model, the second\n"
+     "  mention of the subject becoming the indirect object; break_repeat otherwise, the first copy\n"
+     "  of the longest repeated block replaced by tokens drawn with --seed, default 0), then patches\n"
+     "  each head's output (hook_result) from the clean run into the corrupted one (--noise: from the\n"
+     "  corrupted run into the clean one), at every position and at each position alone, and prints\n"
+     "  the logit difference logit[correct] - logit[wrong] at the answer position and the normalised\n"
+     "  effect (patched - corrupted) / (clean - corrupted). --heads-only skips the per-position table.\n"
+     "  --json prints {tokens, corruption, direction, clean_logit_diff, corrupted_logit_diff,\n"
+     "  normalised, head, head_effect, head_pos, head_pos_effect, passes}.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -484,6 +499,46 @@ int cmd_inspect(int argc, char** argv) {
   return 0;
 }
 
+int cmd_patch(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2,
+                      {{"--text", true}, {"--kind", true}, {"--seed", true}, {"--noise", false}, {"--heads-only", false}, {"--json", false}});
+  if (a.positional.size() != 1) throw UsageError("patch takes one model file");
+  if (!a.opts.count("--text")) throw UsageError("patch needs --text TEXT");
+  cs::ModelSession m(cs::load_model_file(a.positional[0]));
+  cs::PatchRequest rq;
+  for (const auto& t : m.tokenize(a.opts["--text"])) rq.clean.push_back(t.id);
+  if (a.opts.count("--kind")) rq.kind = a.opts["--kind"];
+  if (a.opts.count("--seed")) rq.seed = static_cast<std::uint64_t>(to_int(a.opts["--seed"], "--seed", 0, 1 << 30));
+  rq.direction = a.opts.count("--noise") ? cs::PatchDirection::Noise : cs::PatchDirection::Denoise;
+  rq.per_position = !a.opts.count("--heads-only");
+  const cs::PatchRun run = m.patch(rq, cs::Intervention());
+  if (a.opts.count("--json")) {
+    std::cout << cs::patch_run_json(rq.clean, run).dump() << "\n";
+    return 0;
+  }
+  const cs::Tokenizer& tok = m.file().tokenizer;
+  const cs::Corruption& k = run.corruption;
+  const cs::PatchResult& r = run.result;
+  auto text = [&](int id) { return json(tok.token_text(id)).dump(); };
+  std::printf("corruption (%s): %s\n", k.kind.c_str(), k.description.c_str());
+  std::printf("answer at position %d: logit[%s] - logit[%s]\n", k.pos, text(k.correct).c_str(), text(k.wrong).c_str());
+  std::printf("clean %.4f, corrupted %.4f; %s, %d forward passes\n", r.clean_diff, r.corrupted_diff,
+              r.direction == cs::PatchDirection::Denoise ? "clean heads patched into the corrupted run"
+                                                         : "corrupted heads patched into the clean run",
+              r.passes);
+  if (!r.normalised) std::printf("the two runs give the same logit difference: effects are shown as 0\n");
+  const int H = m.config().n_heads, T = r.T;
+  std::printf("%-6s %9s %8s%s\n", "head", "patched", "effect", rq.per_position ? "   effect at each position" : "");
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (int h = 0; h < H; ++h) {
+      std::printf("L%dH%-3d %9.4f %8.3f", l, h, r.head.data[l * H + h], r.head_effect.data[l * H + h]);
+      if (rq.per_position)
+        for (int t = 0; t < T; ++t) std::printf(" %6.3f", r.head_pos_effect.data[(static_cast<std::size_t>(l) * H + h) * T + t]);
+      std::printf("\n");
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -508,6 +563,7 @@ int main(int argc, char** argv) {
     if (cmd == "inspect") return cmd_inspect(argc, argv);
     if (cmd == "sweep") return cmd_sweep(argc, argv);
     if (cmd == "report") return cmd_report(argc, argv);
+    if (cmd == "patch") return cmd_patch(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {

@@ -6,97 +6,14 @@
 #include <limits>
 
 #include "model.h"
+#include "oracle_forward.h"
 #include "test_util.h"
 
 namespace cs {
 namespace {
 
-// The oracle: the maths written as loops. With heads_read_stream_without_heads, heads in
-// layers >= 1 read the residual stream without any earlier head's output (embeddings,
-// positions and output biases only), which is what cutting every composition path means.
-struct Oracle {
-  std::vector<double> logits;                    // [T, V]
-  std::vector<std::vector<double>> patterns;     // per layer: [H, T, T]
-};
-
-Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok, bool heads_read_stream_without_heads) {
-  const Config& c = p.cfg;
-  const int T = static_cast<int>(tok.size()), D = c.d_model, H = c.n_heads, Dh = c.d_head, V = c.d_vocab;
-  auto at = [](const Tensor<float>& t, std::size_t i) { return static_cast<double>(t.data[i]); };
-  std::vector<double> resid(T * D), base(T * D), pos(T * D, 0.0);
-  for (int t = 0; t < T; ++t)
-    for (int d = 0; d < D; ++d) {
-      if (c.pos_embed != PosEmbed::None) pos[t * D + d] = at(p.W_pos, t * D + d);
-      resid[t * D + d] = at(p.W_E, tok[t] * D + d) + (c.pos_embed == PosEmbed::Standard ? pos[t * D + d] : 0.0);
-    }
-  base = resid;
-  Oracle o;
-  for (int l = 0; l < c.n_layers; ++l) {
-    const auto& w = p.blocks[l];
-    const std::vector<double>& in = (heads_read_stream_without_heads && l >= 1) ? base : resid;
-    std::vector<double> out(T * D, 0.0), pat(H * T * T, 0.0);
-    for (int h = 0; h < H; ++h) {
-      std::vector<double> q(T * Dh, 0.0), k(T * Dh, 0.0), v(T * Dh, 0.0), ks(T * Dh);
-      for (int t = 0; t < T; ++t)
-        for (int e = 0; e < Dh; ++e) {
-          double sq = 0, sk = 0, sv = 0;
-          for (int d = 0; d < D; ++d) {
-            double xqk = in[t * D + d] + (c.pos_embed == PosEmbed::Shortformer ? pos[t * D + d] : 0.0);
-            sq += xqk * at(w.W_Q, (h * D + d) * Dh + e);
-            sk += xqk * at(w.W_K, (h * D + d) * Dh + e);
-            sv += in[t * D + d] * at(w.W_V, (h * D + d) * Dh + e);
-          }
-          if (c.use_bias) {
-            sq += at(w.b_Q, h * Dh + e);
-            sk += at(w.b_K, h * Dh + e);
-            sv += at(w.b_V, h * Dh + e);
-          }
-          q[t * Dh + e] = sq;
-          k[t * Dh + e] = sk;
-          v[t * Dh + e] = sv;
-        }
-      ks = k;
-      if (c.smeared_keys) {
-        double s = 1.0 / (1.0 + std::exp(-at(w.smear_alpha, h)));
-        for (int t = 1; t < T; ++t)
-          for (int e = 0; e < Dh; ++e) ks[t * Dh + e] = s * k[t * Dh + e] + (1 - s) * k[(t - 1) * Dh + e];
-      }
-      for (int i = 0; i < T; ++i) {
-        std::vector<double> sc(i + 1);
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int j = 0; j <= i; ++j) {
-          double s = 0;
-          for (int e = 0; e < Dh; ++e) s += q[i * Dh + e] * ks[j * Dh + e];
-          sc[j] = s / std::sqrt(static_cast<double>(Dh));
-          mx = std::max(mx, sc[j]);
-        }
-        double sum = 0;
-        for (int j = 0; j <= i; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
-        for (int j = 0; j <= i; ++j) pat[(h * T + i) * T + j] = sc[j] / sum;
-        for (int e = 0; e < Dh; ++e) {
-          double z = 0;
-          for (int j = 0; j <= i; ++j) z += pat[(h * T + i) * T + j] * v[j * Dh + e];
-          for (int d = 0; d < D; ++d) out[i * D + d] += z * at(w.W_O, (h * Dh + e) * D + d);
-        }
-      }
-    }
-    for (int t = 0; t < T; ++t)
-      for (int d = 0; d < D; ++d) {
-        double bo = c.use_bias ? at(w.b_O, d) : 0.0;
-        resid[t * D + d] += out[t * D + d] + bo;
-        base[t * D + d] += bo;
-      }
-    o.patterns.push_back(pat);
-  }
-  o.logits.assign(T * V, 0.0);
-  for (int t = 0; t < T; ++t)
-    for (int v = 0; v < V; ++v) {
-      double s = c.use_bias ? at(p.b_U, v) : 0.0;
-      for (int d = 0; d < D; ++d) s += resid[t * D + d] * at(p.W_U, d * V + v);
-      o.logits[t * V + v] = s;
-    }
-  return o;
-}
+using testing::Oracle;
+using testing::oracle_forward;
 
 void expect_close(double got, double want, double rel, const std::string& what) {
   ASSERT_LE(std::abs(got - want), rel * std::max(1.0, std::abs(want))) << what << ": got " << got << ", oracle " << want;

@@ -1,0 +1,134 @@
+// Activation patching through the WASM module (model.patch, model.corrupt) against the native
+// CLI (`circuitscope patch --json`, the same core function): the same corruption exactly, and the
+// same logit differences and effects within float32 rounding, for the shipped IOI models and the
+// induction model; plus the result's shapes, the caller's own corrupted input, and the refusals.
+// Needs `npm run build` (build/native/circuitscope and build/wasm/circuitscope.js).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { cs, root } from './module.mjs';
+
+const cli = path.join(root, 'build', 'native', 'circuitscope');
+const CASES = [
+  ['ioi-1l2h', 'A B B <MID>', {}],
+  ['ioi-1l2h', 'B A B <MID>', { direction: 'noise' }],
+  ['ioi-templates-2l', 'When Jennifer and Michael went to the store, Michael gave a drink to', {}],
+  ['char-2l', 'The quick brown fox. The quick brown fox', { seed: 3 }],
+  ['char-2l', 'The quick brown fox. The quick brown fox', { direction: 'noise' }],
+];
+
+let instance;
+const models = new Map();
+function model(name) {
+  if (!models.has(name)) models.set(name, instance.load(readFileSync(path.join(root, 'models', `${name}.safetensors`))));
+  return models.get(name);
+}
+
+before(async () => {
+  instance = await cs();
+});
+
+after(() => {
+  for (const m of models.values()) m.delete();
+});
+
+function runCli(name, text, o) {
+  assert.ok(existsSync(cli), `${path.relative(root, cli)} is missing: run \`npm run build\` first`);
+  const args = ['patch', path.join(root, 'models', `${name}.safetensors`), '--text', text, '--json'];
+  if (o.seed !== undefined) args.push('--seed', String(o.seed));
+  if (o.direction === 'noise') args.push('--noise');
+  return JSON.parse(execFileSync(cli, args, { encoding: 'utf8', maxBuffer: 1 << 28 }));
+}
+
+// Float32 forward passes natively (SSE) and in WASM (SIMD128) sum in different orders: a logit
+// difference may move by about 1e-5 of the logits' scale.
+function close(a, b, scale, what) {
+  const tol = 2e-4 * Math.max(1, scale);
+  assert.ok(Math.abs(a - b) <= tol, `${what}: native ${b}, WASM ${a} (|diff| ${Math.abs(a - b)} > ${tol})`);
+}
+
+for (const [name, text, options] of CASES) {
+  test(`${name} ${JSON.stringify(text)} ${JSON.stringify(options)}: WASM patch() equals the native CLI`, () => {
+    const m = model(name);
+    const native = runCli(name, text, options);
+    const r = m.patch(text, options);
+    const { n_layers: L, n_heads: H } = m.config;
+    const T = r.tokens.length;
+
+    assert.deepEqual(Array.from(r.tokens), native.tokens);
+    const k = r.corruption;
+    assert.deepEqual(Array.from(k.tokens), native.corruption.tokens, 'the same corrupted tokens');
+    for (const key of ['kind', 'pos', 'correct', 'wrong', 'changed', 'description']) {
+      assert.deepEqual(k[key], native.corruption[key], `corruption.${key}`);
+    }
+    assert.deepEqual(m.corrupt(text, { seed: options.seed }).tokens, k.tokens, 'corrupt() makes the same corruption');
+    assert.equal(r.direction, options.direction ?? 'denoise');
+    assert.equal(r.normalised, native.normalised);
+    assert.equal(r.passes, native.passes);
+    assert.equal(r.passes, 2 + L * H * (k.pos + 2));
+
+    const scale = Math.max(Math.abs(native.clean_logit_diff), Math.abs(native.corrupted_logit_diff));
+    const gap = Math.abs(native.clean_logit_diff - native.corrupted_logit_diff);
+    close(r.clean_logit_diff, native.clean_logit_diff, scale, 'clean logit difference');
+    close(r.corrupted_logit_diff, native.corrupted_logit_diff, scale, 'corrupted logit difference');
+    assert.ok(r.clean_logit_diff > r.corrupted_logit_diff + 1, 'the corruption lowers the logit difference');
+
+    assert.deepEqual(r.head.shape, [L, H]);
+    assert.deepEqual(r.head.axes, ['layer', 'head']);
+    assert.deepEqual(r.head_pos.shape, [L, H, T]);
+    assert.deepEqual(r.head_pos.axes, ['layer', 'head', 'pos']);
+    for (let l = 0; l < L; l++) {
+      for (let h = 0; h < H; h++) {
+        const i = l * H + h;
+        close(r.head.data[i], native.head[l][h], scale, `L${l}H${h}`);
+        close(r.head_effect.data[i] * gap, native.head_effect[l][h] * gap, scale, `L${l}H${h} effect`);
+        for (let t = 0; t < T; t++) {
+          close(r.head_pos.data[i * T + t], native.head_pos[l][h][t], scale, `L${l}H${h} at ${t}`);
+          close(r.head_pos_effect.data[i * T + t] * gap, native.head_pos_effect[l][h][t] * gap, scale, `L${l}H${h} at ${t} effect`);
+        }
+      }
+    }
+  });
+}
+
+test('patch() with a corrupted input of your own gives the core corruption\'s numbers; heads only; no NaN', () => {
+  const m = model('ioi-1l2h');
+  const made = m.patch('A B B <MID>');
+  const k = made.corruption;
+  const given = m.patch('A B B <MID>', { corrupted: k.tokens, correct: k.correct, wrong: k.wrong, pos: -1 });
+  assert.equal(given.corruption.kind, 'given');
+  assert.deepEqual(given.corruption.changed, k.changed);
+  assert.deepEqual(given.head.data, made.head.data);
+  assert.deepEqual(given.head_pos.data, made.head_pos.data);
+
+  const headsOnly = m.patch('A B B <MID>', { positions: false });
+  assert.equal(headsOnly.head_pos, null);
+  assert.equal(headsOnly.head_pos_effect, null);
+  assert.deepEqual(headsOnly.head.data, made.head.data);
+
+  const same = m.patch('A B B <MID>', { corrupted: 'A B B <MID>', correct: k.correct, wrong: k.wrong });
+  assert.equal(same.normalised, false);
+  for (const x of [...same.head_effect.data, ...same.head_pos_effect.data]) assert.equal(x, 0);
+});
+
+test('patch() and corrupt() refuse bad input with a sentence', () => {
+  const ioi = model('ioi-1l2h');
+  const char = model('char-2l');
+  const cases = [
+    [() => ioi.patch('A B B <MID>', { colour: 1 }), /unknown option "colour"/],
+    [() => ioi.patch('A B B <MID>', { direction: 'sideways' }), /direction must be 'denoise'/],
+    [() => ioi.patch('A B B <MID>', { corrupted: 'A B <MID>', correct: 2, wrong: 3 }), /same length/],
+    [() => ioi.patch('A B B <MID>', { corrupted: 'A B A <MID>' }), /correct and the wrong answer/],
+    [() => ioi.corrupt('A B B <MID>', { kind: 'shuffle' }), /kind must be 'auto'/],
+    [() => char.corrupt('no repeat here'), /no block of 4 or more tokens/],
+    [() => char.patch('abcdefghij'.repeat(25) + 'abcd'), /multiply-adds/],
+  ];
+  for (const [fn, pattern] of cases) {
+    assert.throws(fn, (e) => e instanceof Error && pattern.test(e.message), String(pattern));
+  }
+  // Whole heads only is cheap enough for the full context.
+  const long = char.patch('abcdefghij'.repeat(25) + 'abcd', { positions: false });
+  assert.equal(long.passes, 2 + char.config.n_layers * char.config.n_heads);
+});
