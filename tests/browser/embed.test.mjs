@@ -163,6 +163,15 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
     await page.waitForFunction(() => document.querySelectorAll('body > cs-panel .ind-top li').length === 5);
     assert.ok(await element.locator('.tok[data-pos="20"].focused').count() === 1, 'the hovered token is marked');
 
+    // The element's own Embed button gives the same kind of code, pointing at the site.
+    // (The mouse leaves the token first: at the foot of the page, the details the hover shows
+    // change the page's height, its scroll, and so what is under the mouse.)
+    await page.mouse.move(0, 0);
+    await element.locator('.cs-panel-embed').click();
+    const said = await element.locator('.cs-view-status').textContent();
+    const copied = /copied/.test(said) ? await page.evaluate(() => navigator.clipboard.readText()) : said;
+    assert.match(copied, new RegExp(`<iframe src="${server.url}#v=2&amp;[^"]*embed=1&amp;[^"]*panel=induction-tokens`));
+    assert.match(copied, /embed\.js" async><\/script>$/);
     await page.screenshot({ path: path.join(artifacts, 'embed-host.png'), fullPage: true });
     assert.deepEqual(problems, []);
   } finally {
