@@ -1,6 +1,6 @@
 // A dependency-free static file server for the assembled site (build/site): correct MIME types
 // (application/wasm, text/javascript for .mjs), the page's content security policy as a header,
-// no directory traversal, 404s, no caching.
+// the cross-origin headers embeds need (CROSS_ORIGIN), no directory traversal, 404s, no caching.
 // Run directly: `node scripts/serve.mjs [root]` (PORT env, default 8080, next free port if taken).
 // From tests: `const { url, close } = await startServer({ port: 0 });`
 import { createServer } from 'node:http';
@@ -33,9 +33,21 @@ const MIME = {
 };
 
 // The page's content security policy (the same as index.html's <meta> tag), sent as a header so it
-// also covers the training worker and pages that embed a view: no inline script, no eval, no
-// third-party origin; WebAssembly may compile.
+// also covers the training worker: no inline script, no eval, no third-party origin; WebAssembly
+// may compile. It governs the site's own documents only (a host page keeps its own policy), and
+// it has no frame-ancestors directive, nor is there an X-Frame-Options header, on purpose: any
+// page may show the site in an iframe, including a course page opened from a file (which
+// `frame-ancestors *` would refuse).
 export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; worker-src 'self'; object-src 'none'; base-uri 'self'";
+
+// What lets another origin use the site's files: its custom elements are module scripts, which
+// load with CORS, as do what they fetch (models/*.json, the .safetensors models, the .wasm module)
+// and the modules they import; stylesheets and images are read cross-origin too (CORP for hosts
+// that set Cross-Origin-Embedder-Policy). The site holds no private data, so any origin may read it.
+export const CROSS_ORIGIN = {
+  'Access-Control-Allow-Origin': '*',
+  'Cross-Origin-Resource-Policy': 'cross-origin',
+};
 
 export function contentType(file) {
   return MIME[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
@@ -46,6 +58,7 @@ function send(res, status, body, extra = {}) {
     'Content-Type': 'text/plain; charset=utf-8',
     'Cache-Control': 'no-cache',
     'X-Content-Type-Options': 'nosniff',
+    ...CROSS_ORIGIN,
     ...extra,
   });
   res.end(body);
@@ -101,6 +114,7 @@ function handler(root) {
         'Cache-Control': 'no-cache',
         'X-Content-Type-Options': 'nosniff',
         'Content-Security-Policy': CSP,
+        ...CROSS_ORIGIN,
       });
       if (req.method === 'HEAD') {
         res.end();

@@ -1,7 +1,10 @@
 // The app shell: opens the link (the URL hash) into the store (store.js), shows the store's view
 // (a <cs-*> custom element from views/, imported on first use), keeps the hash in step with the
 // store, and owns the header's controls: the tabs, the one model picker, the snapshot picker,
-// "Copy link" and "Copy embed code". Every control dispatches to the store; the views read it.
+// "Copy link" and "Copy embed code" (of the view, or of one panel: its Embed button). Every
+// control dispatches to the store; the views read it. Embedded (embed=1), the page shows the view
+// or, with panel=VIEW-PART, that panel alone (<cs-panel>), and posts its height to the host page
+// (embed.js on the host sets the iframe's height from it).
 // A view module that is missing or fails to load gives a "this view is not available" panel,
 // never a broken page.
 import {
@@ -9,6 +12,7 @@ import {
   modelsFor, modelOf, getModel, getSnapshots,
 } from './store.js';
 import { el } from './parts/dom.js';
+import { embedCode } from './embed-code.js';
 
 /** @param {string} id @returns {any} */
 const $ = (id) => document.getElementById(id);
@@ -25,13 +29,15 @@ const els = {
   copyBox: $('copy-box'),
   copyText: $('copy-text'),
   copyLabel: $('copy-label'),
+  copyBareField: $('copy-bare-field'),
+  copyBare: $('copy-bare'),
   host: $('view-host'),
   lessonHost: $('lesson-host'),
   openLessons: $('open-lessons'),
   openFull: $('open-full'),
 };
 
-const views = new Map();        // view name -> {element, ok}
+const views = new Map();        // view name (or "panel:VIEW-PART") -> Promise<{element, ok}>
 let writing = false;            // the hash change we caused ourselves
 
 function setStatus(message) {
@@ -124,9 +130,11 @@ function applyChrome() {
   document.body.classList.toggle('embed', !!s.embed);
   document.body.classList.toggle('hide-header', !!s.embed && s.hide.includes('header'));
   document.body.classList.toggle('hide-controls', !!s.embed && s.hide.includes('controls'));
+  document.body.classList.toggle('embed-panel', !!s.embed && !!s.panel);
   els.openFull.hidden = !s.embed;
   showLesson(s.lesson);
-  if (s.embed) els.openFull.href = `${location.pathname}#${linkOf({ ...s, embed: false, hide: [] }).hash}`;
+  if (s.embed) els.openFull.href = `${location.pathname}#${linkOf({ ...s, embed: false, hide: [], panel: null }).hash}`;
+  if (s.embed && window.parent !== window) followHeight();
 }
 
 // The lesson pane (lessons/lesson.js, loaded the first time a lesson is opened) beside the view.
@@ -145,15 +153,43 @@ async function showLesson(name) {
   }
 }
 
-async function viewElement(name) {
-  if (views.has(name)) return views.get(name);
+// Embedded in another page: post the content's height to it whenever it changes, so that the
+// host's embed.js can size the iframe to it (body.embed is a block formatting context, so its
+// box holds its children's margins).
+let heightObserver = null;
+function followHeight() {
+  if (heightObserver) return;
+  let last = 0;
+  heightObserver = new ResizeObserver(() => {
+    const height = Math.ceil(document.body.getBoundingClientRect().height);
+    if (height === last) return;
+    last = height;
+    window.parent.postMessage({ type: 'circuitscope:height', height }, '*');
+  });
+  heightObserver.observe(document.body);
+}
+
+/**
+ * The element of a view, or (key "panel:VIEW-PART") of one panel alone, created on first use
+ * (once, however many renders ask for it while its module loads).
+ */
+function viewElement(name) {
+  if (!views.has(name)) views.set(name, createViewElement(name));
+  return views.get(name);
+}
+
+async function createViewElement(name) {
   const entry = { element: null, ok: false };
-  views.set(name, entry);
   try {
-    const module = await import(`./views/${name}.js`);
-    const tag = module.TAG;
-    if (!tag || !customElements.get(tag)) throw new Error(`views/${name}.js does not define its element`);
-    entry.element = document.createElement(tag);
+    if (name.startsWith('panel:')) {
+      await import('./panels/panel.js');
+      entry.element = el('cs-panel', { name: name.slice(6) });
+    } else {
+      const module = await import(`./views/${name}.js`);
+      const tag = module.TAG;
+      if (!tag || !customElements.get(tag)) throw new Error(`views/${name}.js does not define its element`);
+      entry.element = document.createElement(tag);
+    }
     entry.ok = true;
   } catch (e) {
     entry.element = el('section', { class: 'panel unavailable', role: 'note' },
@@ -183,9 +219,10 @@ async function render(state, prev) {
   document.title = `${VIEW_TITLES[name]} · circuitscope`;
   if (!prev || prev.view !== name || prev.model !== state.model || prev.snapshot !== state.snapshot) await fillPickers(state, seq);
   if (seq !== renderSeq) return;
-  const entry = await viewElement(name);
+  const entry = await viewElement(state.embed && state.panel ? `panel:${state.panel}` : name);
   if (seq !== renderSeq) return;
-  for (const [n, e] of views) e.element.hidden = n !== name;
+  for (const e of await Promise.all(views.values())) e.element.hidden = e !== entry;
+  if (seq !== renderSeq) return;
   if (entry.ok) entry.element.requestRender();
 }
 
@@ -216,7 +253,7 @@ store.subscribe((state, prev) => {
     writeHash();
   }
   if (state.embed !== prev.embed || state.hide !== prev.hide || state.lesson !== prev.lesson) applyChrome();
-  if (state.view !== prev.view || state.model !== prev.model || state.snapshot !== prev.snapshot) render(state, prev);
+  if (state.view !== prev.view || state.model !== prev.model || state.snapshot !== prev.snapshot || state.panel !== prev.panel) render(state, prev);
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -263,6 +300,7 @@ window.addEventListener('hashchange', () => { if (!writing) openHash(); });
 // Copy link / embed code
 
 async function copy(text, what, note = '') {
+  els.copyBareField.hidden = what !== 'Embed code';
   els.copyText.value = text;
   els.copyLabel.textContent = `${what}:`;
   els.copyBox.hidden = false;
@@ -287,19 +325,34 @@ function shareUrl(extra = {}) {
 }
 
 els.copyLink.addEventListener('click', () => {
-  const { href, note } = shareUrl({ embed: false, hide: [] });
+  const { href, note } = shareUrl({ embed: false, hide: [], panel: null });
   copy(href, 'Link', note);
 });
+// What the copy box's embed code shows: the view (panel null) or one panel; "without controls"
+// (the checkbox beside it) gives it again with hide=controls,header.
+let embedding = { panel: null, title: '' };
+function copyEmbed() {
+  const { panel, title } = embedding;
+  const { code, note } = embedCode(store.state, { panel, title, bare: els.copyBare.checked });
+  copy(code, 'Embed code', note);
+}
 els.copyEmbed.addEventListener('click', () => {
-  const { href, note } = shareUrl({ embed: true });
-  const title = `circuitscope: ${VIEW_TITLES[store.state.view]} view`;
-  const snippet = `<iframe src="${href.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}" title="${title}" width="100%" height="720" loading="lazy" style="border:0"></iframe>`;
-  copy(snippet, 'Embed code', note);
+  embedding = { panel: null, title: `${VIEW_TITLES[store.state.view]} view` };
+  copyEmbed();
 });
+// A panel's Embed button (views/common.js) asks for the embed code of that panel alone.
+els.host.addEventListener('cs-embed', (/** @type {CustomEvent} */ e) => {
+  embedding = { panel: e.detail.panel, title: e.detail.title };
+  copyEmbed();
+});
+els.copyBare.addEventListener('change', copyEmbed);
 
 // ------------------------------------------------------------------------------------------------
 
-window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message}`));
+// "ResizeObserver loop completed with undelivered notifications" is not an error of the page: an
+// embedded page observes its body (followHeight), and when a chart sizes itself in its own
+// observer's callback the body's new height is delivered in the next frame instead.
+window.addEventListener('error', (e) => { if (!/^ResizeObserver loop/.test(e.message)) showError(`Unexpected error: ${e.message}`); });
 window.addEventListener('unhandledrejection', (e) => showError(`Unexpected error: ${e.reason?.message ?? e.reason}`));
 
 /** @type {any} */ (window).__cs = { store, encodeState };   // for the browser tests and the console

@@ -15,6 +15,7 @@
 //            task; tpl, place, object: the sentence template, its place and object
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
 //   embed=1  minimal chrome; hide=controls,header hides those too
+//   panel    with embed=1: the one panel shown ("VIEW-PART", one of PANELS, of the link's view)
 //   lesson   a lesson of the site (lessons/NAME.md; "index" is the list of lessons) shown beside
 //            the view; step: its step (from 0); done: the steps whose check passed (0,2,...)
 // Unknown keys are ignored (a later version's setting does not stop an older page opening the
@@ -28,6 +29,14 @@ export const MAX_TEXT = 100_000;           // characters of text after decompres
 export const VIEWS = ['induction', 'ioi', 'circuits', 'training', 'report'];
 export const VIEW_TITLES = { induction: 'Induction', ioi: 'IOI', circuits: 'Circuits', training: 'Training', report: 'Reproduction' };
 const HIDEABLE = ['controls', 'header'];
+/** Every panel's name ("VIEW-PART" is web/panels/VIEW/PART.js): what a link's panel= may name. */
+export const PANELS = Object.freeze([
+  'induction-tokens', 'induction-heads', 'induction-pattern', 'induction-scores',
+  'ioi-architecture', 'ioi-sequence', 'ioi-sentence', 'ioi-prediction', 'ioi-heads', 'ioi-patterns', 'ioi-lens', 'ioi-accuracy', 'ioi-zoo',
+  'circuits-qk', 'circuits-ov', 'circuits-eigen', 'circuits-trigrams', 'circuits-composition', 'circuits-attribution',
+  'training-curves', 'training-snapshots', 'training-trajectory', 'training-train',
+  'report-claims',
+]);
 const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;
 const END_RE = '(?:L\\d{1,2}H\\d{1,2}|\\*)';
 const CUT_RE = new RegExp(`^${END_RE}>${END_RE}\\.[qkv]$`);
@@ -57,6 +66,7 @@ export const DEFAULT_STATE = Object.freeze({
   zoom: null,         // Circuits: cell size in pixels (null: 12)
   embed: false,
   hide: Object.freeze([]),
+  panel: null,        // embed: the one panel shown alone ("VIEW-PART", a panel of the view)
   lesson: null,       // a lesson's name (lessons/NAME.md), "index" (the list), or null (no lesson)
   step: null,         // the lesson's step, from 0 (null: 0)
   done: Object.freeze([]),   // the steps whose check passed, as strings ("0", "2")
@@ -117,6 +127,7 @@ const FIELDS = new Map(Object.entries({
   zoom: integer('zoom', 3, 28),
   embed: flag('embed'),
   hide: list('hide', new RegExp(`^(${HIDEABLE.join('|')})$`), HIDEABLE.join(' or ')),
+  panel: { parse: (s) => { if (!PANELS.includes(s)) throw bad('panel', s, 'a panel such as induction-tokens'); return s; }, format: (x) => x },
   lesson: matching('lesson', /^[a-z0-9][a-z0-9-]{0,40}$/, 'a lesson name such as induction-heads'),
   step: integer('step', 0, 99),
   done: list('done', /^\d{1,2}$/, 'a step number'),
@@ -266,6 +277,7 @@ export function decodeHash(hash) {
   } catch (e) {
     return fail(e.message);
   }
+  if (state.panel && !state.panel.startsWith(`${state.view}-`)) return fail(`the panel ${state.panel} is not one of the ${VIEW_TITLES[state.view]} view's`);
   return { state, error: null };
 }
 
@@ -350,7 +362,7 @@ export function reduce(state, action) {
     case 'view':      // another tab: heads and interventions belong to the view left behind; the app
                       // passes the model when the new view offers it too
       if (action.view === state.view) return state;
-      return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, pos: null,
+      return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, pos: null, panel: null,
         model: action.model ?? null, snapshot: action.model && action.model === state.model ? state.snapshot : null };
     case 'model':
       return { ...state, ...RESET_ON_MODEL, model: action.model, tpl: null, io: null, s: null, place: null, object: null };

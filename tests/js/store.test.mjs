@@ -16,9 +16,10 @@ const head = (r) => `L${r.int(3)}H${r.int(4)}`;
 const end = (r) => (r.next() < 0.2 ? '*' : head(r));
 const TEXTS = ['', 'a', 'Hello hello', 'é ✓ 😀 \u0301 שלום', 'x'.repeat(5000), 'The cat. '.repeat(300), '%&=#?+'];
 
-/** A random action of any kind the page dispatches. */
-function randomAction(r) {
-  switch (r.int(8)) {
+/** A random action of any kind the page dispatches (a lone panel is one of the state's view). */
+function randomAction(r, state) {
+  switch (r.int(9)) {
+    case 8: return { type: 'set', values: { panel: r.pick([null, ...S.PANELS.filter((p) => p.startsWith(`${state.view}-`))]) } };
     case 0: return { type: 'view', view: r.pick(S.VIEWS), model: r.pick([null, 'char-2l']) };
     case 1: return { type: 'model', model: r.pick(['char-2l', 'char-1l', 'ioi-1l2h', 'ioi-templates-2l']) };
     case 2: return { type: 'snapshot', snapshot: r.pick([null, 'step0', 'step1000']) };
@@ -42,8 +43,11 @@ test('store: 2,000 random action sequences encode to links that decode to the sa
   for (let n = 0; n < 2000; n++) {
     const r = rng(n + 1);
     const store = S.createStore();
-    const actions = Array.from({ length: 1 + r.int(12) }, () => randomAction(r));
-    for (const a of actions) store.dispatch(a);
+    const actions = [];
+    for (let i = 1 + r.int(12); i > 0; i--) {
+      actions.push(randomAction(r, store.state));
+      store.dispatch(actions.at(-1));
+    }
     const hash = S.encodeState(store.state);
     const { state, error } = S.decodeHash(`#${hash}`);
     assert.equal(error, null, `sequence ${n}: ${JSON.stringify(actions)} -> ${hash.slice(0, 200)}`);
@@ -85,7 +89,8 @@ test('store: version-1 links still open, with their IOI cut and positions switch
 test('store: hostile links give the default state and a sentence, never an exception', () => {
   const hostile = ['#v=2&constructor=1', '#v=2&__proto__=1&toString=2', '#v=2&tz=@@@', '#v=2&view=<script>',
     '#v=2&head=L1H2"onload=1', '#v=99', '#v=x', '#nothing', `#v=2&text=${'a'.repeat(70_000)}`, '#v=2&ablate=' + 'L0H0,'.repeat(300),
-    '#v=2&pos=-1', '#v=2&zoom=2.5', '#v=2&tpl=1e3', '#%E0%A4%A', '#v=2&cut=L0H1>L1H2.x', '#v=2&hide=everything'];
+    '#v=2&pos=-1', '#v=2&zoom=2.5', '#v=2&tpl=1e3', '#%E0%A4%A', '#v=2&cut=L0H1>L1H2.x', '#v=2&hide=everything',
+    '#v=2&panel=nosuch-panel', '#v=2&embed=1&panel=../panel', '#v=2&embed=1&panel=ioi-heads', '#v=2&view=ioi&panel=induction-tokens', '#v=2&panel=constructor'];
   for (const hash of hostile) {
     const { state, error } = S.decodeHash(hash);
     const fresh = S.decodeHash('').state;
@@ -170,4 +175,29 @@ test('store: a lone surrogate in compressed text reads as U+FFFD, so the next li
   assert.doesNotThrow(() => S.encodeState({ ...state, text: 'a\ud800b\udc00' }));
   assert.equal(S.decodeHash(S.encodeState({ ...state, text: 'a\ud800b' })).state.text, 'a\ufffdb');
   assert.equal(S.linkOf({ ...S.DEFAULT_STATE, text: '\udfff'.repeat(500) }).textLeftOut, false);
+});
+
+test('store: panel= names one panel of the link\'s view; it round-trips, and a view switch drops it', async () => {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  // PANELS is every panel the site has: each name's file exists and each panel file is listed.
+  const files = [];
+  for (const view of readdirSync(path.join(site, 'panels'), { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    for (const f of readdirSync(path.join(site, 'panels', view.name))) {
+      if (/export default/.test(readFileSync(path.join(site, 'panels', view.name, f), 'utf8'))) files.push(`${view.name}-${f.replace(/\.js$/, '')}`);
+    }
+  }
+  assert.deepEqual([...S.PANELS].sort(), files.sort());
+  for (const panel of S.PANELS) {
+    const view = panel.split('-')[0];
+    const hash = S.encodeState({ ...S.DEFAULT_STATE, view, panel, embed: true, hide: ['controls', 'header'] });
+    assert.match(hash, new RegExp(`panel=${panel}`));
+    const { state, error } = S.decodeHash(hash);
+    assert.equal(error, null, hash);
+    assert.deepEqual([state.view, state.panel, state.embed, state.hide], [view, panel, true, ['controls', 'header']]);
+  }
+  assert.match(S.decodeHash('#v=2&view=ioi&panel=induction-tokens').error, /the panel induction-tokens is not one of the IOI view's/);
+  assert.match(S.decodeHash('#v=2&panel=induction-nothing').error, /panel: "induction-nothing" is not a panel such as induction-tokens/);
+  const store = S.createStore({ view: 'ioi', panel: 'ioi-heads' });
+  store.dispatch({ type: 'view', view: 'circuits' });
+  assert.equal(store.state.panel, null);
 });

@@ -8,7 +8,10 @@
 //
 // Files: web/panels/VIEW/PART.js holds the panel named "VIEW-PART" (its default export), e.g.
 // panels/induction/tokens.js is "induction-tokens". A view lists its panels in order; a panel also
-// mounts alone (<cs-panel name="induction-tokens">), which is what an embed or a slide shows.
+// mounts alone (<cs-panel name="induction-tokens">), which is what an embed or a slide shows: on
+// any page, with <script type="module" src="SITE/panels/panel.js"></script> and no stylesheet
+// (views link theirs), or in the app as #...&embed=1&panel=induction-tokens (each panel's Embed
+// button copies that iframe).
 // Panels of one view that need the same core call share it through a cache in the view's folder
 // (e.g. panels/induction/analysis.js), so a page with four panels still makes one call.
 import { el } from '../parts/dom.js';

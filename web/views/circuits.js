@@ -7,10 +7,13 @@
 // type. Each figure is a panel (web/panels/circuits/); this element holds the controls and the
 // layout.
 //
-// Embed it on any page of the site:
-//   <link rel="stylesheet" href="views/views.css">
-//   <script type="module" src="views/circuits.js"></script>
+// Embed it on any page, this site's or another's (SITE is where the site is served):
+//   <script type="module" src="SITE/views/circuits.js"></script>
 //   <cs-circuits model="char-2l" head="L1H0"></cs-circuits>
+// (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
+// headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
+// one (the panel alone, optionally without controls, with the host line
+//   <script src="https://HOST/embed.js" async></script>).
 // Attributes (standalone) or state keys (set by the app): model, head ("L{l}H{h}"), snapshot
 // ("step1000": a training snapshot of that model, as <cs-training> reports it), sort (token |
 // row | col | both), top (all | 10 | 20 | 40 | 80: rows and columns of highest variance), zoom

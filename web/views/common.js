@@ -1,9 +1,63 @@
 // CsView, the base class of every <cs-*> view element: it reads the page's store (store.js),
 // renders while it is the store's view, records the store version it rendered, and gives every
-// panel a PNG button. Shared drawing lives in web/parts/, panels in web/panels/.
+// panel a PNG button and an Embed button (the embed code of that panel alone). A view or panel
+// on a page of its own links its stylesheet (views.css, beside this file) into the page itself,
+// so a host page needs no stylesheet of ours. Shared drawing lives in web/parts/, panels in
+// web/panels/.
 import { store, modelsFor } from '../store.js';
 import { el } from '../parts/dom.js';
 import { downloadPNG } from '../parts/download.js';
+import { embedCode } from '../embed-code.js';
+
+const STYLESHEET = new URL('./views.css', import.meta.url).href;
+
+/** Links the views' stylesheet into the document once (unless the page links it already). */
+function linkStyles() {
+  if ([...document.querySelectorAll('link[rel~="stylesheet"]')].some((l) => /** @type {HTMLLinkElement} */ (l).href === STYLESHEET)) return;
+  document.head.append(el('link', { rel: 'stylesheet', href: STYLESHEET, 'data-circuitscope': '' }));
+}
+
+/**
+ * Gives every panel of `view` (section.cs-panel with a heading) a button that downloads it as a
+ * PNG, named after the heading, and (for panels the store can name, data-panel) an Embed button:
+ * in the app it asks the app for the embed code of that panel alone (a cs-embed event); on a page
+ * of its own it copies that code itself. Hidden with the other controls in embed mode.
+ */
+function panelButtons(view) {
+  for (const panel of view.querySelectorAll('section.cs-panel')) {
+    if (panel.querySelector(':scope > .cs-panel-tools')) continue;
+    const heading = panel.querySelector('h2, h3');
+    if (!heading) continue;
+    const title = heading.textContent.trim();
+    const file = `circuitscope-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'panel'}.png`;
+    const tools = el('span', { class: 'cs-panel-tools cs-png-skip controls-only' }, el('button', {
+      type: 'button', class: 'cs-panel-png', 'aria-label': `Download the panel "${title}" as PNG`,
+      title: 'Download this panel as PNG', onclick: () => downloadPNG(file, panel).catch((e) => view.showError(e)),
+    }, 'PNG'));
+    const name = panel.dataset.panel;
+    if (name) {
+      tools.append(el('button', {
+        type: 'button', class: 'cs-panel-embed', 'aria-label': `Copy embed code for the panel "${title}"`,
+        title: 'Copy embed code: this panel alone, in an iframe that sizes itself', onclick: () => embedPanel(view, name, title),
+      }, 'Embed'));
+    }
+    panel.prepend(tools);
+  }
+}
+
+async function embedPanel(view, panel, title) {
+  if (view.inApp) {
+    view.dispatchEvent(new CustomEvent('cs-embed', { detail: { panel, title }, bubbles: true, composed: true }));
+    return;
+  }
+  const { code, note } = embedCode({ ...store.state, view: panel.split('-')[0] }, { panel, title });
+  try {
+    await navigator.clipboard.writeText(code);
+    view.announce(`Embed code copied to the clipboard.${note}`);
+  } catch {
+    view.announce(`Embed code (the clipboard is not available here): ${code}`);
+  }
+}
 
 
 /**
@@ -50,6 +104,7 @@ export class CsView extends HTMLElement {
   update(values) { store.dispatch({ type: 'set', values }); }
 
   connectedCallback() {
+    linkStyles();
     if (!this.inApp && !this._attrsRead) {
       this._attrsRead = true;
       const values = this.viewClass.view ? { view: this.viewClass.view } : {};
@@ -121,24 +176,8 @@ export class CsView extends HTMLElement {
     if (!(Number(this.dataset.version) > version)) this.dataset.version = String(version);
   }
 
-  /**
-   * Gives every panel (section.cs-panel with a heading) a button that downloads it as a PNG,
-   * named after the heading. Hidden with the other controls in embed mode.
-   */
-  addPanelExports() {
-    for (const panel of this.querySelectorAll('section.cs-panel')) {
-      if (panel.querySelector(':scope > .cs-panel-png')) continue;
-      const heading = panel.querySelector('h2, h3');
-      if (!heading) continue;
-      const title = heading.textContent.trim();
-      const file = `circuitscope-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'panel'}.png`;
-      const button = el('button', {
-        type: 'button', class: 'cs-panel-png cs-png-skip controls-only', 'aria-label': `Download the panel "${title}" as PNG`,
-        title: 'Download this panel as PNG', onclick: () => downloadPNG(file, panel).catch((e) => this.showError(e)),
-      }, 'PNG');
-      panel.prepend(button);
-    }
-  }
+  /** Gives every panel its PNG and Embed buttons (panelButtons). */
+  addPanelExports() { panelButtons(this); }
 
   /**
    * Says what an action just did (a passing remark, not part of the state): in the app's status

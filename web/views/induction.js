@@ -12,11 +12,15 @@
 // changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
 // as a DOM event: it is not state.
 //
-// Standalone use (without the app shell), from any page of the same site:
-//   <link rel="stylesheet" href="views/views.css">
-//   <script type="module" src="views/induction.js"></script>
+// Standalone use (without the app shell), from any page, this site's or another's (SITE is where
+// the site is served):
+//   <script type="module" src="SITE/views/induction.js"></script>
 //   <cs-induction model="char-2l" text="Hello hello"></cs-induction>
-// or one panel alone: <cs-panel name="induction-pattern"></cs-panel> (with panels/panel.js).
+// or one panel alone: <cs-panel name="induction-pattern"></cs-panel> (with SITE/panels/panel.js)
+// (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
+// headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
+// one (the panel alone, optionally without controls, with the host line
+//   <script src="https://HOST/embed.js" async></script>).
 import { el } from '../parts/dom.js';
 import { getModel, getModule, headName } from '../store.js';
 import { downloadCSV, downloadPNG } from '../parts/download.js';

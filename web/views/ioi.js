@@ -11,12 +11,16 @@
 // training split and the three held-out splits), and remove the positional embedding or cut
 // Q/K/V composition (2-layer models), live.
 //
-// Embed it on any page of the site (paths resolve from the module's URL):
-//   <link rel="stylesheet" href="views/views.css">
-//   <script type="module" src="views/ioi.js"></script>
+// Embed it on any page, this site's or another's (SITE is where the site is served; paths
+// resolve from the module's URL):
+//   <script type="module" src="SITE/views/ioi.js"></script>
 //   <cs-ioi model="ioi-1l2h"></cs-ioi>
-// or one panel alone: <script type="module" src="panels/panel.js"></script>
+// or one panel alone: <script type="module" src="SITE/panels/panel.js"></script>
 //   <cs-panel name="ioi-prediction" model="ioi-1l2h"></cs-panel>
+// (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
+// headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
+// one (the panel alone, optionally without controls, with the host line
+//   <script src="https://HOST/embed.js" async></script>).
 // (panels: ioi-architecture, ioi-accuracy, ioi-zoo, ioi-sequence or ioi-sentence, ioi-prediction,
 // ioi-heads, ioi-patterns, ioi-lens).
 // Attributes (standalone) or state keys (set by the app as `element.state = {...}`):

@@ -1,12 +1,15 @@
 // <cs-report>: the reproduction view, a list of panels (web/panels/): the report's claims, each
 // row linking to the view that shows it.
 //
-// Embed it on any page of the site:
-//   <link rel="stylesheet" href="views/views.css">
-//   <script type="module" src="views/report.js"></script>
+// Embed it on any page, this site's or another's (SITE is where the site is served):
+//   <script type="module" src="SITE/views/report.js"></script>
 //   <cs-report></cs-report>
-// or one panel alone: <script type="module" src="panels/panel.js"></script>
+// or one panel alone: <script type="module" src="SITE/panels/panel.js"></script>
 //   <cs-panel name="report-claims"></cs-panel>
+// (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
+// headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
+// one (the panel alone, optionally without controls, with the host line
+//   <script src="https://HOST/embed.js" async></script>).
 import { el } from '../parts/dom.js';
 import { CsView } from './common.js';
 import { showPanel } from '../panels/panel.js';

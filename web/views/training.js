@@ -14,10 +14,15 @@
 // Each part is a panel (web/panels/training/); this element lays them out and records, for tests,
 // data-charts (the shipped run's charts, or "missing"), data-phase-change and data-snapshot.
 //
-// Embed it on any page of the site:
-//   <link rel="stylesheet" href="views/views.css">
-//   <script type="module" src="views/training.js"></script>
+// Embed it on any page, this site's or another's (SITE is where the site is served):
+//   <script type="module" src="SITE/views/training.js"></script>
 //   <cs-training model="char-2l"></cs-training>
+// (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
+// headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
+// one (the panel alone, optionally without controls, with the host line
+//   <script src="https://HOST/embed.js" async></script>).
+// In-browser training runs in a Web Worker, which a browser starts only from the page's own
+// origin: on another site's page, "Train it yourself" works in the iframe embed.
 // Attributes (standalone) or state keys (set by the app): model (char-1l | char-2l |
 // char-1l-smeared), snapshot ("step<N>"). Changes go out as `cs-state` events.
 import { el } from '../parts/dom.js';
