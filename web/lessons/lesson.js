@@ -55,7 +55,7 @@ export class CsLesson extends HTMLElement {
   }
 
   onClick(e) {
-    const a = /** @type {HTMLElement} */ (e.target).closest?.('a[data-glossary]');
+    const a = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-glossary]'));
     if (!a) return;
     e.preventDefault();
     this.showTerm(a.dataset.glossary);
@@ -92,7 +92,7 @@ export class CsLesson extends HTMLElement {
     const state = store.state;
     const i = Math.min(state.step ?? 0, (lesson?.steps.length ?? 1) - 1);
     const st = lesson?.steps[i];
-    const box = this.querySelector('.cs-lesson-check');
+    const box = /** @type {HTMLElement | null} */ (this.querySelector('.cs-lesson-check'));
     if (!st?.check || !box) return;
     const key = `${store.version}`;
     if (this._checked === key) return;

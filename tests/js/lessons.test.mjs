@@ -1,0 +1,87 @@
+// The lesson format (web/lessons/format.js, checks.js, as built into build/site): the shipped
+// lessons read without a problem, every step opens a link the page reads and names a panel that
+// exists, every glossary link has its entry; conditions parse and decide as documented, and
+// mistakes give sentences with their line. The browser half (a student following every lesson,
+// hostile lessons) is tests/browser/lessons.test.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { rng } from '../rng.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const load = (p) => import(pathToFileURL(path.join(site, p)).href);
+const { parseLesson } = await load('lessons/format.js');
+const { parseCondition, holds } = await load('lessons/checks.js');
+const S = await load('store.js');
+
+const dir = path.join(root, 'web', 'lessons');
+const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')).lessons;
+const glossary = new Set([...readFileSync(path.join(dir, 'glossary.md'), 'utf8').matchAll(/^## .*\{#([a-z0-9-]+)\}\s*$/gm)].map((m) => m[1]));
+
+test('the index lists every lesson file, and each reads without a problem', () => {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.md') && f !== 'glossary.md').map((f) => f.replace(/\.md$/, ''));
+  assert.deepEqual(index.map((l) => l.name).sort(), files.sort());
+  assert.ok(index.length >= 5, 'five lessons ship');
+  for (const { name } of index) {
+    const text = readFileSync(path.join(dir, `${name}.md`), 'utf8');
+    const lesson = parseLesson(text);
+    assert.deepEqual(lesson.problems, [], name);
+    assert.ok(lesson.steps.length >= 3, `${name} has steps`);
+    for (const [i, st] of lesson.steps.entries()) {
+      assert.ok(st.state, `${name} step ${i + 1} opens a link`);
+      assert.ok(st.check?.when.length, `${name} step ${i + 1} has a check`);
+      if (st.panel) {
+        assert.ok(S.PANELS.includes(st.panel), `${name} step ${i + 1}: panel ${st.panel} exists`);
+        assert.equal(st.panel.split('-')[0], st.state.view, `${name} step ${i + 1}: the panel is in the step's view`);
+      }
+    }
+    for (const m of text.matchAll(/\(glossary#([a-z0-9-]+)\)/g)) assert.ok(glossary.has(m[1]), `${name}: glossary#${m[1]} has an entry`);
+  }
+});
+
+test('conditions parse as documented and decide against the state and the measures', () => {
+  const base = { ...S.DEFAULT_STATE, view: 'induction', text: 'abc' };
+  const state = { ...base, ablate: ['L0H1'], text: 'abcd', nopos: true, cut: ['*>*.k'] };
+  const values = { 'secondCopyLoss()': 2, 'firstCopyLoss()': 2.5, 'prefix(L1H1)': 0.8 };
+  const cases = [
+    ['ablate has L0H1', true], ['ablate has L1H1', false], ['ablate is L0H1', true], ['cut has *>*.k', true],
+    ['view is induction', true], ['view is not induction', false], ['nopos is 1', true], ['head is set', false],
+    ['text changed', true], ['text is set', true], ['secondCopyLoss > 0.5 * firstCopyLoss', true],
+    ['secondCopyLoss > firstCopyLoss', false], ['prefix(L1H1) >= 0.8', true], ['prefix(L1H1) < 0.5', false],
+    ['probIO > 0.5', false],   // a measure with no value for this state is never met
+  ];
+  for (const [line, expected] of cases) assert.equal(holds(parseCondition(line), state, base, values), expected, line);
+  const wrong = [
+    ['colour is red', /not a setting of the page/], ['secondLoss > 1', /no measure "secondLoss"/], ['prefix > 0.5', /needs a head/],
+    ['meanLoss(L0H1) > 1', /takes no head/], ['head has L0H1', /not a list/], ['ablate is', /not a condition|needs a value/],
+    ['text changed now', /nothing may follow/], ['constructor > 1', /no measure/], ['__proto__ is x', /not a setting/],
+  ];
+  for (const [line, re] of wrong) assert.throws(() => parseCondition(line), re, line);
+});
+
+test('mistakes in a lesson are listed with their line, and the lesson still opens', () => {
+  const text = '# T\n\n## One\n\n```step\nlink: #v=9\npanel: Not A Panel\n```\n\n```check\nwhen: secondLoss > 1\nwhen: ablate has L0H1\ncolour: red\n```\n';
+  const lesson = parseLesson(text);
+  assert.equal(lesson.steps.length, 1);
+  assert.equal(lesson.steps[0].check.when.length, 1, 'the good condition is kept');
+  assert.equal(lesson.problems.length, 4, lesson.problems.join('\n'));
+  assert.match(lesson.problems.join('\n'), /line 6: the step's link .*version 9/);
+  assert.match(lesson.problems.join('\n'), /line 11: there is no measure "secondLoss"/);
+  assert.match(parseLesson('just text').problems.join(), /no steps/);
+});
+
+test('random and hostile lesson text never throws', () => {
+  const r = rng(7);
+  const pieces = ['# ', '## ', '```step\n', '```check\n', '```\n', 'when: ', 'link: #v=2&', '<script>', '\u0000', '😀', '\n', 'a'.repeat(50), '[x](glossary#', ')', '*>*.k', 'constructor'];
+  for (let n = 0; n < 500; n++) {
+    const text = Array.from({ length: r.int(60) }, () => r.pick(pieces)).join('');
+    const lesson = parseLesson(text);
+    assert.ok(Array.isArray(lesson.steps) && Array.isArray(lesson.problems));
+  }
+  const huge = parseLesson('## s\n'.repeat(150) + 'x'.repeat(250_000));
+  assert.equal(huge.steps.length, 100);
+  assert.ok(huge.problems.some((p) => /at most 100 steps/.test(p)));
+});
