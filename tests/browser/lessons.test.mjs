@@ -240,3 +240,18 @@ test('a hostile lesson file runs no script and leaves no active content in the p
     await context.close();
   }
 });
+
+test('the glossary page shows every entry of lessons/glossary.md, each at its anchor', async () => {
+  const { context, page, errors } = await open('glossary.html#phase-change');
+  try {
+    await page.waitForSelector('body[data-ready="true"]');
+    const ids = await page.$$eval('.glossary-list dt', (d) => d.map((x) => x.id));
+    const file = readFileSync(path.join(root, 'web', 'lessons', 'glossary.md'), 'utf8');
+    assert.deepEqual(ids, [...file.matchAll(/^## .*\{#([a-z0-9-]+)\}\s*$/gm)].map((m) => m[1]));
+    assert.ok(ids.length >= 25, `${ids.length} entries`);
+    assert.match(await page.textContent('#phase-change + dd'), /induction heads form/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

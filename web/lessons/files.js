@@ -46,7 +46,7 @@ export function pasteLesson(text) {
   return pasted.lesson;
 }
 
-/** The glossary (lessons/glossary.md): {terms: Map(id -> {term, markdown})} or {error}. */
+/** The glossary (lessons/glossary.md): {terms: Map(id -> {term, markdown}), sources} or {error}. */
 let glossary = null;
 export function loadGlossary() {
   glossary ??= (async () => {
@@ -54,12 +54,14 @@ export function loadGlossary() {
       const r = await fetch(siteUrl('lessons/glossary.md'));
       if (!r.ok) throw new Error(`HTTP ${r.status}`);
       const terms = new Map();
-      for (const part of (await r.text()).split(/^## /m).slice(1)) {
+      const [head, ...parts] = (await r.text()).split(/^## /m);
+      const sources = head.replace(/^# .*\n/, '').trim();
+      for (const part of parts) {
         const [head, ...rest] = part.split('\n');
         const m = /^(.*?)\s*\{#([a-z0-9-]+)\}\s*$/.exec(head);
         if (m) terms.set(m[2], { term: m[1], markdown: rest.join('\n').trim() });
       }
-      return { terms };
+      return { terms, sources };
     } catch (e) {
       return { error: `The glossary could not be loaded (${e.message}).` };
     }

@@ -116,7 +116,7 @@ export class CsLesson extends HTMLElement {
     box.replaceChildren(
       el('button', { type: 'button', class: 'cs-lesson-term-close', 'aria-label': 'Close the glossary entry', onclick: () => box.remove() }, '×'),
       ...(t ? [el('h3', {}, t.term), renderMarkdown(t.markdown)] : [el('p', {}, g.error ?? `The glossary has no entry "${id}".`)]),
-      el('p', {}, el('a', { href: 'lessons/glossary.md', target: '_blank' }, 'The whole glossary')));
+      el('p', {}, el('a', { href: `glossary.html#${id}`, target: '_blank' }, 'The whole glossary')));
     box.scrollIntoView({ block: 'nearest' });
   }
 }
