@@ -35,7 +35,7 @@ const SRC = 'models/report.json';
 
 export default definePanel({
   name: 'report-claims',
-  title: 'Reproduction report: the seeds\' claims, measured',
+  title: 'Reproduction report: the source papers\' claims, measured',
   view: 'report',
   needsModel: false,
 
@@ -66,7 +66,7 @@ export default definePanel({
     return el('div', {},
       el('p', { class: 'cs-note', role: 'status' }, `${reproduced} of ${claims.length} claims reproduced. Each row links to the view that shows it.`),
       el('div', { class: 'cs-scroll' }, el('table', { class: 'cs-table cs-report-table' },
-        el('thead', {}, el('tr', {}, ['claim', 'seed', "seed's figure", 'measured here', 'verdict', 'see it'].map((h) => el('th', { scope: 'col' }, h)))),
+        el('thead', {}, el('tr', {}, ['claim', 'source', "source's figure", 'measured here', 'verdict', 'see it'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, rows))),
       el('div', { class: 'cs-buttons' }, el('button', { type: 'button', onclick: () => downloadCSV('report.csv', csv) }, 'Download CSV')));
   },
