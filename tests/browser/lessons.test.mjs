@@ -99,6 +99,7 @@ for (const { name } of lessons) {
         await settle(page);
         await page.waitForTimeout(300);   // a check runs after the view settles
         assert.equal(await met(page), 'false', `step ${i + 1}'s check is not met before the experiment`);
+        if (name === 'induction-heads' && i > 0) assert.match(await page.inputValue('#ind-text'), /^The quick brown fox/, 'the step kept the text the reader typed (keep: text)');
         await STUDENT[name][i](page);
         await page.waitForSelector('.cs-lesson-check[data-met="true"]', { timeout: 240_000 }).catch(async (e) => {
           const seen = await page.$$eval('.cs-lesson-conditions li', (l) => l.map((x) => `${x.textContent}: ${x.dataset.met}`)).catch(() => []);

@@ -6,8 +6,9 @@
 //   Markdown: the text beside the live view.
 //   ```step
 //   link: #v=2&view=induction&model=char-2l&text=...   (the state the step opens: a link the
-//   panel: induction-pattern                              page made with "Copy link"; the panel
-//   ```                                                   the step points at, optional)
+//   keep: text                                            page made with "Copy link"; settings
+//   panel: induction-pattern                              kept from the reader's page instead,
+//   ```                                                   and the panel pointed at: optional)
 //   ```check
 //   when: ablate has L0H1         (every `when` must hold; see checks.js)
 //   when: secondCopyLoss > 1.5
@@ -15,7 +16,7 @@
 //   say: The stripe is gone: without L0H1 ...            (shown when it passes)
 //   ```
 //
-// parseLesson(text) -> {title, intro, steps: [{title, markdown, link, state, panel, check}],
+// parseLesson(text) -> {title, intro, steps: [{title, markdown, link, state, keep, panel, check}],
 // problems}: every problem is a sentence with its line, and a lesson with problems still opens
 // (a step whose link cannot be read keeps the page's state; a condition that cannot be read is
 // left out and listed). Markdown is split with marked's lexer; rendering is render.js's.
@@ -25,6 +26,8 @@ import { parseCondition } from './checks.js';
 
 export const MAX_LESSON = 200_000;   // characters of a lesson file
 export const MAX_STEPS = 100;        // the link's step numbers go up to 99
+// Settings a step may keep from the page instead of its link (`keep: text`): the reader's own.
+export const KEEPABLE = ['text', 'model', 'snapshot', 'head', 'names', 'io', 's', 'order', 'tpl', 'place', 'object'];
 
 /** The `key: value` lines of a directive block: [{key, value, line}] (line counted from 1). */
 function directives(token, firstLine, problems) {
@@ -45,10 +48,15 @@ function stepBlock(step, lines, problems) {
       const { state, error } = decodeHash(value);
       if (error) problems.push(`line ${line}: the step's link ${error.replace(/^This link /, '').replace(/, so the default view is shown\.$/, '')}`);
       else { step.link = value.replace(/^#?/, '#'); step.state = state; }
+    } else if (key === 'keep') {
+      const keys = value.split(',').map((k) => k.trim()).filter(Boolean);
+      const bad = keys.filter((k) => !KEEPABLE.includes(k));
+      if (bad.length) problems.push(`line ${line}: "${bad[0].slice(0, 30)}" is not a setting a step can keep (${KEEPABLE.join(', ')})`);
+      step.keep = keys.filter((k) => KEEPABLE.includes(k));
     } else if (key === 'panel') {
       if (/^[a-z][a-z0-9]{0,20}-[a-z][a-z0-9-]{0,40}$/.test(value)) step.panel = value;
       else problems.push(`line ${line}: "${value.slice(0, 40)}" is not a panel name such as induction-pattern`);
-    } else problems.push(`line ${line}: a step block has link and panel, not "${key}"`);
+    } else problems.push(`line ${line}: a step block has link, keep and panel, not "${key}"`);
   }
 }
 
@@ -87,7 +95,7 @@ export function parseLesson(text) {
     if (t.type === 'heading' && t.depth === 1 && !lesson.title && !step) { lesson.title = t.text; continue; }
     if (t.type === 'heading' && t.depth === 2) {
       if (lesson.steps.length >= MAX_STEPS) { problems.push(`line ${here}: a lesson has at most ${MAX_STEPS} steps; the rest are left out`); break; }
-      step = { title: t.text, markdown: '', link: null, state: null, panel: null, check: null };
+      step = { title: t.text, markdown: '', link: null, state: null, keep: [], panel: null, check: null };
       lesson.steps.push(step);
       continue;
     }

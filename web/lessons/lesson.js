@@ -14,7 +14,8 @@ export const TAG = 'cs-lesson';
 
 /** The link of step `i` of the lesson shown: its own state, the lesson, the step, the steps done. */
 function stepLink(name, lesson, i, state) {
-  const s = lesson.steps[i].state ?? state;
+  const st = lesson.steps[i];
+  const s = st.state ? { ...st.state, ...Object.fromEntries(st.keep.filter((k) => state[k] !== null).map((k) => [k, state[k]])) } : state;
   return `#${linkOf({ ...s, embed: state.embed, hide: state.hide, lesson: name, step: i || null, done: state.done }).hash}`;
 }
 
@@ -55,6 +56,9 @@ export class CsLesson extends HTMLElement {
   }
 
   onClick(e) {
+    // A step's link is made when it is followed, so that it keeps what the reader has now.
+    const step = /** @type {HTMLAnchorElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-step]'));
+    if (step && this._lesson) step.href = stepLink(store.state.lesson, this._lesson, Number(step.dataset.step), store.state);
     const a = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-glossary]'));
     if (!a) return;
     e.preventDefault();
@@ -144,7 +148,7 @@ function indexView({ lessons, error }) {
 /** A step: the lesson's title, the steps as links, the step's text, its check, and the way on. */
 function stepView(name, lesson, i, state) {
   const st = lesson.steps[i];
-  const nav = (j, label) => (j < 0 || j >= lesson.steps.length ? el('span', {}) : el('a', { class: 'cs-lesson-nav', href: stepLink(name, lesson, j, state) }, label));
+  const nav = (j, label) => (j < 0 || j >= lesson.steps.length ? el('span', {}) : el('a', { class: 'cs-lesson-nav', href: stepLink(name, lesson, j, state), dataset: { step: j } }, label));
   const check = st?.check;
   return [
     el('p', { class: 'cs-lesson-crumbs' }, el('a', { href: `#${linkOf({ ...state, lesson: 'index', step: null }).hash}` }, 'All lessons')),
@@ -153,7 +157,7 @@ function stepView(name, lesson, i, state) {
     lesson.problems.length ? el('details', { class: 'cs-lesson-problems' }, el('summary', {}, `This lesson file has ${lesson.problems.length} problem${lesson.problems.length > 1 ? 's' : ''}`),
       el('ul', {}, ...lesson.problems.map((p) => el('li', {}, p)))) : null,
     el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => el('li', { dataset: { done: String(state.done.includes(String(j))) }, 'aria-current': j === i ? 'step' : null },
-      el('a', { href: stepLink(name, lesson, j, state) }, s.title)))),
+      el('a', { href: stepLink(name, lesson, j, state), dataset: { step: j } }, s.title)))),
     st ? el('section', { class: 'cs-lesson-step', 'aria-labelledby': 'cs-lesson-step-h' },
       el('h3', { id: 'cs-lesson-step-h' }, `${i + 1}. ${st.title}`),
       renderMarkdown(st.markdown),
@@ -161,7 +165,7 @@ function stepView(name, lesson, i, state) {
         el('p', { class: 'cs-lesson-check-todo' }, check.hint || 'Try it: this step turns green when you have.'),
         el('p', { class: 'cs-lesson-check-done' }, `✓ ${check.say || 'Done.'}`),
         el('ul', { class: 'cs-lesson-conditions' }, ...check.when.map((c) => el('li', {}, c.text)))) : null,
-      st.link ? el('p', {}, el('a', { href: stepLink(name, lesson, i, { ...state, done: state.done }), class: 'cs-lesson-reset' }, 'Start this step again')) : null) : null,
+      st.link ? el('p', {}, el('a', { href: stepLink(name, lesson, i, state), class: 'cs-lesson-reset' }, 'Start this step again')) : null) : null,
     el('p', { class: 'cs-lesson-way' }, nav(i - 1, '← Previous'), nav(i + 1, 'Next →')),
   ];
 }
