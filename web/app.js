@@ -320,7 +320,8 @@ function shareUrl(extra = {}) {
   const url = new URL(location.href);
   const link = linkOf(state);
   url.hash = link.hash;
-  const note = link.textLeftOut ? ' The text is too long for a link, so the link leaves it out: send the text separately.' : '';
+  const note = (link.textLeftOut ? ' The text is too long for a link, so the link leaves it out: send the text separately.' : '') +
+    (link.lessonLeftOut ? ' The pasted lesson is too long for a link, so the link leaves it out: send the lesson file too.' : '');
   return { href: url.href, note };
 }
 

@@ -16,8 +16,9 @@
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
 //   embed=1  minimal chrome; hide=controls,header hides those too
 //   panel    with embed=1: the one panel shown ("VIEW-PART", one of PANELS, of the link's view)
-//   lesson   a lesson of the site (lessons/NAME.md; "index" is the list of lessons) shown beside
-//            the view; step: its step (from 0); done: the steps whose check passed (0,2,...)
+//   lesson   a lesson of the site (lessons/NAME.md; "index" is the list of lessons; "pasted": the
+//            lesson in lt) shown beside the view; step: its step (from 0); done: the steps whose
+//            check passed (0,2,...); lt: a pasted lesson's Markdown, lz-string compressed
 // Unknown keys are ignored (a later version's setting does not stop an older page opening the
 // link); values are checked, and a link that cannot be read gives the default state and a
 // sentence. decodeHash never throws.
@@ -26,6 +27,7 @@ import LZString from './vendor/lz-string.mjs';
 export const VERSION = 2;
 export const MAX_HASH = 64 * 1024;         // characters of the hash we accept
 export const MAX_TEXT = 100_000;           // characters of text after decompression
+export const MAX_LESSON_TEXT = 60_000;     // characters of a pasted lesson carried in a link
 export const VIEWS = ['induction', 'ioi', 'circuits', 'training', 'report'];
 export const VIEW_TITLES = { induction: 'Induction', ioi: 'IOI', circuits: 'Circuits', training: 'Training', report: 'Reproduction' };
 const HIDEABLE = ['controls', 'header'];
@@ -70,6 +72,7 @@ export const DEFAULT_STATE = Object.freeze({
   lesson: null,       // a lesson's name (lessons/NAME.md), "index" (the list), or null (no lesson)
   step: null,         // the lesson's step, from 0 (null: 0)
   done: Object.freeze([]),   // the steps whose check passed, as strings ("0", "2")
+  lessonText: null,   // the Markdown of a pasted lesson (lesson "pasted"), carried in the link
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -153,6 +156,7 @@ export function encodeState(state) {
     if (plain.length <= 120 || plain.length <= packed.length) p.set('text', text);
     else p.set('tz', packed);
   }
+  if (typeof state.lessonText === 'string') p.set('lt', LZString.compressToEncodedURIComponent(wellFormed(state.lessonText)));
   return p.toString();
 }
 
@@ -166,7 +170,10 @@ export function linkOf(state) {
     const hash = encodeState(state);
     if (hash.length <= MAX_HASH) return { hash, textLeftOut: false };
   }
-  return { hash: encodeState({ ...state, text: null, pos: null }), textLeftOut: true };
+  const hash = encodeState({ ...state, text: null, pos: null });
+  if (hash.length <= MAX_HASH) return { hash, textLeftOut: true };
+  // A pasted lesson too long for a link: the link leaves it out as well (and says so).
+  return { hash: encodeState({ ...state, text: null, pos: null, lessonText: null }), textLeftOut: true, lessonLeftOut: true };
 }
 
 // Version 1 carried some settings as JSON strings (io=%22A%22), the IOI view's cut of all
@@ -249,6 +256,13 @@ function readText(key, value) {
   return wellFormed(text);
 }
 
+function readLessonText(value) {
+  const text = unpackText(value, MAX_LESSON_TEXT);
+  if (text === Infinity) throw new Error(`its lesson is longer than ${MAX_LESSON_TEXT.toLocaleString('en')} characters`);
+  if (typeof text !== 'string') throw new Error('its lesson is damaged');
+  return wellFormed(text);
+}
+
 /**
  * Reads a hash ('#...' or '...'). Returns {state, error}: state is always a full, valid state
  * (the default one when error is set); error is a sentence for the page, or null.
@@ -271,6 +285,7 @@ export function decodeHash(hash) {
       if (rawKey === 'v') continue;
       const [key, value] = v === '1' ? upgradeV1(rawKey, rawValue) : [rawKey, rawValue];
       if (key === 'text' || key === 'tz') state.text = readText(key, value);
+      else if (key === 'lt') state.lessonText = readLessonText(value);
       else if (FIELDS.has(key)) state[key] = FIELDS.get(key).parse(value);
       // any other key: a setting this page does not know; ignored
     }
@@ -382,8 +397,10 @@ export function reduce(state, action) {
     case 'lesson': {  // a lesson's step: {type: 'lesson', lesson, step, state}: the step's own state
                       // (its link, decoded), keeping the page's chrome and, in the same lesson,
                       // the steps done; lesson null closes the lesson and keeps the view
-      if (!action.lesson) return { ...state, lesson: null, step: null, done: [] };
-      const keep = { embed: state.embed, hide: state.hide, done: action.lesson === state.lesson ? state.done : [] };
+      if (!action.lesson) return { ...state, lesson: null, step: null, done: [], lessonText: null };
+      const sameLesson = action.lesson === state.lesson && (action.lessonText ?? state.lessonText) === state.lessonText;
+      const lessonText = action.lesson === 'pasted' ? action.lessonText ?? state.lessonText : null;
+      const keep = { embed: state.embed, hide: state.hide, done: sameLesson ? state.done : [], lessonText };
       return { ...(action.state ? { ...fresh(), ...action.state } : state), ...keep, lesson: action.lesson, step: action.step || null };
     }
     default:

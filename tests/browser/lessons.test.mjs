@@ -179,6 +179,18 @@ test("a teacher's own lesson, pasted into the page, opens and its check works", 
     await page.waitForSelector('.cs-lesson-check[data-met="true"]');
     assert.equal(await page.$('.cs-lesson-problems'), null, 'the lesson has no problems');
     assert.deepEqual(errors, []);
+    // The link carries the lesson: a student opens it with nothing else.
+    await page.click('#copy-link');
+    const link = await page.inputValue('#copy-text');
+    const student = await open(new URL(link).hash);
+    try {
+      await student.page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.ready === 'true');
+      assert.match(await student.page.textContent('cs-lesson h2'), /My first lesson/);
+      await student.page.waitForSelector('.cs-lesson-check[data-met="true"]');
+      assert.deepEqual(student.errors, []);
+    } finally {
+      await student.context.close();
+    }
   } finally {
     await context.close();
   }

@@ -28,7 +28,8 @@ function randomAction(r, state) {
     case 5: return { type: 'set', values: { text: r.pick(TEXTS) + r.int(100), pos: r.pick([null, r.int(300)]) } };
     case 6: return r.next() < 0.5 ? { type: 'set', values: { head: r.pick([null, head(r)]), nopos: r.next() < 0.5 } }
       : { type: 'lesson', lesson: r.pick([null, 'index', 'induction-heads', 'ioi-circuit']), step: r.int(12),
-        state: r.pick([null, { view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'] }, { view: 'induction', text: r.pick(TEXTS) }]) };
+        state: r.pick([null, { view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'] }, { view: 'induction', text: r.pick(TEXTS) }]),
+        lessonText: r.pick([undefined, '# L\n\n## s\n', r.pick(TEXTS)]) };
     default: return {
       type: 'set',
       values: r.pick([{ order: r.pick(['IOSS', 'SIOS']) }, { io: r.pick(['Mary', 'Zoe', '', 'a b']) }, { s: 'John' }, { tpl: r.int(12) },

@@ -1,12 +1,12 @@
 // Where lessons come from: the site's folder (lessons/index.json lists them; lessons/NAME.md is
-// one) or a lesson pasted into the page (kept in this page only: a link to it says so). Each
-// read once and kept, as {lesson (format.js's parse), error}.
-import { siteUrl } from '../store.js';
+// one) or a lesson pasted into the page, which the store keeps (lessonText) and the link carries
+// compressed, so a teacher's own lesson reaches students as a link. Each read once and kept.
+import { siteUrl, store, MAX_LESSON_TEXT } from '../store.js';
 import { parseLesson, MAX_LESSON } from './format.js';
 
 export const PASTED = 'pasted';
 const cache = new Map();   // name -> Promise<{lesson} | {error}>
-let pasted = null;
+let pasted = null;         // {text, lesson}: the last pasted lesson read
 
 /** The site's lessons: [{name, title, summary, covers}] (lessons/index.json), or {error}. */
 export async function lessonIndex() {
@@ -23,7 +23,12 @@ export async function lessonIndex() {
 
 /** A lesson by name: {lesson} or {error: a sentence}. */
 export function loadLesson(name) {
-  if (name === PASTED) return Promise.resolve(pasted ?? { error: 'This link is to a lesson that was pasted into another page, so this page does not have it: paste the lesson again (Lessons, "Paste a lesson").' });
+  if (name === PASTED) {
+    const text = store.state.lessonText;
+    if (typeof text !== 'string') return Promise.resolve({ error: 'This link is to a pasted lesson, but the lesson is not in the link (it was too long for one): paste the lesson again (Lessons, "Paste a lesson").' });
+    if (pasted?.text !== text) pasted = { text, lesson: parseLesson(text) };
+    return Promise.resolve({ lesson: pasted.lesson });
+  }
   if (!cache.has(name)) {
     cache.set(name, (async () => {
       try {
@@ -39,11 +44,16 @@ export function loadLesson(name) {
   return cache.get(name);
 }
 
-/** Keeps a pasted lesson (this page only) and returns its parse. */
-export function pasteLesson(text) {
-  const s = String(text ?? '');
-  pasted = { lesson: parseLesson(s.length > MAX_LESSON ? s.slice(0, MAX_LESSON + 1) : s) };
-  return pasted.lesson;
+/**
+ * A pasted lesson: {text (what the link carries, at most MAX_LESSON_TEXT characters), lesson
+ * (its parse), cut (true when the text was longer and its end was left out)}.
+ */
+export function pasteLesson(raw) {
+  const s = String(raw ?? '');
+  const text = s.slice(0, Math.min(MAX_LESSON, MAX_LESSON_TEXT));
+  pasted = { text, lesson: parseLesson(text) };
+  if (text.length < s.length) pasted.lesson.problems.unshift(`the lesson is ${s.length.toLocaleString('en')} characters; only the first ${text.length.toLocaleString('en')} are kept (a link can carry no more)`);
+  return { ...pasted, cut: text.length < s.length };
 }
 
 /** The glossary (lessons/glossary.md): {terms: Map(id -> {term, markdown}), sources} or {error}. */

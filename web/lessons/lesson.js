@@ -16,7 +16,7 @@ export const TAG = 'cs-lesson';
 function stepLink(name, lesson, i, state) {
   const st = lesson.steps[i];
   const s = st.state ? { ...st.state, ...Object.fromEntries(st.keep.filter((k) => state[k] !== null).map((k) => [k, state[k]])) } : state;
-  return `#${linkOf({ ...s, embed: state.embed, hide: state.hide, lesson: name, step: i || null, done: state.done }).hash}`;
+  return `#${linkOf({ ...s, embed: state.embed, hide: state.hide, lesson: name, step: i || null, done: state.done, lessonText: state.lessonText }).hash}`;
 }
 
 /** The measures' values for the state: {key: number}; a measure of another view is left out. */
@@ -131,8 +131,8 @@ function indexView({ lessons, error }) {
   const paste = el('button', {
     type: 'button',
     onclick: () => {
-      const lesson = pasteLesson(area.value);
-      store.dispatch({ type: 'lesson', lesson: PASTED, step: 0, state: lesson.steps[0]?.state ?? null });
+      const { text, lesson } = pasteLesson(area.value);
+      store.dispatch({ type: 'lesson', lesson: PASTED, step: 0, state: lesson.steps[0]?.state ?? null, lessonText: text });
     },
   }, 'Open this lesson');
   return [
@@ -141,7 +141,7 @@ function indexView({ lessons, error }) {
       el('a', { href: `#${linkOf({ ...store.state, lesson: l.name, step: null, done: [] }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
       l.summary ? el('p', { class: 'muted' }, l.summary) : null))),
     el('details', { class: 'cs-lesson-paste' }, el('summary', {}, 'Paste a lesson'),
-      el('p', { class: 'muted' }, 'A lesson file in the format the README describes. It stays in this page: a link to it works only here.'), area, paste),
+      el('p', { class: 'muted' }, 'A lesson file in the format the README describes. "Copy link" then carries the lesson itself (compressed), so students open it from the link alone.'), area, paste),
   ];
 }
 
