@@ -109,6 +109,8 @@ async function problemWith(state) {
   if (state.model && !offered.some((m) => m.name === state.model)) {
     return `the ${VIEW_TITLES[state.view]} view has no model "${state.model}"`;
   }
+  const lessonProblem = await problemWithLesson(state);
+  if (lessonProblem) return lessonProblem;
   const name = await modelOf(state);
   const needsModel = state.head || state.ablate.length || state.cut.length || state.nopos || state.snapshot;
   if (!name || !needsModel) return null;
@@ -120,6 +122,15 @@ async function problemWith(state) {
   } catch (e) {
     return e.message.replace(/\.$/, '');
   }
+}
+
+/** What in a link's lesson does not fit (a phrase), or null: a lesson the site lists, or a pasted one it carries. */
+async function problemWithLesson({ lesson, lessonText }) {
+  if (!lesson || lesson === 'index') return null;
+  if (lesson === 'pasted') return typeof lessonText === 'string' ? null : 'it names a pasted lesson but does not carry it';
+  const { lessonIndex } = await import('./lessons/files.js');
+  const { lessons } = await lessonIndex();
+  return lessons && !lessons.some((l) => l.name === lesson) ? `this site has no lesson "${lesson}"` : null;
 }
 
 // ------------------------------------------------------------------------------------------------

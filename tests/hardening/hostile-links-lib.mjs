@@ -105,8 +105,8 @@ export const PAYLOADS = [
 ];
 export const PROTO = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
 const KEYS = ['v', 'view', 'model', 'snapshot', 'text', 'tz', 'pos', 'head', 'ablate', 'cut', 'nopos', 'names', 'order', 'io', 's',
-  'tpl', 'place', 'object', 'sort', 'top', 'zoom', 'embed', 'hide'];
-const NUMBER_KEYS = ['pos', 'tpl', 'zoom', 'nopos', 'embed'];
+  'tpl', 'place', 'object', 'sort', 'top', 'zoom', 'embed', 'hide', 'panel', 'lesson', 'step', 'done', 'lt'];
+const NUMBER_KEYS = ['pos', 'tpl', 'zoom', 'nopos', 'embed', 'step'];
 const BAD_NUMBERS = ['-1', '1.5', '0.0', '1e3', '1e999', '-0', '0x10', '0b1', '0o7', 'Infinity', '-Infinity', 'NaN', '', ' 1', '1 ',
   '99999999999999999999', '9007199254740993', '١٢', '１２', '+3', '3px', '1_000', '0e0', '00000000000000000001', String(2 ** 31), String(2 ** 53)];
 const BAD_VERSIONS = ['0', '3', '-1', '1e999', 'NaN', '', '2.0', '02', ' 2', '2 ', '+2', '0x2', 'Infinity', '99999999', '1e0', 'two', '２', '%32', '2%00'];
@@ -202,7 +202,10 @@ export function hostileLinks(site, { seed = 1 } = {}) {
   for (const [k, key] of [...KEYS, 'removePos', 'unknown'].entries()) {
     for (const p of Array.from({ length: 6 }, (_, j) => PAYLOADS[(k * 6 + j) % PAYLOADS.length])) {
       const b = base();
-      add('script', `${key}=payload (${b.what})`, pairs(withKey(split(b.hash), key, key === 'tz' ? LZ.compressToEncodedURIComponent(p) : p, r)));
+      // lt: a pasted lesson (lesson=pasted) whose title, step and text are the payload.
+      const value = key === 'tz' ? LZ.compressToEncodedURIComponent(p) : key === 'lt' ? LZ.compressToEncodedURIComponent(`# ${p}\n\n## ${p}\n\n${p}\n\n\`\`\`check\nwhen: text is ${p}\nsay: ${p}\n\`\`\`\n`) : p;
+      const kv = withKey(split(b.hash), key, value, r);
+      add('script', `${key}=payload (${b.what})`, pairs(key === 'lt' ? [...kv, ['lesson', 'pasted']] : kv));
     }
   }
   for (const p of PAYLOADS) {

@@ -40,7 +40,7 @@ export class CsLesson extends HTMLElement {
     this.classList.add('cs-lesson');
     this.setAttribute('aria-label', 'Lesson');
     this._off = store.subscribe((s, prev) => {
-      if (s.lesson !== prev.lesson || s.step !== prev.step || s.done !== prev.done) this.render();
+      if (s.lesson !== prev.lesson || s.step !== prev.step || s.done !== prev.done || s.lessonText !== prev.lessonText) this.render();
       else this.check();
     });
     this._onRendered = () => this.check();

@@ -1,9 +1,15 @@
-// Lesson Markdown to DOM: marked makes the HTML, DOMPurify cleans it (no script, no event
-// handler, no style, no form, no frame; links only to http(s), to this page's own links (#v=...)
-// and to the glossary), and the page's content security policy refuses whatever might still
-// try. A lesson is text someone else wrote: it never runs code in the page.
-import { marked } from '../vendor/marked.mjs';
+// Lesson Markdown to DOM, in three layers. marked makes the HTML with raw HTML in the lesson
+// shown as text (a lesson is Markdown: `<script>` in it reads as "<script>", and no tag a lesson
+// writes ever reaches a parser); DOMPurify cleans what marked made (links only to http(s), to this
+// page's own links (#v=...) and to the glossary; images only from the site); and the page's
+// content security policy refuses whatever might still try. A lesson is text someone else wrote:
+// it never runs code in the page.
+import { Marked } from '../vendor/marked.mjs';
 import DOMPurify from '../vendor/purify.mjs';
+
+const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (s) => String(s).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+const markdown = new Marked({ gfm: true, async: false, renderer: { html: ({ text }) => escapeHtml(text) } });
 
 const PURIFY = {
   ALLOWED_TAGS: ['p', 'a', 'em', 'strong', 'code', 'pre', 'ul', 'ol', 'li', 'blockquote', 'h3', 'h4', 'br', 'hr',
@@ -37,13 +43,13 @@ function hook() {
 }
 
 /** Markdown (a lesson's text) as a cleaned DocumentFragment. */
-export function renderMarkdown(markdown) {
+export function renderMarkdown(text) {
   hook();
   let html;
   try {
-    html = /** @type {string} */ (marked.parse(String(markdown ?? ''), { async: false, gfm: true }));
+    html = /** @type {string} */ (markdown.parse(String(text ?? '')));
   } catch (e) {
-    html = `<p>This text could not be read as Markdown (${String(e?.message ?? e).split('\n')[0]}).</p>`;
+    html = `<p>This text could not be read as Markdown (${escapeHtml(String(e?.message ?? e).split('\n')[0])}).</p>`;
   }
   return /** @type {DocumentFragment} */ (/** @type {unknown} */ (DOMPurify.sanitize(html, PURIFY)));
 }
