@@ -175,6 +175,7 @@ async function showPatching(view) {
   const show = async () => {
     if (view.state !== state || !view.isConnected) return;   // a later render shows its own state
     await showPanel(section, patchingPanel, view.modelName);
+    view.addPanelExports();   // its PNG and Embed buttons, when this is its first showing
     section.classList.remove('cs-stale');
     view.dataset.complete = 'true';
   };
