@@ -14,6 +14,10 @@
 //   IOI      order IOSS | SIOS; io, s: the names; names: six display names of the symbolic
 //            task; tpl, place, object: the sentence template, its place and object
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
+//   patch    activation patching in the IOI and Induction views (their -patching panels): denoise
+//            (each head's output from the clean run into the corrupted one) | noise (the other
+//            way); absent = off. The corrupted input is the core's standard corruption of the
+//            view's input (swap the names; break the repeat), so it needs no key of its own.
 //   embed=1  minimal chrome; hide=controls,header hides those too
 //   panel    with embed=1: the one panel shown ("VIEW-PART", one of PANELS, of the link's view)
 //   lesson   a lesson of the site (lessons/NAME.md; "index" is the list of lessons; "pasted": the
@@ -35,6 +39,7 @@ const HIDEABLE = ['controls', 'header'];
 export const PANELS = Object.freeze([
   'induction-tokens', 'induction-heads', 'induction-pattern', 'induction-scores',
   'ioi-architecture', 'ioi-sequence', 'ioi-sentence', 'ioi-prediction', 'ioi-heads', 'ioi-patterns', 'ioi-lens', 'ioi-accuracy', 'ioi-zoo',
+  'induction-patching', 'ioi-patching',
   'circuits-qk', 'circuits-ov', 'circuits-eigen', 'circuits-trigrams', 'circuits-composition', 'circuits-attribution',
   'training-curves', 'training-snapshots', 'training-trajectory', 'training-train',
   'report-claims',
@@ -66,6 +71,7 @@ export const DEFAULT_STATE = Object.freeze({
   sort: null,         // Circuits: how the tables' rows and columns are ordered (null: token)
   top: null,          // Circuits: rows and columns shown (null: 40)
   zoom: null,         // Circuits: cell size in pixels (null: 12)
+  patch: null,        // IOI, Induction: activation patching, 'denoise' | 'noise' (null: off)
   embed: false,
   hide: Object.freeze([]),
   panel: null,        // embed: the one panel shown alone ("VIEW-PART", a panel of the view)
@@ -128,6 +134,7 @@ const FIELDS = new Map(Object.entries({
   sort: oneOf('sort', ['token', 'row', 'col', 'both']),
   top: oneOf('top', ['all', '80', '40', '20', '10']),
   zoom: integer('zoom', 3, 28),
+  patch: oneOf('patch', ['denoise', 'noise']),
   embed: flag('embed'),
   hide: list('hide', new RegExp(`^(${HIDEABLE.join('|')})$`), HIDEABLE.join(' or ')),
   panel: { parse: (s) => { if (!PANELS.includes(s)) throw bad('panel', s, 'a panel such as induction-tokens'); return s; }, format: (x) => x },
@@ -378,6 +385,7 @@ export function reduce(state, action) {
                       // passes the model when the new view offers it too
       if (action.view === state.view) return state;
       return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, pos: null, panel: null,
+        patch: null,
         model: action.model ?? null, snapshot: action.model && action.model === state.model ? state.snapshot : null };
     case 'model':
       return { ...state, ...RESET_ON_MODEL, model: action.model, tpl: null, io: null, s: null, place: null, object: null };

@@ -1,8 +1,9 @@
 // Link integrity as a property: random sequences of real user actions in the page (switch view,
 // switch model, pick a snapshot or head, ablate, cut, type text, pick an IOI template, order,
-// names, place or object, change how the Circuits tables are shown), then "Copy link", open the
-// link in a fresh browser context and check that the reopened page has the same state, shows no
-// "could not be read", and looks the same (a screenshot of the view, compared pixel for pixel).
+// names, place or object, switch activation patching, change how the Circuits tables are shown),
+// then "Copy link", open the link in a fresh browser context and check that the reopened page has
+// the same state, shows no "could not be read", and looks the same (a screenshot of the view,
+// compared pixel for pixel).
 // Seeded and reproducible: LINK_SEED=n picks the seed (default 1), LINK_SEQUENCES=n the number of
 // sequences (default 300), LINK_ACTIONS=n the most actions in one (default 12). A failing
 // sequence prints its seed, its actions and the link, and leaves both screenshots in
@@ -101,12 +102,14 @@ async function possibleActions(page, r) {
     const text = randomText(r);
     out.push({ name: `text=${JSON.stringify(text.slice(0, 30))}`, run: (p) => p.fill('cs-induction textarea', text) });
     out.push({ name: 'repeat', run: (p) => p.click('cs-induction button:text-is("Repeat my text")') });
+    await select('patch', 'cs-induction select[id$="-patch"]');
   } else if (view === 'ioi') {
     await select('order', 'cs-ioi select[id$="-order"]');
     await select('cut', 'cs-ioi select[id$="-cut"]');
     await select('tpl', 'cs-ioi select[id$="-tpl"]');
     await select('place', 'cs-ioi select[id$="-place"]');
     await select('object', 'cs-ioi select[id$="-object"]');
+    await select('patch', 'cs-ioi select[id$="-patch"]');
     if (await visible('cs-ioi input[id$="-nopos"]')) out.push({ name: 'nopos', run: (p) => p.click('cs-ioi input[id$="-nopos"]') });
     for (const role of ['io', 's']) {
       const sel = `cs-ioi input[id$="-${role}"]`;

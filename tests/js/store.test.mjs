@@ -35,7 +35,7 @@ function randomAction(r, state) {
       values: r.pick([{ order: r.pick(['IOSS', 'SIOS']) }, { io: r.pick(['Mary', 'Zoe', '', 'a b']) }, { s: 'John' }, { tpl: r.int(12) },
         { place: 'store' }, { object: 'drink' }, { names: 'Ann,Bo,Cy,Di,Ed,Flo' }, { sort: r.pick(['token', 'row', 'col', 'both']) },
         { top: r.pick(['all', '80', '40', '20', '10']) }, { zoom: 3 + r.int(26) }, { embed: r.next() < 0.5 }, { hide: ['controls'] },
-        { done: r.pick([[], ['0'], ['2', '0', '11'], [String(r.int(100))]]) }]),
+        { done: r.pick([[], ['0'], ['2', '0', '11'], [String(r.int(100))]]) }, { patch: r.pick([null, 'denoise', 'noise']) }]),
     };
   }
 }
@@ -91,6 +91,7 @@ test('store: hostile links give the default state and a sentence, never an excep
   const hostile = ['#v=2&constructor=1', '#v=2&__proto__=1&toString=2', '#v=2&tz=@@@', '#v=2&view=<script>',
     '#v=2&head=L1H2"onload=1', '#v=99', '#v=x', '#nothing', `#v=2&text=${'a'.repeat(70_000)}`, '#v=2&ablate=' + 'L0H0,'.repeat(300),
     '#v=2&pos=-1', '#v=2&zoom=2.5', '#v=2&tpl=1e3', '#%E0%A4%A', '#v=2&cut=L0H1>L1H2.x', '#v=2&hide=everything',
+    '#v=2&patch=both', '#v=2&patch=', '#v=2&view=ioi&patch=Denoise',
     '#v=2&panel=nosuch-panel', '#v=2&embed=1&panel=../panel', '#v=2&embed=1&panel=ioi-heads', '#v=2&view=ioi&panel=induction-tokens', '#v=2&panel=constructor'];
   for (const hash of hostile) {
     const { state, error } = S.decodeHash(hash);
@@ -201,4 +202,23 @@ test('store: panel= names one panel of the link\'s view; it round-trips, and a v
   const store = S.createStore({ view: 'ioi', panel: 'ioi-heads' });
   store.dispatch({ type: 'view', view: 'circuits' });
   assert.equal(store.state.panel, null);
+});
+
+test('store: patch= is denoise or noise; it round-trips, a bad value gives the codec\'s sentence, a view switch turns it off', () => {
+  for (const patch of ['denoise', 'noise']) {
+    const hash = S.encodeState({ ...S.DEFAULT_STATE, view: 'ioi', patch });
+    assert.match(hash, new RegExp(`(^|&)patch=${patch}(&|$)`));
+    const { state, error } = S.decodeHash(hash);
+    assert.equal(error, null);
+    assert.equal(state.patch, patch);
+  }
+  assert.doesNotMatch(S.encodeState({ ...S.DEFAULT_STATE, patch: null }), /patch/, 'off is left out of the link');
+  assert.equal(S.decodeHash('#v=2&patch=both').error,
+    'This link could not be read (patch: "both" is not one of denoise, noise), so the default view is shown.');
+  const store = S.createStore({ view: 'induction' });
+  store.dispatch({ type: 'set', values: { patch: 'noise' } });
+  store.dispatch({ type: 'model', model: 'char-1l' });
+  assert.equal(store.state.patch, 'noise', 'another model of the view keeps it');
+  store.dispatch({ type: 'view', view: 'ioi' });
+  assert.equal(store.state.patch, null, 'it belongs to the view left behind');
 });

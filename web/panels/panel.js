@@ -63,10 +63,12 @@ export async function showPanel(section, panel, modelName) {
 /**
  * <cs-panel name="VIEW-PART">: one panel alone (web/panels/VIEW/PART.js), for embeds and slides.
  * It reads and writes the page's store like any view and reads the same attributes a view reads
- * (model, snapshot, text, head); it leaves the store's view alone (a page may hold panels of
- * several views) and shows its view's default model when the state names none.
+ * (model, snapshot, text, head; and patch, for the -patching panels); it leaves the store's view
+ * alone (a page may hold panels of several views) and shows its view's default model when the
+ * state names none.
  */
 export class CsPanel extends CsView {
+  static attributes = [...CsView.attributes, 'patch'];
   /** @type {HTMLElement | null} */
   _section = null;
 

@@ -6,8 +6,9 @@
 //
 // The element is the layout and the controls (text box, buttons); the figures are the panels of
 // web/panels/induction/: tokens (the token strip, mean loss, top-5), heads (the head grid),
-// pattern (the chosen head enlarged) and scores (the head-score table). They share one core call
-// per change (panels/induction/analysis.js). A keystroke is rendered at once, in the input
+// pattern (the chosen head enlarged), scores (the head-score table) and patching (activation
+// patching, store key patch = denoise | noise). They share one core call per change
+// (panels/induction/analysis.js); patching makes one more, once typing pauses (showPatching). A keystroke is rendered at once, in the input
 // handler, so it is painted in the coming frame, and each panel updates in place only what
 // changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
 // as a DOM event: it is not state.
@@ -15,7 +16,7 @@
 // Standalone use (without the app shell), from any page, this site's or another's (SITE is where
 // the site is served):
 //   <script type="module" src="SITE/views/induction.js"></script>
-//   <cs-induction model="char-2l" text="Hello hello"></cs-induction>
+//   <cs-induction model="char-2l" text="Hello hello"></cs-induction>   (also head, snapshot, patch)
 // or one panel alone: <cs-panel name="induction-pattern"></cs-panel> (with SITE/panels/panel.js)
 // (it links its own stylesheet, views/views.css; from another origin the site must send the CORS
 // headers the README lists), or as an iframe that sizes itself: each panel's Embed button copies
@@ -30,14 +31,18 @@ import tokensPanel, { HOVER, hoverToken } from '../panels/induction/tokens.js';
 import headsPanel from '../panels/induction/heads.js';
 import patternPanel, { hoverRow } from '../panels/induction/pattern.js';
 import scoresPanel from '../panels/induction/scores.js';
+import patchingPanel from '../panels/induction/patching.js';
 import { analyse, chosenHead, knownScores, randomScores, repeatOf, SAMPLE } from '../panels/induction/analysis.js';
 import { tokenSpans } from '../parts/token-strip.js';
 
 export const TAG = 'cs-induction';
-const PANELS = [[tokensPanel, 'ind-loss'], [headsPanel, 'ind-patterns'], [patternPanel, 'ind-pattern'], [scoresPanel, 'ind-score-panel']];
+const PANELS = [[tokensPanel, 'ind-loss'], [headsPanel, 'ind-patterns'], [patternPanel, 'ind-pattern'], [scoresPanel, 'ind-score-panel'],
+  [patchingPanel, 'ind-patching']];
+const PATCH_DELAY = 250;   // ms without a change before the patching panel computes (its passes take up to seconds)
 
 export class CsInduction extends CsView {
   static view = 'induction';
+  static attributes = [...CsView.attributes, 'patch'];
 
   connectedCallback() {
     if (!this.els) this.build();
@@ -75,7 +80,7 @@ export class CsInduction extends CsView {
           button('Download losses (CSV)', () => exportCSV(this)),
           button('Download patterns (PNG)', () => downloadPNG('circuitscope-attention.png', E.patternRow))),
         E.status, E.note),
-      this.sections[0], E.patternRow, this.sections[3]);
+      this.sections[0], E.patternRow, this.sections[3], this.sections[4]);
     // A hovered token (in the strip, or a row of the enlarged pattern) shows in both.
     this.addEventListener(HOVER, (/** @type {CustomEvent} */ e) => {
       hoverToken(this.sections[0].csNode, e.detail.pos);
@@ -104,12 +109,14 @@ export class CsInduction extends CsView {
       a = analyse(m, this.state);
     } catch (e) {
       this.showError(e);
+      this.dataset.complete = 'true';
       return;
     }
     this.clearError();
     syncCut(this.els.cut, m.config, this.state.cut);
     renderNote(this.els.note, a);
-    await Promise.all(PANELS.map(([p], i) => showPanel(this.sections[i], p, this.modelName)));
+    await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName))));
+    await showPatching(this);
     const head = chosenHead(m, this.state);
     const ablate = [...(this.state.ablate || [])];
     const lr = this.lastResult;
@@ -154,6 +161,28 @@ export class CsInduction extends CsView {
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
     return m;
   }
+}
+
+/**
+ * Shows the patching panel: at once when patching is off (no core call), else once the state has
+ * stayed the same for PATCH_DELAY ms, so typing is not held up by its forward passes. Until then
+ * the panel is marked stale and the view's data-complete is "false" (a screenshot waits for it).
+ */
+async function showPatching(view) {
+  clearTimeout(view._patchTimer);
+  const state = view.state;
+  const section = view.sections[PANELS.findIndex(([p]) => p === patchingPanel)];
+  const show = async () => {
+    if (view.state !== state || !view.isConnected) return;   // a later render shows its own state
+    await showPanel(section, patchingPanel, view.modelName);
+    view.addPanelExports();   // its PNG and Embed buttons, when this is its first showing
+    section.classList.remove('cs-stale');
+    view.dataset.complete = 'true';
+  };
+  view.dataset.complete = 'false';
+  if (!state.patch) return show();
+  section.classList.add('cs-stale');
+  view._patchTimer = setTimeout(() => show().catch((e) => view.showError(e)), PATCH_DELAY);
 }
 
 // The controls' actions and the note under them: plain functions of the view.

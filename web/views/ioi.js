@@ -22,13 +22,14 @@
 // one (the panel alone, optionally without controls, with the host line
 //   <script src="https://HOST/embed.js" async></script>).
 // (panels: ioi-architecture, ioi-accuracy, ioi-zoo, ioi-sequence or ioi-sentence, ioi-prediction,
-// ioi-heads, ioi-patterns, ioi-lens).
+// ioi-heads, ioi-patterns, ioi-patching, ioi-lens).
 // Attributes (standalone) or state keys (set by the app as `element.state = {...}`):
 //   model (ioi-1l1h | ioi-1l2h | ioi-2l1h | ioi-1l2h-nopos | ioi-templates-1l2h | ioi-templates-2l),
 //   order (IOSS | SIOS), io, s (symbolic: A..F or a display name; templates: one of the model's
 //   names, in any case; unset: the first two names), names (symbolic: six display names,
 //   comma-separated), tpl (templates: the template's index, from 0), place, object (templates: a
-//   place and an object of the task), removePos ("1"), cut (Q | K | V).
+//   place and an object of the task), removePos ("1"), cut (Q | K | V), patch (denoise | noise:
+//   activation patching, the ioi-patching panel).
 // Changes the user makes are reported with a bubbling `cs-state` event (detail: the changed keys).
 // All user text reaches the page through textContent (el() never parses HTML).
 import { el } from '../parts/dom.js';
@@ -45,16 +46,17 @@ import prediction from '../panels/ioi/prediction.js';
 import heads from '../panels/ioi/heads.js';
 import patterns from '../panels/ioi/patterns.js';
 import lens from '../panels/ioi/lens.js';
+import patching from '../panels/ioi/patching.js';
 
 export const TAG = 'cs-ioi';
 
 // The sections, in order; the builder shows the sequence or the sentence panel (by the model).
-const SECTIONS = ['architecture', 'accuracy', 'zoo', 'builder', 'prediction', 'heads', 'patterns', 'lens'];
-const RESULTS = { prediction, heads, patterns, lens };
+const SECTIONS = ['architecture', 'accuracy', 'zoo', 'builder', 'prediction', 'heads', 'patterns', 'patching', 'lens'];
+const RESULTS = { prediction, heads, patterns, patching, lens };
 
 export class CsIoi extends CsView {
   static view = 'ioi';
-  static attributes = ['model', 'order', 'io', 's', 'names', 'tpl', 'place', 'object'];
+  static attributes = ['model', 'order', 'io', 's', 'names', 'tpl', 'place', 'object', 'patch'];
 
   async render() {
     this.classList.add('cs-view');

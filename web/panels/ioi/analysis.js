@@ -96,6 +96,7 @@ function symbolic(model, st, iv, order) {
   const shown = ['<BOS>', ...letters.map((L) => names[LETTERS.indexOf(L)]), '<MID>'];
   d.strip = shown.map((text, i) => ({ text, tag: i === 0 || i === 4 ? '' : letters[i - 1] }));
   d.words = shown;
+  d.tokens = sentence.tokens;
   d.result = { ...analyse(model, sentence.tokens, iv), labelsX: shown.map((t) => t.slice(0, 5)), labelsY: shown, cell: 30,
     lensExplain: 'The residual stream at <MID> read through the unembedding after each stage.' };
   return d;
@@ -152,6 +153,7 @@ function templates(model, modelName, task, st, iv, order) {
   const sId = result.vocab.indexOf(names[s]);
   d.strip = words.map((text, i) => ({ text, tag: ids[i] === ioId ? 'IO' : ids[i] === sId ? 'S' : '' }));
   d.words = words;
+  d.tokens = sentence.tokens;
   d.result = { ...result, labelsX: words.map((w) => w.slice(0, 4)), labelsY: words, cell: 28,
     lensExplain: `The residual stream at the last word ("${words.at(-1)}") read through the unembedding after each stage.` };
   return d;
@@ -168,7 +170,7 @@ const memo = new WeakMap();   // model -> {key, data}: the last analysis of each
 
 /**
  * The IOI input and analysis for the state: {kind, modelName, names, io, s, ioText, sText,
- * order, problems, notices, strip?, result?, ...} (templates also: task, t, place, object,
+ * order, problems, notices, strip?, words?, tokens?, result?, ...} (templates also: task, t, place, object,
  * usesPlace, usesObject, heldT, sentence, words). The same object while nothing it reads changes.
  */
 export function ioiInput({ model, modelName, state: st }) {
