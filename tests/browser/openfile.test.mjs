@@ -224,6 +224,18 @@ test('(d) corrupt and hostile files: the loader\'s sentence, no script runs, the
       assert.deepEqual(await state(page), before, `${key}: the view is unchanged`);
     }
     assert.match(await status(page), /^Could not open <img src=x onerror=window.__pwned=3>\.safetensors: model file: /);
+    // A file over the size limit is refused before it is read (a File-like object: no 400 MB file needed).
+    const big = await page.evaluate(async () => {
+      const { openModelFile } = await import('/open-model.js');
+      let read = false;
+      try {
+        await openModelFile({ name: 'big.safetensors', size: 400 * 1024 * 1024, arrayBuffer: async () => { read = true; return new ArrayBuffer(8); } });
+        return { read, message: null };
+      } catch (e) {
+        return { read, message: e.message };
+      }
+    });
+    assert.deepEqual(big, { read: false, message: 'Could not open big.safetensors: it is 400 MB, and the page opens model files of up to 320 MB (the core\'s limit is 64 M weights, 256 MB as float32).' });
     // The view keeps working.
     await page.fill('cs-induction textarea', 'hello hello');
     await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 12);

@@ -1,6 +1,7 @@
 // "Train it yourself": a recipe trained in a Web Worker in this page (web/trainer-worker.js),
-// with a live loss curve, pause / resume / stop and "Download model" (a .safetensors file the
-// page and the CLI load). For the induction recipes the worker also scores every head's prefix
+// with a live loss curve, pause / resume / stop, "Download model" (a .safetensors file the
+// page and the CLI load) and, in the app, "Open it in the explorer" (the model as it stands,
+// opened like a file the user opens: open-model.js). For the induction recipes the worker also scores every head's prefix
 // matching every 10 steps; when the run ends its phase change is marked as the core's
 // phaseChange() defines it. The run itself is transient (run.js, live.js), not in the store.
 import { el } from '../../parts/dom.js';
