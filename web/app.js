@@ -13,6 +13,8 @@ import {
 } from './store.js';
 import { el } from './parts/dom.js';
 import { embedCode } from './embed-code.js';
+import { isLocalName, localModel } from './local-models.js';
+import { openModelFile } from './open-model.js';
 
 /** @param {string} id @returns {any} */
 const $ = (id) => document.getElementById(id);
@@ -35,6 +37,9 @@ const els = {
   lessonHost: $('lesson-host'),
   openLessons: $('open-lessons'),
   openFull: $('open-full'),
+  openFile: $('open-file'),
+  openFileInput: $('open-file-input'),
+  dropHint: $('drop-hint'),
 };
 
 const views = new Map();        // view name (or "panel:VIEW-PART") -> Promise<{element, ok}>
@@ -85,6 +90,12 @@ window.addEventListener('pagehide', () => { if (hashTimer) { clearTimeout(hashTi
 async function openHash() {
   const seq = ++openSeq;
   let { state, error } = decodeHash(location.hash);
+  pendingLink = null;
+  if (!error && isLocalName(state.model) && !localModel(state.model)) {
+    // A link to a model file opened in another page: shown once the same file is opened here.
+    pendingLink = state;
+    error = `This link is to a model file opened in another page (${state.model}): open the same file here (Open a model file) to see it. Until then the default view is shown.`;
+  }
   if (!error) error = await problemWith(state);
   if (seq !== openSeq) return;
   if (error) {
@@ -102,6 +113,7 @@ async function openHash() {
   if (!error) writeHash();
 }
 let openSeq = 0;
+let pendingLink = null;         // the state of a link to a local model not opened here yet
 
 /** What in a decoded state does not fit the site's models (a phrase), or null. */
 async function problemWith(state) {
@@ -332,8 +344,15 @@ function shareUrl(extra = {}) {
   const link = linkOf(state);
   url.hash = link.hash;
   const note = (link.textLeftOut ? ' The text is too long for a link, so the link leaves it out: send the text separately.' : '') +
-    (link.lessonLeftOut ? ' The pasted lesson is too long for a link, so the link leaves it out: send the lesson file too.' : '');
+    (link.lessonLeftOut ? ' The pasted lesson is too long for a link, so the link leaves it out: send the lesson file too.' : '') + localNote(state);
   return { href: url.href, note };
+}
+
+/** What the recipient of a link to a model file opened in this page needs to know ('' otherwise). */
+function localNote(state) {
+  if (!isLocalName(state.model)) return '';
+  const file = localModel(state.model)?.file ?? 'its file';
+  return ` It shows ${state.model}, a model file opened in this page (${file}), which is not part of the link: whoever opens the link needs the same file too, and opens it there with "Open a model file".`;
 }
 
 els.copyLink.addEventListener('click', () => {
@@ -346,7 +365,7 @@ let embedding = { panel: null, title: '' };
 function copyEmbed() {
   const { panel, title } = embedding;
   const { code, note } = embedCode(store.state, { panel, title, bare: els.copyBare.checked });
-  copy(code, 'Embed code', note);
+  copy(code, 'Embed code', note + localNote(store.state));
 }
 els.copyEmbed.addEventListener('click', () => {
   embedding = { panel: null, title: `${VIEW_TITLES[store.state.view]} view` };
@@ -358,6 +377,68 @@ els.host.addEventListener('cs-embed', (/** @type {CustomEvent} */ e) => {
   copyEmbed();
 });
 els.copyBare.addEventListener('change', copyEmbed);
+
+// ------------------------------------------------------------------------------------------------
+// Opening a model file: the header's button (a file input) and a file dropped anywhere on the page
+// (open-model.js reads and loads it; local-models.js keeps it). Nothing is uploaded.
+
+async function openFile(file) {
+  document.body.dataset.openFile = 'opening';
+  setStatus(`Opening ${String(file?.name ?? 'the file').slice(0, 80)}…`);
+  try {
+    await openModelFile(file);   // success: the cs-model-opened event below shows it
+  } catch (e) {
+    document.body.dataset.openFile = 'failed';
+    setStatus(String(e?.message ?? e));
+  }
+}
+
+/** Shows a model just opened: the link that waited for it, else in the view asked for or one that suits it. */
+async function showOpened({ entry, message, view }) {
+  if (pendingLink && pendingLink.model === entry.name) {
+    const link = pendingLink;
+    writing = true;
+    history.replaceState(null, '', `#${encodeState(link)}`);
+    writing = false;
+    await openHash();
+  } else {
+    const s = store.state;
+    const target = view ?? (['induction', 'ioi', 'circuits'].includes(s.view) && entry.views.includes(s.view) ? s.view : entry.views[0]);
+    if (target !== s.view) store.dispatch({ type: 'view', view: target, model: entry.name });
+    else store.dispatch({ type: 'model', model: entry.name });
+    // Text typed for a character model is not text for a word or token-id vocabulary.
+    if (store.state.text !== null && entry.model.tokenizer.kind !== 'char') store.dispatch({ type: 'set', values: { text: null } });
+  }
+  setStatus(message);
+  document.body.dataset.openFile = 'opened';
+}
+document.addEventListener('cs-model-opened', (/** @type {CustomEvent} */ e) => showOpened(e.detail));
+
+els.openFile.addEventListener('click', () => els.openFileInput.click());
+els.openFileInput.addEventListener('change', () => {
+  const file = els.openFileInput.files?.[0];
+  els.openFileInput.value = '';   // the same file chosen again is a change too
+  if (file) openFile(file);
+});
+
+// Dragging files over the page shows the drop hint; a drop opens the first file.
+const carriesFiles = (/** @type {DragEvent} */ e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+let dragDepth = 0;
+function dropHint(on) {
+  els.dropHint.hidden = !on;
+  document.body.classList.toggle('dragging-file', on);
+}
+window.addEventListener('dragenter', (e) => { if (!carriesFiles(e)) return; e.preventDefault(); dragDepth += 1; dropHint(true); });
+window.addEventListener('dragover', (e) => { if (!carriesFiles(e)) return; e.preventDefault(); e.dataTransfer.dropEffect = 'copy'; dropHint(true); });
+window.addEventListener('dragleave', (e) => { if (!carriesFiles(e)) return; dragDepth -= 1; if (dragDepth <= 0) { dragDepth = 0; dropHint(false); } });
+window.addEventListener('drop', (e) => {
+  if (!carriesFiles(e)) return;
+  e.preventDefault();   // the browser would otherwise leave the page for the file
+  dragDepth = 0;
+  dropHint(false);
+  const files = [...e.dataTransfer.files];
+  if (files.length) openFile(files[0]).then(() => { if (files.length > 1) setStatus(`${els.status.textContent} (One file at a time: only ${files[0].name.slice(0, 80)} was opened.)`); });
+});
 
 // ------------------------------------------------------------------------------------------------
 

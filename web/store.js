@@ -4,6 +4,8 @@
 // registry (models/index.json says which views offer which model) and the model cache.
 //
 // Hash form (version 2): #v=2&view=induction&model=char-2l&head=L1H2&ablate=L0H1,L1H3&text=...
+//   model    a shipped model (models/index.json) or local:NAME, a model file opened in the page
+//            (local-models.js): its link opens only where the same file is opened too
 //   text     short text, percent-encoded; long text goes as tz=<lz-string encodedURIComponent>
 //   head     "L{layer}H{head}"; ablate: comma-separated heads
 //   cut      comma-separated composition cuts "FROM>TO.INPUT": FROM, TO a head or * (every
@@ -27,6 +29,7 @@
 // link); values are checked, and a link that cannot be read gives the default state and a
 // sentence. decodeHash never throws.
 import LZString from './vendor/lz-string.mjs';
+import { isLocalName, localModel, localModels } from './local-models.js';
 
 export const VERSION = 2;
 export const MAX_HASH = 64 * 1024;         // characters of the hash we accept
@@ -48,6 +51,7 @@ const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;
 const END_RE = '(?:L\\d{1,2}H\\d{1,2}|\\*)';
 const CUT_RE = new RegExp(`^${END_RE}>${END_RE}\\.[qkv]$`);
 const NAME_RE = /^[\w.-]{1,64}$/;
+const MODEL_RE = /^(?:local:)?[\w.-]{1,64}$/;   // a shipped model, or a file opened in the page (local-models.js)
 const WORD_RE = /^[\p{L}\p{N}']{1,40}$/u;
 const SHORT_TEXT_RE = /^[^\u0000-\u001f\u007f]{0,64}$/u;   // short text, no control characters
 
@@ -117,7 +121,7 @@ const flag = (what) => ({
 
 const FIELDS = new Map(Object.entries({
   view: oneOf('view', VIEWS),
-  model: matching('model', NAME_RE, 'a model name'),
+  model: matching('model', MODEL_RE, 'a model name'),
   snapshot: matching('snapshot', /^step\d{1,9}$/, 'a snapshot name such as step1000'),
   pos: integer('pos', 0, 99_999),
   head: matching('head', HEAD_RE, 'a head such as L1H2'),
@@ -468,9 +472,13 @@ export function getModelIndex() {
   return indexPromise;
 }
 
-/** The models a view offers, in models/index.json's order (the first is its default). */
-export async function modelsFor(view) {
-  return (await getModelIndex()).filter((m) => m.views.includes(view));
+/**
+ * The models a view offers, in models/index.json's order (the first is its default), then the
+ * model files opened in this page that suit the view (local-models.js; {local: false} leaves them out).
+ */
+export async function modelsFor(view, { local = true } = {}) {
+  const shipped = (await getModelIndex()).filter((m) => m.views.includes(view));
+  return local ? [...shipped, ...localModels().filter((m) => m.views.includes(view))] : shipped;
 }
 
 /** The model a state shows: its own, or its view's default. */
@@ -481,6 +489,7 @@ export async function modelOf(state) {
 
 /** A model's snapshot names (e.g. ["step0", "step100", ...]), from the build's manifest; [] if none. */
 export async function getSnapshots(name) {
+  if (isLocalName(name)) return [];
   const s = (await getJSON('models/manifest.json'))?.snapshots?.[name];
   return Array.isArray(s) ? s : [];
 }
@@ -507,6 +516,7 @@ const modelCache = new Map();
  * @returns {Promise<import('./wasm/circuitscope.js').LoadedModel>}
  */
 export function getModel(name, { snapshot = null } = {}) {
+  if (isLocalName(name)) return getLocalModel(name, snapshot);
   if (!NAME_RE.test(String(name)) || (snapshot && !NAME_RE.test(String(snapshot)))) {
     return Promise.reject(new Error(`"${name}${snapshot ? '/' + snapshot : ''}" is not a model name.`));
   }
@@ -528,4 +538,12 @@ export function getModel(name, { snapshot = null } = {}) {
     modelCache.set(key, p);
   }
   return modelCache.get(key);
+}
+
+/** A model file opened in this page (never fetched: it is in the page or it is not there). */
+function getLocalModel(name, snapshot) {
+  const entry = MODEL_RE.test(name) ? localModel(name) : undefined;
+  if (!entry) return Promise.reject(new Error(`${String(name).slice(0, 80)} is a model file opened in another page: open the same file here (Open a model file) to see it.`));
+  if (snapshot) return Promise.reject(new Error(`${name} is a model file opened in this page: it has no training snapshots.`));
+  return Promise.resolve(entry.model);
 }

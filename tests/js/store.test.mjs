@@ -21,7 +21,7 @@ function randomAction(r, state) {
   switch (r.int(9)) {
     case 8: return { type: 'set', values: { panel: r.pick([null, ...S.PANELS.filter((p) => p.startsWith(`${state.view}-`))]) } };
     case 0: return { type: 'view', view: r.pick(S.VIEWS), model: r.pick([null, 'char-2l']) };
-    case 1: return { type: 'model', model: r.pick(['char-2l', 'char-1l', 'ioi-1l2h', 'ioi-templates-2l']) };
+    case 1: return { type: 'model', model: r.pick(['char-2l', 'char-1l', 'ioi-1l2h', 'ioi-templates-2l', 'local:my-model_1.2', 'local:char-2l-2']) };
     case 2: return { type: 'snapshot', snapshot: r.pick([null, 'step0', 'step1000']) };
     case 3: return { type: 'toggleAblate', head: head(r) };
     case 4: return { type: 'toggleCut', cut: `${end(r)}>${end(r)}.${r.pick(['q', 'k', 'v'])}` };
@@ -221,4 +221,65 @@ test('store: patch= is denoise or noise; it round-trips, a bad value gives the c
   assert.equal(store.state.patch, 'noise', 'another model of the view keeps it');
   store.dispatch({ type: 'view', view: 'ioi' });
   assert.equal(store.state.patch, null, 'it belongs to the view left behind');
+});
+
+// Model files opened in the page (web/local-models.js): their names in links, and the registry the store consults.
+const L = await import(pathToFileURL(path.join(site, 'local-models.js')).href);
+
+test('store: model=local:NAME round-trips; hostile local names give the default state and a sentence', () => {
+  for (const name of ['local:char-2l', 'local:my-model_1.2', 'local:tl-char-2l-3', `local:${'a'.repeat(64)}`]) {
+    const hash = S.encodeState({ ...S.DEFAULT_STATE, view: 'circuits', model: name, head: 'L0H1' });
+    const { state, error } = S.decodeHash(hash);
+    assert.equal(error, null, hash);
+    assert.equal(state.model, name);
+    assert.equal(S.encodeState(state), hash);
+  }
+  for (const bad of ['local:', 'local:a/b', 'local:..%2F..%2Fx', 'local:%3Cscript%3E', 'local:local:x', 'LOCAL:x', 'local%3Ax%20y',
+    `local:${'a'.repeat(65)}`, 'file:x', 'http:%2F%2Fevil', 'local:x%00', 'javascript:alert(1)']) {
+    const { state, error } = S.decodeHash(`#v=2&model=${bad}`);
+    assert.match(error ?? '', /^This link could not be read \(model: .* is not a model name\), so the default view is shown\.$/, bad);
+    assert.deepEqual(state, S.decodeHash('').state, bad);
+  }
+});
+
+test('local models: names made from file names, served by getModel, modelsFor and getSnapshots like shipped ones', async () => {
+  assert.equal(L.localNameFor('my model (1).safetensors'), 'local:my-model-1');
+  assert.equal(L.localNameFor('C:\\Users\\x\\a.SAFETENSORS'), 'local:a');
+  assert.equal(L.localNameFor('../../<img src=x onerror=alert(1)>.safetensors'), 'local:img-src-x-onerror-alert-1');
+  assert.equal(L.localNameFor('.safetensors'), 'local:model');
+  assert.equal(L.localNameFor('ünïcode.safetensors'), 'local:n-code');
+  assert.equal(L.localNameFor('x'.repeat(300)), `local:${'x'.repeat(48)}`);
+  for (const f of ['a b', '<>', '..', 'x'.repeat(300), '\u0000', '😀.safetensors']) {
+    assert.match(L.localNameFor(f), /^local:[\w.-]{1,64}$/, f);
+    assert.equal(S.decodeHash(S.encodeState({ ...S.DEFAULT_STATE, model: L.localNameFor(f) })).error, null, f);
+  }
+  // A model the page has not opened: a sentence, and nothing fetched.
+  await assert.rejects(S.getModel('local:nothing-here'), /local:nothing-here is a model file opened in another page: open the same file here \(Open a model file\) to see it\./);
+  // Fake models: the registry asks the core's IOI calls which views suit them.
+  const fake = (vocab, { task = null, ioi = false } = {}) => ({
+    config: { n_layers: 2, n_heads: 2, d_vocab: vocab.length }, tokenizer: { kind: 'word', vocab },
+    ioiTask: () => task, ioiSentence: () => { if (!ioi) throw new Error('no <MID>'); }, ioiEvaluate: () => { if (!ioi) throw new Error('vocabulary'); },
+  });
+  const plain = fake(['<BOS>', 't0', 't1']);
+  const symbolic = fake(['<BOS>', '<MID>', 'A', 'B', 'C', 'D', 'E', 'F'], { ioi: true });
+  const renamed = fake(['<BOS>', '<MID>', 'A', 'B', 'C', 'D', 'E', 'Z'], { ioi: true });
+  const templates = fake(['<BOS>', 'Mary'], { task: { kind: 'ioi_templates' } });
+  assert.deepEqual(L.viewsOf(plain), ['induction', 'circuits', 'training']);
+  assert.deepEqual(L.viewsOf(symbolic), ['ioi', 'circuits', 'training']);
+  assert.deepEqual(L.viewsOf(renamed), ['induction', 'circuits', 'training'], 'the IOI view names A..F');
+  assert.deepEqual(L.viewsOf(templates), ['ioi', 'circuits', 'training']);
+  const a = L.registerLocal('plain.safetensors', plain, { size: 10 });
+  const b = L.registerLocal('plain.safetensors', symbolic, { size: 10 });
+  assert.deepEqual([a.name, b.name], ['local:plain', 'local:plain-2'], 'a second file of the same name gets a suffix');
+  assert.match(a.title, /local file/);
+  assert.equal(await S.getModel('local:plain'), plain);
+  assert.equal(await S.getModel('local:plain-2'), symbolic);
+  await assert.rejects(S.getModel('local:plain', { snapshot: 'step100' }), /no training snapshots/);
+  assert.deepEqual(await S.getSnapshots('local:plain'), []);
+  const names = async (view, o) => (await S.modelsFor(view, o)).map((m) => m.name);
+  assert.ok((await names('induction')).includes('local:plain') && !(await names('induction')).includes('local:plain-2'));
+  assert.ok((await names('ioi')).includes('local:plain-2') && !(await names('ioi')).includes('local:plain'));
+  assert.ok(!(await names('ioi', { local: false })).includes('local:plain-2'));
+  assert.deepEqual((await names('induction')).filter((n) => n.startsWith('local:')), ['local:plain'], 'after the shipped models');
+  assert.deepEqual(L.localModels().map((m) => m.name), ['local:plain', 'local:plain-2']);
 });

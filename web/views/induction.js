@@ -32,7 +32,8 @@ import headsPanel from '../panels/induction/heads.js';
 import patternPanel, { hoverRow } from '../panels/induction/pattern.js';
 import scoresPanel from '../panels/induction/scores.js';
 import patchingPanel from '../panels/induction/patching.js';
-import { analyse, chosenHead, knownScores, randomScores, repeatOf, SAMPLE } from '../panels/induction/analysis.js';
+import { analyse, chosenHead, knownScores, randomScores, repeatOf, SAMPLE, sampleFor } from '../panels/induction/analysis.js';
+import { tokenSample } from '../panels/sample.js';
 import { tokenSpans } from '../parts/token-strip.js';
 
 export const TAG = 'cs-induction';
@@ -63,6 +64,7 @@ export class CsInduction extends CsView {
       note: el('p', { class: 'note', role: 'status', 'aria-live': 'polite', hidden: true }),
       status: el('p', { class: 'status ind-status', role: 'status', 'aria-live': 'polite' }, 'Loading the model…'),
       cut: cutControl((cut) => this.update({ cut })),
+      label: el('label', { for: 'ind-text' }, TEXT_LABEL.char),
     });
     this.sections = PANELS.map(([, cls]) => el('section', { class: `panel ${cls}` }));
     E.patternRow = el('div', { class: 'ind-pattern-row' }, this.sections[1], this.sections[2]);
@@ -70,7 +72,7 @@ export class CsInduction extends CsView {
       el('section', { class: 'panel ind-input', 'aria-labelledby': 'ind-in-h' },
         el('h2', { id: 'ind-in-h' }, 'Induction heads'),
         el('p', { class: 'explain' }, 'An induction head looks back for an earlier copy of the current token, attends to the token that followed it and predicts it again. Type, or repeat your text, and watch the second copy\'s loss drop and a stripe appear in the induction head\'s pattern.'),
-        el('label', { for: 'ind-text' }, 'Text (character-level: every character is a token)'),
+        E.label,
         E.text,
         el('div', { class: 'button-row controls-only' },
           button('Repeat my text', () => repeatText(this)),
@@ -100,9 +102,9 @@ export class CsInduction extends CsView {
   }
 
   async renderOnce() {
-    const text = this.state.text ?? SAMPLE;
-    if (this.els.text.value !== text) this.els.text.value = text;
     const m = await this.loadModel();
+    const text = this.state.text ?? (m ? sampleFor(m) : SAMPLE);
+    if (this.els.text.value !== text) this.els.text.value = text;
     if (!m) return;
     let a;
     try {
@@ -156,7 +158,8 @@ export class CsInduction extends CsView {
     this.dataset.model = key;
     const c = m.config;
     const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
-    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.`;
+    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
+    this.els.label.textContent = TEXT_LABEL[m.tokenizer.kind] ?? TEXT_LABEL.char;
     // The default head is the strongest induction head by the random-token scores (0.3 s).
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
     return m;
@@ -186,6 +189,13 @@ async function showPatching(view) {
 }
 
 // The controls' actions and the note under them: plain functions of the view.
+
+/** What the text box reads, by the model's tokenizer (a file opened in the page may be word-level or token ids). */
+const TEXT_LABEL = {
+  char: 'Text (character-level: every character is a token)',
+  word: 'Text (word-level: words of the model\'s vocabulary, separated by spaces)',
+  ids: 'Text (token ids separated by spaces, e.g. "12 7 7 3": this model file carries no tokenizer)',
+};
 
 /**
  * "Cut composition": every path from layer 0 into the query, key or value of layer 1 (the
@@ -224,14 +234,15 @@ function renderNote(node, a) {
 const contextChars = (view) => (view.model ? view.model.config.n_ctx - 1 : 255);
 
 function repeatText(view) {
-  let base = view.state.text ?? SAMPLE;
+  const chars = !view.model || view.model.tokenizer.kind === 'char';
+  let base = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
   const max = Math.floor(contextChars(view) / 2);
   let note = '';
   if (base.length > max) {
-    base = base.slice(-max);
+    base = chars ? base.slice(-max) : base.slice(-max).replace(/^\S*\s+/, '');   // whole words or ids
     note = `Only the last ${max} characters were repeated, so that both copies fit in the context.`;
   }
-  view.update({ text: base + base, pos: null });
+  view.update({ text: chars ? base + base : `${base.trim()} ${base.trim()}`, pos: null });
   if (note) view.announce(note);
 }
 
@@ -239,13 +250,14 @@ function insertRandom(view) {
   // Every printable character of the vocabulary, as headScores() draws them: char-2l's induction
   // head fires strongly on such random sequences, much less on repeated English.
   const pool = (view.model?.tokenizer?.vocab || []).filter((v) => v.length === 1 && v !== '\n' && v !== ' ' && v !== '\t');
-  const text = view.state.text ?? SAMPLE;
+  const text = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
   const ta = view.els.text;
   const at = ta.selectionStart ?? text.length;
   const L = Math.max(8, Math.min(40, Math.floor((contextChars(view) - text.length) / 2)));
   let r = '';
   for (let i = 0; i < L; i++) r += pool[Math.floor(Math.random() * pool.length)];
-  const ins = ` ${r} ${r} `;
+  // A word or token-id vocabulary: the core's repeated random segment (already twice).
+  const ins = view.model && view.model.tokenizer.kind !== 'char' ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
   view.update({ text: text.slice(0, at) + ins + text.slice(at), pos: null });
   requestAnimationFrame(() => { ta.focus(); ta.setSelectionRange(at + ins.length, at + ins.length); });
 }

@@ -1,6 +1,7 @@
 // What the Circuits panels share: the head the state names (the store's parseHead, defaulting to
 // the last layer's first head), and the core calls of one head, made once per (model, head,
 // sort, top) however many panels read them.
+import { tokenSample } from '../sample.js';
 import { parseHead } from '../../store.js';
 import { el } from '../../parts/dom.js';
 import { fmt } from '../../parts/format.js';
@@ -61,4 +62,9 @@ export function entryTable(caption, heads, rows) {
 }
 
 /** The text the path expansion starts with, for a model's kind of tokenizer. */
-export const defaultText = (model) => (model.tokenizer.kind === 'word' ? 'A B B <MID>' : 'Alice was beginning to get very tired. Alice was beginning to get very t');
+export const defaultText = (model) => {
+  const { kind, vocab } = model.tokenizer;
+  if (kind === 'char') return 'Alice was beginning to get very tired. Alice was beginning to get very t';
+  if (kind === 'word' && vocab.includes('<MID>') && vocab.includes('A')) return 'A B B <MID>';   // symbolic IOI
+  return tokenSample(model);   // another vocabulary (a model file opened in the page): a repeated random segment
+};

@@ -10,9 +10,12 @@
 // the strongest induction head by those scores, as the core's argmax names it).
 import { headName, parseHead, interventionOf, siteUrl } from '../../store.js';
 import { fmt } from '../../parts/format.js';
+import { tokenSample } from '../sample.js';
 
 export const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
+/** The text shown for a model when the state has none: SAMPLE, or for a word or token-id vocabulary a repeated random segment (sample.js). */
+export const sampleFor = (model) => (model.tokenizer.kind === 'char' ? SAMPLE : tokenSample(model));
 export const TOP_K = 5;            // next-token predictions shown for a hovered token
 export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
 
@@ -26,7 +29,7 @@ const slot = (m) => { let s = perModel.get(m); if (!s) perModel.set(m, (s = { bu
 export function analyse(model, state) {
   const s = slot(model);
   const c = model.config;
-  const text = state.text ?? SAMPLE;
+  const text = state.text ?? sampleFor(model);
   // The panels of one render ask with the same state: answered without tokenizing again.
   const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${text}`;
   if (s.last && s.last.sk === sk) return s.last;

@@ -13,7 +13,7 @@ let zooValue = null;
  * templates, model | error}].
  */
 export function ioiModels() {
-  zooPromise ??= modelsFor('ioi').then((list) => Promise.all(list.map(async (m) => {
+  zooPromise ??= modelsFor('ioi', { local: false }).then((list) => Promise.all(list.map(async (m) => {
     const label = String(m.title || m.name).replace(/^[^:]*:\s*/, '');
     try {
       const model = await getModel(m.name);

@@ -65,7 +65,9 @@ export default definePanel({
   render({ run, snapshot }) {
     if (!run.recs) {
       return el('div', {}, el('p', { role: 'status', 'aria-live': 'polite' }, el('span', { class: 'cs-unavailable', dataset: { missing: 'metrics' } },
-        `${run.name} is not trained yet: models/${run.name}.metrics.json is not available. Its curves appear here once the model zoo is trained and the site rebuilt.`)));
+        run.local
+          ? `${run.name} is a model file opened in this page: a model file carries no training records, so there are no curves to show (the shipped models' curves come from their runs' records; a run trained below draws its own).`
+          : `${run.name} is not trained yet: models/${run.name}.metrics.json is not available. Its curves appear here once the model zoo is trained and the site rebuilt.`)));
     }
     const grid = el('div', { class: 'cs-grid2' }, charts(run));
     const node = el('div', {}, el('p', { role: 'status', 'aria-live': 'polite' }, summary(run)), grid,

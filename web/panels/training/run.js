@@ -12,6 +12,7 @@ import { BROWSER_RECIPES, resolveRecipe } from './recipes.js';
 import { strongestHead } from './shipped.js';
 import { scheduleDraw } from './live.js';
 import { fmt } from '../../parts/format.js';
+import { openModelBytes } from '../../open-model.js';
 
 const runs = new Set();   // runs with a worker, ended when their view leaves the page
 
@@ -25,6 +26,8 @@ export function setButtons(run, state) {
   r.resume.disabled = state !== 'paused';
   r.stop.disabled = !(state === 'running' || state === 'paused');
   r.download.disabled = !(state === 'running' || state === 'paused' || state === 'stopped');
+  r.open.disabled = r.download.disabled;
+  r.open.hidden = !r.root.closest('[data-cs-app]');   // the explorer's other views are in the app
   r.recipe.disabled = r.steps.disabled = r.start.disabled;
   host(run).dataset.trainState = state;
 }
@@ -63,7 +66,7 @@ function onMetrics(run, m) {
 function onStopped(run, { step, reason }) {
   const seconds = (performance.timeOrigin + performance.now() - run.startedAt) / 1000;
   setButtons(run, 'stopped');
-  run.refs.status.textContent = `${reason === 'finished' ? 'Finished' : 'Stopped'} at step ${step} of ${run.steps}, ${fmt(seconds, 1)} s after Start. Download the model to open it here or with the CLI (circuitscope inspect FILE).`;
+  run.refs.status.textContent = `${reason === 'finished' ? 'Finished' : 'Stopped'} at step ${step} of ${run.steps}, ${fmt(seconds, 1)} s after Start. Open it in the explorer's other views, or download the model for the CLI (circuitscope inspect FILE) or another page.`;
   host(run).dataset.trainSeconds = seconds.toFixed(2);
   markPhaseChange(run);
   checkTrained(run);
@@ -155,6 +158,26 @@ export async function downloadModel(run) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 5000);
   checkTrained(run, bytes);
+}
+
+/**
+ * "Open it in the explorer": the model as it stands, registered as a model file opened in this
+ * page (open-model.js, the path a file the user opens takes) and shown in the Induction view
+ * (the IOI view for an IOI recipe); every view that suits it then lists it.
+ */
+export async function openInExplorer(run) {
+  if (!run.client) return;
+  const r = run.refs;
+  r.open.disabled = true;
+  try {
+    const bytes = await run.client.save();
+    const { entry } = await openModelBytes(bytes, `${run.key}-step${run.lastStep ?? 0}.safetensors`, { firstView: true });
+    r.result.textContent = `Opened in the explorer as ${entry.name}: the model picker of every view that suits it lists it (${entry.views.join(', ')}).`;
+  } catch (e) {
+    r.result.textContent = `The trained model could not be opened in the explorer: ${e.message}`;
+  } finally {
+    r.open.disabled = r.download.disabled;
+  }
 }
 
 /** Opens the trained model in this page's module and says how it does. */

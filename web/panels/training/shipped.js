@@ -1,10 +1,11 @@
 // What the Training panels of the shipped run share, loaded once per model: its records
-// (models/<name>.metrics.json), the core's phase change over them, its head count and the
+// (models/<name>.metrics.json; none for a model file opened in the page), the core's phase change over them, its head count and the
 // training snapshots the site has. Also the colours and names its charts use.
 import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
 import { stylesReady } from '../../parts/line-chart.js';
 import { argmax } from '../../wasm/circuitscope.js';
 import { fmt } from '../../parts/format.js';
+import { isLocalName } from '../../local-models.js';
 
 export const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
 
@@ -26,10 +27,12 @@ async function load(name) {
   const cs = await getModule();   // the core's phaseChange()
   let model = null;
   try { model = await getModel(name); } catch { /* not trained yet */ }
-  const metrics = await getJSON(`models/${name}.metrics.json`);
+  // A model file opened in the page has no metrics file on the site (its name is not a file's).
+  const local = isLocalName(name);
+  const metrics = local ? null : await getJSON(`models/${name}.metrics.json`);
   await stylesReady;   // uPlot's stylesheet, so the charts are laid out right from the start
   const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
-  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs };
+  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local };
   const recs = Array.isArray(metrics?.records) && metrics.records.length ? metrics.records : null;
   if (!recs) return run;
   const n = recs[0].prefix_matching?.length ?? 0;

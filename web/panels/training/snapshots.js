@@ -36,7 +36,7 @@ function fill(node, { run, snapshot, info }) {
   if (document.activeElement !== slider) slider.value = String(at);
   output.textContent = snaps.length ? label(snaps, at) : '';
   slider.setAttribute('aria-valuetext', output.textContent);
-  if (!snaps.length) note.textContent = run.hasModel ? `${run.name} lists no training snapshots.` : `${run.name} is not trained yet: no snapshots to show.`;
+  if (!snaps.length) note.textContent = run.local ? `${run.name} is a model file opened in this page: it has no training snapshots.` : run.hasModel ? `${run.name} lists no training snapshots.` : `${run.name} is not trained yet: no snapshots to show.`;
   else if (!info) note.textContent = 'Move the slider to use a training snapshot instead of the final model (the choice is kept in the link and used by the other views).';
   else note.replaceChildren(info.text, ...(info.link ? [el('a', { href: info.link }, 'See its circuits'), '.'] : []));
 }

@@ -1,12 +1,13 @@
 // "Train it yourself": a recipe trained in a Web Worker in this page (web/trainer-worker.js),
-// with a live loss curve, pause / resume / stop and "Download model" (a .safetensors file the
-// page and the CLI load). For the induction recipes the worker also scores every head's prefix
+// with a live loss curve, pause / resume / stop, "Download model" (a .safetensors file the
+// page and the CLI load) and, in the app, "Open it in the explorer" (the model as it stands,
+// opened like a file the user opens: open-model.js). For the induction recipes the worker also scores every head's prefix
 // matching every 10 steps; when the run ends its phase change is marked as the core's
 // phaseChange() defines it. The run itself is transient (run.js, live.js), not in the store.
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
 import { BROWSER_RECIPES } from './recipes.js';
-import { startRun, pauseRun, resumeRun, stopRun, downloadModel } from './run.js';
+import { startRun, pauseRun, resumeRun, stopRun, downloadModel, openInExplorer } from './run.js';
 
 let uid = 0;
 const DATA = Object.freeze({ recipes: BROWSER_RECIPES });
@@ -35,13 +36,15 @@ export default definePanel({
     r.resume = button('Resume', resumeRun);
     r.stop = button('Stop', stopRun);
     r.download = button('Download model', downloadModel);
+    r.open = button('Open it in the explorer', openInExplorer);
+    r.open.hidden = true;   // shown in the app (setButtons)
     r.status = el('p', { class: 'cs-train-status', role: 'status', 'aria-live': 'polite' }, 'Not started.');
     r.chart = el('div', { class: 'cs-train-chart cs-grid2' });
     r.result = el('p', { class: 'cs-note', role: 'status' });
     r.root = el('div', {},
       el('p', { class: 'cs-explain' }, 'Trains in a Web Worker in this page; nothing leaves your machine. The character model fetches the corpus from this site and trains on it here.'),
       el('div', { class: 'cs-controls' }, field('Recipe', r.recipe), field('Steps', r.steps)),
-      el('div', { class: 'cs-buttons' }, r.start, r.pause, r.resume, r.stop, r.download),
+      el('div', { class: 'cs-buttons' }, r.start, r.pause, r.resume, r.stop, r.download, r.open),
       r.status, r.chart, r.result);
     return r.root;
   },

@@ -79,7 +79,8 @@ export default definePanel({
   render(run) {
     const pca = run.metrics?.pca;
     if (!run.recs || !(pca?.components?.length >= 2)) {
-      return el('p', { class: 'cs-note' }, `No per-token-loss trajectory: ${run.name}.metrics.json ${run.recs ? 'holds no principal components' : 'is not available'}.`);
+      return el('p', { class: 'cs-note' }, run.local ? `No per-token-loss trajectory: ${run.name} is a model file opened in this page, without training records.`
+        : `No per-token-loss trajectory: ${run.name}.metrics.json ${run.recs ? 'holds no principal components' : 'is not available'}.`);
     }
     const { steps, pc } = run;
     const [c1, c2] = pca.components;

@@ -1,0 +1,307 @@
+// Opening model files in the page (web/open-model.js, web/local-models.js, the header's "Open a
+// model file" and drag-and-drop in web/app.js), in the whole app served from build/site with the
+// page's content security policy as a header, in Debian's Chromium:
+//  (a) a model trained in the page opens in the explorer ("Open it in the explorer") and every
+//      view that offers it settles with it, its name in the model picker, and no page error;
+//  (b) a shipped model's file and the same model in TransformerLens layout (tests/js/tlens-fixture.mjs)
+//      open through the file input; the TransformerLens one shows the core's note and token ids;
+//  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
+//      the drop hint shows while it is dragged;
+//  (d) corrupt files (truncated; metadata strings holding <img onerror> and <script>) give the
+//      loader's sentence in the status area, run no script, and the view keeps working; a model
+//      whose vocabulary holds such strings opens and shows them as text;
+//  (e) a link to model=local:NAME opened in a fresh page says the recipient needs the file, shows
+//      the default view, and shows the linked view once that file is opened.
+// Nothing is uploaded: no request made while opening files carries a body or leaves the site's
+// GET requests. Needs `npm run build`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { launchChromium, startCspProxy, trainInPage } from './chromium.mjs';
+import { VIEW_SETTLED } from './settled.mjs';
+import { toTransformerLens } from '../js/tlens-fixture.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
+const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; worker-src 'self'";
+
+let server;
+let browser;
+let tmp;
+
+before(async () => {
+  assert.ok(existsSync(path.join(site, 'open-model.js')), `${site}/open-model.js is missing: run \`npm run build\` (or copy web/ into build/site)`);
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'cs-openfile-'));
+  server = await startCspProxy(site, CSP);
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Opens the app at `hash`, recording page errors, console errors and every request. */
+async function openApp(hash = '') {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  const requests = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`); });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('request', (req) => requests.push({ method: req.method(), url: req.url(), body: req.postData() }));
+  await page.goto(`${server.origin}/${hash}`);
+  await settle(page);
+  return { context, page, problems, requests };
+}
+
+/** Waits until the page shows the store's state (tests/browser/settled.mjs). */
+async function settle(page, timeout = 60_000) {
+  await page.waitForFunction(VIEW_SETTLED, { complete: true }, { timeout });
+}
+
+const state = (page) => page.evaluate(() => window.__cs.store.state);
+const status = (page) => page.textContent('#app-status');
+
+/** Visits a view by its tab and checks it settles showing `name` (the picker's value, and in its text). */
+async function visit(page, view, name) {
+  await page.click(`#tab-${view}`);
+  await page.waitForFunction((v) => window.__cs.store.state.view === v, view);
+  await settle(page);
+  const s = await state(page);
+  assert.equal(s.model, name, `the ${view} view keeps ${name}`);
+  assert.equal(await page.inputValue('#model-switch'), name, `the ${view} view's picker shows ${name}`);
+  const text = await page.$eval(`cs-${view}`, (e) => e.textContent);
+  assert.ok(text.includes(name), `the ${view} view names ${name}`);
+}
+
+/** Sets files on the header's file input and waits until the page says opened or failed. */
+async function chooseFile(page, file) {
+  await page.evaluate(() => { delete document.body.dataset.openFile; });
+  await page.setInputFiles('#open-file-input', file);
+  await page.waitForFunction(() => ['opened', 'failed'].includes(document.body.dataset.openFile));
+  return page.evaluate(() => document.body.dataset.openFile);
+}
+
+/** A safetensors file with its header's __metadata__ changed by fn (offsets stay valid). */
+function withMetadata(bytes, fn) {
+  const n = Number(Buffer.from(bytes).readBigUInt64LE(0));
+  const header = JSON.parse(Buffer.from(bytes.subarray(8, 8 + n)).toString('utf8'));
+  header.__metadata__ = fn(header.__metadata__ ?? {});
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([len, json, Buffer.from(bytes.subarray(8 + n))]);
+}
+
+const uploads = (requests) => requests.filter((r) => r.method !== 'GET' || r.body || !r.url.startsWith(server.origin));
+
+test('(a) a model trained in the page opens in the explorer and in every view that offers it', async () => {
+  const { context, page, problems, requests } = await openApp('#v=2&view=training');
+  try {
+    await trainInPage(page, 'induction-2l', { steps: 60 });
+    const button = 'cs-training button:text-is("Open it in the explorer")';
+    assert.ok(await page.isVisible(button), 'the button sits beside Download');
+    assert.doesNotMatch(await page.textContent('cs-training .cs-train-status'), /Download the model to open it here/);
+    await page.click(button);
+    await page.waitForFunction(() => window.__cs.store.state.view === 'induction' && window.__cs.store.state.model?.startsWith('local:'));
+    await settle(page);
+    const name = (await state(page)).model;
+    assert.equal(name, 'local:induction-2l-step60');
+    assert.match(await status(page), /Opened induction-2l-step60\.safetensors as local:induction-2l-step60 .*nothing is uploaded/);
+    const option = await page.$eval(`#model-switch option[value="${name}"]`, (o) => o.textContent);
+    assert.match(option, /local file/);
+    // Word-level (synthetic) vocabulary: the text box holds the core's repeated random tokens.
+    const text = await page.inputValue('cs-induction textarea');
+    assert.match(text, /^(t\d+ )+t\d+$/, `sample text of the word vocabulary: ${text}`);
+    assert.equal(await page.$eval('cs-induction', (e) => e.dataset.model), name);
+    for (const view of ['circuits', 'training', 'induction']) await visit(page, view, name);
+    assert.match(await page.textContent('cs-training'), /model file opened in this page: a model file carries no training records/);
+    await page.click('#tab-report');
+    await settle(page);
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(b) a shipped model file and one in TransformerLens layout open through the file input', async () => {
+  const shipped = path.join(tmp, 'char-2l.safetensors');
+  writeFileSync(shipped, readFileSync(path.join(site, 'models', 'char-2l.safetensors')));
+  const tlens = path.join(tmp, 'tl char 2l.safetensors');   // a space: the name is made safe
+  writeFileSync(tlens, toTransformerLens(readFileSync(path.join(site, 'models', 'char-2l.safetensors'))));
+  const { context, page, problems, requests } = await openApp();
+  try {
+    assert.equal(await chooseFile(page, shipped), 'opened');
+    await settle(page);
+    assert.deepEqual([(await state(page)).view, (await state(page)).model], ['induction', 'local:char-2l']);
+    // The same name again gets a suffix.
+    assert.equal(await chooseFile(page, shipped), 'opened');
+    await settle(page);
+    assert.equal((await state(page)).model, 'local:char-2l-2');
+
+    assert.equal(await chooseFile(page, tlens), 'opened');
+    await settle(page);
+    const s = await state(page);
+    assert.equal(s.model, 'local:tl-char-2l');
+    assert.match(await status(page), /TransformerLens state dict.*token ids separated by spaces/);
+    assert.match(await page.textContent('cs-induction .ind-status'), /ids-level vocabulary of 82\. A TransformerLens state dict/);
+    assert.match(await page.textContent('cs-induction label[for="ind-text"]'), /token ids separated by spaces/);
+    const text = await page.inputValue('cs-induction textarea');
+    assert.match(text, /^(\d+ )+\d+$/, `token-id sample text: ${text}`);
+    // Typed ids run through the core's tokenizer.
+    await page.fill('cs-induction textarea', '5 6 7 8 9 5 6 7 8 9');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 10);
+    await visit(page, 'circuits', 'local:tl-char-2l');
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(c) a file dropped on the page opens; the drop hint shows while it is dragged', async () => {
+  const bytes = [...readFileSync(path.join(site, 'models', 'ioi-1l2h.safetensors'))];
+  const { context, page, problems, requests } = await openApp();
+  try {
+    const dt = await page.evaluateHandle((b) => {
+      const d = new DataTransfer();
+      d.items.add(new File([new Uint8Array(b)], 'my ioi.safetensors', { type: 'application/octet-stream' }));
+      return d;
+    }, bytes);
+    await page.dispatchEvent('main', 'dragenter', { dataTransfer: dt });
+    assert.ok(await page.isVisible('#drop-hint'), 'the drop hint shows while a file is dragged');
+    await page.dispatchEvent('main', 'dragover', { dataTransfer: dt });
+    await page.dispatchEvent('main', 'drop', { dataTransfer: dt });
+    await page.waitForFunction(() => document.body.dataset.openFile === 'opened');
+    assert.ok(await page.isHidden('#drop-hint'), 'the hint goes with the drop');
+    await settle(page);
+    const s = await state(page);
+    assert.deepEqual([s.view, s.model], ['ioi', 'local:my-ioi'], 'a symbolic IOI model opens in the IOI view');
+    await visit(page, 'circuits', 'local:my-ioi');
+    await visit(page, 'ioi', 'local:my-ioi');
+    await page.click('#tab-induction');
+    await settle(page);
+    assert.equal((await state(page)).model, null, 'the Induction view does not offer an IOI model: its default is shown');
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(d) corrupt and hostile files: the loader\'s sentence, no script runs, the view keeps working', async () => {
+  const char2l = readFileSync(path.join(site, 'models', 'char-2l.safetensors'));
+  const payload = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>';
+  const files = {
+    truncated: [path.join(tmp, 'truncated.safetensors'), char2l.subarray(0, 1000)],
+    config: [path.join(tmp, 'bad-config.safetensors'), withMetadata(char2l, (m) => ({ ...m, config: payload }))],
+    tokenizer: [path.join(tmp, 'bad-tokenizer.safetensors'), withMetadata(char2l, (m) => ({ ...m, tokenizer: JSON.stringify({ kind: payload, vocab: [payload] }) }))],
+    name: [path.join(tmp, `${'<img src=x onerror=window.__pwned=3>'.replace(/[/]/g, '')}.safetensors`), char2l.subarray(0, 64)],
+  };
+  for (const [file, bytes] of Object.values(files)) writeFileSync(file, bytes);
+  const ioi = readFileSync(path.join(site, 'models', 'ioi-1l2h.safetensors'));
+  const hostileVocab = path.join(tmp, 'hostile-vocab.safetensors');
+  writeFileSync(hostileVocab, withMetadata(ioi, (m) => {
+    const tok = JSON.parse(m.tokenizer);
+    tok.vocab = tok.vocab.map((w) => (w === 'A' ? '<img src=x onerror=window.__pwned=4>' : w === 'B' ? '<script>window.__pwned=5</script>' : w));
+    return { ...m, tokenizer: JSON.stringify(tok) };
+  }));
+  const { context, page, problems, requests } = await openApp();
+  try {
+    const before = await state(page);
+    for (const [key, [file]] of Object.entries(files)) {
+      assert.equal(await chooseFile(page, file), 'failed', key);
+      const said = await status(page);
+      assert.match(said, /^Could not open .*safetensors: model file: /, `${key}: the loader's sentence: ${said}`);
+      assert.equal(await page.evaluate(() => window.__pwned), undefined, `${key}: no script ran`);
+      assert.equal(await page.$$eval('img[src="x"], #app-status *', (e) => e.length), 0, `${key}: the sentence is text`);
+      assert.deepEqual(await state(page), before, `${key}: the view is unchanged`);
+    }
+    assert.match(await status(page), /^Could not open <img src=x onerror=window.__pwned=3>\.safetensors: model file: /);
+    // A file over the size limit is refused before it is read (a File-like object: no 400 MB file needed).
+    const big = await page.evaluate(async () => {
+      const { openModelFile } = await import('/open-model.js');
+      let read = false;
+      try {
+        await openModelFile({ name: 'big.safetensors', size: 400 * 1024 * 1024, arrayBuffer: async () => { read = true; return new ArrayBuffer(8); } });
+        return { read, message: null };
+      } catch (e) {
+        return { read, message: e.message };
+      }
+    });
+    assert.deepEqual(big, { read: false, message: 'Could not open big.safetensors: it is 400 MB, and the page opens model files of up to 320 MB (the core\'s limit is 64 M weights, 256 MB as float32).' });
+    // The view keeps working.
+    await page.fill('cs-induction textarea', 'hello hello');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 12);
+    // A valid model whose vocabulary holds markup (in place of the names A and B, so it is not the
+    // symbolic IOI task's model): it opens in the Induction view, and its tokens are text.
+    assert.equal(await chooseFile(page, hostileVocab), 'opened');
+    await settle(page);
+    assert.equal((await state(page)).view, 'induction');
+    await visit(page, 'circuits', 'local:hostile-vocab');
+    await page.selectOption('cs-circuits select[id$="-top"]', 'all');
+    await settle(page);
+    assert.ok((await page.textContent('cs-circuits')).includes('onerror=window.__pwned'), 'the tokens show as text');
+    await visit(page, 'induction', 'local:hostile-vocab');
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script ran from the vocabulary');
+    assert.equal(await page.$$eval('img[src="x"], main script', (e) => e.length), 0, 'no element made from the vocabulary');
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(e) a link to a local model says the recipient needs the file, and opens once the file is opened', async () => {
+  const file = path.join(tmp, 'char-1l.safetensors');
+  writeFileSync(file, readFileSync(path.join(site, 'models', 'char-1l.safetensors')));
+  // The author: opens the file, picks a head in Circuits, copies the link.
+  const author = await openApp();
+  let link;
+  try {
+    assert.equal(await chooseFile(author.page, file), 'opened');
+    await settle(author.page);
+    await author.page.click('#tab-circuits');
+    await settle(author.page);
+    await author.page.selectOption('cs-circuits select[id$="-head"]', 'L0H2');
+    await settle(author.page);
+    await author.page.click('#copy-link');
+    link = await author.page.inputValue('#copy-text');
+    assert.match(link, /model=local%3Achar-1l|model=local:char-1l/);
+    assert.match(await status(author.page), /whoever opens the link needs the same file too/);
+    assert.deepEqual(author.problems, []);
+  } finally {
+    await author.context.close();
+  }
+  const hash = link.slice(link.indexOf('#'));
+  const fresh = await openApp(hash);
+  try {
+    const said = await status(fresh.page);
+    assert.match(said, /^This link is to a model file opened in another page \(local:char-1l\): open the same file here \(Open a model file\) to see it/);
+    const s = await state(fresh.page);
+    assert.deepEqual([s.view, s.model], ['induction', null], 'the default view');
+    assert.ok(await fresh.page.isVisible('cs-induction'), 'not a blank page');
+    assert.equal(await chooseFile(fresh.page, file), 'opened');
+    await fresh.page.waitForFunction(() => window.__cs.store.state.view === 'circuits');
+    await settle(fresh.page);
+    const got = await state(fresh.page);
+    assert.deepEqual([got.view, got.model, got.head], ['circuits', 'local:char-1l', 'L0H2'], 'the linked view, with the file');
+    assert.deepEqual(fresh.problems, []);
+  } finally {
+    await fresh.context.close();
+  }
+  // Hostile local names are refused by the link codec, with a sentence and the default view.
+  const bad = await openApp('#v=2&model=local:..%2F..%2Fx');
+  try {
+    assert.match(await status(bad.page), /This link could not be read \(model: /);
+    assert.deepEqual(bad.problems, []);
+  } finally {
+    await bad.context.close();
+  }
+});

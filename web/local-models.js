@@ -1,0 +1,85 @@
+// Model files opened in this page (the header's "Open a model file", a file dropped on the page,
+// or a model trained in the Training view): a registry the store (store.js) consults beside
+// models/index.json, so getModel, modelsFor and the model picker serve them as they serve a
+// shipped model. A local model is named "local:NAME", NAME from its file name (letters, digits,
+// '.', '_' and '-'; a second file of the same name gets "-2", "-3", ...). Its bytes stay in the
+// page: nothing here fetches or sends anything, and the model lives as long as the tab.
+//
+// Which views offer a local model (viewsOf): Induction and Circuits always (any tokenizer; the
+// Induction view's sample text comes from the core for token-id and word vocabularies); IOI when
+// the core runs its IOI task on the model (ioiTask() not null, or the symbolic task with its
+// vocabulary <BOS> <MID> A..F, as the shipped symbolic models); Training always, where the curves say a model
+// file carries no training records (only the shipped runs' metrics files have them). The first
+// view listed is where the model opens: IOI for an IOI model, else Induction.
+// No imports: store.js imports this module.
+
+export const LOCAL_PREFIX = 'local:';
+/** The largest file the page reads: the core's 64 M weights (256 MB as float32) plus 64 MB of header and buffers. */
+export const MAX_FILE_BYTES = 320 * 1024 * 1024;
+
+const models = new Map();   // name -> entry, in the order they were opened
+const listeners = new Set();
+
+/** Whether a model name names a local model ("local:NAME"). */
+export const isLocalName = (name) => typeof name === 'string' && name.startsWith(LOCAL_PREFIX);
+
+/** The local model called `name`: {name, file, title, description, views, local, model, bytes}, or undefined. */
+export const localModel = (name) => models.get(name);
+
+/** Every local model, in the order opened. */
+export const localModels = () => [...models.values()];
+
+/** Calls fn(entry) whenever a model is registered; returns an unsubscribe function. */
+export function onLocalModel(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+
+/** The name a file would get: "local:" and its name without .safetensors, made safe for a link. */
+export function localNameFor(fileName) {
+  const leaf = String(fileName ?? '').split(/[\\/]/).pop().replace(/\.safetensors$/i, '');
+  const base = leaf.replace(/[^\w.-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 48) || 'model';
+  let name = `${LOCAL_PREFIX}${base}`;
+  for (let k = 2; models.has(name); k++) name = `${LOCAL_PREFIX}${base}-${k}`;
+  return name;
+}
+
+const SYMBOLIC_NAMES = ['A', 'B', 'C', 'D', 'E', 'F'];   // the symbolic task's names, which the IOI view renames
+
+/**
+ * Whether `model` is an IOI model as the shipped ones are: the core gives it a template task
+ * (ioiTask()), or it runs the symbolic task on it (ioiSentence() needs <BOS> and <MID>,
+ * ioiEvaluate() the task's vocabulary size) and its names are the task's six, A to F.
+ */
+function isIoi(model) {
+  if (model.ioiTask()) return true;
+  try {
+    model.ioiSentence();
+    model.ioiEvaluate();
+  } catch {
+    return false;
+  }
+  const names = model.tokenizer.vocab.filter((w) => w !== '<BOS>' && w !== '<MID>');
+  return names.length === SYMBOLIC_NAMES.length && names.every((w, i) => w === SYMBOLIC_NAMES[i]);
+}
+
+/** The views that offer a model (see the header): the first is where it opens. */
+export function viewsOf(model) {
+  return isIoi(model) ? ['ioi', 'circuits', 'training'] : ['induction', 'circuits', 'training'];
+}
+
+/**
+ * Registers a loaded model under the name its file gets. `file` is the file's name as the user
+ * sees it, `size` its bytes. Returns the entry.
+ */
+export function registerLocal(file, model, { size = 0 } = {}) {
+  const name = localNameFor(file);
+  const views = viewsOf(model);
+  const c = model.config;
+  const shape = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers';
+  const entry = Object.freeze({
+    name, file: String(file).slice(0, 200), size, local: true, model, views: Object.freeze(views),
+    title: `${name} (local file)`,
+    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${model.tokenizer.kind}-level vocabulary of ${c.d_vocab}`,
+  });
+  models.set(name, entry);
+  for (const fn of [...listeners]) fn(entry);
+  return entry;
+}
