@@ -274,7 +274,8 @@ test('(e) a link to a local model says the recipient needs the file, and opens o
     await author.page.click('#copy-link');
     link = await author.page.inputValue('#copy-text');
     assert.match(link, /model=local%3Achar-1l|model=local:char-1l/);
-    assert.match(await status(author.page), /whoever opens the link needs the same file too/);
+    // The sentence comes once the clipboard has answered.
+    await author.page.waitForFunction(() => /whoever opens the link needs the same file too/.test(document.querySelector('#app-status')?.textContent ?? ''));
     assert.deepEqual(author.problems, []);
   } finally {
     await author.context.close();
