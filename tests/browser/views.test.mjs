@@ -622,6 +622,112 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
   }
 });
 
+/** Clicks `selector` in the page and returns the downloaded file's text. */
+async function downloadText(page, selector) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.$eval(selector, (b) => b.click())]);
+  return readFileSync(await download.path(), 'utf8');
+}
+
+/** A CSV the page wrote, as rows of cells (quoted cells with commas, quotes or newlines unquoted). */
+function parseCSV(text) {
+  const rows = [[]];
+  let cell = '', quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { rows.at(-1).push(cell); cell = ''; } else if (ch === '\n') { rows.at(-1).push(cell); cell = ''; rows.push([]); } else cell += ch;
+  }
+  if (rows.at(-1).length === 0) rows.pop();
+  return rows;
+}
+
+test('export: the token strip is in the per-token loss PNG; head scores download as CSV with the core\'s numbers', async (t) => {
+  const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    const panel = await page.$('cs-induction section[data-panel="induction-tokens"]');
+    const box = await panel.evaluate((p) => {
+      const b = p.getBoundingClientRect();
+      const r = p.querySelector('.tokens').getBoundingClientRect();
+      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, pw: b.width };
+    });
+    const [download] = await Promise.all([page.waitForEvent('download'), panel.evaluate((p) => p.querySelector('.cs-panel-png').click())]);
+    const png = readFileSync(await download.path());
+    await download.saveAs(path.join(artifacts, 'views-tokens-export.png'));
+    const { inked, total } = await inkedInBox(page, png, box);
+    t.diagnostic(`token strip in the PNG: ${inked} of ${total} pixels not background`);
+    assert.ok(inked > 0.2 * total, `the loss-coloured tokens are drawn in the PNG (${inked} of ${total} pixels)`);
+
+    // Head scores: one row per head; the random-token columns are headScores()'s numbers exactly.
+    await page.waitForFunction(() => !/…/.test(document.querySelector('cs-induction .ind-scores tbody').textContent));
+    const rows = parseCSV(await downloadText(page, 'cs-induction .ind-scores-csv'));
+    assert.deepEqual(rows[0].slice(0, 5), ['head', 'layer', 'head_index', 'prefix_matching_text', 'previous_token_text']);
+    assert.equal(rows.length, 1 + 8);
+    const core = await page.evaluate(async () => {
+      const m = await (await import('/store.js')).getModel('char-2l');
+      const s = m.headScores();
+      return { pm: Array.from(s.prefix_matching.data), copying: Array.from(s.copying.data) };
+    });
+    const col = (name) => rows[0].indexOf(name);
+    rows.slice(1).forEach((r, i) => {
+      assert.equal(r[0], `L${Math.floor(i / 4)}H${i % 4}`);
+      assert.equal(Number(r[col('prefix_matching_random')]), core.pm[i]);
+      assert.equal(Number(r[col('copying_random')]), core.copying[i]);
+      assert.ok(Number.isFinite(Number(r[col('prefix_matching_text')])));
+    });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('export: the Circuits view\'s QK table, composition scores and eigenvalues download as CSV with the core\'s numbers', async (t) => {
+  const { context, page, check } = await openView('cs-circuits', { model: 'char-2l', head: 'L1H0' });
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const core = await page.evaluate(async () => {
+      const m = await (await import('/store.js')).getModel('char-2l');
+      const q = m.qk(1, 0, { k: 1 });
+      const c = m.composition({ samples: 100 });
+      const e = m.eigen(1, 0);
+      return { qk: Array.from(q.table.data), axes: q.table.axes, vocab: m.tokenizer.vocab, comp: Array.from(c.scores.data), baseline: c.baseline,
+        ov: [Array.from(e.ov.re), Array.from(e.ov.im)], qkEig: [Array.from(e.qk.re), Array.from(e.qk.im)] };
+    });
+    const V = core.vocab.length;
+    const qk = parseCSV(await downloadText(page, 'cs-circuits section[data-panel="circuits-qk"] .cs-table-csv'));
+    assert.equal(qk[0][0], 'dest_token \\ src_token');
+    assert.deepEqual(qk[0].slice(1), core.vocab);
+    assert.equal(qk.length, 1 + V);
+    for (let i = 0; i < V; i++) {
+      assert.equal(qk[1 + i][0], core.vocab[i]);
+      for (let j = 0; j < V; j++) assert.equal(Number(qk[1 + i][1 + j]), core.qk[i * V + j]);
+    }
+    const comp = parseCSV(await downloadText(page, 'cs-circuits .cs-composition-csv'));
+    assert.deepEqual(comp[0].slice(0, 3), ['kind', 'src_head', 'dst_head']);
+    assert.equal(comp.length, 1 + 3 * 4 * 4, 'Q, K and V from each layer-0 head into each layer-1 head');
+    const L = 2, H = 4;
+    for (const r of comp.slice(1)) {
+      const [k, l1, h1, l2, h2] = ['QKV'.indexOf(r[0]), +r[3], +r[4], +r[5], +r[6]];
+      assert.equal(Number(r[7]), core.comp[(((k * L + l1) * H + h1) * L + l2) * H + h2]);
+      assert.equal(Number(r[9]), core.baseline);
+    }
+    const eig = parseCSV(await downloadText(page, 'cs-circuits .cs-eigen-csv'));
+    assert.deepEqual(eig[0], ['head', 'circuit', 'rank', 're', 'im', 'copying', 'positive_fraction']);
+    assert.equal(eig.length, 1 + core.ov[0].length + core.qkEig[0].length);
+    for (const r of eig.slice(1)) {
+      const [re, im] = r[1] === 'OV' ? core.ov : core.qkEig;
+      assert.equal(r[0], 'L1H0');
+      assert.equal(Number(r[3]), re[+r[2]]);
+      assert.equal(Number(r[4]), im[+r[2]]);
+    }
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
 test('training in the page: the IOI recipe advances, pauses, downloads a model that loads back', async (t) => {
   const missing = ['char-2l'].filter((n) => !siteHas(`models/${n}.metrics.json`)).flatMap((n) => [`/models/${n}.metrics.json`, `/models/${n}.safetensors`]);
   const { context, page, check } = await openView('cs-training', { model: 'char-2l' }, { missing });
