@@ -728,6 +728,51 @@ test('export: the Circuits view\'s QK table, composition scores and eigenvalues 
   }
 });
 
+test('theme: the header\'s auto / light / dark control recolours the page and its canvases, is kept in localStorage and not in the link', async (t) => {
+  const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l&head=L1H0');
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    // The heatmap's labels (the canvas's margin above the cells): the brightest inked pixel.
+    const labelLight = () => page.evaluate(() => {
+      const c = document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, 10).data;
+      let best = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 200) best = Math.max(best, (d[i] + d[i + 1] + d[i + 2]) / 3);
+      return best;
+    });
+    const look = () => page.evaluate(() => ({ theme: document.documentElement.dataset.theme ?? 'auto', bg: getComputedStyle(document.body).backgroundColor, stored: localStorage.getItem('circuitscope-theme') }));
+    assert.equal(await page.$eval('#theme-switch', (s) => s.value), 'auto');
+    await page.selectOption('#theme-switch', 'dark');
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(21, 24, 28)');
+    await page.waitForFunction(() => document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas')?.isConnected);
+    const dark = await look();
+    const darkLabels = await labelLight();
+    assert.deepEqual([dark.theme, dark.stored], ['dark', 'dark']);
+    assert.ok(darkLabels > 180, `the heatmap's labels are light on the dark theme (brightest ${darkLabels})`);
+    assert.doesNotMatch(await page.evaluate(() => location.hash), /theme/, 'a display preference, not part of the link');
+    await page.selectOption('#theme-switch', 'light');
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(246, 246, 243)');
+    await page.waitForFunction(() => document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas')?.isConnected);
+    const lightLabels = await labelLight();
+    assert.ok(lightLabels < 120, `the heatmap's labels are dark on the light theme (brightest ${lightLabels})`);
+    // Kept across a reload (same browser), and back to the system's choice with auto.
+    await page.selectOption('#theme-switch', 'dark');
+    await page.reload();
+    await page.evaluate(() => {
+      window.__violations = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    assert.equal(await page.$eval('#theme-switch', (s) => s.value), 'dark');
+    assert.equal((await look()).theme, 'dark');
+    await page.selectOption('#theme-switch', 'auto');
+    assert.deepEqual(await look(), { theme: 'auto', bg: 'rgb(246, 246, 243)', stored: 'auto' });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
 test('training in the page: the IOI recipe advances, pauses, downloads a model that loads back', async (t) => {
   const missing = ['char-2l'].filter((n) => !siteHas(`models/${n}.metrics.json`)).flatMap((n) => [`/models/${n}.metrics.json`, `/models/${n}.safetensors`]);
   const { context, page, check } = await openView('cs-training', { model: 'char-2l' }, { missing });
