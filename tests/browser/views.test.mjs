@@ -475,7 +475,7 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
       };
     });
     t.diagnostic(`circuits: ${JSON.stringify(info)}`);
-    assert.equal(info.canvases.length, 2);
+    assert.equal(info.canvases.length, 3, 'QK, OV and the composed QK circuit');
     for (const [w, h] of info.canvases) assert.ok(w > 100 && h > 100, `heatmap drawn (${w}x${h})`);
     assert.equal(info.qkShape, '82x82');
     assert.ok(info.eigenPoints >= 32, 'OV and QK eigenvalues plotted');
@@ -496,6 +496,53 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
     await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'char-2l' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '82x82');
     await page.screenshot({ path: path.join(artifacts, 'views-circuits.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('circuits: the path expansion explains any target token; the composed QK circuit through the previous-token head', async (t) => {
+  const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l&head=L1H1');
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const attr = 'cs-circuits section[data-panel="circuits-attribution"]';
+    const predicted = await page.$eval(`${attr} [data-target]`, (d) => Number(d.dataset.target));
+    // Pick the second of the core's top next tokens: the link and the panel follow.
+    const second = await page.$eval(`${attr} select.cs-attr-target`, (s) => s.options[2].value);
+    await page.selectOption(`${attr} select.cs-attr-target`, second);
+    await page.waitForFunction((v) => new RegExp(`[#&]target=${v}(&|$)`).test(location.hash), second);
+    await page.waitForFunction(([sel, v]) => document.querySelector(`${sel} [data-target]`)?.dataset.target === v, [attr, second]);
+    assert.notEqual(Number(second), predicted);
+    assert.match(await page.$eval(attr, (p) => p.textContent), /The logit of .* is the sum of/);
+    // Any token typed by name.
+    const e = await page.evaluate(async () => (await (await import('/store.js')).getModel('char-2l')).tokenizer.vocab.indexOf('e'));
+    await page.fill(`${attr} input.cs-attr-token`, 'e');
+    await page.press(`${attr} input.cs-attr-token`, 'Enter');
+    await page.waitForFunction(([sel, v]) => document.querySelector(`${sel} [data-target]`)?.dataset.target === String(v), [attr, e]);
+    // Back to the prediction.
+    await page.selectOption(`${attr} select.cs-attr-target`, '');
+    await page.waitForFunction(() => !/[#&]target=/.test(location.hash));
+
+    // The composed QK circuit of L1H1 through L0H1 (K-composition): a heatmap, its entries, in the link.
+    const cqk = 'cs-circuits section[data-panel="circuits-composedqk"]';
+    await page.waitForSelector(`${cqk} canvas`);
+    assert.equal(await page.$eval(`${cqk} select.cs-cqk-through`, (s) => s.value), 'L0H0');
+    await page.selectOption(`${cqk} select.cs-cqk-through`, 'L0H1');
+    await page.waitForFunction(() => /[#&]through=L0H1(&|$)/.test(location.hash));
+    await page.waitForFunction((sel) => /through L0H1/.test(document.querySelector(`${sel} canvas`)?.getAttribute('aria-label') ?? ''), cqk);
+    const top = await page.$$eval(`${cqk} .cs-scroll table:first-child tbody tr`, (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    t.diagnostic(`K-composition of L1H1 through L0H1, largest entries: ${top.map((r) => r.join(' ')).join(' | ')}`);
+    assert.ok(top.length >= 10);
+    // An induction head's K-composition term through the previous-token head matches a token
+    // with itself: its largest entries lie on the diagonal.
+    assert.ok(top.filter((r) => r[0] === r[1]).length >= 8, 'the largest entries are on the diagonal (dest = src read)');
+    await page.selectOption(`${cqk} select.cs-cqk-input`, 'q');
+    await page.waitForFunction(() => /[#&]compose=q(&|$)/.test(location.hash));
+    await page.waitForFunction((sel) => /^Q-composition/.test(document.querySelector(`${sel} canvas`)?.getAttribute('aria-label') ?? ''), cqk);
+    // A layer-0 head has no earlier head to compose with.
+    await page.selectOption('cs-circuits select[id$="-head"]', 'L0H1');
+    await page.waitForFunction((sel) => /is in layer 0/.test(document.querySelector(sel).textContent), cqk);
     await check(t);
   } finally {
     await context.close();

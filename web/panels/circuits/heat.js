@@ -8,7 +8,7 @@ import { NONE, showToken, chosenHead, tableOrder, circuitOf, entryTable } from '
 import { fmt } from '../../parts/format.js';
 
 /** The entries of `table` at rows x cols (display order), row-major. */
-function gather(table, rows, cols) {
+export function gather(table, rows, cols) {
   const C = table.shape[1];
   const sub = new Float32Array(rows.length * cols.length);
   rows.forEach((r, i) => cols.forEach((c, j) => { sub[i * cols.length + j] = table.data[r * C + c]; }));
@@ -16,7 +16,7 @@ function gather(table, rows, cols) {
 }
 
 /** Writes "row · col: value" for the cell under the pointer into `out`. */
-function hoverCells(canvas, out, g, d) {
+export function hoverCells(canvas, out, g, d) {
   canvas.addEventListener('mousemove', (ev) => {
     const rect = canvas.getBoundingClientRect();
     const x = (ev.clientX - rect.left) * (canvas.width / rect.width) - g.x0;
