@@ -90,7 +90,10 @@ function opts(options, allowed, what) {
 /** @param {unknown} x @param {boolean} fallback */
 const bool = (x, fallback) => (x === undefined ? fallback : !!x);
 
-/** composedQk's options.through: the earlier head as [layer, head] (the core checks the numbers). */
+/**
+ * composedQk's options.through: the earlier head as [layer, head] (the core checks the numbers).
+ * @param {any} x @returns {any[]}
+ */
 function through(x) {
   if (!Array.isArray(x) || x.length !== 2) throw new TypeError('composedQk: options.through must be the earlier head as [layer, head], e.g. [0, 1]');
   return x;
