@@ -36,7 +36,7 @@ export const PANELS = Object.freeze([
   'induction-tokens', 'induction-heads', 'induction-pattern', 'induction-scores',
   'ioi-architecture', 'ioi-sequence', 'ioi-sentence', 'ioi-prediction', 'ioi-heads', 'ioi-patterns', 'ioi-lens', 'ioi-accuracy', 'ioi-zoo',
   'circuits-qk', 'circuits-ov', 'circuits-eigen', 'circuits-trigrams', 'circuits-composition', 'circuits-attribution', 'circuits-composedqk',
-  'training-curves', 'training-snapshots', 'training-trajectory', 'training-train',
+  'training-curves', 'training-snapshots', 'training-trajectory', 'training-leading', 'training-train',
   'report-claims',
 ]);
 const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;

@@ -789,17 +789,23 @@ test('theme: the header\'s auto / light / dark control recolours the page and it
     });
     const look = () => page.evaluate(() => ({ theme: document.documentElement.dataset.theme ?? 'auto', bg: getComputedStyle(document.body).backgroundColor, stored: localStorage.getItem('circuitscope-theme') }));
     assert.equal(await page.$eval('#theme-switch', (s) => s.value), 'auto');
+    // The heatmap is drawn afresh (a new canvas) after each change of theme.
+    const qkCanvas = 'cs-circuits section[data-panel="circuits-qk"] canvas';
+    const markCanvas = () => page.$eval(qkCanvas, (c) => { window.__oldCanvas = c; });
+    const redrawn = () => page.waitForFunction((sel) => { const c = document.querySelector(sel); return c && c !== window.__oldCanvas; }, qkCanvas);
+    await markCanvas();
     await page.selectOption('#theme-switch', 'dark');
     await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(21, 24, 28)');
-    await page.waitForFunction(() => document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas')?.isConnected);
+    await redrawn();
     const dark = await look();
     const darkLabels = await labelLight();
     assert.deepEqual([dark.theme, dark.stored], ['dark', 'dark']);
     assert.ok(darkLabels > 180, `the heatmap's labels are light on the dark theme (brightest ${darkLabels})`);
     assert.doesNotMatch(await page.evaluate(() => location.hash), /theme/, 'a display preference, not part of the link');
+    await markCanvas();
     await page.selectOption('#theme-switch', 'light');
     await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(246, 246, 243)');
-    await page.waitForFunction(() => document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas')?.isConnected);
+    await redrawn();
     const lightLabels = await labelLight();
     assert.ok(lightLabels < 120, `the heatmap's labels are dark on the light theme (brightest ${lightLabels})`);
     // Kept across a reload (same browser), and back to the system's choice with auto.
@@ -814,6 +820,29 @@ test('theme: the header\'s auto / light / dark control recolours the page and it
     assert.equal((await look()).theme, 'dark');
     await page.selectOption('#theme-switch', 'auto');
     assert.deepEqual(await look(), { theme: 'auto', bg: 'rgb(246, 246, 243)', stored: 'auto' });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('training: the gradient leading terms of char-1l over its snapshots, measured when asked, as the report measures them', async (t) => {
+  const { context, page, check } = await openView('cs-training', { model: 'char-1l' });
+  try {
+    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+    const panel = 'cs-training section[data-panel="training-leading"]';
+    await page.click(`${panel} .cs-leading-measure`);
+    await page.waitForSelector(`${panel} [data-measured="true"]`, { timeout: 120_000 });
+    await page.waitForSelector(`${panel} figure.cs-uplot canvas`);
+    const rows = parseCSV(await downloadText(page, `${panel} .cs-leading-csv`));
+    t.diagnostic(`leading terms of char-1l: ${rows.slice(1).map((r) => `step ${r[0]}: direct ${Number(r[1]).toFixed(2)}`).join(', ')}`);
+    assert.equal(rows[0][1], 'direct_path_cosine');
+    const snaps = await page.evaluate(async () => (await (await fetch('/models/manifest.json')).json()).snapshots['char-1l']);
+    assert.equal(rows.length, 1 + snaps.length + 1, 'every snapshot and the final model');
+    // The report's figures for char-1l (models/report.json: the direct path at step 250 and 6000).
+    const byStep = new Map(rows.slice(1).map((r) => [Number(r[0]), Number(r[1])]));
+    assert.ok(Math.abs(byStep.get(250) - 0.51) < 0.006, `step 250: ${byStep.get(250)}`);
+    assert.ok(Math.abs(byStep.get(6000) - 0.34) < 0.006, `step 6000: ${byStep.get(6000)}`);
     await check(t);
   } finally {
     await context.close();
