@@ -21,6 +21,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("qk", &Model::qk)
       .function("ov", &Model::ov)
       .function("posQk", &Model::posQk)
+      .function("composedQk", &Model::composedQk)
       .function("eigen", &Model::eigen)
       .function("spectra", &Model::spectra)
       .function("composition", &Model::composition)

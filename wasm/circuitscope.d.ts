@@ -203,9 +203,11 @@ export interface Attribution {
   path_part: Int32Array;
   /** shape [Q, d_vocab], axes ["path", "d_vocab"] */
   paths: Tagged;
-  /** The token with the largest logit: the prediction the expansion explains. */
+  /** The token with the largest logit: the model's prediction. */
   predicted: number;
-  /** The paths by the size of their logit for `predicted`, largest first: [Q]. */
+  /** The token the expansion explains: options.target, or `predicted` when none was given. */
+  target: number;
+  /** The paths by the size of their logit for `target`, largest first: [Q]. */
   path_order: Int32Array;
 }
 
@@ -713,9 +715,11 @@ export interface LoadedModel {
   /**
    * Path expansion of the logits at `pos` (default the last position; negative counts from the
    * end). Uses the tokens and intervention of the last run() unless options.tokens is given
-   * (then options.intervention, default none, applies).
+   * (then options.intervention, default none, applies). options.target: the token (id) whose logit
+   * the page explains, ordering path_order by each path's share of it (default: the prediction);
+   * parts and paths hold every token's logit either way. Throws for an id outside the vocabulary.
    */
-  attribution(pos?: number, options?: { tokens?: TokensIn; intervention?: Intervention }): Attribution;
+  attribution(pos?: number, options?: { tokens?: TokensIn; intervention?: Intervention; target?: number }): Attribution;
   /**
    * Full QK circuit W_E W_Q W_K^T W_E^T (unscaled: attention scores divide by sqrt(d_head)):
    * table shape [d_vocab, d_vocab], axes ["dest_token", "src_token"]; entries {dest, src, value}.
@@ -732,6 +736,18 @@ export interface LoadedModel {
    * ["query_pos", "key_pos"]; entries {query, key, value}. Throws for pos_embed "none".
    */
   posQk(layer: number, head: number, options?: CircuitOptions): Circuit<{ query: number; key: number; value: number }>;
+  /**
+   * A composition term of the QK circuit of head (layer, head) through an earlier head
+   * options.through = [l1, h1] (Framework paper, "Two-Layer Attention-Only Transformers"; the
+   * attention pattern of h1 left out, unscaled, tokens only), as qk() returns it:
+   * input "k" (default, K-composition): W_E W_Q (W_E W_V^{h1} W_O^{h1} W_K)^T, table shape
+   * [d_vocab, d_vocab], axes ["dest_token", "src_read_token"]: the query token against the token
+   * h1 attends to from the key position (for a previous-token h1, the token before the key);
+   * input "q" (Q-composition): (W_E W_V^{h1} W_O^{h1} W_Q) (W_E W_K)^T, axes
+   * ["dest_read_token", "src_token"]. Entries {dest, src, value} name the rows and columns.
+   * Throws unless l1 < layer, and for input "v".
+   */
+  composedQk(layer: number, head: number, options: CircuitOptions & { through: [number, number]; input?: 'q' | 'k' }): Circuit<{ dest: number; src: number; value: number }>;
   /** Eigenvalues of one head's full OV and QK circuits. */
   eigen(layer: number, head: number): { ov: Spectrum; qk: Spectrum };
   /** Every head's eigenvalue summary. */

@@ -90,6 +90,15 @@ function opts(options, allowed, what) {
 /** @param {unknown} x @param {boolean} fallback */
 const bool = (x, fallback) => (x === undefined ? fallback : !!x);
 
+/**
+ * composedQk's options.through: the earlier head as [layer, head] (the core checks the numbers).
+ * @param {any} x @returns {any[]}
+ */
+function through(x) {
+  if (!Array.isArray(x) || x.length !== 2) throw new TypeError('composedQk: options.through must be the earlier head as [layer, head], e.g. [0, 1]');
+  return x;
+}
+
 // The handle's config() JSON; on failure the handle is freed and the error rethrown readably.
 /** @param {any} handle @returns {any} */
 function parseConfig(handle) {
@@ -140,6 +149,8 @@ const MODEL_CALLS = {
   qk: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
   ov: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
   posQk: [['k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, o.k ?? 10, bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
+  composedQk: [['through', 'input', 'k', 'table', 'factors', 'sort', 'top'], 2, (o, l, h) => [l, h, ...through(o.through), o.input ?? 'k', o.k ?? 10,
+    bool(o.table, true), bool(o.factors, false), o.sort ?? 'none', o.top ?? 0]],
   eigen: [null, 0, (_, l, h) => [l, h]],
   spectra: [null, 0, () => []],
   composition: [['samples', 'seed'], 0, (o) => [o.samples ?? 200, o.seed ?? 0]],
@@ -232,7 +243,7 @@ function wrap(handle) {
     },
     attribution(pos, options) {
       live('attribution');
-      const o = opts(options, ['tokens', 'intervention'], 'attribution');
+      const o = opts(options, ['tokens', 'intervention', 'target'], 'attribution');
       let ids;
       let intervention = o.intervention;
       if (o.tokens !== undefined) {
@@ -244,7 +255,7 @@ function wrap(handle) {
       }
       if (pos === undefined) pos = ids.length - 1;
       else if (Number.isInteger(pos) && pos < 0) pos += ids.length;
-      return call(() => handle.attribution(ids, pos, intervention));
+      return call(() => handle.attribution(ids, pos, intervention, o.target));
     },
     topK(input, k = 5) {
       live('topK');

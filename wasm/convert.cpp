@@ -610,12 +610,13 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
 }
 
 // Path expansion of the logits at `pos` (cs::attribution).
-val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js) const {
+val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js, const val& target_js) const {
   return guarded([&] {
     const std::vector<int> ids = copy_in<int>(ids_js, "attribution: token ids");
     const int pos = to_int(pos_js, "attribution: pos");
     const cs::Intervention iv = to_intervention(iv_js, "attribution");
-    const cs::Attribution a = session_->attribution(ids, pos, iv);
+    const int target = target_js.isUndefined() || target_js.isNull() ? -1 : to_int(target_js, "attribution: target");
+    const cs::Attribution a = session_->attribution(ids, pos, iv, target);
     val out = val::object();
     out.set("pos", a.pos);
     out.set("token", a.token);
@@ -626,6 +627,7 @@ val Model::attribution(const val& ids_js, const val& pos_js, const val& iv_js) c
     out.set("path_part", copy_out(a.path_part.data(), a.path_part.size(), "Int32Array"));
     out.set("paths", tagged(a.paths, {"path", "d_vocab"}));
     out.set("predicted", a.predicted);
+    out.set("target", a.target);
     out.set("path_order", copy_out(a.path_order.data(), a.path_order.size(), "Int32Array"));
     return out;
   });
@@ -646,6 +648,19 @@ val Model::ov(const val& layer, const val& head, const val& k, bool table, bool 
   return guarded([&] {
     const cs::Factored f = cs::full_ov(session_->file().params, to_int(layer, "ov: layer"), to_int(head, "ov: head"));
     return factored_js(f, to_int(k, "ov: k"), table, factors, sort, top, "src_token", "out_token", "src", "out");
+  });
+}
+
+// The K- or Q-composition term of a later head's QK circuit through an earlier head (cs::composed_qk).
+val Model::composedQk(const val& layer, const val& head, const val& src_layer, const val& src_head, const val& input_js,
+    const val& k, bool table, bool factors, const val& sort, const val& top) const {
+  return guarded([&] {
+    const cs::Input input = to_input(input_js, "composedQk: input");
+    const cs::Factored f = cs::composed_qk(session_->file().params, to_int(layer, "composedQk: layer"), to_int(head, "composedQk: head"),
+                                           to_int(src_layer, "composedQk: through layer"), to_int(src_head, "composedQk: through head"), input);
+    const bool key = input == cs::Input::K;
+    return factored_js(f, to_int(k, "composedQk: k"), table, factors, sort, top, key ? "dest_token" : "dest_read_token",
+                       key ? "src_read_token" : "src_token", "dest", "src");
   });
 }
 

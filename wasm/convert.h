@@ -37,11 +37,13 @@ class Model {
   std::string config() const;
   val tokenize(const val& text) const;  // text: a JS string (see convert.cpp)
   val run(const val& ids, const val& intervention, const val& options);
-  val attribution(const val& ids, const val& pos, const val& intervention) const;
+  val attribution(const val& ids, const val& pos, const val& intervention, const val& target) const;
   val qk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
          const val& top) const;
   val ov(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
          const val& top) const;
+  val composedQk(const val& layer, const val& head, const val& src_layer, const val& src_head, const val& input,
+                 const val& k, bool table, bool factors, const val& sort, const val& top) const;
   val posQk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
             const val& top) const;
   val eigen(const val& layer, const val& head) const;

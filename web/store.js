@@ -15,7 +15,9 @@
 //   nopos    1 = act as if W_pos were zero
 //   IOI      order IOSS | SIOS; io, s: the names; names: six display names of the symbolic
 //            task; tpl, place, object: the sentence template, its place and object
-//   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28)
+//   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28); target: the
+//            token id whose logit the path expansion explains; through: the earlier head of the
+//            composed QK circuit ("L0H1"), compose: its input (k | q)
 //   patch    activation patching in the IOI and Induction views (their -patching panels): denoise
 //            (each head's output from the clean run into the corrupted one) | noise (the other
 //            way); absent = off. The corrupted input is the core's standard corruption of the
@@ -43,8 +45,8 @@ export const PANELS = Object.freeze([
   'induction-tokens', 'induction-heads', 'induction-pattern', 'induction-scores',
   'ioi-architecture', 'ioi-sequence', 'ioi-sentence', 'ioi-prediction', 'ioi-heads', 'ioi-patterns', 'ioi-lens', 'ioi-accuracy', 'ioi-zoo',
   'induction-patching', 'ioi-patching',
-  'circuits-qk', 'circuits-ov', 'circuits-eigen', 'circuits-trigrams', 'circuits-composition', 'circuits-attribution',
-  'training-curves', 'training-snapshots', 'training-trajectory', 'training-train',
+  'circuits-qk', 'circuits-ov', 'circuits-eigen', 'circuits-trigrams', 'circuits-composition', 'circuits-attribution', 'circuits-composedqk',
+  'training-curves', 'training-snapshots', 'training-trajectory', 'training-leading', 'training-train',
   'report-claims',
 ]);
 const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;
@@ -76,6 +78,9 @@ export const DEFAULT_STATE = Object.freeze({
   top: null,          // Circuits: rows and columns shown (null: 40)
   zoom: null,         // Circuits: cell size in pixels (null: 12)
   patch: null,        // IOI, Induction: activation patching, 'denoise' | 'noise' (null: off)
+  target: null,       // Circuits: the token id the path expansion explains (null: the prediction)
+  through: null,      // Circuits: the earlier head of the composed QK circuit (null: the previous layer's H0)
+  compose: null,      // Circuits: the composed QK circuit's input, k | q (null: k)
   embed: false,
   hide: Object.freeze([]),
   panel: null,        // embed: the one panel shown alone ("VIEW-PART", a panel of the view)
@@ -139,6 +144,9 @@ const FIELDS = new Map(Object.entries({
   top: oneOf('top', ['all', '80', '40', '20', '10']),
   zoom: integer('zoom', 3, 28),
   patch: oneOf('patch', ['denoise', 'noise']),
+  target: integer('target', 0, 999_999),
+  through: matching('through', HEAD_RE, 'a head such as L0H1'),
+  compose: oneOf('compose', ['k', 'q']),
   embed: flag('embed'),
   hide: list('hide', new RegExp(`^(${HIDEABLE.join('|')})$`), HIDEABLE.join(' or ')),
   panel: { parse: (s) => { if (!PANELS.includes(s)) throw bad('panel', s, 'a panel such as induction-tokens'); return s; }, format: (x) => x },
@@ -363,7 +371,7 @@ export function checkState(state, { config, snapshots = [] }) {
   const name = state.model ?? 'the model';
   const inside = (h) => h && h[0] < config.n_layers && h[1] < config.n_heads;
   const size = config.n_layers ? `${config.n_layers} layer${config.n_layers > 1 ? 's' : ''} of ${config.n_heads} head${config.n_heads > 1 ? 's' : ''}` : 'no attention heads';
-  for (const h of [state.head, ...(state.ablate || [])]) {
+  for (const h of [state.head, state.through, ...(state.ablate || [])]) {
     if (h && !inside(parseHead(h))) return `${name} has no head ${h} (it has ${size})`;
   }
   for (const s of state.cut || []) {
@@ -371,6 +379,7 @@ export function checkState(state, { config, snapshots = [] }) {
     if ((c.from && !inside(c.from)) || (c.to && !inside(c.to))) return `${name} has no path ${s} (it has ${size})`;
     if (c.from && c.to && c.from[0] >= c.to[0]) return `the cut ${s} does not go from an earlier layer to a later one`;
   }
+  if (state.target !== null && state.target !== undefined && !(state.target < config.d_vocab)) return `${name} has no token ${state.target} (its vocabulary has ${config.d_vocab})`;
   if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;
   if (state.nopos && config.pos_embed === 'none') return `${name} has no positional embedding to remove`;
   return null;
@@ -379,7 +388,7 @@ export function checkState(state, { config, snapshots = [] }) {
 // ------------------------------------------------------------------------------------------------
 // Actions: the only way the state changes. Each is plain data, so a test can replay them.
 
-const RESET_ON_MODEL = { snapshot: null, head: null, ablate: [], cut: [], nopos: false, pos: null };
+const RESET_ON_MODEL = { snapshot: null, head: null, ablate: [], cut: [], nopos: false, pos: null, target: null, through: null };
 const toggled = (arr, x) => (arr.includes(x) ? arr.filter((y) => y !== x) : [...arr, x].sort());
 
 /** The next state after an action (a pure function). */

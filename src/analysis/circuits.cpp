@@ -112,9 +112,25 @@ std::vector<int> best_indices(const RowVecT<double>& v, int kk) {
 // 1. Path expansion
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+// The prediction, the token the expansion explains (target, -1: the prediction), and the paths by
+// the size of their share of that token's logit, largest first (stable).
+void order_paths(Attribution& out, int target) {
+  const int V = out.logits.shape[0];
+  for (int v = 1; v < V; ++v)
+    if (out.logits.data[v] > out.logits.data[out.predicted]) out.predicted = v;
+  out.target = target < 0 ? out.predicted : target;
+  const std::size_t Q = out.path_names.size();
+  out.path_order.resize(Q);
+  for (std::size_t q = 0; q < Q; ++q) out.path_order[q] = static_cast<int>(q);
+  auto size_of = [&](int q) { return std::abs(out.paths.data[static_cast<std::size_t>(q) * V + out.target]); };
+  std::stable_sort(out.path_order.begin(), out.path_order.end(), [&](int a, int b) { return size_of(a) > size_of(b); });
+}
+}  // namespace
+
 // Framework paper, "Path Expansion of Logits" / seed 000.
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
-                        const Intervention& iv) {
+                        const Intervention& iv, int target) {
   const Config& c = p.cfg;
   const int L = c.n_layers, H = c.n_heads, D = c.d_model, V = c.d_vocab;
   const int B = cache.n_batch, T = cache.n_pos;
@@ -127,6 +143,9 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
   if (pos < 0 || pos >= T)
     throw std::invalid_argument("attribution: position " + std::to_string(pos) + " is outside the sequence (0.." +
                                 std::to_string(T - 1) + ")");
+  if (target < -1 || target >= V)
+    throw std::invalid_argument("attribution: target token " + std::to_string(target) + " is outside the vocabulary (0.." +
+                                std::to_string(V - 1) + "), or -1 for the prediction");
   if (cache.intervened && iv.empty())
     throw std::invalid_argument(
         "attribution: this cache came from a forward pass with an intervention; pass that same intervention so "
@@ -222,14 +241,7 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     }
   }
   put_rows(out.paths, paths, V);
-  // The prediction the expansion explains, and the paths by the size of their share of it.
-  for (int v = 1; v < V; ++v)
-    if (out.logits.data[v] > out.logits.data[out.predicted]) out.predicted = v;
-  const std::size_t Q = out.path_names.size();
-  out.path_order.resize(Q);
-  for (std::size_t q = 0; q < Q; ++q) out.path_order[q] = static_cast<int>(q);
-  auto size_of = [&](int q) { return std::abs(out.paths.data[static_cast<std::size_t>(q) * V + out.predicted]); };
-  std::stable_sort(out.path_order.begin(), out.path_order.end(), [&](int a, int b) { return size_of(a) > size_of(b); });
+  order_paths(out, target);
   return out;
 }
 
@@ -267,6 +279,31 @@ Factored full_ov(const Params<float>& p, int layer, int head) {
   Factored f;
   f.A = dbl(p.W_E.mat()) * dbl(p.blocks[layer].W_V.slice(head));
   f.B = dbl(p.blocks[layer].W_O.slice(head)) * dbl(p.W_U.mat());
+  return f;
+}
+
+// Framework paper, "Two-Layer Attention-Only Transformers": the K- or Q-composition term of
+// h2's QK circuit through h1 (see circuits.h).
+Factored composed_qk(const Params<float>& p, int layer, int head, int src_layer, int src_head, Input input) {
+  check_head(p.cfg, layer, head, "composed QK circuit");
+  check_head(p.cfg, src_layer, src_head, "composed QK circuit: the earlier head");
+  if (src_layer >= layer)
+    throw std::invalid_argument("composed QK circuit: " + head_name(src_layer, src_head) + " is not in an earlier layer than " +
+                                head_name(layer, head) + ", so its output cannot reach that head's query or key");
+  if (input == Input::V)
+    throw std::invalid_argument("composed QK circuit: the input must be 'q' or 'k' (V-composition is an OV term, not a QK one)");
+  const MatRM<double> WE = dbl(p.W_E.mat());                                             // [V, D]
+  const auto& w1 = p.blocks[src_layer];
+  const auto& w2 = p.blocks[layer];
+  const MatRM<double> moved = (WE * dbl(w1.W_V.slice(src_head))) * dbl(w1.W_O.slice(src_head));  // [V, D]: W_E OV^{h1}
+  Factored f;
+  if (input == Input::K) {
+    f.A = WE * dbl(w2.W_Q.slice(head));                                 // [V, Dh]
+    f.B = (moved * dbl(w2.W_K.slice(head))).transpose();               // [Dh, V]
+  } else {
+    f.A = moved * dbl(w2.W_Q.slice(head));                              // [V, Dh]
+    f.B = (WE * dbl(w2.W_K.slice(head))).transpose();                  // [Dh, V]
+  }
   return f;
 }
 

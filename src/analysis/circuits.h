@@ -69,16 +69,19 @@ struct Attribution {
   std::vector<std::string> path_names;  // [Q]     "L{l2}H{h2}<-..." as above
   std::vector<int> path_part;           // [Q]     row of `parts` (the head h2) each path belongs to
   Tensor<float> paths;                  // [Q, V]
-  int predicted = 0;                    // argmax of logits: the prediction the page expands
-  std::vector<int> path_order;          // [Q]     paths by |their logit for `predicted`|, largest first
+  int predicted = 0;                    // argmax of logits: the model's prediction
+  int target = 0;                       // the token the expansion explains: `predicted` unless asked
+  std::vector<int> path_order;          // [Q]     paths by |their logit for `target`|, largest first
 };
 
 // Framework paper, "Path Expansion of Logits" / seed 000 (T = W_U W_E + sum_h A^h (x) W_U W_OV^h W_E).
 // `iv` must be the intervention the cache was produced with (it tells which heads are ablated
 // and which value paths are cut); throws if the cache was intervened and `iv` is empty, or if
-// batch_row/pos are outside the cache.
+// batch_row/pos are outside the cache. target: the token whose logit the page explains (its
+// paths ordered by their share of it), -1 for the prediction; throws outside the vocabulary.
+// parts and paths hold every token's logit either way, so parts[:, target] sums to logits[target].
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
-                        const Intervention& iv = Intervention());
+                        const Intervention& iv = Intervention(), int target = -1);
 
 // ---------------------------------------------------------------------------------------------
 // 2. Full circuits in factored form (TransformerLens FactoredMatrix)
@@ -108,6 +111,22 @@ Factored pos_qk(const Params<float>& p, int layer, int head);
 // Framework paper, one-layer section / seed 000: full OV table W_E W_V W_O W_U [V_src, V_out]
 // (direct-path term for layer > 0).
 Factored full_ov(const Params<float>& p, int layer, int head);
+
+// Framework paper, "Two-Layer Attention-Only Transformers": the QK circuit of a later head h2 =
+// (layer, head) expands into the direct term (full_qk), a K-composition term per earlier head h1,
+// a Q-composition term per h1, and Q-and-K terms. In the paper's column-vector form the
+// K-composition term is Id (x) A^{h1} (x) W_E^T W_QK^{h2} W_OV^{h1} W_E and the Q-composition
+// term A^{h1} (x) Id (x) W_E^T W_OV^{h1 T} W_QK^{h2} W_E. Here (row vectors, unscaled):
+//   input K  W_E W_Q^{h2} (W_E W_V^{h1} W_O^{h1} W_K^{h2})^T   [V_query, V_src_read]
+//            rows: the query (destination) token; columns: the token h1 attends to from the key
+//            position (for a previous-token h1, the token before the key), its OV output read by
+//            h2's key
+//   input Q  (W_E W_V^{h1} W_O^{h1} W_Q^{h2}) (W_E W_K^{h2})^T [V_dest_read, V_key]
+//            rows: the token h1 attends to from the query position; columns: the key token
+// The attention pattern A^{h1} is left out: the table is the token-to-token factor of the term
+// (tokens only: positional embeddings are not in these terms). Factored as A [V, d_head] B
+// [d_head, V]. Throws unless src_layer < layer, for input V, and for heads the model lacks.
+Factored composed_qk(const Params<float>& p, int layer, int head, int src_layer, int src_head, Input input);
 
 // TransformerLens FactoredMatrix.AB: the explicit [rows, cols] product (only when asked; refused
 // past kMaxCircuitBytes, e.g. a 50,000-token vocabulary's 2.5 billion entries).

@@ -107,13 +107,13 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
   return loss_from_logits<float>(cache, next_token_batch(ids, B, T)).loss;
 }
 
-Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, const Intervention& iv) const {
+Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, const Intervention& iv, int target) const {
   const int T = static_cast<int>(ids.size());
   check_context_length(file_.cfg, T, "attribution");
   ActivationCache<float> cache;
   forward<float>(file_.params, ids, 1, T, cache, iv);
   check_output_finite(cache);
-  return cs::attribution(file_.params, cache, 0, pos, iv);
+  return cs::attribution(file_.params, cache, 0, pos, iv, target);
 }
 
 HeadScoresRun ModelSession::head_scores(const RepeatedTokensSpec& spec) const {

@@ -108,7 +108,7 @@ class ModelSession {
   // One forward pass over a [B, T] batch into the kept cache; the mean next-token loss.
   double forward_batch(const std::vector<int>& ids, int B, int T);
 
-  Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv) const;
+  Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv, int target = -1) const;
   HeadScoresRun head_scores(const RepeatedTokensSpec& spec) const;
   TopK top_k(const std::vector<int>& ids, int k) const;  // [1, T, k]
   // ids row-major [B, T].

@@ -475,7 +475,7 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
       };
     });
     t.diagnostic(`circuits: ${JSON.stringify(info)}`);
-    assert.equal(info.canvases.length, 2);
+    assert.equal(info.canvases.length, 3, 'QK, OV and the composed QK circuit');
     for (const [w, h] of info.canvases) assert.ok(w > 100 && h > 100, `heatmap drawn (${w}x${h})`);
     assert.equal(info.qkShape, '82x82');
     assert.ok(info.eigenPoints >= 32, 'OV and QK eigenvalues plotted');
@@ -496,6 +496,53 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
     await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'char-2l' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '82x82');
     await page.screenshot({ path: path.join(artifacts, 'views-circuits.png'), fullPage: true });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('circuits: the path expansion explains any target token; the composed QK circuit through the previous-token head', async (t) => {
+  const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l&head=L1H1');
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const attr = 'cs-circuits section[data-panel="circuits-attribution"]';
+    const predicted = await page.$eval(`${attr} [data-target]`, (d) => Number(d.dataset.target));
+    // Pick the second of the core's top next tokens: the link and the panel follow.
+    const second = await page.$eval(`${attr} select.cs-attr-target`, (s) => s.options[2].value);
+    await page.selectOption(`${attr} select.cs-attr-target`, second);
+    await page.waitForFunction((v) => new RegExp(`[#&]target=${v}(&|$)`).test(location.hash), second);
+    await page.waitForFunction(([sel, v]) => document.querySelector(`${sel} [data-target]`)?.dataset.target === v, [attr, second]);
+    assert.notEqual(Number(second), predicted);
+    assert.match(await page.$eval(attr, (p) => p.textContent), /The logit of .* is the sum of/);
+    // Any token typed by name.
+    const e = await page.evaluate(async () => (await (await import('/store.js')).getModel('char-2l')).tokenizer.vocab.indexOf('e'));
+    await page.fill(`${attr} input.cs-attr-token`, 'e');
+    await page.press(`${attr} input.cs-attr-token`, 'Enter');
+    await page.waitForFunction(([sel, v]) => document.querySelector(`${sel} [data-target]`)?.dataset.target === String(v), [attr, e]);
+    // Back to the prediction.
+    await page.selectOption(`${attr} select.cs-attr-target`, '');
+    await page.waitForFunction(() => !/[#&]target=/.test(location.hash));
+
+    // The composed QK circuit of L1H1 through L0H1 (K-composition): a heatmap, its entries, in the link.
+    const cqk = 'cs-circuits section[data-panel="circuits-composedqk"]';
+    await page.waitForSelector(`${cqk} canvas`);
+    assert.equal(await page.$eval(`${cqk} select.cs-cqk-through`, (s) => s.value), 'L0H0');
+    await page.selectOption(`${cqk} select.cs-cqk-through`, 'L0H1');
+    await page.waitForFunction(() => /[#&]through=L0H1(&|$)/.test(location.hash));
+    await page.waitForFunction((sel) => /through L0H1/.test(document.querySelector(`${sel} canvas`)?.getAttribute('aria-label') ?? ''), cqk);
+    const top = await page.$$eval(`${cqk} .cs-scroll table:first-child tbody tr`, (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
+    t.diagnostic(`K-composition of L1H1 through L0H1, largest entries: ${top.map((r) => r.join(' ')).join(' | ')}`);
+    assert.ok(top.length >= 10);
+    // An induction head's K-composition term through the previous-token head matches a token
+    // with itself: its largest entries lie on the diagonal.
+    assert.ok(top.filter((r) => r[0] === r[1]).length >= 8, 'the largest entries are on the diagonal (dest = src read)');
+    await page.selectOption(`${cqk} select.cs-cqk-input`, 'q');
+    await page.waitForFunction(() => /[#&]compose=q(&|$)/.test(location.hash));
+    await page.waitForFunction((sel) => /^Q-composition/.test(document.querySelector(`${sel} canvas`)?.getAttribute('aria-label') ?? ''), cqk);
+    // A layer-0 head has no earlier head to compose with.
+    await page.selectOption('cs-circuits select[id$="-head"]', 'L0H1');
+    await page.waitForFunction((sel) => /is in layer 0/.test(document.querySelector(sel).textContent), cqk);
     await check(t);
   } finally {
     await context.close();
@@ -616,6 +663,186 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
     const ink2 = await inkedInBox(page, png2, sel, 2);
     t.diagnostic(`select box in the PNG: ${ink2.inked} of ${ink2.total} pixels not background`);
     assert.ok(ink2.inked > 0.03 * ink2.total, `the select's chosen option is drawn in the PNG (${ink2.inked} of ${ink2.total} pixels)`);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+/** Clicks `selector` in the page and returns the downloaded file's text. */
+async function downloadText(page, selector) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.$eval(selector, (b) => b.click())]);
+  return readFileSync(await download.path(), 'utf8');
+}
+
+/** A CSV the page wrote, as rows of cells (quoted cells with commas, quotes or newlines unquoted). */
+function parseCSV(text) {
+  const rows = [[]];
+  let cell = '', quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quoted) {
+      if (ch === '"' && text[i + 1] === '"') { cell += '"'; i++; } else if (ch === '"') quoted = false; else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') { rows.at(-1).push(cell); cell = ''; } else if (ch === '\n') { rows.at(-1).push(cell); cell = ''; rows.push([]); } else cell += ch;
+  }
+  if (rows.at(-1).length === 0) rows.pop();
+  return rows;
+}
+
+test('export: the token strip is in the per-token loss PNG; head scores download as CSV with the core\'s numbers', async (t) => {
+  const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    const panel = await page.$('cs-induction section[data-panel="induction-tokens"]');
+    const box = await panel.evaluate((p) => {
+      const b = p.getBoundingClientRect();
+      const r = p.querySelector('.tokens').getBoundingClientRect();
+      return { x: r.left - b.left, y: r.top - b.top, w: r.width, h: r.height, pw: b.width };
+    });
+    const [download] = await Promise.all([page.waitForEvent('download'), panel.evaluate((p) => p.querySelector('.cs-panel-png').click())]);
+    const png = readFileSync(await download.path());
+    await download.saveAs(path.join(artifacts, 'views-tokens-export.png'));
+    const { inked, total } = await inkedInBox(page, png, box);
+    t.diagnostic(`token strip in the PNG: ${inked} of ${total} pixels not background`);
+    assert.ok(inked > 0.2 * total, `the loss-coloured tokens are drawn in the PNG (${inked} of ${total} pixels)`);
+
+    // Head scores: one row per head; the random-token columns are headScores()'s numbers exactly.
+    await page.waitForFunction(() => !/…/.test(document.querySelector('cs-induction .ind-scores tbody').textContent));
+    const rows = parseCSV(await downloadText(page, 'cs-induction .ind-scores-csv'));
+    assert.deepEqual(rows[0].slice(0, 5), ['head', 'layer', 'head_index', 'prefix_matching_text', 'previous_token_text']);
+    assert.equal(rows.length, 1 + 8);
+    const core = await page.evaluate(async () => {
+      const m = await (await import('/store.js')).getModel('char-2l');
+      const s = m.headScores();
+      return { pm: Array.from(s.prefix_matching.data), copying: Array.from(s.copying.data) };
+    });
+    const col = (name) => rows[0].indexOf(name);
+    rows.slice(1).forEach((r, i) => {
+      assert.equal(r[0], `L${Math.floor(i / 4)}H${i % 4}`);
+      assert.equal(Number(r[col('prefix_matching_random')]), core.pm[i]);
+      assert.equal(Number(r[col('copying_random')]), core.copying[i]);
+      assert.ok(Number.isFinite(Number(r[col('prefix_matching_text')])));
+    });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('export: the Circuits view\'s QK table, composition scores and eigenvalues download as CSV with the core\'s numbers', async (t) => {
+  const { context, page, check } = await openView('cs-circuits', { model: 'char-2l', head: 'L1H0' });
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const core = await page.evaluate(async () => {
+      const m = await (await import('/store.js')).getModel('char-2l');
+      const q = m.qk(1, 0, { k: 1 });
+      const c = m.composition({ samples: 100 });
+      const e = m.eigen(1, 0);
+      return { qk: Array.from(q.table.data), axes: q.table.axes, vocab: m.tokenizer.vocab, comp: Array.from(c.scores.data), baseline: c.baseline,
+        ov: [Array.from(e.ov.re), Array.from(e.ov.im)], qkEig: [Array.from(e.qk.re), Array.from(e.qk.im)] };
+    });
+    const V = core.vocab.length;
+    const qk = parseCSV(await downloadText(page, 'cs-circuits section[data-panel="circuits-qk"] .cs-table-csv'));
+    assert.equal(qk[0][0], 'dest_token \\ src_token');
+    assert.deepEqual(qk[0].slice(1), core.vocab);
+    assert.equal(qk.length, 1 + V);
+    for (let i = 0; i < V; i++) {
+      assert.equal(qk[1 + i][0], core.vocab[i]);
+      for (let j = 0; j < V; j++) assert.equal(Number(qk[1 + i][1 + j]), core.qk[i * V + j]);
+    }
+    const comp = parseCSV(await downloadText(page, 'cs-circuits .cs-composition-csv'));
+    assert.deepEqual(comp[0].slice(0, 3), ['kind', 'src_head', 'dst_head']);
+    assert.equal(comp.length, 1 + 3 * 4 * 4, 'Q, K and V from each layer-0 head into each layer-1 head');
+    const L = 2, H = 4;
+    for (const r of comp.slice(1)) {
+      const [k, l1, h1, l2, h2] = ['QKV'.indexOf(r[0]), +r[3], +r[4], +r[5], +r[6]];
+      assert.equal(Number(r[7]), core.comp[(((k * L + l1) * H + h1) * L + l2) * H + h2]);
+      assert.equal(Number(r[9]), core.baseline);
+    }
+    const eig = parseCSV(await downloadText(page, 'cs-circuits .cs-eigen-csv'));
+    assert.deepEqual(eig[0], ['head', 'circuit', 'rank', 're', 'im', 'copying', 'positive_fraction']);
+    assert.equal(eig.length, 1 + core.ov[0].length + core.qkEig[0].length);
+    for (const r of eig.slice(1)) {
+      const [re, im] = r[1] === 'OV' ? core.ov : core.qkEig;
+      assert.equal(r[0], 'L1H0');
+      assert.equal(Number(r[3]), re[+r[2]]);
+      assert.equal(Number(r[4]), im[+r[2]]);
+    }
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('theme: the header\'s auto / light / dark control recolours the page and its canvases, is kept in localStorage and not in the link', async (t) => {
+  const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l&head=L1H0');
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    // The heatmap's labels (the canvas's margin above the cells): the brightest inked pixel.
+    const labelLight = () => page.evaluate(() => {
+      const c = document.querySelector('cs-circuits section[data-panel="circuits-qk"] canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, 10).data;
+      let best = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 200) best = Math.max(best, (d[i] + d[i + 1] + d[i + 2]) / 3);
+      return best;
+    });
+    const look = () => page.evaluate(() => ({ theme: document.documentElement.dataset.theme ?? 'auto', bg: getComputedStyle(document.body).backgroundColor, stored: localStorage.getItem('circuitscope-theme') }));
+    assert.equal(await page.$eval('#theme-switch', (s) => s.value), 'auto');
+    // The heatmap is drawn afresh (a new canvas) after each change of theme.
+    const qkCanvas = 'cs-circuits section[data-panel="circuits-qk"] canvas';
+    const markCanvas = () => page.$eval(qkCanvas, (c) => { window.__oldCanvas = c; });
+    const redrawn = () => page.waitForFunction((sel) => { const c = document.querySelector(sel); return c && c !== window.__oldCanvas; }, qkCanvas);
+    await markCanvas();
+    await page.selectOption('#theme-switch', 'dark');
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(21, 24, 28)');
+    await redrawn();
+    const dark = await look();
+    const darkLabels = await labelLight();
+    assert.deepEqual([dark.theme, dark.stored], ['dark', 'dark']);
+    assert.ok(darkLabels > 180, `the heatmap's labels are light on the dark theme (brightest ${darkLabels})`);
+    assert.doesNotMatch(await page.evaluate(() => location.hash), /theme/, 'a display preference, not part of the link');
+    await markCanvas();
+    await page.selectOption('#theme-switch', 'light');
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor === 'rgb(246, 246, 243)');
+    await redrawn();
+    const lightLabels = await labelLight();
+    assert.ok(lightLabels < 120, `the heatmap's labels are dark on the light theme (brightest ${lightLabels})`);
+    // Kept across a reload (same browser), and back to the system's choice with auto.
+    await page.selectOption('#theme-switch', 'dark');
+    await page.reload();
+    await page.evaluate(() => {
+      window.__violations = [];
+      document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+    });
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    assert.equal(await page.$eval('#theme-switch', (s) => s.value), 'dark');
+    assert.equal((await look()).theme, 'dark');
+    await page.selectOption('#theme-switch', 'auto');
+    assert.deepEqual(await look(), { theme: 'auto', bg: 'rgb(246, 246, 243)', stored: 'auto' });
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
+test('training: the gradient leading terms of char-1l over its snapshots, measured when asked, as the report measures them', async (t) => {
+  const { context, page, check } = await openView('cs-training', { model: 'char-1l' });
+  try {
+    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+    const panel = 'cs-training section[data-panel="training-leading"]';
+    await page.click(`${panel} .cs-leading-measure`);
+    await page.waitForSelector(`${panel} [data-measured="true"]`, { timeout: 120_000 });
+    await page.waitForSelector(`${panel} figure.cs-uplot canvas`);
+    const rows = parseCSV(await downloadText(page, `${panel} .cs-leading-csv`));
+    t.diagnostic(`leading terms of char-1l: ${rows.slice(1).map((r) => `step ${r[0]}: direct ${Number(r[1]).toFixed(2)}`).join(', ')}`);
+    assert.equal(rows[0][1], 'direct_path_cosine');
+    const snaps = await page.evaluate(async () => (await (await fetch('/models/manifest.json')).json()).snapshots['char-1l']);
+    assert.equal(rows.length, 1 + snaps.length + 1, 'every snapshot and the final model');
+    // The report's figures for char-1l (models/report.json: the direct path at step 250 and 6000).
+    const byStep = new Map(rows.slice(1).map((r) => [Number(r[0]), Number(r[1])]));
+    assert.ok(Math.abs(byStep.get(250) - 0.51) < 0.006, `step 250: ${byStep.get(250)}`);
+    assert.ok(Math.abs(byStep.get(6000) - 0.34) < 0.006, `step 6000: ${byStep.get(6000)}`);
     await check(t);
   } finally {
     await context.close();

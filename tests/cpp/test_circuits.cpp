@@ -193,6 +193,33 @@ TEST(CircuitsAttribution, InterventionsAreAccountedFor) {
     }
 }
 
+// Any target token: parts sum to its logit, each head's paths to its part, and the path order is
+// by each path's share of that token's logit; the default target is the prediction.
+TEST(CircuitsAttribution, AnyTargetTokenPartsSumToItsLogit) {
+  Config c = tiny_config(2, PosEmbed::Standard, true, true);
+  const Params<float> p = random_params<float>(c, 8);
+  ActivationCache<float> cache;
+  forward(p, random_tokens(c, 6, 2), 1, 6, cache);
+  const int V = c.d_vocab;
+  EXPECT_EQ(attribution(p, cache, 0, 5).target, attribution(p, cache, 0, 5).predicted);
+  for (int target = 0; target < V; ++target) {
+    const Attribution a = attribution(p, cache, 0, 5, Intervention(), target);
+    EXPECT_EQ(a.target, target);
+    double sum = 0;
+    for (int r = 0; r < a.parts.shape[0]; ++r) sum += a.parts.data[static_cast<std::size_t>(r) * V + target];
+    EXPECT_NEAR(sum, a.logits.data[target], 1e-4) << "target " << target;
+    std::vector<double> group(a.parts.shape[0], 0.0);
+    for (std::size_t q = 0; q < a.path_names.size(); ++q) group[a.path_part[q]] += a.paths.data[q * V + target];
+    for (int r = 3; r < a.parts.shape[0]; ++r)
+      if (r >= 3 + c.n_heads) EXPECT_NEAR(group[r], a.parts.data[static_cast<std::size_t>(r) * V + target], 1e-4);
+    for (std::size_t i = 1; i < a.path_order.size(); ++i)
+      EXPECT_GE(std::abs(a.paths.data[static_cast<std::size_t>(a.path_order[i - 1]) * V + target]),
+                std::abs(a.paths.data[static_cast<std::size_t>(a.path_order[i]) * V + target]));
+  }
+  EXPECT_THROW(attribution(p, cache, 0, 5, Intervention(), V), std::invalid_argument);
+  EXPECT_THROW(attribution(p, cache, 0, 5, Intervention(), -2), std::invalid_argument);
+}
+
 TEST(CircuitsAttribution, RejectsBadIndices) {
   Config c = tiny_config(1, PosEmbed::None, false, false);
   const Params<float> p = random_params<float>(c, 1);
@@ -247,6 +274,53 @@ TEST(CircuitsFull, EqualExplicitProducts) {
     EXPECT_THROW(full_ov(p, -1, 0), std::invalid_argument);
     EXPECT_THROW(entry(full_ov(p, 0, 0), 0, c.d_vocab), std::invalid_argument);
   }
+}
+
+// The K- and Q-composition terms of a later head's QK circuit, against plain loops over the
+// weights: entry (a, b) is sum_i q_a[i] k_b[i] with, for K, q_a = W_E[a] W_Q^{h2} and
+// k_b = (W_E[b] W_V^{h1} W_O^{h1}) W_K^{h2}; for Q, q_a = (W_E[a] W_V^{h1} W_O^{h1}) W_Q^{h2} and
+// k_b = W_E[b] W_K^{h2}.
+TEST(CircuitsFull, ComposedQkEqualsAPlainLoop) {
+  Config c = tiny_config(3, PosEmbed::Shortformer, false, true);
+  const Params<float> p = random_params<float>(c, 12);
+  const int V = c.d_vocab, D = c.d_model, Dh = c.d_head;
+  // x W for one row x of length D and W a [D, n] slice, in plain loops.
+  auto times = [&](const std::vector<double>& x, const auto& W, int n) {
+    std::vector<double> out(n, 0.0);
+    for (int j = 0; j < n; ++j)
+      for (int d = 0; d < static_cast<int>(x.size()); ++d) out[j] += x[d] * static_cast<double>(W(d, j));
+    return out;
+  };
+  auto embed = [&](int t) {
+    std::vector<double> x(D);
+    for (int d = 0; d < D; ++d) x[d] = p.W_E.mat()(t, d);
+    return x;
+  };
+  for (int l2 = 1; l2 < 3; ++l2)
+    for (int l1 = 0; l1 < l2; ++l1)
+      for (int h2 = 0; h2 < c.n_heads; ++h2)
+        for (int h1 = 0; h1 < c.n_heads; ++h1)
+          for (Input in : {Input::K, Input::Q}) {
+            const auto& w1 = p.blocks[l1];
+            const auto& w2 = p.blocks[l2];
+            auto moved = [&](int t) { return times(times(embed(t), w1.W_V.slice(h1), Dh), w1.W_O.slice(h1), D); };
+            const MatRM<double> m = materialize(composed_qk(p, l2, h2, l1, h1, in));
+            ASSERT_EQ(m.rows(), V);
+            ASSERT_EQ(m.cols(), V);
+            for (int a = 0; a < V; ++a)
+              for (int b = 0; b < V; ++b) {
+                const std::vector<double> q = times(in == Input::K ? embed(a) : moved(a), w2.W_Q.slice(h2), Dh);
+                const std::vector<double> k = times(in == Input::K ? moved(b) : embed(b), w2.W_K.slice(h2), Dh);
+                double want = 0;
+                for (int i = 0; i < Dh; ++i) want += q[i] * k[i];
+                EXPECT_NEAR(m(a, b), want, 1e-9 * (1 + std::abs(want)));
+              }
+          }
+  EXPECT_THROW(composed_qk(p, 1, 0, 1, 0, Input::K), std::invalid_argument);  // same layer
+  EXPECT_THROW(composed_qk(p, 0, 0, 0, 1, Input::K), std::invalid_argument);
+  EXPECT_THROW(composed_qk(p, 2, 0, 0, 0, Input::V), std::invalid_argument);
+  EXPECT_THROW(composed_qk(p, 1, 0, 0, c.n_heads, Input::K), std::invalid_argument);
+  EXPECT_THROW(composed_qk(p, 3, 0, 0, 0, Input::K), std::invalid_argument);
 }
 
 TEST(CircuitsFull, TopKMatchesSortingTheExplicitMatrix) {

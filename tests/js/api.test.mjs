@@ -254,6 +254,48 @@ test('qk / ov / posQk tables equal the products of the weights read from the fil
   }
 });
 
+test('composedQk: the K- and Q-composition terms equal products of the weights; it orders like qk() and refuses what has no term', () => {
+  const { tensors } = readSafetensors(charBytes);
+  const WE = whole(tensors['embed.W_E']);
+  const w = (l, name, h) => slice(tensors[`blocks.${l}.attn.${name}`], h);
+  const [l1, h1, l2, h2] = [0, 1, 1, 1];
+  const moved = matmul(matmul(WE, w(l1, 'W_V', h1)), w(l1, 'W_O', h1));   // W_E W_OV^{h1}
+  const kTerm = matmul(matmul(WE, w(l2, 'W_Q', h2)), transpose(matmul(moved, w(l2, 'W_K', h2))));
+  const qTerm = matmul(matmul(moved, w(l2, 'W_Q', h2)), transpose(matmul(WE, w(l2, 'W_K', h2))));
+  const k = char.composedQk(l2, h2, { through: [l1, h1], k: 3, sort: 'both', top: 20 });
+  const q = char.composedQk(l2, h2, { through: [l1, h1], input: 'q' });
+  assertWellFormed(k, 'composedQk');
+  assert.deepEqual(k.table.axes, ['dest_token', 'src_read_token']);
+  assert.deepEqual(q.table.axes, ['dest_read_token', 'src_token']);
+  assert.ok(relMaxDiff(k.table.data, kTerm.data) < 1e-5, 'K-composition term');
+  assert.ok(relMaxDiff(q.table.data, qTerm.data) < 1e-5, 'Q-composition term');
+  const V = kTerm.rows;
+  close(k.top[0].value, Math.max(...kTerm.data), 1e-6 * Math.max(...kTerm.data), 'the largest entry');
+  close(k.top[0].value, kTerm.data[k.top[0].dest * V + k.top[0].src], 1e-5, 'named by dest and src');
+  assert.deepEqual({ rows: Array.from(k.rows), cols: Array.from(k.cols) }, arrangeReference(k.table, 'both', 20));
+  throwsReadable(() => char.composedQk(1, 1, { through: [1, 0] }), /not in an earlier layer/, 'same layer');
+  throwsReadable(() => char.composedQk(1, 1, { through: [0, 1], input: 'v' }), /'q' or 'k'/, 'V');
+  throwsReadable(() => char.composedQk(1, 1, { through: [0, 9] }), /no head L0H9/, 'no such head');
+  throwsReadable(() => char.composedQk(1, 1, {}), /through must be the earlier head/, 'no through');
+});
+
+test('attribution of any target token: its parts sum to its logit, and the paths are ordered by their share of it', () => {
+  const a0 = char.attribution(-1, { tokens: TEXT });
+  assert.equal(a0.target, a0.predicted);
+  const V = a0.logits.shape[0];
+  for (const target of [0, 5, V - 1]) {
+    const a = char.attribution(-1, { tokens: TEXT, target });
+    assert.equal(a.target, target);
+    assert.equal(a.predicted, a0.predicted);
+    let sum = 0;
+    for (let p = 0; p < a.parts.shape[0]; p++) sum += a.parts.data[p * V + target];
+    close(sum, a.logits.data[target], 1e-4, `parts of token ${target}`);
+    const share = (i) => Math.abs(a.paths.data[i * V + target]);
+    for (let i = 1; i < a.path_order.length; i++) assert.ok(share(a.path_order[i - 1]) >= share(a.path_order[i]));
+  }
+  throwsReadable(() => char.attribution(-1, { tokens: TEXT, target: V }), /target token \d+ is outside the vocabulary/, 'target past the vocabulary');
+});
+
 // The display order the page used to compute itself (web/views/circuits.js's arrange(), before
 // the core returned it): the top N rows / columns by variance, kept in index order, then by
 // decreasing mean; JavaScript's sort is stable, so ties keep index order.

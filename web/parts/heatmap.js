@@ -83,7 +83,9 @@ export function heatmap(canvas, tagged, options = {}) {
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(tmp, 0, 0, cols, rows, marginX, marginY, w, h);
   if (labelsX || labelsY) {
-    const style = getComputedStyle(canvas);
+    // The text colour of the theme: a canvas drawn before it joins the page has no computed style
+    // yet, so the page's body colour stands in (it follows the theme, as the panels' text does).
+    const style = getComputedStyle(canvas.isConnected ? canvas : document.body);
     ctx.fillStyle = style.color || '#000';
     ctx.font = `${font}px ui-monospace, monospace`;
     ctx.textBaseline = 'middle';

@@ -74,13 +74,14 @@ const firstFinite = (arr) => arr?.find(finite) ?? null;
 const lastFinite = (arr) => arr?.findLast(finite) ?? null;
 
 const charts = new Set();   // built charts, rebuilt when the colour scheme changes
-if (typeof matchMedia !== 'undefined') {
-  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
-    for (const c of charts) {
-      if (c.element.isConnected) c.rebuild(); else c.unbuild();
-    }
-  });
-}
+const rebuildAll = () => {
+  for (const c of charts) {
+    if (c.element.isConnected) c.rebuild(); else c.unbuild();
+  }
+};
+if (typeof matchMedia !== 'undefined') matchMedia('(prefers-color-scheme: dark)').addEventListener('change', rebuildAll);
+// The page's Theme control (theme.js) changes the colours without the system's scheme changing.
+if (typeof window !== 'undefined') window.addEventListener('cs-theme-change', rebuildAll);
 
 /** Destroys the LineCharts inside `root` (uPlot keeps window listeners until then). */
 export function destroyCharts(root) {

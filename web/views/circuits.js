@@ -3,8 +3,9 @@
 // attending to a source token does to the output logits) as sortable, zoomable heatmaps with
 // their top entries; the eigenvalues of both circuits in the complex plane with the copying
 // statistic; skip-trigrams and the "bugs" they force (1-layer models); the Q/K/V composition
-// scores against their random baseline; and the path expansion of one prediction on text you
-// type. Each figure is a panel (web/panels/circuits/); this element holds the controls and the
+// scores against their random baseline; the composed QK circuit of a later head through an
+// earlier one (K- or Q-composition); and the path expansion of one prediction (or of any target
+// token) on text you type. Each figure is a panel (web/panels/circuits/); this element holds the controls and the
 // layout.
 //
 // Embed it on any page, this site's or another's (SITE is where the site is served):
@@ -17,7 +18,8 @@
 // Attributes (standalone) or state keys (set by the app): model, head ("L{l}H{h}"), snapshot
 // ("step1000": a training snapshot of that model, as <cs-training> reports it), sort (token |
 // row | col | both), top (all | 10 | 20 | 40 | 80: rows and columns of highest variance), zoom
-// (cell size in pixels), text (the text of the path expansion). Every control writes to the
+// (cell size in pixels), text (the text of the path expansion), target (the token it explains),
+// through and compose (the composed QK circuit's earlier head and input). Every control writes to the
 // page's store (store.js).
 import { el } from '../parts/dom.js';
 import { getModel, headName } from '../store.js';
@@ -30,9 +32,10 @@ import eigen from '../panels/circuits/eigen.js';
 import trigrams from '../panels/circuits/trigrams.js';
 import composition from '../panels/circuits/composition.js';
 import attribution from '../panels/circuits/attribution.js';
+import composedqk from '../panels/circuits/composedqk.js';
 
 export const TAG = 'cs-circuits';
-const PANELS = [qk, ov, eigen, trigrams, composition, attribution];
+const PANELS = [qk, ov, eigen, trigrams, composition, composedqk, attribution];
 let uid = 0;
 
 const field = (text, control) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, text), control);
@@ -58,21 +61,21 @@ function controls(id, update) {
 
 export class CsCircuits extends CsView {
   static view = 'circuits';
-  static attributes = ['model', 'head', 'snapshot', 'sort', 'top', 'zoom', 'text'];
+  static attributes = ['model', 'head', 'snapshot', 'sort', 'top', 'zoom', 'text', 'through', 'compose'];
 
   build() {
     const id = `cs-circuits-${++uid}`;
     this.classList.add('cs-view');
     const r = (this.refs = controls(id, (values) => this.update(values)));
     this.sections = PANELS.map(() => el('section'));
-    const [qkS, ovS, eigenS, trigramS, compositionS, attributionS] = this.sections;
+    const [qkS, ovS, eigenS, trigramS, compositionS, composedS, attributionS] = this.sections;
     this.replaceChildren(
       el('section', { class: 'cs-panel', 'aria-labelledby': `${id}-h` },
         el('h2', { id: `${id}-h` }, 'Circuits of one head'),
         el('div', { class: 'cs-controls' }, field('Head', r.head), field('Sort', r.sort), field('Show', r.top), field('Zoom (cell size)', r.zoom)),
         r.snapshot, r.status, r.unavailable),
       el('div', { class: 'cs-grid2' }, qkS, ovS),
-      eigenS, trigramS, compositionS,
+      eigenS, trigramS, compositionS, composedS,
       el('div', { class: 'cs-controls' }, field('Text (the prediction after its last token is split into paths)', r.text)),
       attributionS);
   }

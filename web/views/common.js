@@ -80,6 +80,8 @@ export class CsView extends HTMLElement {
     super();
     this._frame = 0;
     this._unsubscribe = null;
+    /** @type {(() => void) | null} */
+    this._onTheme = null;
   }
 
   get state() { return store.state; }
@@ -112,6 +114,12 @@ export class CsView extends HTMLElement {
       if (Object.keys(values).length) this.update(values);
     }
     this._unsubscribe ??= store.subscribe(() => this.requestRender());
+    // A theme change (theme.js): the panels draw afresh, canvases reading the new colours.
+    this._onTheme ??= () => {
+      for (const s of this.querySelectorAll('section')) /** @type {any} */ (s).csData = undefined;
+      this.requestRender();
+    };
+    window.addEventListener('cs-theme-change', this._onTheme);
     modelsFor(this.viewName).then((list) => {
       this._defaultModel = list[0]?.name ?? null;
       this.requestRender();
@@ -121,6 +129,7 @@ export class CsView extends HTMLElement {
   disconnectedCallback() {
     this._unsubscribe?.();
     this._unsubscribe = null;
+    if (this._onTheme) window.removeEventListener('cs-theme-change', this._onTheme);
     if (this._frame) cancelAnimationFrame(this._frame);
     if (this._nowFrame) cancelAnimationFrame(this._nowFrame);
     this._frame = 0;

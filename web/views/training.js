@@ -32,10 +32,11 @@ import curves from '../panels/training/curves.js';
 import snapshots from '../panels/training/snapshots.js';
 import trajectory from '../panels/training/trajectory.js';
 import train from '../panels/training/train.js';
+import leading from '../panels/training/leading.js';
 import { endRuns } from '../panels/training/run.js';
 
 export const TAG = 'cs-training';
-const PANELS = [curves, snapshots, trajectory, train];
+const PANELS = [curves, snapshots, trajectory, leading, train];
 
 export class CsTraining extends CsView {
   static view = 'training';

@@ -5,6 +5,7 @@
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
 import { fmt } from '../../parts/format.js';
+import { downloadCSV } from '../../parts/download.js';
 
 const computed = new WeakMap();   // model -> its composition() (100 baseline samples)
 
@@ -43,8 +44,18 @@ export default definePanel({
           return el('td', { class: 'num', style: strong ? { fontWeight: '700' } : {} }, `${fmt(v, 3)} (${fmt(v / c.baseline, 1)}×)${strong ? ' ▲' : ''}`);
         }));
       }))));
+    const csv = () => {
+      const rows = [['kind', 'src_head', 'dst_head', 'src_layer', 'src_head_index', 'dst_layer', 'dst_head_index', 'score', 'above_baseline', 'baseline', 'baseline_std', 'baseline_samples']];
+      ['Q', 'K', 'V'].forEach((kn, k) => {
+        for (let l1 = 0; l1 < L; l1++) for (let h1 = 0; h1 < H; h1++) for (const [l2, h2] of dst) {
+          if (l1 < l2) rows.push([kn, `L${l1}H${h1}`, `L${l2}H${h2}`, l1, h1, l2, h2, c.scores.data[index(k, l1, h1, l2, h2)], c.above_baseline.data[index(k, l1, h1, l2, h2)], c.baseline, c.baseline_std, c.baseline_samples]);
+        }
+      });
+      downloadCSV('circuitscope-composition.csv', rows);
+    };
     return el('div', {},
       el('p', { class: 'cs-explain' }, `Composition score ||L R||_F / (||L||_F ||R||_F) for every pair of heads; random matrices of the same shapes score ${fmt(c.baseline, 3)} ± ${fmt(c.baseline_std, 3)} (${c.baseline_samples} samples). ▲ marks scores above the baseline by more than ${c.sigmas} standard deviations; the factor is the score over the baseline. Largest score: ${fmt(c.max_score, 3)}.`),
-      el('div', { class: 'cs-figures' }, tables));
+      el('div', { class: 'cs-figures' }, tables),
+      el('div', { class: 'button-row cs-png-skip controls-only' }, el('button', { type: 'button', class: 'cs-composition-csv', onclick: csv }, 'Download composition scores (CSV)')));
   },
 });

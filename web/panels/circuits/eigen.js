@@ -4,6 +4,7 @@ import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
 import { NONE, chosenHead, eigenOf } from './head.js';
 import { fmt } from '../../parts/format.js';
+import { downloadCSV } from '../../parts/download.js';
 
 /** Eigenvalues in the complex plane, as an SVG scatter with the axes through 0. */
 function eigenPlot(spec, title) {
@@ -31,6 +32,18 @@ function eigenPlot(spec, title) {
     el('figcaption', {}, `${title}: copying ${fmt(spec.copying)}, ${Math.round(100 * spec.positive_fraction)}% positive (blue ● Re ≥ 0, orange ● Re < 0)`));
 }
 
+/** The core's eigenvalues of both circuits as CSV rows (by decreasing |λ|, as the core orders them), with each circuit's summary. */
+function eigenRows(e) {
+  const rows = [['head', 'circuit', 'rank', 're', 'im', 'copying', 'positive_fraction']];
+  for (const kind of ['ov', 'qk']) {
+    const s = e[kind];
+    for (let i = 0; i < s.re.length; i++) rows.push([e.name, kind.toUpperCase(), i, s.re[i], s.im[i], s.copying, s.positive_fraction]);
+  }
+  return rows;
+}
+
+const named = new WeakMap();   // model.eigen() result -> {ov, qk, name}
+
 export default definePanel({
   name: 'circuits-eigen',
   title: 'Eigenvalues',
@@ -39,12 +52,16 @@ export default definePanel({
   query({ model, state }) {
     if (!model.config.n_layers) return NONE;
     const [l, h] = chosenHead(model.config, state.head);
-    return eigenOf(model, l, h);
+    const e = eigenOf(model, l, h);
+    if (!named.has(e)) named.set(e, { ov: e.ov, qk: e.qk, name: `L${l}H${h}` });
+    return named.get(e);   // the same object while the head stays, so nothing redraws
   },
 
   render(e) {
     return el('div', {},
       el('p', { class: 'cs-explain' }, 'Positive real eigenvalues of the OV circuit mean a copying head (attending to a token raises that token); the copying statistic is Re(Σλ)/Σ|λ|.'),
-      el('div', { class: 'cs-figures' }, e.none ? [] : [eigenPlot(e.ov, 'OV eigenvalues'), eigenPlot(e.qk, 'QK eigenvalues')]));
+      el('div', { class: 'cs-figures' }, e.none ? [] : [eigenPlot(e.ov, 'OV eigenvalues'), eigenPlot(e.qk, 'QK eigenvalues')]),
+      e.none ? '' : el('div', { class: 'button-row cs-png-skip controls-only' },
+        el('button', { type: 'button', class: 'cs-eigen-csv', onclick: () => downloadCSV(`circuitscope-eigenvalues-${e.name}.csv`, eigenRows(e)) }, 'Download eigenvalues (CSV)')));
   },
 });

@@ -8,7 +8,7 @@ import { NONE, showToken, chosenHead, tableOrder, circuitOf, entryTable } from '
 import { fmt } from '../../parts/format.js';
 
 /** The entries of `table` at rows x cols (display order), row-major. */
-function gather(table, rows, cols) {
+export function gather(table, rows, cols) {
   const C = table.shape[1];
   const sub = new Float32Array(rows.length * cols.length);
   rows.forEach((r, i) => cols.forEach((c, j) => { sub[i * cols.length + j] = table.data[r * C + c]; }));
@@ -16,7 +16,7 @@ function gather(table, rows, cols) {
 }
 
 /** Writes "row · col: value" for the cell under the pointer into `out`. */
-function hoverCells(canvas, out, g, d) {
+export function hoverCells(canvas, out, g, d) {
   canvas.addEventListener('mousemove', (ev) => {
     const rect = canvas.getBoundingClientRect();
     const x = (ev.clientX - rect.left) * (canvas.width / rect.width) - g.x0;
@@ -25,6 +25,21 @@ function hoverCells(canvas, out, g, d) {
     if (r < 0 || c < 0 || r >= d.rows.length || c >= d.cols.length) { out.textContent = ''; return; }
     out.textContent = `${d.rowName} ${showToken(d.vocab[d.rows[r]])} · ${d.colName} ${showToken(d.vocab[d.cols[c]])}: ${fmt(d.sub[r * d.cols.length + c])}`;
   });
+}
+
+/** The whole table as CSV rows in vocabulary order, the core's numbers: a corner cell naming both axes, then the tokens. */
+function tableRows(circuit, vocab) {
+  const [R, C] = circuit.table.shape;
+  const [rowAxis, colAxis] = circuit.table.axes;
+  const d = circuit.table.data;
+  return [[`${rowAxis} \\ ${colAxis}`, ...Array.from({ length: C }, (_, j) => vocab[j])],
+    ...Array.from({ length: R }, (_, i) => [vocab[i], ...d.subarray(i * C, (i + 1) * C)])];
+}
+
+/** A button that downloads a circuit's whole table as CSV (file `name`). */
+export function tableButton(label, name, circuit, vocab) {
+  return el('div', { class: 'button-row cs-png-skip controls-only' },
+    el('button', { type: 'button', class: 'cs-table-csv', onclick: () => downloadCSV(name, tableRows(circuit, vocab)) }, label));
 }
 
 /** The top-entry tables of a circuit (and for OV its CSV download). */
@@ -76,6 +91,7 @@ export function circuitPanel({ kind, title, explain, rowName, colName }) {
       canvas.setAttribute('aria-label', `Full ${kind.toUpperCase()} circuit of L${d.l}H${d.h}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
       hoverCells(canvas, hover, g, d);
       return el('div', {}, el('p', { class: 'cs-explain' }, explain), el('div', { class: 'cs-heat-wrap' }, canvas), hover,
+        tableButton(`Download the whole ${kind.toUpperCase()} table (CSV)`, `circuitscope-${kind}-L${d.l}H${d.h}.csv`, d.circuit, d.vocab),
         el('div', { class: 'cs-scroll' }, tops(kind, d.circuit, d.vocab)));
     },
   };

@@ -7,6 +7,7 @@ import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { analyse, randomScores, settledHead, repeatOf } from './analysis.js';
 import { fmt } from '../../parts/format.js';
+import { downloadCSV } from '../../parts/download.js';
 
 const memo = new WeakMap();   // model -> the last data
 
@@ -31,8 +32,10 @@ export default definePanel({
     const table = el('table', { class: 'ind-scores' });
     const node = el('div', {},
       el('p', { class: 'explain' }, 'Columns marked "this text" score each head on the current text and its patterns (prefix matching: attention from a token to the token after an earlier copy of it; previous token: to the token just before); columns marked "random tokens" come from headScores(): 16 sequences of [BOS] R R with R random tokens, without ablations (induction-heads paper).'),
-      el('div', { class: 'table-wrap' }, table));
-    node.csScores = { table, layout: null, rows: [] };
+      el('div', { class: 'table-wrap' }, table),
+      el('div', { class: 'button-row cs-png-skip controls-only' },
+        el('button', { type: 'button', class: 'ind-scores-csv', onclick: () => downloadCSV('circuitscope-head-scores.csv', scoreRows(node.csScores.data)) }, 'Download head scores (CSV)')));
+    node.csScores = { table, layout: null, rows: [], data };
     update(node, data);
     return node;
   },
@@ -42,8 +45,23 @@ export default definePanel({
 
 const th = (title, sub) => el('th', { scope: 'col' }, title, el('br'), el('small', {}, sub));
 
+/**
+ * The table as CSV rows, the core's numbers unrounded: one row per head (layer, head), the scores
+ * on this text (run({textScores}); the stripe only with a repeated block) and on random tokens
+ * (headScores(); empty until they arrive).
+ */
+function scoreRows({ a, random: rs }) {
+  const hasRepeat = !!repeatOf(a);
+  const head = ['head', 'layer', 'head_index', 'prefix_matching_text', 'previous_token_text', ...(hasRepeat ? ['induction_stripe_text'] : []),
+    'prefix_matching_random', 'copying_random'];
+  const random = (k, i) => (rs?.scores ? rs.scores[k].data[i] : '');
+  return [head, ...a.scores.map((x, i) => [x.name, x.layer, x.head, x.prefix, x.previous, ...(hasRepeat ? [x.stripe] : []),
+    random('prefix_matching', i), random('copying', i)])];
+}
+
 function update(node, data) {
   const s = node.csScores;
+  s.data = data;
   const { a, random: rs, selected } = data;
   const c = a.config;
   const hasRepeat = !!repeatOf(a);

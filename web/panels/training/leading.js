@@ -1,0 +1,108 @@
+// Gradient leading terms over training (seed 002): how closely the learned tables follow the
+// corpus statistics that the first gradient steps predict, at every training snapshot of the
+// shipped run and for the final model. For each, the core's corpusStats() over the training
+// corpus (models/corpus/train.txt, window 8, as the Reproduction report measures it): the cosine
+// of the row-centred direct path W_E W_U with the bigram term, and of each head's row-centred OV
+// table with the context term. A chart over training steps, the state's snapshot marked, and the
+// numbers as CSV.
+import { el } from '../../parts/dom.js';
+import { getModel, siteUrl } from '../../store.js';
+import { definePanel } from '../panel.js';
+import { LineChart, destroyCharts } from '../../parts/line-chart.js';
+import { downloadCSV } from '../../parts/download.js';
+import { shippedRun, COLORS, headLabel } from './shipped.js';
+import { fmt } from '../../parts/format.js';
+
+const WINDOW = 8;          // the context window of the report's measurement (src/report.cpp)
+const results = new Map();    // model name -> the measured data (once asked for)
+let corpus = null;            // Promise of the training corpus's text
+
+/** The corpusStats() cosines of every snapshot of `name` and of its final model. */
+async function measure(name) {
+  const run = await shippedRun(name);
+  if (!run.snaps.length) return { name, none: `${name} has no training snapshots, so there is nothing to follow over training.` };
+  corpus ??= fetch(siteUrl('models/corpus/train.txt')).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`the corpus did not load (${r.status})`))));
+  const text = await corpus;
+  const rows = [];
+  for (const snapshot of [...run.snaps.map((s) => `step${s}`), null]) {
+    const m = await getModel(name, snapshot ? { snapshot } : {});
+    if (m.tokenizer.kind !== 'char') return { name, none: `The leading terms are counted on the character corpus: ${name} is not a character model.` };
+    const st = m.corpusStats(text, { window: WINDOW });
+    const step = snapshot ? Number(snapshot.slice(4)) : Number(m.info.step ?? run.steps?.at(-1) ?? NaN);
+    rows.push({ step, direct: st.direct_path_cosine, ov: Array.from(st.ov_cosine.data) });
+  }
+  const c = (await getModel(name)).config;
+  return { name, rows, L: c.n_layers, H: c.n_heads };
+}
+
+function csv(d) {
+  const heads = Array.from({ length: d.L * d.H }, (_, i) => `ov_cosine_${headLabel(i, d.L * d.H, d.H)}`);
+  downloadCSV(`circuitscope-leading-terms-${d.name}.csv`, [['step', 'direct_path_cosine', ...heads], ...d.rows.map((r) => [r.step, r.direct, ...r.ov])]);
+}
+
+/** The chart, its note and its CSV button for measured data `d`, the state's snapshot marked. */
+function figure(d, snapshot) {
+  if (d.none) return [el('p', { class: 'cs-note' }, d.none)];
+  const n = d.L * d.H;
+  const series = [{ name: 'direct path · bigram term', color: COLORS[0] },
+    ...Array.from({ length: n }, (_, i) => ({ name: `${headLabel(i, n, d.H)} OV · context term`, color: COLORS[(i + 1) % COLORS.length], dashed: true }))];
+  const chart = new LineChart({ series, title: 'Cosine of the learned table with its leading term', xLabel: 'training step', yLabel: 'cosine' });
+  chart.setData(d.rows.map((r) => r.step), [d.rows.map((r) => r.direct), ...Array.from({ length: n }, (_, i) => d.rows.map((r) => r.ov[i]))]);
+  chart.setSnapshot(snapshot);
+  const first = d.rows[0], last = d.rows.at(-1);
+  return [el('p', { role: 'status' }, `Direct path: ${fmt(first.direct)} at step ${first.step}, ${fmt(last.direct)} at the end (step ${last.step}).`),
+    el('div', {}, chart.element),
+    el('div', { class: 'button-row cs-png-skip controls-only' }, el('button', { type: 'button', class: 'cs-leading-csv', onclick: () => csv(d) }, 'Download the cosines (CSV)'))];
+}
+
+const shown = new Map();   // "name/snapshot/measured" -> the panel's data (the same object while nothing changed)
+
+export default definePanel({
+  name: 'training-leading',
+  title: 'Gradient leading terms over training',
+  view: 'training',
+  needsModel: false,
+
+  // Measured only when asked (it loads every snapshot and counts the 1.3 MB corpus for each), so
+  // the view does not wait for it; once measured, the figure shows at once.
+  query({ modelName, state }) {
+    const m = /^step(\d+)$/.exec(String(state.snapshot ?? ''));
+    const snapshot = m ? Number(m[1]) : null;
+    const done = results.get(modelName) ?? null;
+    const key = `${modelName}/${snapshot}/${!!done}`;
+    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done });
+    return shown.get(key);
+  },
+
+  render({ name, snapshot, done }) {
+    const body = el('div', {});
+    const node = el('div', {},
+      el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${WINDOW}), counted on the training corpus. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l).`),
+      body);
+    node.csData = done;
+    if (done) {
+      body.replaceChildren(...figure(done, snapshot));
+      return node;
+    }
+    const button = el('button', { type: 'button', class: 'cs-leading-measure', onclick: async () => {
+      button.disabled = true;
+      button.textContent = 'Measuring every snapshot…';
+      const d = await measure(name).catch((e) => ({ name, none: `The leading terms could not be measured: ${e.message}` }));
+      results.set(name, d);
+      node.csData = d;
+      if (node.isConnected) body.replaceChildren(...figure(d, snapshot));
+      node.dataset.measured = 'true';
+    } }, 'Measure over training');
+    body.replaceChildren(el('div', { class: 'button-row controls-only' }, button));
+    return node;
+  },
+
+  update(node, { snapshot, done }) {
+    if (!done || node.csData !== done) {
+      destroyCharts(node);
+      return false;
+    }
+    for (const f of node.querySelectorAll('figure.cs-uplot')) f.csChart?.setSnapshot(snapshot);
+    return true;
+  },
+});
