@@ -85,3 +85,12 @@ test('random and hostile lesson text never throws', () => {
   assert.equal(huge.steps.length, 100);
   assert.ok(huge.problems.some((p) => /at most 100 steps/.test(p)));
 });
+
+test('every panel lists its glossary terms (web/panels/terms.js), and every term has its entry', async () => {
+  const { TERMS } = await load('panels/terms.js');
+  assert.deepEqual(Object.keys(TERMS).sort(), [...S.PANELS].sort(), 'a terms line for every panel');
+  for (const [panel, terms] of Object.entries(TERMS)) {
+    assert.ok(terms.length > 0, panel);
+    for (const [label, id] of terms) assert.ok(glossary.has(id), `${panel}: "${label}" links to glossary#${id}, which has no entry`);
+  }
+});

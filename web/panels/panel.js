@@ -16,9 +16,18 @@
 // (e.g. panels/induction/analysis.js), so a page with four panels still makes one call.
 import { el } from '../parts/dom.js';
 import { CsView } from '../views/common.js';
-import { store, getModel } from '../store.js';
+import { store, getModel, siteUrl } from '../store.js';
+import { TERMS } from './terms.js';
 
 const NAME = /^([a-z][a-z0-9]{0,20})-([a-z][a-z0-9-]{0,40})$/;
+
+/** The glossary terms under a panel's heading (panels/terms.js), each a link to its entry. */
+function termsLine(name) {
+  const terms = TERMS[name];
+  if (!terms?.length) return [];
+  const links = terms.flatMap(([label, id], i) => [i ? ', ' : '', el('a', { href: siteUrl(`glossary.html#${id}`), class: 'cs-term', target: '_blank', rel: 'noopener' }, label)]);
+  return [el('p', { class: 'cs-terms' }, 'Terms: ', ...links)];
+}
 
 /** Checks a panel's shape once, when its module is loaded. */
 export function definePanel(panel) {
@@ -56,7 +65,7 @@ export async function showPanel(section, panel, modelName) {
   section.setAttribute('aria-labelledby', id);
   section.csPanel = panel;
   section.csNode = panel.render(data, ctx);
-  section.replaceChildren(el('h2', { id }, panel.title), section.csNode);
+  section.replaceChildren(el('h2', { id }, panel.title), ...termsLine(panel.name), section.csNode);
   return data;
 }
 
