@@ -652,7 +652,7 @@ void write_leading_terms_claim(const LeadingTermsFigures& f, json& claims) {
                          "Early in training the direct path matches the bigram leading term and OV circuits the context leading term (char-1l)",
                          "cosine similarity stays very high early in training", line,
                          verdict(early_direct > 0.5) + std::string(early_direct > late_direct ? "; the match fades later" : ""),
-                         "#view=circuits&model=char-1l"));
+                         "#view=training&model=char-1l"));
 }
 
 }  // namespace
