@@ -8,7 +8,7 @@
 // A view module that is missing or fails to load gives a "this view is not available" panel,
 // never a broken page.
 import {
-  store, decodeHash, encodeState, linkOf, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
+  store, decodeHash, refusedLink, encodeState, linkOf, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
   modelsFor, modelOf, getModel, getSnapshots,
 } from './store.js';
 import { el } from './parts/dom.js';
@@ -89,7 +89,10 @@ window.addEventListener('pagehide', () => { if (hashTimer) { clearTimeout(hashTi
  */
 async function openHash() {
   const seq = ++openSeq;
-  let { state, error } = decodeHash(location.hash);
+  // A link too long to read, which boot.js took out of the address bar before anything loaded.
+  const refused = Number(document.documentElement.dataset.refusedLink);
+  delete document.documentElement.dataset.refusedLink;
+  let { state, error } = refused ? refusedLink(refused) : decodeHash(location.hash);
   pendingLink = null;
   if (!error && isLocalName(state.model) && !localModel(state.model)) {
     // A link to a model file opened in another page: shown once the same file is opened here.

@@ -282,6 +282,11 @@ function readLessonText(value) {
   return wellFormed(text);
 }
 
+/** What decodeHash says of a link of `length` characters, longer than MAX_HASH: {state, error}. */
+export function refusedLink(length) {
+  return { state: fresh(), error: `This link could not be read (it is ${Math.round(length / 1024)} KB, more than the ${MAX_HASH / 1024} KB a link may hold), so the default view is shown.` };
+}
+
 /**
  * Reads a hash ('#...' or '...'). Returns {state, error}: state is always a full, valid state
  * (the default one when error is set); error is a sentence for the page, or null.
@@ -290,7 +295,7 @@ export function decodeHash(hash) {
   const raw = String(hash ?? '').replace(/^#/, '');
   if (!raw) return { state: fresh(), error: null };
   const fail = (why) => ({ state: fresh(), error: `This link could not be read (${why}), so the default view is shown.` });
-  if (raw.length > MAX_HASH) return fail(`it is ${Math.round(raw.length / 1024)} KB, more than the ${MAX_HASH / 1024} KB a link may hold`);
+  if (raw.length > MAX_HASH) return refusedLink(raw.length);
   let p;
   try { p = new URLSearchParams(raw); } catch { return fail('it is not a list of settings'); }
   const v = p.get('v');

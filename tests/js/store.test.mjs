@@ -283,3 +283,10 @@ test('local models: names made from file names, served by getModel, modelsFor an
   assert.deepEqual((await names('induction')).filter((n) => n.startsWith('local:')), ['local:plain'], 'after the shipped models');
   assert.deepEqual(L.localModels().map((m) => m.name), ['local:plain', 'local:plain-2']);
 });
+
+test('boot.js refuses links over the same length as the store (MAX_HASH)', async () => {
+  const { readFileSync } = await import('node:fs');
+  const boot = readFileSync(path.join(site, 'boot.js'), 'utf8');
+  assert.match(boot, new RegExp(`length > ${S.MAX_HASH}\\b`));
+  assert.deepEqual(S.refusedLink(S.MAX_HASH + 1), S.decodeHash(`#${'x'.repeat(S.MAX_HASH + 1)}`));
+});
