@@ -49,7 +49,7 @@ const hostUrl = () => `http://127.0.0.1:${host.address().port}/`;
 
 /** A page with its errors (the page's, its frames' console errors) collected. */
 async function openPage(url) {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1100, height: 1400 } });
   await context.grantPermissions(['clipboard-read', 'clipboard-write']).catch(() => {});
   const page = await context.newPage();
   const problems = [];

@@ -936,7 +936,7 @@ test('a panel mounts alone: <cs-panel name="report-claims"> on a page of its own
   const { context, page, check } = await openView('cs-panel', { name: 'report-claims' }, { missing: has ? [] : ['/models/report.json'] });
   try {
     await page.waitForSelector('cs-panel[data-ready="true"]', { timeout: 30_000 });
-    assert.equal(await page.$eval('cs-panel section h2', (h) => h.textContent), 'Reproduction report: the seeds\' claims, measured');
+    assert.equal(await page.$eval('cs-panel section h2', (h) => h.textContent), 'Reproduction report: the source papers\' claims, measured');
     if (has) {
       const claims = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8')).claims;
       assert.equal(await page.$$eval('cs-panel tbody tr', (rs) => rs.length), claims.length);
