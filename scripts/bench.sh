@@ -2,7 +2,8 @@
 # `npm run bench`: installs what is missing, builds, then measures in one run and prints one
 # report (tests/bench/bench_report.mjs):
 #   - the reference model (tests/bench/reference_recipe.json), one forward pass and one training
-#     step per call: natively (SSE4.2, Google Benchmark, tests/bench/bench_model.cpp), in
+#     step per call: natively (the portable SSE4.2 kernel and the fastest this CPU runs, Google
+#     Benchmark, tests/bench/bench_model.cpp), in
 #     WebAssembly under node (tests/bench/bench_wasm.mjs), and in the peers tfjs-wasm and
 #     onnxruntime-web (tests/bench/peers/, their own packages, installed here only);
 #   - the GEMM kernel's GFLOP/s on the model's shapes against the measured arithmetic limit, native
@@ -31,7 +32,7 @@ if command -v lscpu >/dev/null 2>&1; then
   echo "cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -1)"
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-echo "native: $(c++ --version | head -1); flags: $(sed -n 's/^CMAKE_CXX_FLAGS_RELEASE:STRING=//p' build/native/CMakeCache.txt) -msse4.2 (128-bit vectors, no AVX)"
+echo "native: $(c++ --version | head -1); flags: $(sed -n 's/^CMAKE_CXX_FLAGS_RELEASE:STRING=//p' build/native/CMakeCache.txt) -msse4.2 (AVX2 and AVX-512 kernels enable those instructions per function and run where the CPU has them)"
 echo "wasm: $(em++ --version | head -1); $(em++ -v 2>&1 | grep -m1 'clang version'); flags: -O3 -msimd128 -fwasm-exceptions"
 echo "node: $(node --version) (V8 $(node -p process.versions.v8))"
 eigen=$(awk '/#define EIGEN_(WORLD|MAJOR|MINOR)_VERSION/ {printf "%s%s", sep, $3; sep="."}' /usr/include/eigen3/Eigen/src/Core/util/Macros.h 2>/dev/null || true)

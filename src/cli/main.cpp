@@ -1,6 +1,7 @@
 // circuitscope: the native command line (train from a recipe, run a model on text, inspect a file).
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "checks.h"
 #include "io.h"
 #include "ioi_templates.h"
+#include "kernels/gemm.h"
 #include "model.h"
 #include "report.h"
 #include "train.h"
@@ -47,7 +49,13 @@ const char* kUsage =
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
-    "  circuitscope help [COMMAND]\n";
+    "  circuitscope help [COMMAND]\n"
+    "\n"
+    "Every command takes --kernel NAME (or the environment variable CS_KERNEL): the matrix-product\n"
+    "kernel, one of auto, portable, plain, sse, avx2, avx512 (those this CPU runs). train and sweep use\n"
+    "auto, the fastest (AVX-512 or AVX2 with fused multiply-adds where the CPU has them); the others\n"
+    "use portable, the SSE4.2 kernel whose results equal the web page's bit for bit. report always\n"
+    "uses portable, so REPORT.md is the same on every machine.\n";
 
 const std::map<std::string, std::string> kHelp = {
     {"train",
@@ -60,7 +68,9 @@ const std::map<std::string, std::string> kHelp = {
      "  --f16           store the weights as float16 (half the size)\n"
      "  Snapshots listed in the recipe are written as float16 files DIR/snapshots/NAME/stepN.safetensors\n"
      "  beside the model DIR/NAME.safetensors; a recipe with \"eval\" also writes DIR/NAME.metrics.json.\n"
-     "  Same recipe, same seed, same build: the same weights, bit for bit.\n"},
+     "  Same recipe, same seed, same build and kernel: the same weights, bit for bit. The avx2 and\n"
+     "  avx512 kernels give the same bits as each other; portable (the page's arithmetic) rounds\n"
+     "  differently, so its runs differ from theirs by float rounding that grows over training.\n"},
     {"run",
      "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
      "  Tokenizes the text (a <BOS> token first), runs the model and prints, for every token,\n"
@@ -218,9 +228,9 @@ int cmd_train(int argc, char** argv) {
   cs::check_output_path(out);
   for (int s : r.snapshots) cs::check_output_path(snapshot_path(out, s));
   cs::Trainer tr = with_recipe(recipe_path, [&] { return cs::Trainer(r); });
-  std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d\n",
+  std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d (kernel %s)\n",
               r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
-              cs::param_count(tr.model_file().cfg), r.steps, r.batch_size);
+              cs::param_count(tr.model_file().cfg), r.steps, r.batch_size, cs::kernels::gemm_kernel_name());
   auto t0 = std::chrono::steady_clock::now();
   if (!r.snapshots.empty()) {
     const std::string dir = snapshot_path(out, 0).substr(0, snapshot_path(out, 0).find_last_of('/'));
@@ -558,6 +568,23 @@ int main(int argc, char** argv) {
         std::fputs(kHelp.at(cmd).c_str(), stdout);
         return 0;
       }
+    // --kernel NAME / CS_KERNEL, taken out of argv before the command reads its options.
+    std::string kernel = (cmd == "train" || cmd == "sweep") ? "auto" : "portable";
+    if (const char* env = std::getenv("CS_KERNEL"); env && *env) kernel = env;
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--kernel") {
+        if (i + 1 >= argc) throw UsageError("--kernel needs a name: auto, portable, plain, sse, avx2 or avx512");
+        kernel = argv[i + 1];
+        for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
+        argc -= 2;
+        break;
+      }
+    if (cmd == "report") kernel = "portable";
+    try {
+      cs::kernels::set_gemm_kernel(kernel);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
     if (cmd == "train") return cmd_train(argc, argv);
     if (cmd == "run") return cmd_run(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);

@@ -29,6 +29,8 @@
 // of a huge vocabulary) leaves nothing larger behind.
 #pragma once
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace cs::kernels {
 
@@ -52,14 +54,31 @@ struct GemmArgs {
   float* const* c_blocks = nullptr;  // or the start of each column block
 };
 
-// The build's kernel (vector micro-kernel unless CS_GEMM_PLAIN or no vector extension).
+// The active kernel: the portable one (the 128-bit vector micro-kernel, or the plain fallback
+// under CS_GEMM_PLAIN) until set_gemm_kernel() picks another.
 void sgemm(const GemmArgs& a);
-// The two implementations, for tests and benchmarks.
+// The portable implementations, for tests and benchmarks.
 void sgemm_vector(const GemmArgs& a);
 void sgemm_plain(const GemmArgs& a);
 // The bytes of packed panels each thread keeps once it has run a product (the same for any shape).
 std::size_t gemm_scratch_bytes();
-// "simd128", "sse" or "plain": what sgemm() runs in this build.
+
+// Kernels. Every build has "plain" and its portable vector kernel ("sse" natively, "simd128" in
+// WebAssembly): these two round every product and sum as separate operations, so the native
+// portable kernel gives the page's numbers bit for bit. Native x86-64 builds add "avx2" (AVX2 and
+// FMA, 6x16 tiles) and "avx512" (AVX-512F, 8x32 tiles) where the CPU runs them (checked at run
+// time): both use fused multiply-adds and the same order of sums, so they agree with each other
+// bit for bit and with the portable kernel to float rounding.
+using GemmFunction = void (*)(const GemmArgs&);
+// The kernels this build has and this CPU runs, slowest first.
+std::vector<std::string> gemm_kernels();
+// A kernel by name, or nullptr when this build or CPU lacks it.
+GemmFunction gemm_function(const std::string& name);
+// Makes sgemm() run `name` from now on, in every thread: a name from gemm_kernels(), "auto" (the
+// last of them, the fastest) or "portable". Throws std::invalid_argument with a sentence listing
+// the choices for any other name.
+void set_gemm_kernel(const std::string& name);
+// The name of the kernel sgemm() runs.
 const char* gemm_kernel_name();
 
 }  // namespace cs::kernels

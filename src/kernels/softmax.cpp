@@ -2,6 +2,8 @@
 // WebAssembly, SSE natively) and one lane at a time for the tail, so every element gets exactly
 // the same result whatever its position.
 #include "kernels/softmax.h"
+#include "kernels/softmax_consts.h"
+#include "kernels/softmax_x86.h"
 #include "kernels/vec4.h"
 
 #include <algorithm>
@@ -15,18 +17,7 @@ namespace cs::kernels {
 
 namespace {
 
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693359375f;
-constexpr float kLn2Lo = -2.12194440e-4f;
-constexpr float kMin = -87.3365447504f;  // below this the result would be a denormal: return 0
-constexpr float kMax = 88.0f;            // (the softmaxes only pass arguments <= 0)
-constexpr float P0 = 1.9875691500e-4f, P1 = 1.3981999507e-3f, P2 = 8.3334519073e-3f;
-constexpr float P3 = 4.1665795894e-2f, P4 = 1.6666665459e-1f, P5 = 5.0000001201e-1f;
-// Adding 1.5 * 2^23 rounds a float of magnitude below 2^22 to the nearest integer, which then
-// sits in the low bits of the sum: n = bits(t) - bits(kMagic), and 2^n has bits (n + 127) << 23.
-constexpr float kMagic = 12582912.0f;
-constexpr std::int32_t kMagicBits = 0x4B400000;
-constexpr std::int32_t kScaleBias = 127 - kMagicBits;
+using namespace expc;
 
 float exp_one(float x) {
   if (!(x >= kMin)) return x != x ? x : 0.0f;  // NaN stays NaN
@@ -69,9 +60,9 @@ inline v4f exp4(v4f x) {
 }
 }  // namespace
 
-float exp_shifted_sum(const float* x, float shift, float* out, int n) {
-  v4f acc = splat(0.0f);
-  int j = 0;
+namespace {
+// The 4-wide loop from j on, given the four accumulators so far, then the tail one lane at a time.
+float exp_shifted_from(const float* x, float shift, float* out, int n, int j, v4f acc) {
   const v4f sh = splat(shift);
   for (; j + 4 <= n; j += 4) {
     v4f v;
@@ -83,6 +74,25 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n) {
   float sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
   for (; j < n; ++j) sum += (out[j] = exp_one(x[j] - shift));
   return sum;
+}
+}  // namespace
+
+float exp_shifted_sum_portable(const float* x, float shift, float* out, int n) {
+  return exp_shifted_from(x, shift, out, n, 0, splat(0.0f));
+}
+
+float exp_shifted_sum(const float* x, float shift, float* out, int n) {
+#if CS_SOFTMAX_X86
+  // The same values and sums at the CPU's width (softmax_x86.cpp).
+  static const x86::WideExp wide = x86::pick_wide_exp();
+  if (wide && n >= 4) {
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int n4 = n & ~3;
+    wide(x, shift, out, n4, a);
+    return exp_shifted_from(x, shift, out, n, n4, load4(a));
+  }
+#endif
+  return exp_shifted_from(x, shift, out, n, 0, splat(0.0f));
 }
 
 void softmax_row(const float* s, float* p, int n, int width) {
@@ -117,6 +127,7 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n) {
   for (int j = 0; j < n; ++j) sum += (out[j] = exp_one(x[j] - shift));
   return sum;
 }
+float exp_shifted_sum_portable(const float* x, float shift, float* out, int n) { return exp_shifted_sum(x, shift, out, n); }
 
 void softmax_row(const float* s, float* p, int n, int width) {
   const float mx = *std::max_element(s, s + n);

@@ -10,6 +10,9 @@ namespace cs::kernels {
 // out[j] = exp(x[j] - shift) for j < n; returns the sum of the out[j] (accumulated in float).
 // out may equal x.
 float exp_shifted_sum(const float* x, float shift, float* out, int n);
+// The same with the 4-wide loop only. exp_shifted_sum runs 8 or 16 lanes at a time where the x86
+// CPU has AVX2 or AVX-512, with the same bits in every output and in the sum (tests check it).
+float exp_shifted_sum_portable(const float* x, float shift, float* out, int n);
 
 // One causal attention row: p[0..n) = softmax(s[0..n)), p[n..width) = 0.
 void softmax_row(const float* s, float* p, int n, int width);

@@ -4,6 +4,8 @@
 //                 of the WASM module's Model.forwardBatch (wasm/bindings.cpp), mirrored below.
 //   BM_TrainStep  one cs::Trainer::step() (periodic batch, forward, loss, backward, grad clip,
 //                 AdamW): the same code the WASM module's Trainer.step() runs.
+//   BM_ForwardFast, BM_TrainStepFast   the same with the fastest GEMM kernel this CPU runs
+//                 (AVX2 or AVX-512 with fused multiply-adds; the others use the portable SSE4.2 one)
 //   BM_Char2l     one forward pass (plus loss) of the shipped models/char-2l.safetensors over one
 //                 256-token sequence: <BOS> and the first 255 characters of the held-out corpus
 //                 (models/corpus/valid.txt), what the page computes on each keystroke.
@@ -28,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io.h"
+#include "kernels/gemm.h"
 #include "model.h"
 #include "train.h"
 
@@ -155,6 +158,31 @@ int take_int_flag(int& argc, char** argv, const std::string& name, int def) {
   return value;
 }
 
+// The same two calls with the fastest GEMM kernel this CPU runs (AVX2 or AVX-512 with fused
+// multiply-adds natively; gemm_kernel_name() says which), then back to the portable one.
+struct KernelScope {
+  explicit KernelScope(const char* name) { cs::kernels::set_gemm_kernel(name); }
+  ~KernelScope() { cs::kernels::set_gemm_kernel("portable"); }
+};
+void BM_ForwardFast(benchmark::State& state) {
+  KernelScope k("auto");
+  static ForwardContext ctx;
+  state.SetLabel(cs::kernels::gemm_kernel_name());
+  for (auto _ : state) {
+    double loss = forward_batch(ctx.params, ctx.ids, ctx.B, ctx.T, ctx.cache);
+    benchmark::DoNotOptimize(loss);
+  }
+}
+void BM_TrainStepFast(benchmark::State& state) {
+  KernelScope k("auto");
+  static TrainContext ctx;
+  state.SetLabel(cs::kernels::gemm_kernel_name());
+  for (auto _ : state) {
+    cs::StepMetrics m = ctx.trainer->step();
+    benchmark::DoNotOptimize(m.loss);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,6 +196,16 @@ int main(int argc, char** argv) {
       ->Iterations(1)
       ->Repetitions(forward_reps);
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(train_reps);
+  benchmark::RegisterBenchmark("BM_ForwardFast", BM_ForwardFast)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(forward_reps);
+  benchmark::RegisterBenchmark("BM_TrainStepFast", BM_TrainStepFast)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->Iterations(1)

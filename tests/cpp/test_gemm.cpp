@@ -7,6 +7,8 @@
 #include <malloc.h>
 
 #include <cmath>
+#include <cstring>
+#include <stdexcept>
 #include <limits>
 #include <string>
 #include <vector>
@@ -180,6 +182,63 @@ TEST(Gemm, VectorKernelMatchesEigenOnEveryShape) {
 TEST(Gemm, PlainFallbackMatchesEigenOnEveryShape) {
   std::uint64_t seed = 1000;
   for (const Case& c : cases()) check_case(c, &kernels::sgemm_plain, "plain", seed++);
+}
+
+// Every kernel this build has and this CPU runs (the AVX2 and AVX-512 ones natively on such CPUs).
+TEST(Gemm, EveryAvailableKernelMatchesEigenOnEveryShape) {
+  const std::vector<std::string> names = kernels::gemm_kernels();
+  ASSERT_GE(names.size(), 1u);
+  for (const std::string& name : names) {
+    std::uint64_t seed = 2000;
+    for (const Case& c : cases()) check_case(c, kernels::gemm_function(name), name.c_str(), seed++);
+  }
+}
+
+// The fused multiply-add kernels sum every entry in the same order, so they agree bit for bit:
+// training on an AVX2 machine and on an AVX-512 machine gives the same weights.
+TEST(Gemm, FusedKernelsAgreeBitForBit) {
+  const kernels::GemmFunction avx2 = kernels::gemm_function("avx2"), avx512 = kernels::gemm_function("avx512");
+  if (!avx2 || !avx512) GTEST_SKIP() << "this build or CPU lacks AVX2 or AVX-512";
+  std::uint64_t seed = 3000;
+  for (const Case& c : cases()) {
+    if (c.beta != 0.0f) continue;  // C's random contents would need the same draw twice: covered above
+    Rng rng(seed++);
+    const int lda = c.op_a == Op::N ? c.K : c.M, ldb = c.op_b == Op::N ? c.N : c.K;
+    const std::vector<float> A = random_vec(static_cast<std::size_t>(c.op_a == Op::N ? c.M : c.K) * lda, rng);
+    const std::vector<float> B = random_vec(static_cast<std::size_t>(c.op_b == Op::N ? c.K : c.N) * ldb, rng);
+    std::vector<float> C1(static_cast<std::size_t>(c.M) * c.N, 0.0f), C2 = C1;
+    GemmArgs g;
+    g.op_a = c.op_a, g.op_b = c.op_b, g.M = c.M, g.N = c.N, g.K = c.K, g.alpha = c.alpha;
+    g.A = A.data(), g.lda = lda, g.B = B.data(), g.ldb = ldb, g.ldc = c.N, g.causal = c.causal;
+    if (c.causal == Causal::LowerA || c.causal == Causal::UpperA) continue;  // A is not triangular here
+    g.C = C1.data();
+    avx2(g);
+    g.C = C2.data();
+    avx512(g);
+    std::size_t differ = 0;
+    for (int i = 0; i < c.M; ++i)
+      for (int j = 0; j < c.N; ++j) {
+        if (c.causal == Causal::LowerC && j > i) continue;
+        const std::size_t n = static_cast<std::size_t>(i) * c.N + j;
+        if (std::memcmp(&C1[n], &C2[n], sizeof(float)) != 0) ++differ;
+      }
+    EXPECT_EQ(differ, 0u) << describe(c);
+  }
+}
+
+TEST(Gemm, UnknownKernelIsRefusedWithTheChoices) {
+  try {
+    kernels::set_gemm_kernel("avx9000");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("plain"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("auto"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::string(kernels::gemm_kernel_name()), kernels::gemm_kernels()[kernels::gemm_kernels().size() > 1 ? 1 : 0]);
+  kernels::set_gemm_kernel("auto");
+  EXPECT_EQ(std::string(kernels::gemm_kernel_name()), kernels::gemm_kernels().back());
+  kernels::set_gemm_kernel("portable");
+  EXPECT_EQ(std::string(kernels::gemm_kernel_name()), kernels::gemm_kernels()[kernels::gemm_kernels().size() > 1 ? 1 : 0]);
 }
 
 // The packed panels are of a fixed size: a product far wider than any before (an unembedding of

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -35,6 +36,28 @@ TEST(Softmax, ExponentialIsAccurateOverItsRange) {
   float a[5] = {3.0f, 2.0f, 1.0f, 0.0f, -1.0f}, b[5];
   kernels::exp_shifted_sum(a, 3.0f, b, 5);
   for (int i = 0; i < 5; ++i) EXPECT_NEAR(b[i], std::exp(a[i] - 3.0), 3e-7 * std::exp(a[i] - 3.0));
+}
+
+// Natively on an AVX2 or AVX-512 CPU, exp_shifted_sum runs 8 or 16 lanes at a time; it must give
+// the 4-wide loop's bits in every value and in the sum (so the native page-equal arithmetic
+// holds on any x86 CPU), for every length (full wide blocks, the 4-, 8-, 12-value rests and the
+// scalar tail) and for the edge values.
+TEST(Softmax, WideExponentialHasThePortableBits) {
+  Rng rng(11);
+  std::vector<float> x(1100), wide(1100), portable(1100);
+  for (float& v : x) v = static_cast<float>(-30.0 * std::abs(rng.normal()));
+  x[3] = -std::numeric_limits<float>::infinity(), x[17] = -90.0f, x[18] = -87.0f, x[40] = 0.0f;
+  x[41] = std::numeric_limits<float>::quiet_NaN(), x[64] = 95.0f, x[65] = -1e-30f;
+  int differ = 0;
+  for (int n = 0; n <= 1100; n += (n < 70 ? 1 : 37)) {
+    const float s1 = kernels::exp_shifted_sum(x.data(), 0.5f, wide.data(), n);
+    const float s2 = kernels::exp_shifted_sum_portable(x.data(), 0.5f, portable.data(), n);
+    if (std::memcmp(&s1, &s2, sizeof s1) != 0 && !(std::isnan(s1) && std::isnan(s2))) ++differ;
+    for (int j = 0; j < n; ++j)
+      if (std::memcmp(&wide[j], &portable[j], sizeof(float)) != 0 && !(std::isnan(wide[j]) && std::isnan(portable[j])))
+        ADD_FAILURE() << "n=" << n << " exp(" << x[j] << " - 0.5): " << wide[j] << " vs " << portable[j];
+  }
+  EXPECT_EQ(differ, 0) << "sums that differ";
 }
 
 TEST(Softmax, ExponentialEdgeCases) {

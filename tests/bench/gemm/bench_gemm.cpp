@@ -138,6 +138,39 @@ int cs_bench_exp() {
 
 }  // extern "C"
 
+#if !defined(__EMSCRIPTEN__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+namespace {
+// The native limits with fused multiply-adds at the machine's width: 12 independent 8-wide
+// (AVX2) or 16-wide (AVX-512) accumulators, a = fma(a, m, c) each per iteration.
+__attribute__((target("avx2,fma"), noinline)) float peak_avx2(int iters, float seed) {
+  __m256 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(seed + j);
+  const __m256 m = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(0.001f);
+  for (int i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
+  __m256 s = a[0];
+  for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, a[j]);
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[7];
+}
+__attribute__((target("avx512f"), noinline)) float peak_avx512(int iters, float seed) {
+  __m512 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(seed + j);
+  const __m512 m = _mm512_set1_ps(0.999f), c = _mm512_set1_ps(0.001f);
+  for (int i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
+  __m512 s = a[0];
+  for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, a[j]);
+  return _mm512_reduce_add_ps(s);
+}
+}  // namespace
+#define CS_BENCH_FMA_LIMITS 1
+#endif
+
 #ifndef __EMSCRIPTEN__
 namespace {
 double now_ms() {
@@ -181,7 +214,36 @@ int main(int argc, char** argv) {
     std::printf("    {\"shape\": %s, \"ms_median\": %.3f, \"ms_min\": %.3f, \"ms_max\": %.3f}%s\n", info.c_str(), s.median,
                 s.min, s.max, i + 1 < kShapeCount ? "," : "");
   }
-  std::printf("  ]\n}\n");
+  std::printf("  ],\n");
+  // Every other kernel this CPU runs, on the same shapes, with its own arithmetic limit.
+  std::printf("  \"kernels\": [\n");
+  bool first_kernel = true;
+  for (const std::string& name : cs::kernels::gemm_kernels()) {
+    if (name == "plain" || name == cs_bench_kernel()) continue;
+    double flops_per_iter = 0;
+    float (*peak)(int, float) = nullptr;
+#ifdef CS_BENCH_FMA_LIMITS
+    if (name == "avx2") peak = &peak_avx2, flops_per_iter = 12 * 2 * 8;
+    if (name == "avx512") peak = &peak_avx512, flops_per_iter = 12 * 2 * 16;
+#endif
+    Stats lim{0, 0, 0};
+    if (peak) lim = sample(reps, [&] { sink += peak(iters, 1.0f + sink * 1e-9f); });
+    cs::kernels::set_gemm_kernel(name);
+    std::printf("%s    {\"kernel\": \"%s\", \"limit\": {\"what\": \"%d-wide fused multiply-add\", \"gflops_median\": %.2f, \"gflops_best\": %.2f},\n",
+                first_kernel ? "" : ",\n", name.c_str(), static_cast<int>(flops_per_iter / 24),
+                peak ? iters * flops_per_iter / (lim.median * 1e6) : 0.0, peak ? iters * flops_per_iter / (lim.min * 1e6) : 0.0);
+    first_kernel = false;
+    std::printf("     \"shapes\": [\n");
+    for (int i = 0; i < kShapeCount; ++i) {
+      const std::string info = cs_bench_shape_json(i);
+      const Stats s = sample(reps, [&] { cs_bench_gemm(i); });
+      std::printf("      {\"shape\": %s, \"ms_median\": %.3f, \"ms_min\": %.3f, \"ms_max\": %.3f}%s\n", info.c_str(), s.median,
+                  s.min, s.max, i + 1 < kShapeCount ? "," : "");
+    }
+    std::printf("    ]}");
+    cs::kernels::set_gemm_kernel("portable");
+  }
+  std::printf("\n  ],\n  \"sink\": %g\n}\n", sink);
   return 0;
 }
 #endif

@@ -1,0 +1,220 @@
+// The packed GEMM's loops, packing and tile stores, shared by every micro-kernel (the 128-bit one
+// in gemm.cpp, the AVX2 and AVX-512 ones in gemm_x86.cpp). Internal to src/kernels/.
+//
+// The Goto/BLIS scheme, kept small (gemm.cpp says more):
+//   for each block of KC values of k:   pack op(B)[k-block, all N] into panels of NR columns
+//     for each block of MC rows:        pack op(A)[rows, k-block] into panels of MR rows
+//       for each NR-column panel, for each MR-row panel: the MR x NR micro-kernel
+// Every kernel shares KC, and each entry of C is summed over k in the same order within a block,
+// so kernels that round the same way (the AVX2 and AVX-512 ones both use fused multiply-adds)
+// give the same bits whatever their tile sizes.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace cs::kernels::driver {
+
+constexpr int KC = 256;     // depth of a packed block
+constexpr int NC = 2048;    // columns of a packed block of B (a multiple of every NR)
+constexpr int MC_MAX = 96;  // rows of a packed block of A, for the kernel with the tallest block
+
+// Packed panels, per thread, of a fixed size (one KC x NC block of B, one MC_MAX x KC block of A),
+// allocated at the first product: however wide a product is (a vocabulary of a million
+// columns), the memory kept between calls does not grow with it.
+struct Scratch {
+  std::vector<float> a, b;
+};
+inline Scratch& scratch() {
+  static thread_local Scratch s;
+  if (s.b.empty()) {
+    s.a.resize(static_cast<std::size_t>(MC_MAX) * KC);
+    s.b.resize(static_cast<std::size_t>(KC) * NC);
+  }
+  return s;
+}
+inline std::size_t scratch_bytes() {
+  return sizeof(float) * (static_cast<std::size_t>(MC_MAX) * KC + static_cast<std::size_t>(KC) * NC);
+}
+
+// op(B)[kc0 .. kc0+kb, nc0 .. nc0+nb] -> panels of nr columns: panel p holds, for each k, the nr
+// values of columns nc0+p*nr .. nc0+p*nr+nr-1 (zero past N).
+inline void pack_b(const GemmArgs& g, int nr, int kc0, int kb, int nc0, int nb, float* out) {
+  const int panels = (nb + nr - 1) / nr;
+  for (int p = 0; p < panels; ++p) {
+    const int j0 = nc0 + p * nr, nc = std::min(nr, g.N - j0);
+    float* dst = out + static_cast<std::size_t>(p) * kb * nr;
+    if (g.op_b == Op::N) {
+      for (int k = 0; k < kb; ++k) {
+        const float* src = g.B + static_cast<std::size_t>(kc0 + k) * g.ldb + j0;
+        float* d = dst + static_cast<std::size_t>(k) * nr;
+        std::memcpy(d, src, sizeof(float) * nc);
+        for (int c = nc; c < nr; ++c) d[c] = 0.0f;
+      }
+    } else {  // B is stored [N, K]: op(B)[k][j] = B[j][k]
+      for (int c = 0; c < nr; ++c) {
+        if (c < nc) {
+          const float* src = g.B + static_cast<std::size_t>(j0 + c) * g.ldb + kc0;
+          for (int k = 0; k < kb; ++k) dst[static_cast<std::size_t>(k) * nr + c] = src[k];
+        } else {
+          for (int k = 0; k < kb; ++k) dst[static_cast<std::size_t>(k) * nr + c] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// The k-range, within the block kc0 .. kc0+kb, that can contribute to rows i0 .. i_last.
+inline void k_range(const GemmArgs& g, int i0, int i_last, int kc0, int kb, int& k_lo, int& k_hi) {
+  k_lo = 0, k_hi = kb;
+  if (g.causal == Causal::LowerA) k_hi = std::max(0, std::min(kb, i_last + 1 - kc0));
+  if (g.causal == Causal::UpperA) k_lo = std::min(kb, std::max(0, i0 - kc0));
+}
+
+// op(A)[mc0 .. mc0+mb, kc0 .. kc0+kb] -> panels of mr rows: panel p holds, for each k, the mr
+// values of rows mc0+p*mr .. (zero past M). Only the k-range a causal mode reads is packed.
+inline void pack_a(const GemmArgs& g, int mr_full, int mc0, int mb, int kc0, int kb, float* out) {
+  const int panels = (mb + mr_full - 1) / mr_full;
+  for (int p = 0; p < panels; ++p) {
+    const int i0 = mc0 + p * mr_full, mr = std::min(mr_full, mc0 + mb - i0);
+    int k_lo, k_hi;
+    k_range(g, i0, i0 + mr - 1, kc0, kb, k_lo, k_hi);
+    float* dst = out + static_cast<std::size_t>(p) * kb * mr_full;
+    if (g.op_a == Op::N) {
+      for (int r = 0; r < mr_full; ++r) {
+        if (r < mr) {
+          const float* src = g.A + static_cast<std::size_t>(i0 + r) * g.lda + kc0;
+          for (int k = k_lo; k < k_hi; ++k) dst[static_cast<std::size_t>(k) * mr_full + r] = src[k];
+        } else {
+          for (int k = k_lo; k < k_hi; ++k) dst[static_cast<std::size_t>(k) * mr_full + r] = 0.0f;
+        }
+      }
+    } else {  // A is stored [K, M]: op(A)[i][k] = A[k][i]
+      for (int k = k_lo; k < k_hi; ++k) {
+        const float* src = g.A + static_cast<std::size_t>(kc0 + k) * g.lda + i0;
+        float* d = dst + static_cast<std::size_t>(k) * mr_full;
+        std::memcpy(d, src, sizeof(float) * mr);
+        for (int r = mr; r < mr_full; ++r) d[r] = 0.0f;
+      }
+    }
+  }
+}
+
+// Where column j of row i of C lives.
+inline float* c_at(const GemmArgs& g, int i, int j) {
+  if (g.c_split > 0) {
+    float* base = g.c_blocks ? g.c_blocks[j / g.c_split] : g.C + static_cast<std::size_t>(j / g.c_split) * g.c_split_stride;
+    return base + static_cast<std::size_t>(i) * g.ldc + (j % g.c_split);
+  }
+  return g.C + static_cast<std::size_t>(i) * g.ldc + j;
+}
+
+// True when the nr columns j0.. of C are contiguous in memory (so a tile row is one store).
+inline bool columns_contiguous(const GemmArgs& g, int j0, int nr) {
+  if (g.c_split <= 0) return true;
+  return j0 / g.c_split == (j0 + nr - 1) / g.c_split;
+}
+
+// Writes a finished tile `acc` (mr x nc of a row-major tile nr wide) into C: C = alpha*acc +
+// beta*C on the first k-block (C not read when beta == 0), C += alpha*acc on later ones. The
+// vector kernels' full-tile stores do the same operations in the same order.
+inline void store_tile_scalar(const GemmArgs& g, const float* acc, int nr, int i0, int mr, int j0, int nc, bool first) {
+  for (int r = 0; r < mr; ++r)
+    for (int c = 0; c < nc; ++c) {
+      float* p = c_at(g, i0 + r, j0 + c);
+      const float v = g.alpha * acc[r * nr + c];
+      if (!first) *p += v;
+      else if (g.beta == 0.0f) *p = v;
+      else *p = v + g.beta * *p;
+    }
+}
+
+// One micro-tile's work, as the loops hand it to a micro-kernel: kn values of k; A either packed
+// (`a`: MR values per k) or, when `rows` is set, straight from the MR rows of op(A) = A (each
+// pointer already at the first k; rows past M repeat the last one); `b` the packed B panel at the
+// first k. The kernel writes rows i0 .. i0+mr-1 and columns j0 .. j0+nc-1 of C.
+struct Tile {
+  int kn;
+  const float* a;
+  const float* const* rows;
+  const float* b;
+  int i0, mr, j0, nc;
+  bool first;
+};
+using MicroKernel = void (*)(const GemmArgs& g, const Tile& t);
+
+// C = alpha op(A) op(B) + beta C with the MR x NR kernel `micro`. direct_a: the kernel reads an
+// untransposed A in place (no packing of A).
+template <int MR, int NR, int MC>
+void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
+  static_assert(MC % MR == 0 && MC <= MC_MAX && NC % NR == 0, "blocking");
+  if (g.M <= 0 || g.N <= 0) return;
+  if (g.K <= 0) {  // C = beta * C
+    for (int i = 0; i < g.M; ++i)
+      for (int j = 0; j < g.N; ++j) {
+        float* p = c_at(g, i, j);
+        *p = g.beta == 0.0f ? 0.0f : g.beta * *p;
+      }
+    return;
+  }
+  direct_a = direct_a && g.op_a == Op::N;
+  Scratch& s = scratch();
+  for (int nc0 = 0; nc0 < g.N; nc0 += NC) {
+    const int nb = std::min(NC, g.N - nc0);
+    const int panels_n = (nb + NR - 1) / NR;
+    for (int kc0 = 0; kc0 < g.K; kc0 += KC) {
+      const int kb = std::min(KC, g.K - kc0);
+      const bool first = kc0 == 0;
+      pack_b(g, NR, kc0, kb, nc0, nb, s.b.data());
+      for (int mc0 = 0; mc0 < g.M; mc0 += MC) {
+        const int mb = std::min(MC, g.M - mc0);
+        if (g.causal == Causal::LowerC && nc0 > mc0 + mb - 1) continue;  // block entirely above the diagonal
+        if (!direct_a) pack_a(g, MR, mc0, mb, kc0, kb, s.a.data());
+        for (int pj = 0; pj < panels_n; ++pj) {
+          const int j0 = nc0 + pj * NR, nc = std::min(NR, g.N - j0);
+          const float* bp = s.b.data() + static_cast<std::size_t>(pj) * kb * NR;
+          for (int i0 = mc0; i0 < mc0 + mb; i0 += MR) {
+            const int mr = std::min(MR, mc0 + mb - i0);
+            const int i_last = i0 + mr - 1;
+            if (g.causal == Causal::LowerC && j0 > i_last) continue;  // tile entirely above the diagonal
+            int k_lo, k_hi;
+            k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
+            Tile t;
+            t.kn = std::max(0, k_hi - k_lo);
+            t.b = bp + static_cast<std::size_t>(k_lo) * NR;
+            t.i0 = i0, t.mr = mr, t.j0 = j0, t.nc = nc, t.first = first;
+            const float* rows[MR];
+            if (direct_a) {
+              for (int r = 0; r < MR; ++r)
+                rows[r] = g.A + static_cast<std::size_t>(i0 + std::min(r, mr - 1)) * g.lda + kc0 + k_lo;
+              t.a = nullptr, t.rows = rows;
+            } else {
+              t.a = s.a.data() + static_cast<std::size_t>((i0 - mc0) / MR) * kb * MR + static_cast<std::size_t>(k_lo) * MR;
+              t.rows = nullptr;
+            }
+            micro(g, t);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cs::kernels::driver
+
+// The x86-64 kernels (gemm_x86.cpp), compiled with per-function target attributes so the rest of
+// the build stays SSE4.2; each cpu_has_* says whether this CPU (and its OS) runs them.
+#if !defined(CS_GEMM_PLAIN) && !defined(__EMSCRIPTEN__) && defined(__x86_64__) && defined(__GNUC__)
+#define CS_GEMM_X86 1
+namespace cs::kernels::x86 {
+void sgemm_avx2(const GemmArgs& g);
+void sgemm_avx512(const GemmArgs& g);
+bool cpu_has_avx2();
+bool cpu_has_avx512();
+}  // namespace cs::kernels::x86
+#else
+#define CS_GEMM_X86 0
+#endif
