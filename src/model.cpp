@@ -562,6 +562,7 @@ void loss_from_logits(const ActivationCache<T>& cache, const Batch& batch, LossR
     total += batch.mask[n] * ce;
     msum += batch.mask[n];
   }
+  if (batch.mask_total > 0) msum = batch.mask_total;
   r.loss = msum > 0 ? total / msum : 0.0;
 }
 
@@ -582,6 +583,7 @@ void loss_backward(const Dims& dm, const ActivationCache<T>& cache, const Batch&
   const int N = dm.N, V = dm.V;
   double msum = 0;
   for (float m : batch.mask) msum += m;
+  if (batch.mask_total > 0) msum = batch.mask_total;
   dlogits.resize(N, V);
   for (int n = 0; n < N; ++n) {
     T* d = dlogits.data() + static_cast<std::size_t>(n) * V;

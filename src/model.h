@@ -17,6 +17,10 @@ struct Batch {
   std::vector<int> tokens;    // [B, T]
   std::vector<int> targets;   // [B, T]  next token to predict at each position (any value where mask is 0)
   std::vector<float> mask;    // [B, T]  1 where the loss counts, 0 elsewhere
+  // What the loss divides by: 0 means this batch's own mask sum (the mean over its positions).
+  // A shard of a larger batch (data-parallel training, train.h) sets the whole batch's sum, so its
+  // loss and gradient are its share of the whole batch's mean, and the shards' add up to it.
+  double mask_total = 0;
 };
 
 // A next-token batch: target at position t is token t+1 of the same row; the last position of
@@ -115,7 +119,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen
              const Intervention& iv = Intervention());
 
 struct LossResult {
-  double loss = 0;                // mean cross-entropy over masked positions
+  double loss = 0;                // mean cross-entropy over masked positions (sum / batch.mask_total if set)
   std::vector<float> per_token;   // [B, T] cross-entropy at every position (where the target is valid)
 };
 

@@ -5,6 +5,13 @@
 #include "ioi_templates.h"
 
 #include <algorithm>
+#include <exception>
+#include <functional>
+#if !defined(__EMSCRIPTEN__)
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#endif
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -330,46 +337,242 @@ Trainer::Trainer(const Recipe& r)
   cache_.keep_result = false;  // backward does not read each head's output
 }
 
+namespace {
+std::string loss_problem(double loss, double start, int number) {
+  if (!std::isfinite(loss))
+    return "training diverged at step " + std::to_string(number) + ": the loss is " + (std::isnan(loss) ? "NaN" : "Inf") +
+           "; try a smaller learning rate or stronger gradient clipping";
+  // A run whose loss climbs far above where it started is running away even while it is finite
+  // (a learning rate of 10 reaches 1e10 nats): stop it while the weights can still be saved.
+  if (loss > kRunawayFactor * start)
+    return "training diverged at step " + std::to_string(number) + ": the loss is " + float_text(static_cast<float>(loss)) +
+           " nats, more than " + std::to_string(static_cast<int>(kRunawayFactor)) + " times its start (" +
+           float_text(static_cast<float>(start)) + "); try a smaller learning rate or stronger gradient clipping";
+  return "";
+}
+}  // namespace
+
 StepMetrics Trainer::step() {
-  StepMetrics m;
-  const int step = done_;         // 0-based, for the schedule
+  if (pending_) throw std::logic_error("Trainer::step: a step begun by begin_step is not finished");
   const int number = done_ + 1;   // 1-based, as StepMetrics::step and the messages count
   DataBatch d = data_->next(rng_, recipe_.batch_size);
   forward(params_, d.batch.tokens, d.batch.B, d.batch.T, cache_);
   loss_from_logits(cache_, d.batch, loss_);
   const LossResult& lr = loss_;
-  if (!std::isfinite(lr.loss))
-    throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
-                           (std::isnan(lr.loss) ? "NaN" : "Inf") + "; try a smaller learning rate or stronger gradient clipping");
-  // A run whose loss climbs far above where it started is running away even while it is finite
-  // (a learning rate of 10 reaches 1e10 nats): stop it while the weights can still be saved.
   if (done_ == 0) start_loss_ = std::max(lr.loss, std::log(static_cast<double>(tok_.size())));
-  if (lr.loss > kRunawayFactor * start_loss_)
-    throw TrainingDiverged("training diverged at step " + std::to_string(number) + ": the loss is " +
-                           float_text(static_cast<float>(lr.loss)) + " nats, more than " +
-                           std::to_string(static_cast<int>(kRunawayFactor)) + " times its start (" +
-                           float_text(static_cast<float>(start_loss_)) +
-                           "); try a smaller learning rate or stronger gradient clipping");
+  if (std::string why = loss_problem(lr.loss, start_loss_, number); !why.empty()) throw TrainingDiverged(why);
   backward(params_, cache_, d.batch, grads_);
+  return finish(d, lr.loss, lr.per_token, false);
+}
+
+// The rest of a step once grads_ holds the whole batch's gradient.
+StepMetrics Trainer::finish(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss) {
+  StepMetrics m;
+  const int step = done_;         // 0-based, for the schedule
+  const int number = done_ + 1;
+  if (check_loss) {
+    if (done_ == 0) start_loss_ = std::max(loss, std::log(static_cast<double>(tok_.size())));
+    if (std::string why = loss_problem(loss, start_loss_, number); !why.empty()) throw TrainingDiverged(why);
+  }
   check_finite(grads_, "the gradient of", number);
   m.grad_norm = clip_grad_norm(grads_, recipe_.optim.grad_clip);
   m.lr = schedule_lr(recipe_.schedule, recipe_.optim.lr, step, recipe_.steps);
   opt_.step(params_, grads_, m.lr, schedule_beta1(recipe_.schedule, recipe_.optim.beta1, step, recipe_.steps));
   check_finite(params_, "the weight", number);
   check_bounded(params_, number);
-  m.loss = lr.loss;
+  m.loss = loss;
   double sr = 0, sf = 0;
   int nr = 0, nf = 0;
-  for (std::size_t i = 0; i < lr.per_token.size(); ++i) {
+  for (std::size_t i = 0; i < per_token.size(); ++i) {
     if (d.batch.mask[i] == 0) continue;
-    if (!d.repeated.empty() && d.repeated[i]) sr += lr.per_token[i], ++nr;
-    else sf += lr.per_token[i], ++nf;
+    if (!d.repeated.empty() && d.repeated[i]) sr += per_token[i], ++nr;
+    else sf += per_token[i], ++nf;
   }
   m.loss_repeated = nr ? sr / nr : -1;
   m.loss_fresh = nf ? sf / nf : -1;
-  last_loss_ = lr.loss;
+  last_loss_ = loss;
   m.step = ++done_;
   return m;
+}
+
+#if !defined(__EMSCRIPTEN__)
+// Threads kept from step to step (each keeps its GEMM scratch and caches warm): run(n, fn) calls
+// fn(0) on the caller's thread and fn(1) .. fn(n-1) on the pool's, and returns when all are done.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i + 1); });
+  }
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  int size() const { return static_cast<int>(threads_.size()); }
+  template <class F>
+  void run(int n, F& fn) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      job_ = [&fn](std::size_t i) { fn(i); };
+      count_ = n;
+      remaining_ = n - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    fn(0);
+    std::unique_lock<std::mutex> lk(mu_);
+    done_.wait(lk, [this] { return remaining_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::function<void(std::size_t)> job;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        wake_.wait(lk, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        if (index >= count_) continue;
+        job = job_;
+      }
+      job(static_cast<std::size_t>(index));
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (--remaining_ == 0) done_.notify_one();
+      }
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::function<void(std::size_t)> job_;
+  std::uint64_t generation_ = 0;
+  int count_ = 0, remaining_ = 0;
+  bool stop_ = false;
+};
+#else
+class WorkerPool {};
+#endif
+
+Batch batch_rows(const Batch& b, int row0, int rows) {
+  if (row0 < 0 || rows < 1 || row0 + rows > b.B) throw std::invalid_argument("batch_rows: rows outside the batch");
+  Batch s;
+  s.B = rows, s.T = b.T;
+  const std::size_t from = static_cast<std::size_t>(row0) * b.T, to = from + static_cast<std::size_t>(rows) * b.T;
+  s.tokens.assign(b.tokens.begin() + from, b.tokens.begin() + to);
+  s.targets.assign(b.targets.begin() + from, b.targets.begin() + to);
+  s.mask.assign(b.mask.begin() + from, b.mask.begin() + to);
+  if (b.mask_total > 0) {
+    s.mask_total = b.mask_total;
+  } else {
+    double msum = 0;
+    for (float m : b.mask) msum += m;
+    s.mask_total = msum > 0 ? msum : 1.0;  // an all-masked batch: every shard's loss is 0 either way
+  }
+  return s;
+}
+
+void shard_gradient(const Params<float>& p, const Batch& shard, ActivationCache<float>& cache, ShardResult& out) {
+  forward(p, shard.tokens, shard.B, shard.T, cache);
+  LossResult lr;
+  lr.per_token.swap(out.per_token);
+  loss_from_logits(cache, shard, lr);
+  out.loss = lr.loss;
+  out.per_token.swap(lr.per_token);
+  if (out.grads.cfg.d_model != p.cfg.d_model || out.grads.cfg.n_layers != p.cfg.n_layers) out.grads = p;  // shaped like p
+  backward(p, cache, shard, out.grads);
+}
+
+std::vector<Batch> Trainer::begin_step(int shards) {
+  if (pending_) throw std::logic_error("Trainer::begin_step: the step begun before is not finished");
+  if (shards < 1 || shards > recipe_.batch_size)
+    throw std::invalid_argument("a step can be split into 1 to " + std::to_string(recipe_.batch_size) +
+                                " shards (the batch size), not " + std::to_string(shards));
+  pending_batch_ = data_->next(rng_, recipe_.batch_size);
+  const Batch& b = pending_batch_.batch;
+  pending_shards_.clear();
+  int row = 0;
+  for (int i = 0; i < shards; ++i) {
+    const int rows = b.B / shards + (i < b.B % shards ? 1 : 0);
+    pending_shards_.push_back(batch_rows(b, row, rows));
+    row += rows;
+  }
+  pending_ = true;
+  return pending_shards_;
+}
+
+StepMetrics Trainer::finish_step(const std::vector<const ShardResult*>& results) {
+  if (!pending_) throw std::logic_error("Trainer::finish_step: no step was begun");
+  if (results.size() != pending_shards_.size())
+    throw std::invalid_argument("finish_step: " + std::to_string(results.size()) + " results for " +
+                                std::to_string(pending_shards_.size()) + " shards");
+  std::vector<float> per_token;
+  per_token.reserve(pending_batch_.batch.mask.size());
+  double loss = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const ShardResult& r = *results[i];
+    const Batch& sh = pending_shards_[i];
+    if (r.per_token.size() != sh.mask.size() || param_count(r.grads.cfg) != param_count(params_.cfg) ||
+        r.grads.cfg.n_layers != params_.cfg.n_layers || r.grads.cfg.d_vocab != params_.cfg.d_vocab)
+      throw std::invalid_argument("finish_step: the result of shard " + std::to_string(i) + " does not match its shard");
+    loss += r.loss;
+    per_token.insert(per_token.end(), r.per_token.begin(), r.per_token.end());
+  }
+  // grads_ = shard 0 + shard 1 + ... in this order, whatever order they finished in.
+  {
+    std::vector<Tensor<float>*> dst;
+    for_each_tensor(grads_, [&](Tensor<float>& t) { dst.push_back(&t); });
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::size_t k = 0;
+      for_each_tensor(results[i]->grads, [&](const Tensor<float>& t) {
+        Tensor<float>& d = *dst[k++];
+        if (i == 0) d.data.assign(t.data.begin(), t.data.end());
+        else
+          for (std::size_t j = 0; j < d.data.size(); ++j) d.data[j] += t.data[j];
+      });
+    }
+  }
+  pending_ = false;
+  const DataBatch d = std::move(pending_batch_);
+  return finish(d, loss, per_token, true);
+}
+
+StepMetrics Trainer::step_parallel(int shards) {
+  if (shards == 1) return step();
+  std::vector<Batch> parts = begin_step(shards);
+  if (shard_caches_.size() != parts.size()) {
+    shard_caches_.resize(parts.size());
+    shard_results_.resize(parts.size());
+  }
+  std::vector<std::exception_ptr> errors(parts.size());
+  auto work = [&](std::size_t i) {
+    try {
+      shard_gradient(params_, parts[i], shard_caches_[i], shard_results_[i]);
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+#if defined(__EMSCRIPTEN__)
+  for (std::size_t i = 0; i < parts.size(); ++i) work(i);
+#else
+  if (!pool_ || pool_->size() != static_cast<int>(parts.size()) - 1)
+    pool_ = std::make_shared<WorkerPool>(static_cast<int>(parts.size()) - 1);
+  pool_->run(static_cast<int>(parts.size()), work);
+#endif
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (errors[i]) {
+      pending_ = false;
+      std::rethrow_exception(errors[i]);
+    }
+  std::vector<const ShardResult*> results;
+  for (const ShardResult& r : shard_results_) results.push_back(&r);
+  return finish_step(results);
 }
 
 ModelFile Trainer::model_file() const {

@@ -103,10 +103,38 @@ struct StepMetrics {
   double loss_fresh = -1;     // mean loss on the other tokens
 };
 
+// Data-parallel training: a step's batch split by whole rows into shards, each shard's gradient
+// computed on its own (another thread, another Web Worker), the gradients summed in shard order,
+// one optimiser step. A shard's batch carries the whole batch's mask sum (Batch::mask_total), so
+// its loss and gradient are its share of the whole batch's mean: the shards' sums equal the
+// one-shard step's up to the order of summation.
+struct ShardResult {
+  Params<float> grads;          // this shard's share of the gradient
+  double loss = 0;              // its share of the mean loss
+  std::vector<float> per_token; // [rows, T] cross-entropy at every position
+};
+// One shard's forward, loss and backward, reusing `cache` and `out` between calls.
+void shard_gradient(const Params<float>& p, const Batch& shard, ActivationCache<float>& cache, ShardResult& out);
+// Rows [row0, row0 + rows) of a batch as a shard of it (mask_total set to the whole batch's sum).
+Batch batch_rows(const Batch& b, int row0, int rows);
+
+class WorkerPool;  // train.cpp: the threads step_parallel keeps between steps
+
 class Trainer {
  public:
   explicit Trainer(const Recipe& r);
   StepMetrics step();  // one optimisation step; throws TrainingDiverged
+  // The same step split into `shards` shards of the batch computed on as many threads (natively;
+  // one after another in WebAssembly, which has no threads here). shards = 1 is step() exactly.
+  // At most batch_size shards.
+  StepMetrics step_parallel(int shards);
+  // The two halves of a step whose shards are computed elsewhere (the page's Web Workers): the
+  // next batch, split into `shards` shards (the first B % shards of them one row larger)...
+  std::vector<Batch> begin_step(int shards);
+  // ...and, given every shard's result in shard order, the rest of the step (the same checks,
+  // clipping and optimiser step as step()). Throws std::logic_error without a begun step, and
+  // std::invalid_argument when a result does not match its shard.
+  StepMetrics finish_step(const std::vector<const ShardResult*>& results);
   int steps_done() const { return done_; }
   const Recipe& recipe() const { return recipe_; }
   const Params<float>& params() const { return params_; }
@@ -120,6 +148,14 @@ class Trainer {
   std::unique_ptr<DataSource> data_;
   Params<float> params_, grads_;
   AdamW opt_;
+  // A step begun by begin_step (or step_parallel): its batch and shards.
+  bool pending_ = false;
+  DataBatch pending_batch_;
+  std::vector<Batch> pending_shards_;
+  std::vector<ActivationCache<float>> shard_caches_;  // step_parallel's, one per shard
+  std::vector<ShardResult> shard_results_;
+  std::shared_ptr<WorkerPool> pool_;
+  StepMetrics finish(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss);
   ActivationCache<float> cache_;
   LossResult loss_;  // reused from step to step
   Rng rng_;

@@ -37,7 +37,7 @@ const char* kUsage =
     "circuitscope: train, run and inspect attention-only transformers\n"
     "\n"
     "usage:\n"
-    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16]\n"
+    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16] [--threads N]\n"
     "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
     "  circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
     "      Per-token loss and the top K next-token predictions for a text.\n"
@@ -59,13 +59,16 @@ const char* kUsage =
 
 const std::map<std::string, std::string> kHelp = {
     {"train",
-     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16]\n"
+     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16] [--threads N]\n"
      "  Trains the model a recipe describes (architecture, tokenizer, data, optimizer, schedule,\n"
      "  steps, batch_size, seed) and writes it as a safetensors model file.\n"
      "  --out FILE      where to write the model (default: the recipe's \"output\")\n"
      "  --steps N       override the recipe's number of steps\n"
      "  --log-every N   print a progress line every N steps (default 50)\n"
      "  --f16           store the weights as float16 (half the size)\n"
+     "  --threads N     split each batch's rows across N threads (data-parallel: each computes its\n"
+     "                  rows' gradient, the gradients are summed in a fixed order, one optimiser step);\n"
+     "                  the same run as with 1 thread up to the order of summation (default 1)\n"
      "  Snapshots listed in the recipe are written as float16 files DIR/snapshots/NAME/stepN.safetensors\n"
      "  beside the model DIR/NAME.safetensors; a recipe with \"eval\" also writes DIR/NAME.metrics.json.\n"
      "  Same recipe, same seed, same build and kernel: the same weights, bit for bit. The avx2 and\n"
@@ -214,7 +217,7 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 int cmd_train(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--log-every", true}, {"--f16", false}});
+  Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--log-every", true}, {"--f16", false}, {"--threads", true}});
   if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
   const std::string recipe_path = a.positional[0];
   json j = read_recipe_json(recipe_path);
@@ -224,6 +227,7 @@ int cmd_train(int argc, char** argv) {
   if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
   const int log_every = a.opts.count("--log-every") ? to_int(a.opts["--log-every"], "--log-every", 1, 1000000) : 50;
   const cs::Dtype dtype = a.opts.count("--f16") ? cs::Dtype::F16 : cs::Dtype::F32;
+  const int threads = a.opts.count("--threads") ? to_int(a.opts["--threads"], "--threads", 1, 64) : 1;
   // Refuse a bad output path before training, not after.
   cs::check_output_path(out);
   for (int s : r.snapshots) cs::check_output_path(snapshot_path(out, s));
@@ -231,6 +235,7 @@ int cmd_train(int argc, char** argv) {
   std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d (kernel %s)\n",
               r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
               cs::param_count(tr.model_file().cfg), r.steps, r.batch_size, cs::kernels::gemm_kernel_name());
+  if (threads > 1) std::printf("each batch split across %d threads\n", std::min(threads, r.batch_size));
   auto t0 = std::chrono::steady_clock::now();
   if (!r.snapshots.empty()) {
     const std::string dir = snapshot_path(out, 0).substr(0, snapshot_path(out, 0).find_last_of('/'));
@@ -260,7 +265,7 @@ int cmd_train(int argc, char** argv) {
   }
   double ema = -1;
   for (int s = 0; s < r.steps; ++s) {
-    cs::StepMetrics m = tr.step();
+    cs::StepMetrics m = tr.step_parallel(std::min(threads, r.batch_size));
     ema = ema < 0 ? m.loss : 0.95 * ema + 0.05 * m.loss;
     loss_sum += m.loss;
     ++loss_n;

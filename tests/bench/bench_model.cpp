@@ -6,6 +6,7 @@
 //                 AdamW): the same code the WASM module's Trainer.step() runs.
 //   BM_ForwardFast, BM_TrainStepFast   the same with the fastest GEMM kernel this CPU runs
 //                 (AVX2 or AVX-512 with fused multiply-adds; the others use the portable SSE4.2 one)
+//   BM_TrainStepFast2  that training step with each batch split across two threads
 //   BM_Char2l     one forward pass (plus loss) of the shipped models/char-2l.safetensors over one
 //                 256-token sequence: <BOS> and the first 255 characters of the held-out corpus
 //                 (models/corpus/valid.txt), what the page computes on each keystroke.
@@ -183,6 +184,18 @@ void BM_TrainStepFast(benchmark::State& state) {
   }
 }
 
+// The fast kernel's training step with the batch split across two threads (step_parallel).
+void BM_TrainStepFast2(benchmark::State& state) {
+  KernelScope k("auto");
+  static TrainContext ctx;
+  state.SetLabel(cs::kernels::gemm_kernel_name());
+  ctx.trainer->step_parallel(2);  // the threads start once
+  for (auto _ : state) {
+    cs::StepMetrics m = ctx.trainer->step_parallel(2);
+    benchmark::DoNotOptimize(m.loss);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -206,6 +219,11 @@ int main(int argc, char** argv) {
       ->Iterations(1)
       ->Repetitions(forward_reps);
   benchmark::RegisterBenchmark("BM_TrainStepFast", BM_TrainStepFast)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(1)
+      ->Repetitions(train_reps);
+  benchmark::RegisterBenchmark("BM_TrainStepFast2", BM_TrainStepFast2)
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime()
       ->Iterations(1)

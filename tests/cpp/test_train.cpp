@@ -112,6 +112,92 @@ TEST(Train, SameSeedSameWeightsBitForBit) {
   EXPECT_NE(a, c);
 }
 
+// Data-parallel steps: the shards' losses and gradients add up to the whole batch's, and a run
+// split into 2 or 3 shards (on as many threads) follows the one-shard run up to summation order.
+TEST(Train, ShardsAddUpToTheWholeBatch) {
+  Trainer tr(recipe_from_json(induction_recipe(2, "shortformer", true, 10, 3)));
+  for (int i = 0; i < 3; ++i) tr.step();
+  DataSource& data = tr.data();
+  Rng rng(5);
+  const DataBatch d = data.next(rng, 7);
+  ActivationCache<float> cache;
+  ShardResult whole;
+  shard_gradient(tr.params(), d.batch, cache, whole);
+  ShardResult a, b;
+  shard_gradient(tr.params(), batch_rows(d.batch, 0, 4), cache, a);
+  shard_gradient(tr.params(), batch_rows(d.batch, 4, 3), cache, b);
+  EXPECT_NEAR(a.loss + b.loss, whole.loss, 1e-6 * whole.loss);
+  std::vector<const Tensor<float>*> tw, ta, tb;
+  for_each_tensor(whole.grads, [&](const Tensor<float>& t) { tw.push_back(&t); });
+  for_each_tensor(a.grads, [&](const Tensor<float>& t) { ta.push_back(&t); });
+  for_each_tensor(b.grads, [&](const Tensor<float>& t) { tb.push_back(&t); });
+  double worst = 0, scale = 0;
+  for (std::size_t k = 0; k < tw.size(); ++k)
+    for (std::size_t j = 0; j < tw[k]->data.size(); ++j) {
+      worst = std::max(worst, std::abs(double(ta[k]->data[j]) + tb[k]->data[j] - tw[k]->data[j]));
+      scale = std::max(scale, std::abs(double(tw[k]->data[j])));
+    }
+  EXPECT_LT(worst, 1e-5 * scale) << "largest gradient difference";
+  EXPECT_GT(scale, 0.0);
+  // Rows 0-3 of the whole batch's per-token losses are shard a's.
+  // (NaN where a position has no valid target, in both.)
+  ASSERT_EQ(a.per_token.size(), static_cast<std::size_t>(4 * d.batch.T));
+  for (std::size_t j = 0; j < a.per_token.size(); ++j) {
+    EXPECT_EQ(std::isnan(a.per_token[j]), std::isnan(whole.per_token[j])) << j;
+    if (!std::isnan(whole.per_token[j])) EXPECT_NEAR(a.per_token[j], whole.per_token[j], 1e-5);
+  }
+}
+
+TEST(Train, ParallelStepsFollowTheSerialRun) {
+  const int steps = 12;
+  Trainer one(recipe_from_json(induction_recipe(2, "shortformer", true, steps, 4)));
+  Trainer two(recipe_from_json(induction_recipe(2, "shortformer", true, steps, 4)));
+  Trainer three(recipe_from_json(induction_recipe(2, "shortformer", true, steps, 4)));
+  for (int i = 0; i < steps; ++i) {
+    const StepMetrics m1 = one.step(), m2 = two.step_parallel(2), m3 = three.step_parallel(3);
+    EXPECT_NEAR(m2.loss, m1.loss, 1e-5 * m1.loss) << "step " << i + 1;
+    EXPECT_NEAR(m3.loss, m1.loss, 1e-5 * m1.loss) << "step " << i + 1;
+    EXPECT_NEAR(m2.grad_norm, m1.grad_norm, 1e-4 * m1.grad_norm) << "step " << i + 1;
+    EXPECT_NEAR(m3.loss_repeated, m1.loss_repeated, 1e-5 * m1.loss_repeated) << "step " << i + 1;
+    EXPECT_EQ(m2.step, m1.step);
+  }
+  std::vector<const Tensor<float>*> p1, p2, p3;
+  for_each_tensor(one.params(), [&](const Tensor<float>& t) { p1.push_back(&t); });
+  for_each_tensor(two.params(), [&](const Tensor<float>& t) { p2.push_back(&t); });
+  for_each_tensor(three.params(), [&](const Tensor<float>& t) { p3.push_back(&t); });
+  double worst = 0;
+  for (std::size_t k = 0; k < p1.size(); ++k)
+    for (std::size_t j = 0; j < p1[k]->data.size(); ++j)
+      worst = std::max({worst, std::abs(double(p1[k]->data[j]) - p2[k]->data[j]), std::abs(double(p1[k]->data[j]) - p3[k]->data[j])});
+  // Adam moves a weight by about lr (0.01 at most here) per step; rounding differences in the
+  // gradient change the update far less.
+  EXPECT_LT(worst, 1e-4);
+  // Not the same run by accident: one shard is step() itself, bit for bit.
+  Trainer again(recipe_from_json(induction_recipe(2, "shortformer", true, steps, 4)));
+  for (int i = 0; i < steps; ++i) again.step_parallel(1);
+  std::size_t k = 0;
+  for_each_tensor(again.params(), [&](const Tensor<float>& t) { EXPECT_EQ(t.data, p1[k++]->data); });
+}
+
+TEST(Train, ShardedStepsRefuseMismatches) {
+  Trainer tr(recipe_from_json(induction_recipe(1, "standard", false, 5, 1)));
+  EXPECT_THROW(tr.finish_step({}), std::logic_error);
+  EXPECT_THROW(tr.begin_step(0), std::invalid_argument);
+  EXPECT_THROW(tr.begin_step(65), std::invalid_argument);
+  const std::vector<Batch> shards = tr.begin_step(3);
+  ASSERT_EQ(shards.size(), 3u);
+  EXPECT_EQ(shards[0].B + shards[1].B + shards[2].B, 64);
+  EXPECT_THROW(tr.step(), std::logic_error);  // a begun step must be finished first
+  ActivationCache<float> cache;
+  std::vector<ShardResult> res(3);
+  for (int i = 0; i < 3; ++i) shard_gradient(tr.params(), shards[i], cache, res[i]);
+  EXPECT_THROW(tr.finish_step({&res[0], &res[1]}), std::invalid_argument);
+  EXPECT_THROW(tr.finish_step({&res[1], &res[0], &res[2]}), std::invalid_argument);  // shard 0 has 22 rows, 1 has 21
+  const StepMetrics m = tr.finish_step({&res[0], &res[1], &res[2]});
+  EXPECT_EQ(m.step, 1);
+  EXPECT_EQ(tr.steps_done(), 1);
+}
+
 TEST(Train, SavedModelGivesIdenticalOutputs) {
   Trainer tr(recipe_from_json(induction_recipe(2, "shortformer", true, 5, 2)));
   for (int s = 0; s < 5; ++s) tr.step();
