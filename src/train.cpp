@@ -485,9 +485,42 @@ void shard_gradient(const Params<float>& p, const Batch& shard, ActivationCache<
   loss_from_logits(cache, shard, lr);
   out.loss = lr.loss;
   out.per_token.swap(lr.per_token);
-  if (out.grads.cfg.d_model != p.cfg.d_model || out.grads.cfg.n_layers != p.cfg.n_layers) out.grads = p;  // shaped like p
+  const Config &have = out.grads.cfg, &want = p.cfg;
+  if (have.d_model != want.d_model || have.n_layers != want.n_layers || have.n_heads != want.n_heads ||
+      have.d_head != want.d_head || have.d_vocab != want.d_vocab || have.n_ctx != want.n_ctx ||
+      param_count(have) != param_count(want))
+    out.grads = p;  // a buffer shaped like p (backward overwrites every value)
   backward(p, cache, shard, out.grads);
 }
+
+std::vector<float> flatten(const Params<float>& p) {
+  std::vector<float> out;
+  out.reserve(param_count(p.cfg));
+  for_each_tensor(p, [&](const Tensor<float>& t) { out.insert(out.end(), t.data.begin(), t.data.end()); });
+  return out;
+}
+
+void unflatten(const float* data, std::size_t n, Params<float>& p) {
+  const std::size_t want = param_count(p.cfg);
+  if (n != want)
+    throw std::invalid_argument("weights: " + std::to_string(n) + " values given, the model has " + std::to_string(want));
+  std::size_t at = 0;
+  for_each_tensor(p, [&](Tensor<float>& t) {
+    std::copy(data + at, data + at + t.data.size(), t.data.begin());
+    at += t.data.size();
+  });
+}
+
+const ShardResult& Trainer::shard_result(const Batch& shard) {
+  if (shard.T > recipe_.model.n_ctx || shard.B < 1 || shard.tokens.size() != static_cast<std::size_t>(shard.B) * shard.T)
+    throw std::invalid_argument("shard: its tokens do not form [B, T] rows this model can read");
+  shard_gradient(params_, shard, cache_, own_result_);
+  return own_result_;
+}
+
+std::vector<float> Trainer::params_flat() const { return flatten(params_); }
+
+void Trainer::set_params_flat(const float* data, std::size_t n) { unflatten(data, n, params_); }
 
 std::vector<Batch> Trainer::begin_step(int shards) {
   if (pending_) throw std::logic_error("Trainer::begin_step: the step begun before is not finished");

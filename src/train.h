@@ -115,6 +115,10 @@ struct ShardResult {
 };
 // One shard's forward, loss and backward, reusing `cache` and `out` between calls.
 void shard_gradient(const Params<float>& p, const Batch& shard, ActivationCache<float>& cache, ShardResult& out);
+// A gradient (or any Params) as one flat array in file order, and back (throws
+// std::invalid_argument unless n is param_count(p.cfg)).
+std::vector<float> flatten(const Params<float>& p);
+void unflatten(const float* data, std::size_t n, Params<float>& p);
 // Rows [row0, row0 + rows) of a batch as a shard of it (mask_total set to the whole batch's sum).
 Batch batch_rows(const Batch& b, int row0, int rows);
 
@@ -135,6 +139,15 @@ class Trainer {
   // clipping and optimiser step as step()). Throws std::logic_error without a begun step, and
   // std::invalid_argument when a result does not match its shard.
   StepMetrics finish_step(const std::vector<const ShardResult*>& results);
+  // Forgets a begun step (its batch is used up), e.g. when a worker computing a shard failed.
+  void cancel_step() { pending_ = false; }
+  // One shard's result with the trainer's weights, into a buffer the trainer keeps (valid until
+  // the next call): what a worker holding a copy of the weights computes.
+  const ShardResult& shard_result(const Batch& shard);
+  // Every weight, tensor after tensor in file order (for_each_tensor), and back; set_params_flat
+  // throws std::invalid_argument unless the size is param_count.
+  std::vector<float> params_flat() const;
+  void set_params_flat(const float* data, std::size_t n);
   int steps_done() const { return done_; }
   const Recipe& recipe() const { return recipe_; }
   const Params<float>& params() const { return params_; }
@@ -155,6 +168,7 @@ class Trainer {
   std::vector<ActivationCache<float>> shard_caches_;  // step_parallel's, one per shard
   std::vector<ShardResult> shard_results_;
   std::shared_ptr<WorkerPool> pool_;
+  ShardResult own_result_;  // shard_result's
   StepMetrics finish(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss);
   ActivationCache<float> cache_;
   LossResult loss_;  // reused from step to step

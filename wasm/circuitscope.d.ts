@@ -903,8 +903,46 @@ export interface Trainer {
   headScores(options?: HeadScoreOptions): HeadScores;
   /** The model as it stands, as model-file bytes (a new Uint8Array) that load() opens. */
   save(): Uint8Array;
+  /**
+   * Data-parallel steps (the page's training worker and its helper workers): the next batch
+   * split by rows into n shards (the first B % n one row larger). Each shard's loss and gradient
+   * are its share of the whole batch's mean (mask_total is the whole batch's mask sum).
+   */
+  beginStep(n: number): TrainingShard[];
+  /** One shard's result with this trainer's weights (a helper sets them first with setParams). */
+  shardGradient(shard: TrainingShard): ShardResult;
+  /**
+   * Finishes the begun step from every shard's result, in shard order: the gradients are summed
+   * in that order, then the same checks, clipping and optimiser step as step(). Returns its
+   * metrics. Equal to step() up to the order of summation.
+   */
+  finishStep(results: ShardResult[]): StepMetrics;
+  /** Forgets a begun step (a helper failed); its batch is used up. */
+  cancelStep(): void;
+  /** Every weight as one Float32Array, tensor after tensor in file order. */
+  params(): Float32Array;
+  /** Sets every weight from params()'s layout; throws unless the length is the parameter count. */
+  setParams(flat: Float32Array): void;
   /** Frees the trainer's memory inside the module; the object is unusable afterwards. */
   delete(): void;
+}
+
+/** One shard of a training batch: B rows of T tokens, their targets and loss mask. */
+export interface TrainingShard {
+  B: number;
+  T: number;
+  tokens: Int32Array;
+  targets: Int32Array;
+  mask: Float32Array;
+  /** The whole batch's mask sum, which the shard's loss divides by. */
+  mask_total: number;
+}
+
+/** A shard's gradient (params() layout), its share of the mean loss and its per-token losses [B, T]. */
+export interface ShardResult {
+  grads: Float32Array;
+  loss: number;
+  per_token: Float32Array;
 }
 
 export interface InitOptions {

@@ -169,6 +169,13 @@ const MODEL_CALLS = {
 const TRAINER_CALLS = {
   headScores: MODEL_CALLS.headScores,
   save: [null, 0, () => []],
+  // Data-parallel steps (the training worker's helpers each hold a trainer of the same recipe).
+  beginStep: [null, 0, (/** @type {Options} */ _o, /** @type {number} */ n) => [n]],
+  shardGradient: [null, 0, (/** @type {Options} */ _o, /** @type {any} */ shard) => [shard]],
+  finishStep: [null, 0, (/** @type {Options} */ _o, /** @type {any[]} */ results) => [results]],
+  cancelStep: [null, 0, () => []],
+  params: [null, 0, () => []],
+  setParams: [null, 0, (/** @type {Options} */ _o, /** @type {Float32Array} */ flat) => [flat]],
 };
 
 /**

@@ -1000,6 +1000,95 @@ val Trainer::step() {
   return guarded([&] { return step_metrics_js(trainer_->step()); });
 }
 
+namespace {
+val shard_js(const cs::Batch& b) {
+  val o = val::object();
+  o.set("B", b.B);
+  o.set("T", b.T);
+  o.set("tokens", copy_out(b.tokens.data(), b.tokens.size(), "Int32Array"));
+  o.set("targets", copy_out(b.targets.data(), b.targets.size(), "Int32Array"));
+  o.set("mask", copy_out(b.mask.data(), b.mask.size(), "Float32Array"));
+  o.set("mask_total", b.mask_total);
+  return o;
+}
+
+cs::Batch shard_in(const val& o) {
+  if (!is_plain_object(o)) throw std::invalid_argument("shard: expected an object from beginStep, got " + describe(o));
+  cs::Batch b;
+  b.B = to_int(o["B"], "shard.B");
+  b.T = to_int(o["T"], "shard.T");
+  b.tokens = copy_in<int>(o["tokens"], "shard.tokens");
+  b.targets = copy_in<int>(o["targets"], "shard.targets");
+  b.mask = copy_in<float>(o["mask"], "shard.mask");
+  if (!o["mask_total"].isNumber()) throw std::invalid_argument("shard.mask_total must be a number");
+  b.mask_total = o["mask_total"].as<double>();
+  const std::size_t n = static_cast<std::size_t>(std::max(b.B, 0)) * std::max(b.T, 0);
+  if (b.B < 1 || b.T < 1 || b.tokens.size() != n || b.targets.size() != n || b.mask.size() != n || !(b.mask_total > 0))
+    throw std::invalid_argument("shard: B, T, tokens, targets, mask and mask_total do not fit together");
+  return b;
+}
+}  // namespace
+
+val Trainer::beginStep(const val& shards) {
+  return guarded([&] {
+    const std::vector<cs::Batch> parts = trainer_->begin_step(to_int(shards, "beginStep: shards"));
+    val out = val::array();
+    for (const cs::Batch& b : parts) out.call<void>("push", shard_js(b));
+    return out;
+  });
+}
+
+val Trainer::shardGradient(const val& shard) {
+  return guarded([&] {
+    const cs::ShardResult& r = trainer_->shard_result(shard_in(shard));
+    const std::vector<float> flat = cs::flatten(r.grads);
+    val o = val::object();
+    o.set("grads", copy_out(flat.data(), flat.size(), "Float32Array"));
+    o.set("loss", r.loss);
+    o.set("per_token", copy_out(r.per_token.data(), r.per_token.size(), "Float32Array"));
+    return o;
+  });
+}
+
+val Trainer::finishStep(const val& results) {
+  return guarded([&] {
+    if (!results.isArray()) throw std::invalid_argument("finishStep: expected an array of shard results");
+    const int n = results["length"].as<int>();
+    std::vector<cs::ShardResult> rs(static_cast<std::size_t>(std::max(n, 0)));
+    std::vector<const cs::ShardResult*> ptrs;
+    for (int i = 0; i < n; ++i) {
+      const val r = results[i];
+      const std::string what = "finishStep: result " + std::to_string(i);
+      if (!is_plain_object(r)) throw std::invalid_argument(what + " must be an object {grads, loss, per_token}");
+      const std::vector<float> g = copy_in<float>(r["grads"], what + ".grads");
+      rs[i].grads = trainer_->params();
+      cs::unflatten(g.data(), g.size(), rs[i].grads);
+      if (!r["loss"].isNumber()) throw std::invalid_argument(what + ".loss must be a number");
+      rs[i].loss = r["loss"].as<double>();
+      rs[i].per_token = copy_in<float>(r["per_token"], what + ".per_token");
+      ptrs.push_back(&rs[i]);
+    }
+    return step_metrics_js(trainer_->finish_step(ptrs));
+  });
+}
+
+void Trainer::cancelStep() { trainer_->cancel_step(); }
+
+val Trainer::params() const {
+  return guarded([&] {
+    const std::vector<float> flat = trainer_->params_flat();
+    return copy_out(flat.data(), flat.size(), "Float32Array");
+  });
+}
+
+void Trainer::setParams(const val& flat) {
+  guarded([&] {
+    const std::vector<float> v = copy_in<float>(flat, "setParams: weights");
+    trainer_->set_params_flat(v.data(), v.size());
+    return 0;
+  });
+}
+
 int Trainer::stepsDone() const { return trainer_->steps_done(); }
 
 // Head scores of the model as it stands (as Model::headScores on the saved model).

@@ -76,6 +76,17 @@ class Trainer {
  public:
   explicit Trainer(const std::string& recipe_json);
   val step();
+  // Data-parallel steps across Web Workers (cs::Trainer::begin_step / finish_step): the next
+  // batch as `shards` shards {B, T, tokens, targets, mask, mask_total}; one shard's result with
+  // this trainer's weights {grads, loss, per_token}; the step finished from every shard's result
+  // in order (returns the step's metrics, as step()); a begun step forgotten.
+  val beginStep(const val& shards);
+  val shardGradient(const val& shard);
+  val finishStep(const val& results);
+  void cancelStep();
+  // Every weight as one Float32Array (file order), and back.
+  val params() const;
+  void setParams(const val& flat);
   int stepsDone() const;
   val headScores(const val& options) const;
   val save() const;

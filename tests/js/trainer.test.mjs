@@ -217,3 +217,75 @@ test('a malformed recipe throws a readable Error starting with "recipe:" or "con
   }
   assert.throws(() => instance.trainer(42), TypeError);
 });
+
+// Data-parallel steps as the page's training worker runs them: the trainer begins a step split
+// into shards, helper trainers of the same recipe (here in the same module; in the page each in
+// its own Web Worker) get the weights and compute their shard, the trainer finishes the step.
+function trainSharded(instance, recipe, n, shards) {
+  const tr = instance.trainer(recipe);
+  const helpers = Array.from({ length: shards - 1 }, () => instance.trainer(recipe));
+  try {
+    const metrics = [];
+    for (let i = 0; i < n; i++) {
+      const parts = tr.beginStep(shards);
+      const weights = tr.params();
+      const results = [tr.shardGradient(parts[0])];
+      for (let k = 1; k < shards; k++) {
+        helpers[k - 1].setParams(weights);
+        results.push(helpers[k - 1].shardGradient(parts[k]));
+      }
+      metrics.push(tr.finishStep(results));
+    }
+    return { metrics, weights: tr.params() };
+  } finally {
+    tr.delete();
+    for (const h of helpers) h.delete();
+  }
+}
+
+test('a step split across 2 or 3 workers follows the one-worker run up to summation order', async () => {
+  const instance = await cs();
+  const recipe = inductionRecipe({ steps: 12 });
+  const one = instance.trainer(recipe);
+  const serial = [];
+  for (let i = 0; i < 12; i++) serial.push(one.step());
+  const serialWeights = one.params();
+  one.delete();
+  for (const shards of [2, 3]) {
+    const run = trainSharded(instance, recipe, 12, shards);
+    for (let i = 0; i < 12; i++) {
+      const a = serial[i], b = run.metrics[i];
+      assert.equal(b.step, a.step);
+      assert.ok(Math.abs(a.loss - b.loss) <= 1e-5 * a.loss, `${shards} shards, step ${i + 1}: loss ${b.loss} vs ${a.loss}`);
+      assert.ok(Math.abs(a.grad_norm - b.grad_norm) <= 1e-4 * a.grad_norm, `grad norm ${b.grad_norm} vs ${a.grad_norm}`);
+    }
+    let worst = 0;
+    for (let j = 0; j < serialWeights.length; j++) worst = Math.max(worst, Math.abs(serialWeights[j] - run.weights[j]));
+    assert.ok(worst < 1e-4, `${shards} shards: weights differ by up to ${worst}`);
+    assert.ok(worst > 0 || shards === 1, 'a different summation order leaves some trace (else the shards were not used)');
+  }
+  // One shard through begin/finish is step() exactly.
+  const single = trainSharded(instance, recipe, 12, 1);
+  assert.deepEqual(Array.from(single.weights), Array.from(serialWeights));
+});
+
+test('sharded steps refuse what does not fit, with sentences, and the run goes on', async () => {
+  const instance = await cs();
+  const tr = instance.trainer(inductionRecipe());
+  try {
+    assert.throws(() => tr.finishStep([]), /no step was begun/);
+    assert.throws(() => tr.beginStep(0), /1 to 64 shards/);
+    assert.throws(() => tr.setParams(new Float32Array(3)), /3 values given, the model has \d+/);
+    const parts = tr.beginStep(2);
+    assert.equal(parts.length, 2);
+    assert.equal(parts[0].B + parts[1].B, 64);
+    assert.throws(() => tr.shardGradient({ ...parts[0], tokens: new Int32Array(5) }), /do not fit together/);
+    const r0 = tr.shardGradient(parts[0]);
+    assert.throws(() => tr.finishStep([r0]), /1 results for 2 shards/);
+    assert.throws(() => tr.finishStep([r0, { ...r0, grads: new Float32Array(10) }]), /10 values given/);
+    tr.cancelStep();
+    assert.equal(tr.step().step, 1, 'after cancelStep the run steps on');
+  } finally {
+    tr.delete();
+  }
+});
