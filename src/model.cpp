@@ -12,6 +12,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
+#include "rng.h"
 
 namespace cs {
 
@@ -48,6 +49,20 @@ void check_intervention(const Config& c, const Intervention& iv, int Tl) {
     if (k.src_layer >= k.dst_layer)
       throw std::invalid_argument("intervention: a path can only be cut from an earlier layer to a later one (L" +
                                   std::to_string(k.src_layer) + " -> L" + std::to_string(k.dst_layer) + ")");
+  }
+  bool replaces = !iv.cuts.empty();
+  for (const auto& a : iv.ablations) replaces |= !a.mean;
+  if (iv.ablation != Ablation::Zero && replaces) {
+    const std::string kind = std::string("intervention: ") + ablation_name(iv.ablation) + " ablation";
+    const AblationReference* ref = iv.reference.get();
+    if (!ref || ref->B < 1)
+      throw std::invalid_argument(kind + " needs the heads' outputs on reference sequences (the task's sequences); none were given");
+    if (ref->result.size() != static_cast<std::size_t>(c.n_layers) * c.n_heads ||
+        (ref->result.size() && ref->result[0].size() != static_cast<std::size_t>(ref->B) * ref->T * c.d_model))
+      throw std::invalid_argument(kind + ": the reference outputs come from a model of another shape");
+    if (Tl > ref->T)
+      throw std::invalid_argument(kind + ": the sequence has " + std::to_string(Tl) + " tokens but the reference sequences only " +
+                                  std::to_string(ref->T) + ", so positions past " + std::to_string(ref->T - 1) + " have no mean");
   }
 }
 
@@ -238,6 +253,28 @@ enum class Hook {
   Result,    // blocks.l.attn.hook_result: an ablation replaces a head's output (its pattern stays visible)
 };
 
+// What replaces head k's (flat index layer * H + head) output at position t of a batch row whose
+// resample partner is reference row `partner` (Ablation other than Zero): [D] values.
+const float* replacement(const Intervention& iv, int k, int t, int partner, int D) {
+  const AblationReference& ref = *iv.reference;
+  switch (iv.ablation) {
+    case Ablation::Mean: return ref.mean[k].data() + static_cast<std::size_t>(t) * D;
+    case Ablation::MeanAll: return ref.mean_all[k].data();
+    case Ablation::Resample: return ref.result[k].data() + (static_cast<std::size_t>(partner) * ref.T + t) * D;
+    case Ablation::Zero: break;
+  }
+  return nullptr;
+}
+
+// Each batch row's resample partner (zeros unless the kind is Resample).
+std::vector<int> resample_partners(const Intervention& iv, const Dims& dm, const std::vector<int>& tokens) {
+  std::vector<int> out(dm.B, 0);
+  if (iv.ablation == Ablation::Resample)
+    for (int b = 0; b < dm.B; ++b)
+      out[b] = resample_row(*iv.reference, tokens.data() + static_cast<std::size_t>(b) * dm.Tl, dm.Tl, iv.resample_seed);
+  return out;
+}
+
 template <class T>
 void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const Dims& dm, Stream<T>& st,
                            ActivationCache<T>& cache) {
@@ -265,6 +302,15 @@ void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const D
           MatRM<T>& in = st.cut_in[w * H + h];  // [N, D]
           if (st.head_in[w * H + h] == base[w]) in = *base[w], st.head_in[w * H + h] = &in;
           in -= cache.layers[cut.src_layer].result.slice(cut.src_head);
+          if (iv.ablation != Ablation::Zero) {  // the cut head's contribution, replaced
+            const std::vector<int> partner = resample_partners(iv, dm, cache.tokens);
+            const int k = cut.src_layer * H + cut.src_head;
+            for (int b = 0; b < dm.B; ++b)
+              for (int t = 0; t < dm.Tl; ++t) {
+                const float* v = replacement(iv, k, t, partner[b], dm.D);
+                for (int d = 0; d < dm.D; ++d) in(b * dm.Tl + t, d) += static_cast<T>(v[d]);
+              }
+          }
         }
       }
       return;
@@ -274,7 +320,16 @@ void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const D
       for (const auto& a : iv.ablations) {
         if (a.layer != layer) continue;
         auto r = cache.layers[layer].result.slice(a.head);  // [N, D]
-        if (!a.positions.empty()) {  // only these positions (each row of the batch)
+        if (!a.mean && iv.ablation != Ablation::Zero) {  // the head's output on the reference sequences
+          const std::vector<int> partner = resample_partners(iv, dm, cache.tokens);
+          const int k = layer * dm.H + a.head;
+          for (int b = 0; b < B; ++b)
+            for (int t = 0; t < Tl; ++t) {
+              if (!a.positions.empty() && std::find(a.positions.begin(), a.positions.end(), t) == a.positions.end()) continue;
+              const float* v = replacement(iv, k, t, partner[b], D);
+              for (int d = 0; d < D; ++d) r(b * Tl + t, d) = static_cast<T>(v[d]);
+            }
+        } else if (!a.positions.empty()) {  // only these positions (each row of the batch)
           const bool per_pos = a.mean && a.mean_value.size() != static_cast<std::size_t>(D);
           for (int b = 0; b < B; ++b)
             for (int t : a.positions)
@@ -533,6 +588,74 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
   cache.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, keep_result, st, cache);
   unembed_forward(p, dm, *st.resid, cache);
+}
+
+const char* ablation_name(Ablation a) {
+  switch (a) {
+    case Ablation::Zero: return "zero";
+    case Ablation::Mean: return "mean";
+    case Ablation::MeanAll: return "mean-all";
+    case Ablation::Resample: return "resample";
+  }
+  return "?";
+}
+
+Ablation ablation_from_name(const std::string& name, const std::string& where) {
+  for (Ablation a : {Ablation::Zero, Ablation::Mean, Ablation::MeanAll, Ablation::Resample})
+    if (name == ablation_name(a)) return a;
+  throw std::invalid_argument(where + " must be 'zero', 'mean', 'mean-all' or 'resample', got \"" + name.substr(0, 40) + "\"");
+}
+
+// Seed 001 (ablating composition paths): every head's clean output on the reference sequences.
+template <class T>
+std::shared_ptr<const AblationReference> ablation_reference(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl) {
+  const Config& c = p.cfg;
+  ActivationCache<T> cache;
+  cache.keep_result = true;
+  forward(p, tokens, B, Tl, cache);
+  auto ref = std::make_shared<AblationReference>();
+  ref->B = B;
+  ref->T = Tl;
+  ref->tokens = tokens;
+  const int D = c.d_model;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h) {
+      auto r = cache.layers[l].result.slice(h);  // [B*T, D]
+      std::vector<float> out(static_cast<std::size_t>(B) * Tl * D), mean(static_cast<std::size_t>(Tl) * D), all(D);
+      std::vector<double> acc(static_cast<std::size_t>(Tl) * D, 0.0);
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < Tl; ++t)
+          for (int d = 0; d < D; ++d) {
+            const T x = r(b * Tl + t, d);
+            out[(static_cast<std::size_t>(b) * Tl + t) * D + d] = static_cast<float>(x);
+            acc[static_cast<std::size_t>(t) * D + d] += static_cast<double>(x);
+          }
+      for (int d = 0; d < D; ++d) {
+        double s = 0;
+        for (int t = 0; t < Tl; ++t) {
+          mean[static_cast<std::size_t>(t) * D + d] = static_cast<float>(acc[static_cast<std::size_t>(t) * D + d] / B);
+          s += acc[static_cast<std::size_t>(t) * D + d];
+        }
+        all[d] = static_cast<float>(s / (static_cast<double>(B) * Tl));
+      }
+      ref->result.push_back(std::move(out));
+      ref->mean.push_back(std::move(mean));
+      ref->mean_all.push_back(std::move(all));
+    }
+  return ref;
+}
+
+int resample_row(const AblationReference& ref, const int* tokens, int Tl, std::uint64_t seed) {
+  if (ref.B < 1) throw std::invalid_argument("resample ablation: there are no reference sequences to draw from");
+  std::uint64_t h = seed;
+  for (int t = 0; t < Tl; ++t) h = Rng(h ^ static_cast<std::uint64_t>(static_cast<std::uint32_t>(tokens[t]))).next_u64();
+  const int first = Rng(h).below(ref.B);
+  const int n = std::min(Tl, ref.T);
+  for (int i = 0; i < ref.B; ++i) {
+    const int r = (first + i) % ref.B;
+    if (!std::equal(tokens, tokens + n, ref.tokens.begin() + static_cast<std::size_t>(r) * ref.T)) return r;
+  }
+  return first;
 }
 
 template <class T>
@@ -797,7 +920,8 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
   template LossResult loss_from_logits<T>(const ActivationCache<T>&, const Batch&);                      \
   template void loss_from_logits<T>(const ActivationCache<T>&, const Batch&, LossResult&);               \
   template void backward<T>(const Params<T>&, const ActivationCache<T>&, const Batch&, Params<T>&);      \
-  template double loss_and_grad<T>(const Params<T>&, const Batch&, ActivationCache<T>&, Params<T>&);
+  template double loss_and_grad<T>(const Params<T>&, const Batch&, ActivationCache<T>&, Params<T>&);         \
+  template std::shared_ptr<const AblationReference> ablation_reference<T>(const Params<T>&, const std::vector<int>&, int, int);
 CS_INSTANTIATE(float)
 CS_INSTANTIATE(double)
 #undef CS_INSTANTIATE

@@ -1,7 +1,9 @@
 // Model: forward pass with a full activation cache, cross-entropy loss and the hand-written
 // backward pass of an attention-only transformer (no MLP, no LayerNorm).
 #pragma once
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,12 +52,51 @@ struct PathCut {
   Input input = Input::Q;
 };
 
+// What replaces a removed head's output: in a path cut, the cut head's contribution to the cut
+// input; in a HeadAblation without its own mean, the head's output. (Seed 001 says "ablation" of
+// the composition paths without saying which; these are the usual kinds.)
+//   Zero      nothing (the contribution is subtracted): the cut as it always was
+//   Mean      the head's output averaged over the reference sequences, at each position
+//   MeanAll   the head's output averaged over the reference sequences and over their positions
+//   Resample  the head's output on another reference sequence: the one resample_row() draws for
+//             the sequence from resample_seed (a sequence is never its own partner)
+enum class Ablation { Zero = 0, Mean = 1, MeanAll = 2, Resample = 3 };
+const char* ablation_name(Ablation a);  // "zero" | "mean" | "mean-all" | "resample"
+// The inverse; throws std::invalid_argument with a sentence naming the kinds.
+Ablation ablation_from_name(const std::string& name, const std::string& where);
+
+// Every head's output (hook_result) in a clean pass over the reference sequences, which Mean,
+// MeanAll and Resample read. Built by ablation_reference().
+struct AblationReference {
+  int B = 0, T = 0;                         // reference sequences, their length
+  std::vector<int> tokens;                  // [B, T]
+  std::vector<std::vector<float>> result;   // [n_layers * n_heads][B, T, D]
+  std::vector<std::vector<float>> mean;     // [n_layers * n_heads][T, D]  mean over the B rows
+  std::vector<std::vector<float>> mean_all; // [n_layers * n_heads][D]     mean over rows and positions
+};
+
 struct Intervention {
   std::vector<HeadAblation> ablations;
   std::vector<PathCut> cuts;
   bool remove_pos = false;  // act as if W_pos were zero
+  Ablation ablation = Ablation::Zero;  // what replaces a cut (or plainly ablated) head's output
+  std::uint64_t resample_seed = 0;     // Resample: which reference sequence each sequence gets
+  // Mean, MeanAll, Resample: the reference run they read (shared, read-only); forward() refuses
+  // those kinds without it.
+  std::shared_ptr<const AblationReference> reference;
   bool empty() const { return ablations.empty() && cuts.empty() && !remove_pos; }
 };
+
+// Runs the clean model over the reference sequences [B, T] (the task's own, for the IOI task)
+// and keeps every head's output and its means. Seed 001's ablations of composition paths.
+template <class T>
+std::shared_ptr<const AblationReference> ablation_reference(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl);
+
+// Resample: the reference row whose head outputs replace those of `tokens` (a sequence of length
+// <= reference.T): drawn from seed and the sequence's tokens (splitmix64), so a sequence gets the
+// same partner in every batch it is part of; never a row whose first tokens equal its own, unless
+// every row does. Throws with a sentence if the reference is empty.
+int resample_row(const AblationReference& ref, const int* tokens, int Tl, std::uint64_t seed);
 
 // Every intermediate of one forward pass, named as TransformerLens hooks. Filled by forward(),
 // read-only afterwards (backward, analysis and bindings read it). Layouts keep each head's data

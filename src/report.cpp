@@ -220,8 +220,21 @@ IoiFigures measure_ioi(const Zoo& zoo, const std::string& name, bool cuts) {
   f.head_cos_sum = as_doubles(ev.mean_head_cos_sum);
   f.head_cos_diff = as_doubles(ev.mean_head_cos_diff);
   f.head_diff = as_doubles(ev.mean_head_diff);
-  if (cuts)
+  if (cuts) {
     for (int k = 0; k < 3; ++k) f.cut_accuracy.push_back(ioi_evaluate(m.params, cut_composition(m.cfg, static_cast<Input>(k))).accuracy);
+    f.cut_by_kind = ioi_cut_accuracies(m.params);
+    // Every seed that solves the task, from the sweep (circuitscope sweep writes "cuts").
+    f.sweep_cuts.assign(std::size(kAblations), std::vector<std::vector<double>>(3));
+    const json sweep = zoo.seeds(name);
+    for (const auto& s : sweep["seeds"]) {
+      if (s["accuracy"].get<double>() != 1.0) continue;
+      if (!s.contains("cuts"))
+        throw std::runtime_error("report: " + name + ".seeds.json has no cuts for seed " + std::to_string(s["seed"].get<int>()) +
+                                 "; run circuitscope sweep models/recipes/" + name + ".json --seeds 10");
+      for (std::size_t a = 0; a < std::size(kAblations); ++a)
+        for (int k = 0; k < 3; ++k) f.sweep_cuts[a][k].push_back(s["cuts"][ablation_name(kAblations[a])][std::string(1, "QKV"[k])].get<double>());
+    }
+  }
   return f;
 }
 
@@ -402,6 +415,56 @@ std::string sweep_line(const SeedSweep& s) {
          " to " + pct(s.max_accuracy) + ", mean " + pct(s.mean_accuracy);
 }
 
+// Seed 001's composition cuts under each ablation kind (the seed does not say which it used): per
+// kind, the shipped model's accuracy with each cut and its spread over the random seeds that solve
+// the task; then which kind, if any, gives the seed's drops (Q about 100 points, V about 93) on the
+// shipped model by the threshold the zero-ablation rows use (at least 80% of the seed's drop).
+void write_ablation_claims(const IoiFigures& ev, json& claims) {
+  const char* names[3] = {"Q", "K", "V"};
+  const char* what[4] = {"removed (zero ablation)", "replaced by its mean over the 60 sequences at each position",
+                         "replaced by its mean over the 60 sequences and their positions",
+                         "replaced by its output on another of the 60 sequences (resampled, seed 0)"};
+  std::vector<std::string> matching;
+  std::string summary;
+  for (std::size_t a = 0; a < ev.cut_by_kind.size(); ++a) {
+    const std::string kind = ablation_name(kAblations[a]);
+    std::string measured = "shipped: accuracy " + pct(ev.accuracy) + " ->";
+    for (int k = 0; k < 3; ++k) measured += std::string(k ? "," : "") + " " + names[k] + " " + pct(ev.cut_by_kind[a][k]);
+    const std::size_t n = ev.sweep_cuts[a][0].size();
+    measured += "; over the " + std::to_string(n) + " random seeds that solve the task:";
+    for (int k = 0; k < 3; ++k) {
+      const auto& v = ev.sweep_cuts[a][k];
+      if (v.empty()) continue;
+      double sum = 0;
+      for (double x : v) sum += x;
+      measured += std::string(k ? ";" : "") + " " + names[k] + " " + pct(*std::min_element(v.begin(), v.end())) + " to " +
+                  pct(*std::max_element(v.begin(), v.end())) + ", mean " + pct(sum / v.size());
+    }
+    const double dq = ev.accuracy - ev.cut_by_kind[a][0], dv = ev.accuracy - ev.cut_by_kind[a][2];
+    const bool ok = dq >= 0.8 * 1.0 && dv >= 0.8 * 0.93;
+    if (ok) matching.push_back(kind);
+    int seeds_ok = 0;  // solving seeds (accuracy 100%) whose drops pass the same threshold
+    for (std::size_t i = 0; i < n; ++i) seeds_ok += 1 - ev.sweep_cuts[a][0][i] >= 0.8 && 1 - ev.sweep_cuts[a][2][i] >= 0.8 * 0.93;
+    summary += (a ? "; " : "") + kind + ": Q drop " + fmt("%.1f", 100 * dq) + ", V drop " + fmt("%.1f", 100 * dv) + " points (" +
+               std::to_string(seeds_ok) + " of " + std::to_string(n) + " solving seeds pass)";
+    claims.push_back(claim("ioi-2l1h-cut-" + kind, kIoiSeed,
+                           std::string("Composition cuts (Q, K, V) with the cut head's contribution ") + what[a],
+                           "Q drops about 100%, V about 93%", measured,
+                           ok ? "reproduced (Q and V drops at least 80% of the seed's)" : "not reproduced",
+                           std::string("#view=ioi&model=ioi-2l1h&cut=Q") + (a ? "&abl=" + kind : std::string())));
+  }
+  std::string verdict_text = "not reproduced by any of the four kinds";
+  if (!matching.empty()) {
+    verdict_text = "reproduced with";
+    for (std::size_t i = 0; i < matching.size(); ++i) verdict_text += (i ? ", " : " ") + matching[i];
+    verdict_text += " ablation";
+  }
+  claims.push_back(claim("ioi-2l1h-cut-kind", kIoiSeed,
+                         "Which ablation of the composition paths gives the seed's drops (the seed does not say which it used)",
+                         "Q drops about 100%, V about 93%", "shipped model, " + summary, verdict_text,
+                         "#view=ioi&model=ioi-2l1h&cut=V"));
+}
+
 // Seed 001 on the symbolic task: 1L1H fails, 1L2H solves it with an additive and a contrastive
 // head, no positions cost about 30 points, 2L1H solves it through composition.
 void write_ioi_claims(const ReportFigures& f, json& claims) {
@@ -462,6 +525,7 @@ void write_ioi_claims(const ReportFigures& f, json& claims) {
                              sf, "accuracy " + pct(ev.accuracy) + " -> " + pct(cut) + " (drop " + fmt("%.1f", 100 * drop) + " points)",
                              v, std::string("#view=ioi&model=ioi-2l1h&cut=") + names[k]));
     }
+    write_ablation_claims(ev, claims);
   }
 }
 

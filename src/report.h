@@ -24,6 +24,10 @@ struct IoiFigures {
   std::vector<double> head_cos_sum, head_cos_diff, head_diff;  // [n_layers * n_heads] means over the sequences
   SeedSweep sweep;
   std::vector<double> cut_accuracy;  // [3] with Q-, K-, V-composition cut (two-layer models only; else empty)
+  // The same under each ablation kind (kAblations order: zero, mean, mean-all, resample), [4][3],
+  // and each cut's accuracy on every random seed of the sweep that solves the task, [4][3][seeds].
+  std::vector<std::vector<double>> cut_by_kind;
+  std::vector<std::vector<std::vector<double>>> sweep_cuts;
 };
 
 // An IOI model on sentence templates, on each split of its task.

@@ -79,7 +79,21 @@ export interface Intervention {
   cut?: { from: [number, number]; to: [number, number]; input: 'q' | 'k' | 'v' }[];
   /** Act as if W_pos were zero. */
   removePos?: boolean;
+  /**
+   * What replaces a cut head's contribution (and the output of an `ablate` head without its own
+   * `mean`), seed 001's ablations: 'zero' (default: removed), 'mean' (the head's output averaged
+   * over the IOI task's sequences, at each position), 'mean-all' (averaged over the sequences and
+   * their positions), 'resample' (the head's output on another sequence of the task, the partner
+   * drawn with a fixed seed from the sequence's tokens). The core computes the means and resamples
+   * from the task's sequences (the symbolic task's 60; a template model's training split,
+   * subsampled to 256 rows), for run(), patch(), ioi() and ioiEvaluate() of an IOI model; a model
+   * without an IOI task, or another call, refuses a kind other than 'zero' with a cut or ablation
+   * with an Error.
+   */
+  ablation?: AblationKind;
 }
+
+export type AblationKind = 'zero' | 'mean' | 'mean-all' | 'resample';
 
 export interface RunOptions {
   /** Also return the residual stream at every stage (default false). */
@@ -687,6 +701,7 @@ export interface InterventionOut {
   ablate: { layer: number; head: number; mean?: Float32Array }[];
   cut: { from: [number, number]; to: [number, number]; input: 'q' | 'k' | 'v' }[];
   removePos: boolean;
+  ablation: AblationKind;
 }
 
 /**

@@ -134,8 +134,8 @@ cs::Intervention to_intervention(const val& js, const std::string& where) {
   if (js.isUndefined() || js.isNull()) return iv;
   const std::string what = where + ": the intervention";
   if (!is_plain_object(js))
-    throw std::invalid_argument(what + " must be an object {ablate, cut, removePos}, got " + describe(js));
-  check_keys(js, {"ablate", "cut", "removePos"}, what);
+    throw std::invalid_argument(what + " must be an object {ablate, cut, removePos, ablation}, got " + describe(js));
+  check_keys(js, {"ablate", "cut", "removePos", "ablation"}, what);
 
   const val ablate = js["ablate"];
   if (!ablate.isUndefined() && !ablate.isNull()) {
@@ -186,6 +186,11 @@ cs::Intervention to_intervention(const val& js, const std::string& where) {
   if (!rp.isUndefined() && !rp.isNull()) {
     if (!rp.isTrue() && !rp.isFalse()) throw std::invalid_argument(what + ": removePos must be true or false, got " + describe(rp));
     iv.remove_pos = rp.isTrue();
+  }
+  const val kind = js["ablation"];
+  if (!kind.isUndefined() && !kind.isNull()) {
+    if (!kind.isString()) throw std::invalid_argument(what + ": ablation must be 'zero', 'mean', 'mean-all' or 'resample', got " + describe(kind));
+    iv.ablation = cs::ablation_from_name(kind.as<std::string>(), what + ": ablation");
   }
   return iv;
 }
@@ -370,6 +375,7 @@ val intervention_js(const cs::Intervention& iv) {
   out.set("ablate", ablate);
   out.set("cut", cut);
   out.set("removePos", iv.remove_pos);
+  out.set("ablation", std::string(cs::ablation_name(iv.ablation)));
   return out;
 }
 

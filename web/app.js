@@ -127,7 +127,7 @@ async function problemWith(state) {
   const lessonProblem = await problemWithLesson(state);
   if (lessonProblem) return lessonProblem;
   const name = await modelOf(state);
-  const needsModel = state.head || state.ablate.length || state.cut.length || state.nopos || state.snapshot;
+  const needsModel = state.head || state.ablate.length || state.cut.length || state.nopos || state.snapshot || (state.abl && state.abl !== 'zero');
   if (!name || !needsModel) return null;
   const snapshots = await getSnapshots(name);
   if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;

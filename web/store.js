@@ -13,6 +13,13 @@
 //            view's "cut Q-composition". This is the one intervention encoding: in the store,
 //            in the link, and (expanded by interventionOf) at the core's boundary.
 //   nopos    1 = act as if W_pos were zero
+//   abl      what replaces a cut head's contribution (IOI view): zero (default, left out of the
+//            link: removed, as every link without abl meant), mean (the head's output averaged
+//            over the task's sequences, at each position), mean-all (averaged over the sequences
+//            and their positions), resample (the head's output on another sequence of the task,
+//            drawn with a fixed seed). The core computes the means and resamples; it goes to the
+//            boundary as the intervention's `ablation`. Other views have no reference sequences:
+//            a link giving them abl other than zero is refused with a sentence.
 //   IOI      order IOSS | SIOS; io, s: the names; names: six display names of the symbolic
 //            task; tpl, place, object: the sentence template, its place and object
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28); target: the
@@ -34,6 +41,8 @@ import LZString from './vendor/lz-string.mjs';
 import { isLocalName, localModel, localModels } from './local-models.js';
 
 export const VERSION = 2;
+/** The kinds of ablation the core offers for cuts (the intervention's `ablation`). */
+export const ABLATIONS = Object.freeze(['zero', 'mean', 'mean-all', 'resample']);
 export const MAX_HASH = 64 * 1024;         // characters of the hash we accept
 export const MAX_TEXT = 100_000;           // characters of text after decompression
 export const MAX_LESSON_TEXT = 60_000;     // characters of a pasted lesson carried in a link
@@ -67,6 +76,7 @@ export const DEFAULT_STATE = Object.freeze({
   ablate: Object.freeze([]),
   cut: Object.freeze([]),
   nopos: false,
+  abl: 'zero',        // IOI: the ablation kind of the cuts, zero | mean | mean-all | resample
   names: null,        // IOI: the six symbolic names' display names, comma-separated
   order: null,        // IOI: "IOSS" | "SIOS" (null: IOSS)
   io: null,           // IOI: the indirect object's name (null: the view's default)
@@ -133,6 +143,7 @@ const FIELDS = new Map(Object.entries({
   ablate: list('ablate', HEAD_RE, 'a head such as L1H2'),
   cut: list('cut', CUT_RE, 'a cut such as L0H1>L1H2.k'),
   nopos: flag('nopos'),
+  abl: oneOf('abl', ABLATIONS),
   names: { parse: (s) => { if (s.length > 400 || !/^[^\u0000-\u001f\u007f]*$/u.test(s)) throw bad('names', s, 'a list of six names'); return s; }, format: (x) => x },
   order: oneOf('order', ['IOSS', 'SIOS']),
   io: matching('io', SHORT_TEXT_RE, 'a name'),
@@ -346,8 +357,9 @@ function heads(config) {
 
 /**
  * The core's intervention for a state: {ablate: [{layer, head}], cut: [{from, to, input}],
- * removePos}. Cuts with * ends name every head there (only paths from an earlier layer to a
- * later one exist). Call after checkState(): heads outside the model are not expected here.
+ * removePos, ablation}. Cuts with * ends name every head there (only paths from an earlier layer
+ * to a later one exist); ablation (the state's abl) comes with the cuts when it is not zero.
+ * Call after checkState(): heads outside the model are not expected here.
  */
 export function interventionOf(state, config) {
   const out = {};
@@ -364,6 +376,7 @@ export function interventionOf(state, config) {
   }
   if (ablate.length) out.ablate = ablate;
   if (cut.length) out.cut = cut;
+  if (cut.length && state.abl && state.abl !== 'zero') out.ablation = state.abl;
   if (state.nopos) out.removePos = true;
   return out;
 }
@@ -387,13 +400,14 @@ export function checkState(state, { config, snapshots = [] }) {
   if (state.target !== null && state.target !== undefined && !(state.target < config.d_vocab)) return `${name} has no token ${state.target} (its vocabulary has ${config.d_vocab})`;
   if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;
   if (state.nopos && config.pos_embed === 'none') return `${name} has no positional embedding to remove`;
+  if (state.abl && state.abl !== 'zero' && state.view !== 'ioi') return `the ${state.abl} ablation (abl=${state.abl}) reads the IOI task's sequences, so only the IOI view offers it`;
   return null;
 }
 
 // ------------------------------------------------------------------------------------------------
 // Actions: the only way the state changes. Each is plain data, so a test can replay them.
 
-const RESET_ON_MODEL = { snapshot: null, head: null, ablate: [], cut: [], nopos: false, pos: null, target: null, through: null };
+const RESET_ON_MODEL = { snapshot: null, head: null, ablate: [], cut: [], nopos: false, abl: 'zero', pos: null, target: null, through: null };
 const toggled = (arr, x) => (arr.includes(x) ? arr.filter((y) => y !== x) : [...arr, x].sort());
 
 /** The next state after an action (a pure function). */
@@ -402,7 +416,7 @@ export function reduce(state, action) {
     case 'view':      // another tab: heads and interventions belong to the view left behind; the app
                       // passes the model when the new view offers it too
       if (action.view === state.view) return state;
-      return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, pos: null, panel: null,
+      return { ...state, view: action.view, head: null, ablate: [], cut: [], nopos: false, abl: 'zero', pos: null, panel: null,
         patch: null,
         model: action.model ?? null, snapshot: action.model && action.model === state.model ? state.snapshot : null };
     case 'model':

@@ -177,11 +177,21 @@ IoiAnalysis ioi_analyse(const Params<float>& p, const std::vector<int>& tokens, 
   return analyse_row(p, cache, 0, T - 1, names);
 }
 
+Intervention ioi_with_reference(const Params<float>& p, const Intervention& iv, const Batch& reference) {
+  if (iv.ablation == Ablation::Zero || iv.reference) return iv;
+  if (reference.B < 1 || reference.tokens.size() != static_cast<std::size_t>(reference.B) * reference.T)
+    throw std::invalid_argument("IOI: the reference sequences do not form a [B, T] batch");
+  Intervention out = iv;
+  out.reference = ablation_reference(p, reference.tokens, reference.B, reference.T);
+  return out;
+}
+
 // Seed 001: accuracy, logit difference and name probabilities over a set of IOI sequences.
-IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Intervention& iv, const std::vector<int>& names) {
+IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& seq, const Intervention& iv_in, const std::vector<int>& names) {
   const int B = seq.B, T = seq.T;
   if (B < 1 || seq.tokens.size() != static_cast<std::size_t>(B) * T)
     throw std::invalid_argument("IOI: the sequences do not form a [B, T] batch");
+  const Intervention iv = ioi_with_reference(p, iv_in, seq);
   const int NL = p.cfg.n_layers, H = p.cfg.n_heads;
   IoiEvaluation e;
   e.n = B;
@@ -321,6 +331,26 @@ Intervention cut_composition(const Config& cfg, Input input) {
           iv.cuts.push_back(k);
         }
   return iv;
+}
+
+// Seed 001: every composition cut under every ablation kind, one reference run shared by all.
+std::vector<std::vector<double>> ioi_cut_accuracies(const Params<float>& p) {
+  check_symbolic_vocabulary(p.cfg);
+  std::vector<std::vector<double>> out;
+  if (p.cfg.n_layers < 2) return out;
+  const Batch seq = ioi_symbolic_sequences();
+  const auto ref = ablation_reference(p, seq.tokens, seq.B, seq.T);
+  for (Ablation kind : kAblations) {
+    std::vector<double> row;
+    for (int k = 0; k < 3; ++k) {
+      Intervention iv = cut_composition(p.cfg, static_cast<Input>(k));
+      iv.ablation = kind;
+      iv.reference = ref;
+      row.push_back(ioi_evaluate(p, seq, iv).accuracy);
+    }
+    out.push_back(row);
+  }
+  return out;
 }
 
 }  // namespace cs

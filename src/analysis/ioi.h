@@ -129,9 +129,15 @@ struct IoiEvaluation {
 // it to a few megabytes at no cost in speed.
 constexpr int kIoiEvalChunk = 128;
 
+// Seed 001 (ablating composition paths): iv with the reference run its ablation kind reads
+// (ablation_reference over `reference`'s rows); iv unchanged when its kind is Zero or it carries
+// a reference already.
+Intervention ioi_with_reference(const Params<float>& p, const Intervention& iv, const Batch& reference);
+
 // Seed 001 (accuracy, logit difference and name probabilities over the task, optionally under an
 // intervention). Each row of `sequences` is predicted at the position whose mask is 1 (the last
-// position if the mask is empty or all zero); IO and S come from ioi_names.
+// position if the mask is empty or all zero); IO and S come from ioi_names. A mean or resample
+// ablation without a reference reads the sequences themselves (ioi_with_reference).
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const Intervention& iv = Intervention(),
                            const std::vector<int>& names = {});
 // Seed 001: over the 60 sequences of the symbolic task with the default vocabulary
@@ -160,5 +166,12 @@ IoiSymbolicSentence ioi_symbolic_sentence(const Tokenizer& tok, int io, int s, i
 // head from the output of every head of every earlier layer. For a 2-layer model: all
 // n_heads * n_heads paths from layer 0 into layer 1. Empty for fewer than 2 layers.
 Intervention cut_composition(const Config& cfg, Input input);
+
+// The ablation kinds in the order the sweep and the report list them.
+inline constexpr Ablation kAblations[] = {Ablation::Zero, Ablation::Mean, Ablation::MeanAll, Ablation::Resample};
+// Seed 001 (Q/K/V composition ablation): the accuracy over the 60 sequences of the symbolic task
+// with each composition cut (Q, K, V) under each ablation kind of kAblations, [4][3]; the means
+// and resamples read the 60 sequences, resamples drawn with seed 0. Empty for fewer than 2 layers.
+std::vector<std::vector<double>> ioi_cut_accuracies(const Params<float>& p);
 
 }  // namespace cs

@@ -1,6 +1,7 @@
 // One opened model and the page's calls on it (see model_session.h).
 #include "analysis/model_session.h"
 #include "checks.h"
+#include "data.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -90,7 +91,7 @@ ModelSession::~ModelSession() {
 
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
   kept_owner = this;
-  return run_sequence(file_.params, ids, iv, o, file_.tokenizer.bos_id(), kept_cache());
+  return run_sequence(file_.params, ids, with_ablation_reference(iv), o, file_.tokenizer.bos_id(), kept_cache());
 }
 
 double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
@@ -165,8 +166,30 @@ nlohmann::json ModelSession::ioi_task_json() const {
   return j;
 }
 
-IoiAnalysis ModelSession::ioi(const std::vector<int>& ids, const Intervention& iv) const {
+Intervention ModelSession::with_ablation_reference(const Intervention& iv) const {
+  bool replaces = !iv.cuts.empty();
+  for (const auto& a : iv.ablations) replaces |= !a.mean;
+  if (iv.ablation == Ablation::Zero || iv.reference || !replaces) return iv;
+  if (!reference_) {
+    Batch ref;
+    if (task_) {
+      ref = ioi_template_sequences(*task_, file_.tokenizer, IoiSplit::Train, kAblationReferenceRows);
+    } else {
+      if (file_.cfg.d_vocab != ioi_symbolic_tokenizer().size())
+        throw std::invalid_argument(std::string(ablation_name(iv.ablation)) +
+                                    " ablation reads the heads' outputs over the IOI task's sequences, and this model has no IOI task");
+      ref = ioi_symbolic_sequences();
+    }
+    reference_ = ablation_reference(file_.params, ref.tokens, ref.B, ref.T);
+  }
+  Intervention out = iv;
+  out.reference = reference_;
+  return out;
+}
+
+IoiAnalysis ModelSession::ioi(const std::vector<int>& ids, const Intervention& iv_in) const {
   check_context_length(file_.cfg, static_cast<int>(ids.size()), "ioi");
+  const Intervention iv = with_ablation_reference(iv_in);
   IoiAnalysis a = ioi_analyse(file_.params, ids, iv, names_);
   ioi_rank_names(a, name_ids_);
   return a;
@@ -177,13 +200,15 @@ Batch ModelSession::ioi_sequences(std::optional<IoiSplit> split) const {
   return ioi_template_sequences(*task_, file_.tokenizer, split.value_or(IoiSplit::HeldOutBoth), kMaxTemplateRows);
 }
 
-IoiEvaluation ModelSession::ioi_evaluate(const Intervention& iv, std::optional<IoiSplit> split) const {
+IoiEvaluation ModelSession::ioi_evaluate(const Intervention& iv_in, std::optional<IoiSplit> split) const {
+  const Intervention iv = with_ablation_reference(iv_in);
   if (!task_) return cs::ioi_evaluate(file_.params, iv);
   return cs::ioi_evaluate(file_.params, ioi_sequences(split), iv, names_);
 }
 
-std::vector<ModelSession::IoiRow> ModelSession::ioi_all(const Intervention& iv, std::optional<IoiSplit> split) const {
+std::vector<ModelSession::IoiRow> ModelSession::ioi_all(const Intervention& iv_in, std::optional<IoiSplit> split) const {
   if (!task_) check_symbolic_vocabulary(file_.cfg);
+  const Intervention iv = with_ablation_reference(iv_in);
   const Batch b = ioi_sequences(split);
   std::vector<IoiRow> rows;
   for (int r = 0; r < b.B; ++r) {
@@ -255,7 +280,7 @@ PatchRun ModelSession::patch(const PatchRequest& rq, const Intervention& iv) con
   spec.wrong = run.corruption.wrong;
   spec.direction = rq.direction;
   spec.per_position = rq.per_position;
-  run.result = activation_patching(file_.params, spec, iv);
+  run.result = activation_patching(file_.params, spec, with_ablation_reference(iv));
   return run;
 }
 

@@ -148,11 +148,21 @@ class ModelSession {
 
   static constexpr int kMaxTemplateRows = 2000;
 
+  // Seed 001 (mean and resample ablation): iv with the reference run its ablation kind reads, the
+  // task's sequences: the symbolic task's 60, or a template model's training split evenly
+  // subsampled to kAblationReferenceRows rows (positions past its padded length have no mean).
+  // iv unchanged when its kind is zero, it carries a reference or it has nothing to replace.
+  // run(), patch(), ioi(), ioi_all() and ioi_evaluate() apply it; a model without an IOI task is
+  // refused with a sentence.
+  Intervention with_ablation_reference(const Intervention& iv) const;
+  static constexpr int kAblationReferenceRows = 256;
+
  private:
   ModelFile file_;
   std::optional<IoiTemplateTask> task_;
   std::vector<int> names_;     // the template task's name tokens (what ioi_names reads); empty for symbolic
   std::vector<int> name_ids_;  // names_, or the symbolic names
+  mutable std::shared_ptr<const AblationReference> reference_;  // with_ablation_reference's, made once
 };
 
 }  // namespace cs

@@ -47,6 +47,8 @@ const char* kUsage =
     "      Activation patching of every head (and every head at every position) on the logit difference.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
+    "  circuitscope ioi MODEL.safetensors [--cut q|k|v] [--ablation KIND] [--seed N] [--json]\n"
+    "      Accuracy on the 60 symbolic IOI sequences, optionally with a composition cut.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
     "  circuitscope help [COMMAND]\n"
@@ -86,7 +88,19 @@ const std::map<std::string, std::string> kHelp = {
      "  over the held-out templates and name pairs, each split printed), writes the model of the\n"
      "  median seed (ranked by accuracy, then mean logit difference; the lower middle for an even\n"
      "  count) to FILE (default: the recipe's \"output\") and every seed's figures to\n"
-     "  FILE-without-extension.seeds.json. The shipped model is the median, not the luckiest.\n"},
+     "  FILE-without-extension.seeds.json. The shipped model is the median, not the luckiest.\n"
+     "  For a symbolic recipe of two or more layers each seed also gets \"cuts\": its accuracy with\n"
+     "  the Q-, K- and V-composition cut under each ablation kind (zero, mean, mean-all, resample;\n"
+     "  see circuitscope help ioi).\n"},
+    {"ioi",
+     "circuitscope ioi MODEL.safetensors [--cut q|k|v] [--ablation KIND] [--seed N] [--json]\n"
+     "  Accuracy, mean logit difference and mean p(IO), p(S) of a symbolic IOI model over all 60\n"
+     "  sequences of the task. --cut cuts that input (query, key or value) of every head from the output\n"
+     "  of every head of every earlier layer (seed 001's composition cut). --ablation says what replaces\n"
+     "  the cut heads' contribution: zero (default: removed), mean (the head's output averaged over the\n"
+     "  60 sequences, at each position), mean-all (averaged over the 60 sequences and their positions),\n"
+     "  resample (the head's output on another of the 60 sequences, drawn from --seed, default 0).\n"
+     "  --json prints {accuracy, correct, n, mean_logit_diff, mean_prob_io, mean_prob_s, cut, ablation}.\n"},
     {"report",
      "circuitscope report [--models DIR] [--check]\n"
      "  Recomputes, from the shipped models in DIR (default models), every claim of the seeds these\n"
@@ -308,6 +322,7 @@ int cmd_sweep(int argc, char** argv) {
     cs::IoiEvaluation ev;
     cs::ModelFile model;
     json splits;  // templates: accuracy per split
+    json cuts;    // symbolic, 2+ layers: {kind: {Q, K, V}} accuracy under each composition cut
   };
   std::vector<Run> runs;
   std::string out;
@@ -328,12 +343,18 @@ int cmd_sweep(int argc, char** argv) {
     cs::ModelFile mf = tr.model_file();
     // Symbolic: all 60 sequences. Templates: templates and name pairs held out of training, the
     // split that says whether the model learned the task rather than its training sentences.
-    json splits = json::object();
+    json splits = json::object(), cuts;
     cs::IoiEvaluation ev;
     if (kind == "ioi_symbolic") {
       ev = cs::ioi_evaluate(tr.params());
       std::printf("%s seed %d: %d/%d correct, mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n", r.name.c_str(), seed,
                   ev.correct, ev.n, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
+      const auto acc = cs::ioi_cut_accuracies(tr.params());
+      for (std::size_t a = 0; a < acc.size(); ++a) {
+        const char* kname = cs::ablation_name(cs::kAblations[a]);
+        cuts[kname] = {{"Q", acc[a][0]}, {"K", acc[a][1]}, {"V", acc[a][2]}};
+        std::printf("  cut under %s ablation: Q %.3f, K %.3f, V %.3f\n", kname, acc[a][0], acc[a][1], acc[a][2]);
+      }
     } else {
       const cs::IoiTemplateTask task = cs::ioi_template_task(r.data);
       const std::vector<int> names = cs::ioi_template_name_ids(task, mf.tokenizer);
@@ -346,7 +367,7 @@ int cmd_sweep(int argc, char** argv) {
       }
     }
     std::fflush(stdout);
-    runs.push_back({seed, ev, std::move(mf), splits});
+    runs.push_back({seed, ev, std::move(mf), splits, cuts});
   }
   std::vector<int> order(runs.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -365,6 +386,7 @@ int cmd_sweep(int argc, char** argv) {
                      {"mean_logit_diff", r.ev.mean_logit_diff}, {"mean_prob_io", r.ev.mean_prob_io},
                      {"mean_prob_s", r.ev.mean_prob_s}});
     if (!r.splits.empty()) seeds.back()["splits"] = r.splits;
+    if (!r.cuts.is_null()) seeds.back()["cuts"] = r.cuts;
     acc_sum += r.ev.accuracy;
     solved += r.ev.correct == r.ev.n;
   }
@@ -485,6 +507,42 @@ int cmd_run(int argc, char** argv) {
   return 0;
 }
 
+int cmd_ioi(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--cut", true}, {"--ablation", true}, {"--seed", true}, {"--json", false}});
+  if (a.positional.size() != 1) throw UsageError("ioi takes one model file");
+  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  cs::check_symbolic_vocabulary(m.cfg);
+  cs::Intervention iv;
+  std::string cut;
+  if (a.opts.count("--cut")) {
+    cut = a.opts["--cut"];
+    if (cut != "q" && cut != "k" && cut != "v") throw UsageError("--cut must be q, k or v, got \"" + cut + "\"");
+    if (m.cfg.n_layers < 2) throw std::runtime_error("this model has one layer: there is no composition to cut");
+    iv = cs::cut_composition(m.cfg, cut == "q" ? cs::Input::Q : cut == "k" ? cs::Input::K : cs::Input::V);
+  }
+  if (a.opts.count("--ablation")) {
+    try {
+      iv.ablation = cs::ablation_from_name(a.opts["--ablation"], "--ablation");
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (a.opts.count("--seed")) iv.resample_seed = static_cast<std::uint64_t>(to_int(a.opts["--seed"], "--seed", 0, 1 << 30));
+  const cs::IoiEvaluation ev = cs::ioi_evaluate(m.params, iv);
+  if (a.opts.count("--json")) {
+    json out = {{"accuracy", ev.accuracy}, {"correct", ev.correct}, {"n", ev.n}, {"mean_logit_diff", ev.mean_logit_diff},
+                {"mean_prob_io", ev.mean_prob_io}, {"mean_prob_s", ev.mean_prob_s}, {"cut", cut.empty() ? json() : json(cut)},
+                {"ablation", cs::ablation_name(iv.ablation)}};
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s%s: %d/%d correct (accuracy %.1f%%), mean logit difference %.3f, p(IO) %.3f, p(S) %.3f\n",
+              cut.empty() ? "no cut" : (std::string("cut ") + cut + "-composition").c_str(),
+              cut.empty() ? "" : (std::string(", ") + cs::ablation_name(iv.ablation) + " ablation").c_str(), ev.correct, ev.n,
+              100 * ev.accuracy, ev.mean_logit_diff, ev.mean_prob_io, ev.mean_prob_s);
+  return 0;
+}
+
 int cmd_inspect(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--json", false}});
   if (a.positional.size() != 1) throw UsageError("inspect takes one model file");
@@ -596,6 +654,7 @@ int main(int argc, char** argv) {
     if (cmd == "sweep") return cmd_sweep(argc, argv);
     if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "patch") return cmd_patch(argc, argv);
+    if (cmd == "ioi") return cmd_ioi(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {

@@ -1,5 +1,5 @@
 // Link integrity as a property: random sequences of real user actions in the page (switch view,
-// switch model, pick a snapshot or head, ablate, cut, type text, pick an IOI template, order,
+// switch model, pick a snapshot or head, ablate, cut (and its ablation kind), type text, pick an IOI template, order,
 // names, place or object, switch activation patching, change how the Circuits tables are shown),
 // then "Copy link", open the link in a fresh browser context and check that the reopened page has
 // the same state, shows no "could not be read", and looks the same (a screenshot of the view,
@@ -106,6 +106,7 @@ async function possibleActions(page, r) {
   } else if (view === 'ioi') {
     await select('order', 'cs-ioi select[id$="-order"]');
     await select('cut', 'cs-ioi select[id$="-cut"]');
+    await select('abl', 'cs-ioi select[id$="-abl"]');
     await select('tpl', 'cs-ioi select[id$="-tpl"]');
     await select('place', 'cs-ioi select[id$="-place"]');
     await select('object', 'cs-ioi select[id$="-object"]');

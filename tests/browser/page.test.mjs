@@ -263,7 +263,9 @@ test('a malformed hash shows a message and the default view', async () => {
   const bad = ['#v=9&view=induction', '#garbage%%%', '#v=1&view=nosuch', '#v=1&tz=@@@@', '#v=1&ablate=L0H1,hello',
     `#v=1&text=${'a'.repeat(70_000)}`,
     // Settings the model does not have: checked against it before the view opens.
-    '#v=2&head=L7H0', '#v=2&ablate=L0H9', '#v=2&snapshot=step999999', '#v=2&cut=L1H0>L0H1.k', '#v=2&model=ioi-1l2h'];
+    '#v=2&head=L7H0', '#v=2&ablate=L0H9', '#v=2&snapshot=step999999', '#v=2&cut=L1H0>L0H1.k', '#v=2&model=ioi-1l2h',
+    // An ablation kind the view cannot compute (only the IOI view has the task's sequences), or that does not exist.
+    '#v=2&cut=*>*.k&abl=mean', '#v=2&view=ioi&model=ioi-2l1h&cut=*>*.v&abl=median'];
   for (const hash of bad) {
     const { context, page, problems } = await openPage(hash);
     try {
@@ -289,7 +291,7 @@ test('the reproduction report\'s links open their views (each distinct view and 
     for (const href of hrefs) {
       const want = decodeHash(href);
       assert.equal(want.error, null, href);
-      const key = `${want.state.view} ${want.state.model} ${want.state.cut}`;
+      const key = `${want.state.view} ${want.state.model} ${want.state.cut} ${want.state.abl}`;
       if (seen.has(key)) continue;
       seen.add(key);
       await page.click(`cs-report tbody a[href="${href}"]`);

@@ -457,6 +457,52 @@ test('IOI in the app: cutting composition and removing positions go into the lin
   }
 });
 
+test('IOI in the app: the ablation kind of the cut goes into the link, and the numbers shown are the core\'s for that intervention', async (t) => {
+  const { context, page, check } = await openApp('#v=2&view=ioi&model=ioi-2l1h&cut=*%3E*.v');
+  try {
+    await page.waitForSelector('cs-ioi[data-ready="true"]', { timeout: 60_000 });
+    const shown = {};
+    for (const kind of ['mean', 'mean-all', 'resample', 'zero']) {
+      // What the page's module gives for this intervention, built here without the store.
+      const want = await page.evaluate(async (k) => {
+        const { getModel } = await import('/store.js');
+        const m = await getModel('ioi-2l1h');
+        const iv = { ...m.cutComposition('v'), ablation: k };
+        const a = m.ioi(m.ioiSentence({ order: 0, io: 0, s: 1 }).tokens, iv);
+        return { accuracy: m.ioiEvaluate(iv).accuracy, probIo: a.prob_io.toFixed(6) };
+      }, kind);
+      await page.selectOption('cs-ioi select[id$="-abl"]', kind);
+      await page.waitForFunction(({ k, acc }) => {
+        const text = document.querySelector('cs-ioi .cs-accuracy')?.textContent ?? '';
+        const named = k === 'zero' ? !/ ablation\)/.test(text) : text.includes(`(${k} ablation)`);
+        return named && text.includes('V-composition cut') && document.querySelector('cs-ioi').dataset.accuracy === String(acc);
+      }, { k: kind, acc: want.accuracy }, { timeout: 60_000 });
+      assert.equal(await page.$eval('cs-ioi .role-io[data-prob]', (e) => e.dataset.prob), want.probIo, `${kind}: p(IO) of the sequence shown`);
+      const hash = await page.evaluate(() => location.hash);
+      assert.equal(/abl=/.test(hash), kind !== 'zero', hash);
+      if (kind !== 'zero') assert.match(hash, new RegExp(`abl=${kind}(&|$)`));
+      // The same figure as the native CLI's.
+      const native = JSON.parse(execFileSync(cli, ['ioi', path.join(root, 'models', 'ioi-2l1h.safetensors'), '--cut', 'v', '--ablation', kind, '--json'], { encoding: 'utf8' }));
+      assert.equal(want.accuracy, native.accuracy, `${kind}: page and CLI`);
+      shown[kind] = want.accuracy;
+    }
+    t.diagnostic(`ioi-2l1h with V-composition cut: ${JSON.stringify(shown)}`);
+    assert.ok(new Set(Object.values(shown)).size >= 3, 'the kinds give different accuracies');
+    assert.ok((await page.evaluate(() => window.__events)).some((e) => e.abl === 'resample'));
+    await check(t);
+    const again = await openApp('#v=2&view=ioi&model=ioi-2l1h&cut=*%3E*.v&abl=resample');
+    try {
+      await again.page.waitForFunction(() => document.querySelector('cs-ioi .cs-accuracy')?.textContent.includes('(resample ablation)'), null, { timeout: 60_000 });
+      assert.equal(await again.page.$eval('cs-ioi select[id$="-abl"]', (e) => e.value), 'resample');
+      await again.check(t);
+    } finally {
+      await again.context.close();
+    }
+  } finally {
+    await context.close();
+  }
+});
+
 test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render without errors', async (t) => {
   const { context, page, check } = await openView('cs-circuits', { model: 'char-2l', head: 'L1H0' });
   try {

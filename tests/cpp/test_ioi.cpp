@@ -199,6 +199,28 @@ TEST(Ioi, CutCompositionBuildsEveryPathAndMeasuresTheDrop) {
   EXPECT_LT(worst, 0.9);
 }
 
+// Seed 001's cuts under every ablation kind: the zero row is the plain cut, and every row is what
+// ioi_evaluate gives for that kind with the reference taken from the 60 sequences themselves.
+TEST(Ioi, CutAccuraciesUnderEveryAblationKind) {
+  const Params<float>& p = trained(2, 1);
+  const auto acc = ioi_cut_accuracies(p);
+  ASSERT_EQ(acc.size(), 4u);
+  for (std::size_t a = 0; a < acc.size(); ++a) {
+    ASSERT_EQ(acc[a].size(), 3u);
+    std::printf("[ ioi ] 2L1H, %s ablation: accuracy with Q cut %.3f, K cut %.3f, V cut %.3f\n", ablation_name(kAblations[a]),
+                acc[a][0], acc[a][1], acc[a][2]);
+    for (int k = 0; k < 3; ++k) {
+      Intervention iv = cut_composition(p.cfg, static_cast<Input>(k));
+      iv.ablation = kAblations[a];
+      EXPECT_EQ(acc[a][k], ioi_evaluate(p, iv).accuracy);
+      if (a == 0) EXPECT_EQ(acc[a][k], ioi_evaluate(p, cut_composition(p.cfg, static_cast<Input>(k))).accuracy);
+    }
+  }
+  // The kinds are different interventions: some cut's accuracy differs between zero and mean.
+  EXPECT_NE(acc[0], acc[1]);
+  EXPECT_TRUE(ioi_cut_accuracies(trained(1, 2)).empty());
+}
+
 // A hand-built case of the additive and contrastive heads: L0H0 writes a lot along both
 // directions, L0H1 carries most of the difference, L1H0 is near-silent but its tiny difference
 // is all difference (the |difference| / |sum| ratio of the page's first reading would name it).

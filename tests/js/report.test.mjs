@@ -27,6 +27,27 @@ test('every claim has its seed, figures, verdict and a view link', () => {
   for (const c of report.claims) assert.ok(md.includes(c.measured.replaceAll('|', '\\|')), `${c.id} is not in REPORT.md`);
 });
 
+test('the composition cuts under each ablation kind: the shipped figures are what circuitscope ioi measures, the spreads what the sweep recorded', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const sweep = JSON.parse(readFileSync('models/ioi-2l1h.seeds.json', 'utf8'));
+  const solved = sweep.seeds.filter((s) => s.accuracy === 1);
+  assert.ok(solved.length > 0 && solved.every((s) => s.cuts), 'the sweep records every solving seed\'s cuts');
+  const pct = (x) => `${(100 * x).toFixed(1)}%`;
+  for (const kind of ['zero', 'mean', 'mean-all', 'resample']) {
+    const row = report.claims.find((c) => c.id === `ioi-2l1h-cut-${kind}`);
+    assert.ok(row, `no row for ${kind} ablation`);
+    for (const input of ['Q', 'K', 'V']) {
+      const out = JSON.parse(execFileSync(CLI, ['ioi', 'models/ioi-2l1h.safetensors', '--cut', input.toLowerCase(), '--ablation', kind, '--json'], { encoding: 'utf8' }));
+      assert.equal(out.ablation, kind);
+      assert.ok(row.measured.includes(`${input} ${pct(out.accuracy)},`) || row.measured.includes(`${input} ${pct(out.accuracy)};`),
+        `${kind}: the shipped ${input} cut measures ${pct(out.accuracy)}; the report says ${row.measured}`);
+      const acc = solved.map((s) => s.cuts[kind][input]);
+      assert.ok(row.measured.includes(`${input} ${pct(Math.min(...acc))} to ${pct(Math.max(...acc))}`), `${kind} ${input}: spread over seeds`);
+    }
+  }
+  assert.ok(report.claims.some((c) => c.id === 'ioi-2l1h-cut-kind'), 'the verdict row on which kind matches the seed');
+});
+
 test('the report command explains a missing models folder', () => {
   const r = spawnSync(CLI, ['report', '--models', '/nonexistent', '--check'], { encoding: 'utf8' });
   assert.notEqual(r.status, 0);

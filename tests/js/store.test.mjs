@@ -35,7 +35,8 @@ function randomAction(r, state) {
       values: r.pick([{ order: r.pick(['IOSS', 'SIOS']) }, { io: r.pick(['Mary', 'Zoe', '', 'a b']) }, { s: 'John' }, { tpl: r.int(12) },
         { place: 'store' }, { object: 'drink' }, { names: 'Ann,Bo,Cy,Di,Ed,Flo' }, { sort: r.pick(['token', 'row', 'col', 'both']) },
         { top: r.pick(['all', '80', '40', '20', '10']) }, { zoom: 3 + r.int(26) }, { embed: r.next() < 0.5 }, { hide: ['controls'] },
-        { done: r.pick([[], ['0'], ['2', '0', '11'], [String(r.int(100))]]) }, { patch: r.pick([null, 'denoise', 'noise']) }]),
+        { done: r.pick([[], ['0'], ['2', '0', '11'], [String(r.int(100))]]) }, { patch: r.pick([null, 'denoise', 'noise']) },
+        { abl: r.pick(S.ABLATIONS) }]),
     };
   }
 }
@@ -91,7 +92,7 @@ test('store: hostile links give the default state and a sentence, never an excep
   const hostile = ['#v=2&constructor=1', '#v=2&__proto__=1&toString=2', '#v=2&tz=@@@', '#v=2&view=<script>',
     '#v=2&head=L1H2"onload=1', '#v=99', '#v=x', '#nothing', `#v=2&text=${'a'.repeat(70_000)}`, '#v=2&ablate=' + 'L0H0,'.repeat(300),
     '#v=2&pos=-1', '#v=2&zoom=2.5', '#v=2&tpl=1e3', '#%E0%A4%A', '#v=2&cut=L0H1>L1H2.x', '#v=2&hide=everything',
-    '#v=2&patch=both', '#v=2&patch=', '#v=2&view=ioi&patch=Denoise',
+    '#v=2&patch=both', '#v=2&patch=', '#v=2&view=ioi&patch=Denoise', '#v=2&view=ioi&abl=average', '#v=2&abl=', '#v=2&abl=Mean',
     '#v=2&panel=nosuch-panel', '#v=2&embed=1&panel=../panel', '#v=2&embed=1&panel=ioi-heads', '#v=2&view=ioi&panel=induction-tokens', '#v=2&panel=constructor'];
   for (const hash of hostile) {
     const { state, error } = S.decodeHash(hash);
@@ -120,6 +121,37 @@ test('store: interventionOf expands * ends to the paths from an earlier layer in
   assert.match(S.checkState({ model: 'm', head: 'L2H0', ablate: [], cut: [] }, { config }), /m has no head L2H0 \(it has 2 layers of 2 heads\)/);
   assert.match(S.checkState({ model: 'm', snapshot: 'step5', ablate: [], cut: [] }, { config, snapshots: ['step0'] }), /no training snapshot step5/);
   assert.equal(S.checkState({ model: 'm', head: 'L1H1', ablate: ['L0H0'], cut: ['*>*.v'] }, { config }), null);
+});
+
+test('store: the ablation kind (abl) goes into the link, into the intervention with the cuts, and only in the IOI view', () => {
+  const config = { n_layers: 2, n_heads: 1, pos_embed: 'standard' };
+  assert.equal(S.DEFAULT_STATE.abl, 'zero');
+  // Zero is the default and left out, so every link made before the key means what it meant.
+  assert.doesNotMatch(S.encodeState({ ...S.DEFAULT_STATE, view: 'ioi', cut: ['*>*.q'] }), /abl=/);
+  for (const abl of S.ABLATIONS) {
+    const state = { ...S.DEFAULT_STATE, view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.q'], abl };
+    const hash = S.encodeState(state);
+    assert.equal(/abl=/.test(hash), abl !== 'zero', hash);
+    assert.deepEqual(S.decodeHash(`#${hash}`), { state, error: null }, hash);
+    const iv = S.interventionOf(state, config);
+    assert.equal(iv.ablation, abl === 'zero' ? undefined : abl, `${abl}: the boundary's ablation`);
+    assert.equal(S.checkState(state, { config }), null);
+  }
+  // Without a cut there is nothing to replace: the intervention carries no kind.
+  assert.deepEqual(S.interventionOf({ ablate: [], cut: [], abl: 'mean' }, config), {});
+  // An odd value: a sentence naming the key and the kinds.
+  const bad = S.decodeHash('#v=2&view=ioi&abl=median');
+  assert.match(bad.error, /abl: "median" is not one of zero, mean, mean-all, resample/);
+  // Only the IOI view has the task's sequences the means and resamples read.
+  assert.match(S.checkState({ view: 'induction', model: 'char-2l', ablate: [], cut: ['*>*.k'], abl: 'resample' }, { config }),
+    /only the IOI view offers it/);
+  // Leaving the view or the model puts it back to zero, as the cut it goes with.
+  const store = S.createStore({ view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'], abl: 'mean' });
+  store.dispatch({ type: 'model', model: 'ioi-1l2h' });
+  assert.equal(store.state.abl, 'zero');
+  store.dispatch({ type: 'set', values: { abl: 'mean-all' } });
+  store.dispatch({ type: 'view', view: 'induction' });
+  assert.equal(store.state.abl, 'zero');
 });
 
 // Compressed text (tz) is read by the store's own bounded decoder of lz-string's format.

@@ -128,6 +128,50 @@ for (const modelPath of models) {
   });
 }
 
+// Seed 001's composition cuts under each ablation kind (the intervention's `ablation`): the page's
+// ioiEvaluate equals the CLI's `circuitscope ioi --cut X --ablation KIND`, and one sequence analysed
+// alone (the view's sequence) gets what it gets in the evaluation of all 60.
+test('ioi-2l1h: every composition cut under every ablation kind, native CLI and WASM agree', async (t) => {
+  const modelPath = path.join(modelsDir, 'ioi-2l1h.safetensors');
+  assert.ok(existsSync(modelPath), `${modelPath} is missing`);
+  const instance = await cs();
+  const model = instance.load(readFileSync(modelPath));
+  try {
+    const seqs = model.ioiSequences();
+    const seen = new Set();
+    for (const input of ['q', 'k', 'v']) {
+      for (const kind of ['zero', 'mean', 'mean-all', 'resample']) {
+        const native = JSON.parse(execFileSync(cli, ['ioi', modelPath, '--cut', input, '--ablation', kind, '--json'], { encoding: 'utf8' }));
+        const iv = { ...model.cutComposition(input), ablation: kind };
+        const wasm = model.ioiEvaluate(iv);
+        t.diagnostic(`${input} cut, ${kind}: native ${native.accuracy}, WASM ${wasm.accuracy}`);
+        assert.equal(wasm.correct, native.correct, `${input} ${kind}: correct`);
+        assert.ok(Math.abs(wasm.mean_logit_diff - native.mean_logit_diff) <= 1e-4 * Math.max(1, Math.abs(native.mean_logit_diff)), `${input} ${kind}: mean logit difference`);
+        assert.ok(Math.abs(wasm.mean_prob_io - native.mean_prob_io) <= 1e-5, `${input} ${kind}: p(IO)`);
+        seen.add(`${input}:${native.accuracy}:${native.mean_logit_diff.toFixed(4)}`);
+        for (let i = 0; i < 60; i += 11) {
+          const one = model.ioi(seqs.data.subarray(i * 5, i * 5 + 5), iv);
+          assert.equal(one.predicted, wasm.predicted.data[i], `${input} ${kind}: sequence ${i} alone`);
+          assert.ok(Math.abs(one.logit_diff - wasm.logit_diff.data[i]) <= 1e-4, `${input} ${kind}: sequence ${i} logit difference`);
+        }
+      }
+    }
+    assert.ok(seen.size >= 10, 'the kinds give different results');
+    assert.throws(() => model.ioiEvaluate({ ...model.cutComposition('q'), ablation: 'median' }),
+      (e) => e instanceof Error && /ablation must be 'zero', 'mean', 'mean-all' or 'resample', got "median"/.test(e.message));
+  } finally {
+    model.delete();
+  }
+  // A model without the IOI task has no sequences to average over: refused with a sentence.
+  const char = instance.load(readFileSync(path.join(modelsDir, 'char-2l.safetensors')));
+  try {
+    assert.throws(() => char.run('hello', { ...char.cutComposition('k'), ablation: 'mean' }),
+      (e) => e instanceof Error && /mean ablation reads the heads' outputs over the IOI task's sequences, and this model has no IOI task/.test(e.message));
+  } finally {
+    char.delete();
+  }
+});
+
 test('a corrupt model file throws an Error starting with "model file:"', async (t) => {
   assert.ok(models.length > 0, 'needs a real model file to corrupt');
   const instance = await cs();

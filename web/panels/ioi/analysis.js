@@ -56,7 +56,7 @@ export function cutInput(state) {
 export function changes(iv, state) {
   const out = [];
   if (iv.removePos) out.push('without the positional embedding');
-  if (iv.cut?.length) out.push(`with ${cutInput(state).toUpperCase() || 'some'}-composition cut`);
+  if (iv.cut?.length) out.push(`with ${cutInput(state).toUpperCase() || 'some'}-composition cut${iv.ablation ? ` (${iv.ablation} ablation)` : ''}`);
   return out;
 }
 
@@ -174,13 +174,13 @@ const memo = new WeakMap();   // model -> {key, data}: the last analysis of each
  * usesPlace, usesObject, heldT, sentence, words). The same object while nothing it reads changes.
  */
 export function ioiInput({ model, modelName, state: st }) {
-  const key = JSON.stringify([modelName, st.model, st.names, st.io, st.s, st.order, st.tpl, st.place, st.object, st.cut, st.nopos]);
+  const key = JSON.stringify([modelName, st.model, st.names, st.io, st.s, st.order, st.tpl, st.place, st.object, st.cut, st.nopos, st.abl]);
   const hit = memo.get(model);
   if (hit?.key === key) return hit.data;
   const iv = interventionOf(st, model.config);
   const order = st.order === 'SIOS' ? 1 : 0;
   const task = taskOf(model);
-  const base = { modelName, model: st.model, order, intervention: { cut: [...st.cut], nopos: st.nopos } };
+  const base = { modelName, model: st.model, order, intervention: { cut: [...st.cut], nopos: st.nopos, abl: st.abl } };
   const data = Object.assign(base, task ? templates(model, modelName, task, st, iv, order) : symbolic(model, st, iv, order));
   memo.set(model, { key, data });
   return data;

@@ -1,7 +1,9 @@
 // The IOI task the model shown was trained on, and the interventions on its architecture: remove
 // the positional embedding, or cut Q-, K- or V-composition (every path from layer 0 into the
-// query, key or value of layer 1; models of two or more layers). The controls write the store
-// ("nopos", "cut": "*>*.q") and are patched in place, so focus stays where it was.
+// query, key or value of layer 1; models of two or more layers), with what replaces the cut
+// heads' contribution (zero, a mean over the task's sequences, or a resample: the store's "abl",
+// computed by the core). The controls write the store ("nopos", "cut": "*>*.q", "abl") and are
+// patched in place, so focus stays where it was.
 import { el } from '../../parts/dom.js';
 import { pct } from '../../parts/prob-bars.js';
 import { definePanel } from '../panel.js';
@@ -26,14 +28,20 @@ function build(dispatch) {
     el('option', { value: 'q' }, 'Q-composition (layer 0 → query of layer 1)'),
     el('option', { value: 'k' }, 'K-composition (layer 0 → key of layer 1)'),
     el('option', { value: 'v' }, 'V-composition (layer 0 → value of layer 1)'));
+  const abl = el('select', { id: `${id}-abl`, onchange: () => set({ abl: abl.value }) },
+    el('option', { value: 'zero' }, 'zero: the cut heads\' output is removed'),
+    el('option', { value: 'mean' }, 'mean: replaced by its mean over the task\'s sequences, at each position'),
+    el('option', { value: 'mean-all' }, 'mean-all: replaced by one mean over the sequences and positions'),
+    el('option', { value: 'resample' }, 'resample: replaced by its output on another sequence of the task'));
   const cutNote = el('span', { class: 'cs-note' });
   const explainLine = el('p', { class: 'cs-explain' });
   const node = el('div', {},
     explainLine,
     el('div', { class: 'cs-controls' },
       el('div', { class: 'cs-field cs-check' }, removePos, el('label', { for: removePos.id }, 'Remove the positional embedding')),
-      el('div', { class: 'cs-field' }, el('label', { for: cut.id }, 'Cut composition'), cut, cutNote)));
-  node.csRefs = { removePos, cut, cutNote, explainLine };
+      el('div', { class: 'cs-field' }, el('label', { for: cut.id }, 'Cut composition'), cut, cutNote),
+      el('div', { class: 'cs-field' }, el('label', { for: abl.id }, 'Ablation'), abl)));
+  node.csRefs = { removePos, cut, abl, cutNote, explainLine };
   return node;
 }
 
@@ -44,6 +52,8 @@ function update(node, d) {
   r.removePos.disabled = !d.hasPos;
   r.cut.value = d.cut;
   r.cut.disabled = !d.twoLayer;
+  r.abl.value = d.abl;
+  r.abl.disabled = !d.twoLayer;
   r.cutNote.textContent = d.twoLayer ? '' : 'only for models with two or more layers';
   return true;
 }
@@ -54,11 +64,11 @@ export default definePanel({
   view: 'ioi',
 
   query({ model, modelName, state }) {
-    const key = `${modelName}|${state.nopos}|${cutInput(state)}`;
+    const key = `${modelName}|${state.nopos}|${cutInput(state)}|${state.abl}`;
     const hit = memo.get(model);
     if (hit?.key === key) return hit.data;
     const data = {
-      explain: explain(taskOf(model), modelName), nopos: state.nopos, cut: cutInput(state),
+      explain: explain(taskOf(model), modelName), nopos: state.nopos, cut: cutInput(state), abl: state.abl || 'zero',
       twoLayer: model.config.n_layers > 1, hasPos: model.config.pos_embed !== 'none',
     };
     memo.set(model, { key, data });
