@@ -3,8 +3,15 @@
 # regenerate models/REPORT.md and models/report.json from the result. Deterministic: the same
 # recipes on the same build give the same files. About 15 minutes on a 2-core machine (two runs
 # at a time); see models/README.md for each model's time.
+#
+# The shipped files were trained with the portable kernel (SSE4.2, the page's arithmetic), so by
+# default this uses it too and reproduces them bit for bit. CS_KERNEL=auto trains with the
+# fastest kernel the CPU runs (AVX-512 or AVX2 with fused multiply-adds): faster, and the same
+# on every such CPU, but rounded differently, so the models differ from the shipped ones.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CS_KERNEL="${CS_KERNEL:-portable}"
+echo "training with the ${CS_KERNEL} kernel (CS_KERNEL)"
 bash scripts/ensure-deps.sh
 bash scripts/build.sh native
 CLI=build/native/circuitscope

@@ -25,7 +25,17 @@
 // the page can tell when each step happened on its own clock); scoresError, once, if they
 // cannot be taken on this model.
 // Training stops by itself after the recipe's `steps` (override with start's {steps}).
+//
+// With start's {workers: N} (N > 1, at most the batch size), each step's batch is split by rows
+// into N shards: this worker computes the first and N - 1 helper workers (web/grad-worker.js,
+// each with its own WASM instance) the others; the gradients are summed in shard order and one
+// optimiser step taken. The run equals the one-worker run up to the order of summation, and
+// needs no cross-origin isolation (the weights and gradients travel as transferred buffers).
+// 'started' says how many workers run ({workers}).
 import { init } from './wasm/circuitscope.js';
+
+let helpers = [];      // the helper workers ({worker, pending}) of a data-parallel run
+let stepping = false;  // a data-parallel step is waiting for its helpers
 
 let instance = null;   // the initialised module
 let trainer = null;    // the running trainer
@@ -84,22 +94,99 @@ function recordScores() {
 function end(reason) {
   running = false;
   finished = true;
+  stopHelpers();
   flushMetrics();
   return { type: 'stopped', reason, step: trainer ? trainer.stepsDone : 0 };
 }
 
+// A helper's reply to one request, or its error as a rejection.
+function ask(helper, msg, transfer = []) {
+  return new Promise((resolve, reject) => {
+    helper.pending = { resolve, reject };
+    helper.worker.postMessage(msg, transfer);
+  });
+}
+
+function startHelper(recipe, wasmUrl) {
+  const helper = { worker: new Worker(new URL('./grad-worker.js', import.meta.url), { type: 'module' }), pending: null };
+  helper.worker.onmessage = (event) => {
+    const p = helper.pending;
+    helper.pending = null;
+    if (!p) return;
+    if (event.data?.type === 'error') p.reject(new Error(event.data.message));
+    else p.resolve(event.data);
+  };
+  helper.worker.onerror = (event) => {
+    event.preventDefault?.();
+    const p = helper.pending;
+    helper.pending = null;
+    p?.reject(new Error(`a training helper worker failed${event.message ? `: ${event.message}` : ''}`));
+  };
+  return ask(helper, { type: 'init', recipe, wasmUrl }).then(() => helper);
+}
+
+function stopHelpers() {
+  for (const h of helpers) {
+    h.worker.terminate();
+    const p = h.pending;
+    h.pending = null;
+    p?.reject(new Error('the run was stopped'));
+  }
+  helpers = [];
+}
+
+// One data-parallel step: shards to the helpers, the first one here, then the sum and the step.
+async function parallelStep() {
+  const shards = trainer.beginStep(helpers.length + 1);
+  try {
+    const weights = trainer.params();
+    const step = trainer.stepsDone + 1;
+    const replies = helpers.map((h, k) => {
+      const w = k === helpers.length - 1 ? weights : weights.slice();
+      return ask(h, { type: 'grad', step, weights: w, shard: shards[k + 1] }, [w.buffer]);
+    });
+    const own = trainer.shardGradient(shards[0]);
+    const rest = await Promise.all(replies);
+    return trainer.finishStep([own, ...rest]);
+  } catch (e) {
+    trainer.cancelStep();
+    throw e;
+  }
+}
+
+function failRun(e) {
+  running = false;
+  finished = true;
+  stopHelpers();
+  flushMetrics();
+  self.postMessage({ type: 'error', id: null, message: e?.message ?? String(e) });
+}
+
 function step() {
   scheduled = false;
-  if (!running || finished || !trainer) return;
+  if (!running || finished || !trainer || stepping) return;
+  if (helpers.length) {
+    stepping = true;
+    parallelStep().then((m) => {
+      stepping = false;
+      history.push(m);
+      afterStep();
+    }, (e) => {
+      stepping = false;
+      if (!finished) failRun(e);  // (a stop during the step ends it quietly)
+    });
+    return;
+  }
   try {
     history.push(trainer.step());
   } catch (e) {
-    running = false;
-    finished = true;
-    flushMetrics();
-    self.postMessage({ type: 'error', id: null, message: e?.message ?? String(e) });
+    failRun(e);
     return;
   }
+  afterStep();
+}
+
+function afterStep() {
   const done = trainer.stepsDone;
   if (scoresEvery > 0 && (done % scoresEvery === 0 || done >= total)) recordScores();
   if (done % every === 0) flushMetrics();
@@ -118,6 +205,15 @@ async function start(msg) {
   total = Number.isInteger(msg.steps) && msg.steps > 0 ? msg.steps : trainer.steps;
   scoresEvery = Number.isInteger(msg.scoresEvery) && msg.scoresEvery > 0 ? msg.scoresEvery : 0;
   if (scoresEvery) recordScores();   // step 0: the untrained model
+  const workers = Number.isInteger(msg.workers) ? Math.max(1, Math.min(msg.workers, trainer.batch_size, 16)) : 1;
+  if (workers > 1) {
+    try {
+      helpers = await Promise.all(Array.from({ length: workers - 1 }, () => startHelper(msg.recipe, msg.wasmUrl)));
+    } catch (e) {
+      stopHelpers();
+      throw new Error(`start: the helper workers for a ${workers}-worker run did not start (${e?.message ?? e})`);
+    }
+  }
   running = true;
   finished = false;
   schedule();
@@ -129,6 +225,7 @@ async function start(msg) {
     batch_size: trainer.batch_size,
     seed: trainer.seed,
     version: instance.version,
+    workers: helpers.length + 1,
   };
 }
 
@@ -149,7 +246,7 @@ async function handle(msg) {
       needTrainer('resume');
       if (finished) throw new Error('resume: the run has already stopped');
       running = true;
-      schedule();
+      if (!stepping) schedule();
       return { type: 'resumed', step: trainer.stepsDone };
     case 'stop':
       needTrainer('stop');

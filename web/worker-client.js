@@ -82,8 +82,9 @@ export class TrainerClient {
    * Starts training `recipe` (an object, as the CLI reads it; recipes that read files cannot run
    * in the browser). options: {metricsEvery = 10, scoresEvery = 0 (head scores every this many
    * steps: prefix matching and previous token per head, for the phase change), steps =
-   * recipe.steps, wasmUrl}. Resolves with
-   * {config, tokenizer, steps, batch_size, seed, version}; rejects with the recipe's error.
+   * recipe.steps, wasmUrl, workers = 1 (Web Workers sharing each step's batch, data-parallel; see
+   * trainer-worker.js)}. Resolves with {config, tokenizer, steps, batch_size, seed, version,
+   * workers}; rejects with the recipe's error.
    */
   async start(recipe, options = {}) {
     this.state = 'starting';

@@ -9,11 +9,14 @@
 //               end in the page's Web Worker: steps per second as the view reports them, and the
 //               seconds from clicking Start to the phase change, the first step whose head scores
 //               (recorded every 10 steps) pass phaseChange()'s threshold in web/views/training.js:
-//               the best head's prefix matching at half its final value.
+//               the best head's prefix matching at half its final value (the view trains on one
+//               Web Worker per core, at most 4);
+//   workers     the reference model's training step in the page's training worker on 1 and on 2
+//               Web Workers sharing each batch (data-parallel), ms per step and the speed-up.
 // Nothing here asserts a time.
-//   node tests/bench/bench_browser.mjs [--keystrokes N] [--json]
+//   node tests/bench/bench_browser.mjs [--keystrokes N] [--worker-steps N] [--json]
 // CIRCUITSCOPE_SITE=dir serves another folder (default build/site); CHROMIUM=path another browser.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,6 +80,38 @@ async function training(browser, url) {
   }
 }
 
+// The reference model's training step (tests/bench/reference_recipe.json: batch 16 of 256
+// tokens, d_model 128) in the page's training worker, on 1 and on 2 Web Workers sharing each
+// step's batch: ms per step over `steps` steps after 3 warm-up steps.
+async function workerScaling(browser, url, steps) {
+  const recipe = JSON.parse(readFileSync(path.join(root, 'tests', 'bench', 'reference_recipe.json'), 'utf8'));
+  delete recipe.description;
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}#v=1&view=training`);
+    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+    const out = {};
+    for (const workers of [1, 2]) {
+      out[workers] = await page.evaluate(async ({ recipe, workers, steps }) => {
+        const { TrainerClient } = await import('./worker-client.js');
+        const times = [];
+        const client = new TrainerClient({ onMetrics: () => times.push(performance.now()) });
+        await client.start({ ...recipe, steps: 3 + steps }, { metricsEvery: 1, workers });
+        await client.done;
+        client.terminate();
+        const per = [];
+        for (let i = 3; i < times.length; i++) per.push(times[i] - times[i - 1]);
+        return per;
+      }, { recipe, workers, steps });
+    }
+    return { recipe: recipe.name, steps, one_worker: stats(out[1]), two_workers: stats(out[2]),
+      speedup: round(summarize(out[1]).median / summarize(out[2]).median) };
+  } finally {
+    await context.close();
+  }
+}
+
 async function main() {
   const count = intArg('--keystrokes', 30, 20);
   const json = process.argv.includes('--json');
@@ -91,6 +126,7 @@ async function main() {
       machine: { cpus: os.cpus().length, load_average_1min: { before: round(loadBefore), after: null } },
       keystroke: await keystrokes(browser, server.url, count),
       training: await training(browser, server.url),
+      workers: await workerScaling(browser, server.url, intArg('--worker-steps', 12, 3)),
       targets: { keystroke_median_ms: TARGET_KEYSTROKE_MS, phase_change_seconds: TARGET_PHASE_CHANGE_S },
     };
     // Other work on the machine lengthens every time here: say how busy it was.
@@ -109,6 +145,9 @@ async function main() {
     console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
     console.log(`in-browser training, ${t.recipe} (${t.steps} steps, Web Worker):`);
     console.log(`  ${t.steps_per_second} steps/s; the run took ${t.train_seconds} s from Start`);
+    const w = result.workers;
+    console.log(`training step of the reference model in the page's worker: 1 worker ${line(w.one_worker)}; ` +
+      `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}x`);
     console.log(t.phase_change_step === null
       ? '  no phase change recorded'
       : `  phase change at step ${t.phase_change_step}, ${t.phase_change_seconds} s after Start (target: <= ${TARGET_PHASE_CHANGE_S} s)`);

@@ -149,6 +149,11 @@ if (browser) {
   console.log(`keystroke to rendered induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
   console.log(`  keystroke as a frame begins (the work):            ${line(k.frame_aligned)}`);
   console.log(`  keystroke at a random point of the frame (+ vsync): ${line(k.random_phase)}`);
+  if (browser.workers) {
+    const w = browser.workers;
+    console.log(`reference model's training step in the page's worker (${w.steps} steps): 1 worker ${line(w.one_worker)}; ` +
+      `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}×`);
+  }
   const tr = browser.training;
   console.log(`in-browser training of ${tr.recipe} (${tr.steps} steps, Web Worker): ${f(tr.steps_per_second)} steps/s; ` +
     (tr.phase_change_step != null

@@ -228,3 +228,77 @@ test('with scoresEvery the worker records head scores every N steps, stamped wit
     await context.close();
   }
 });
+
+test('two and three workers share each step (data-parallel) and follow the one-worker run; stop and pause work mid-step', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    const out = await page.evaluate(async () => {
+      const { TrainerClient } = await import('./worker-client.js');
+      const induction = {
+        name: 'induction', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
+        tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
+        optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 }, steps: 25, batch_size: 16, seed: 2,
+      };
+      async function run(workers) {
+        const history = [];
+        const client = new TrainerClient({ onMetrics: (m) => history.push(...m.history) });
+        const started = await client.start(induction, { metricsEvery: 5, workers });
+        const done = await client.done;
+        const bytes = await client.save();
+        client.terminate();
+        return { started: started.workers, done, history, bytes };
+      }
+      const one = await run(1), two = await run(2), three = await run(3);
+      const { init } = await import('./wasm/circuitscope.js');
+      const cs = await init();
+      const scoresOf = (bytes) => {
+        const m = cs.load(bytes);
+        const scores = m.headScores({ batch: 4, seed: 5 });
+        m.delete();
+        return Array.from(scores.prefix_matching.data);
+      };
+      // A stop while helpers are computing ends the run quietly; a pause waits for the step.
+      const log = { errors: [] };
+      const c = new TrainerClient({ onError: (e) => log.errors.push(e.message) });
+      await c.start({ ...induction, steps: 100000 }, { metricsEvery: 1, workers: 2 });
+      await new Promise((r) => setTimeout(r, 150));
+      const paused = await c.pause();
+      const resumed = await c.resume();
+      await new Promise((r) => setTimeout(r, 100));
+      const stopped = await c.stop();
+      await new Promise((r) => setTimeout(r, 200));
+      c.terminate();
+      // More workers than rows: capped at the batch size.
+      const capped = new TrainerClient();
+      const cappedStart = await capped.start({ ...induction, batch_size: 2, steps: 3 }, { workers: 8 });
+      await capped.done;
+      capped.terminate();
+      return {
+        one: { started: one.started, done: one.done, loss: one.history.map((h) => h.loss), scores: scoresOf(one.bytes) },
+        two: { started: two.started, done: two.done, loss: two.history.map((h) => h.loss), scores: scoresOf(two.bytes) },
+        three: { started: three.started, loss: three.history.map((h) => h.loss), scores: scoresOf(three.bytes) },
+        paused, resumed, stopped, errors: log.errors, cappedWorkers: cappedStart.workers,
+      };
+    });
+    assert.equal(out.one.started, 1);
+    assert.equal(out.two.started, 2);
+    assert.equal(out.three.started, 3);
+    assert.equal(out.cappedWorkers, 2, 'at most one worker per row of the batch');
+    assert.equal(out.two.done.step, 25);
+    for (const run of [out.two, out.three]) {
+      assert.equal(run.loss.length, 25);
+      for (let i = 0; i < 25; i++)
+        assert.ok(Math.abs(run.loss[i] - out.one.loss[i]) <= 1e-4 * out.one.loss[i], `step ${i + 1}: ${run.loss[i]} vs ${out.one.loss[i]}`);
+      for (let i = 0; i < run.scores.length; i++)
+        assert.ok(Math.abs(run.scores[i] - out.one.scores[i]) <= 1e-3, `head ${i}: prefix matching ${run.scores[i]} vs ${out.one.scores[i]}`);
+    }
+    assert.ok(out.two.loss.some((x, i) => x !== out.one.loss[i]) || out.three.loss.some((x, i) => x !== out.one.loss[i]),
+      'the shards\' sums differ in rounding somewhere (else the batch was not split)');
+    assert.ok(out.resumed.step >= out.paused.step);
+    assert.ok(out.stopped.step >= out.resumed.step);
+    assert.deepEqual(out.errors, [], 'stopping mid-step is not an error');
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});

@@ -53,7 +53,8 @@ function draw(run) {
   const secs = ((run.lastAt ?? performance.now()) - run.t0) / 1000;
   const rate = secs > 0 ? (last.step - run.stepsAt0) / secs : NaN;
   if (run.client?.state === 'running' || run.client?.state === 'starting') {
-    run.refs.status.textContent = `Step ${last.step} of ${run.steps} · loss ${fmt(last.loss, 3)} · ${fmt(rate, 0)} steps/s`;
+    run.refs.status.textContent = `Step ${last.step} of ${run.steps} · loss ${fmt(last.loss, 3)} · ${fmt(rate, 0)} steps/s` +
+      (run.workers > 1 ? ` on ${run.workers} workers` : '');
   }
   const d = (run.refs.root.closest('.cs-view') ?? run.refs.root).dataset;
   d.trainStep = String(last.step);

@@ -3,7 +3,7 @@
 //   run = {refs (the panel's controls and outputs), client, key, history, scores, phase, ...}.
 // The run's progress goes on the view element as data-* attributes (data-train-state,
 // data-train-step, data-steps-per-second, data-phase-change-step, data-phase-change-seconds,
-// data-train-seconds, data-trained-loaded), for tests and benchmarks.
+// data-train-seconds, data-trained-loaded, data-train-workers), for tests and benchmarks.
 import { el } from '../../parts/dom.js';
 import { getModule } from '../../store.js';
 import { destroyCharts } from '../../parts/line-chart.js';
@@ -41,7 +41,7 @@ export function endRuns(root) {
 
 /** A fresh run state for recipe `key` of `steps` steps, started at `startedAt` (ms since the epoch). */
 function reset(run, key, steps, startedAt) {
-  Object.assign(run, { key, steps, startedAt, history: [], scores: [], phase: null, heads: null, t0: null, lastAt: null, stepsAt0: 0, lastStep: 0, live: null });
+  Object.assign(run, { key, steps, startedAt, history: [], scores: [], phase: null, heads: null, workers: 1, t0: null, lastAt: null, stepsAt0: 0, lastStep: 0, live: null });
   const d = host(run).dataset;
   for (const k of ['phaseChangeStep', 'phaseChangeSeconds', 'trainSeconds', 'trainedLoaded']) delete d[k];
   d.trainStep = '0';
@@ -70,6 +70,16 @@ function onStopped(run, { step, reason }) {
   host(run).dataset.trainSeconds = seconds.toFixed(2);
   markPhaseChange(run);
   checkTrained(run);
+}
+
+/**
+ * How many Web Workers share a training step: one per core the browser reports, at most 4 (the
+ * page's own thread needs little while training). The run is the same as on one worker up to the
+ * order in which the shards' gradients are summed.
+ */
+export function trainingWorkers() {
+  const cores = Number(globalThis.navigator?.hardwareConcurrency) || 1;
+  return Math.max(1, Math.min(4, Math.floor(cores)));
 }
 
 export async function startRun(run) {
@@ -102,8 +112,12 @@ export async function startRun(run) {
   }));
   runs.add(run);
   try {
-    const started = await client.start(recipe, { metricsEvery: 10, scoresEvery: BROWSER_RECIPES[key].scoresEvery ?? 0 });
-    if (client === run.client) run.heads = started.config?.n_heads;
+    const started = await client.start(recipe, { metricsEvery: 10, scoresEvery: BROWSER_RECIPES[key].scoresEvery ?? 0, workers: trainingWorkers() });
+    if (client === run.client) {
+      run.heads = started.config?.n_heads;
+      run.workers = started.workers ?? 1;
+      host(run).dataset.trainWorkers = String(run.workers);
+    }
     if (client === run.client && client.state === 'running') setButtons(run, 'running');
   } catch (e) {
     setButtons(run, 'failed');
