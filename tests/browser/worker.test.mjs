@@ -29,6 +29,14 @@ const recipe = (() => {
   return { ...r, steps: 300 };
 })();
 
+// A small induction recipe (2 layers of 2 heads on repeated random segments); tests set its
+// steps, batch size and seed.
+const INDUCTION = {
+  name: 'induction', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
+  tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
+  optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 },
+};
+
 let server;    // build/site behind a proxy that adds the page's Content-Security-Policy header
 let origin;
 let browser;
@@ -198,13 +206,8 @@ test('a run ends by itself after its steps; a bad recipe rejects with the C++ se
 test('with scoresEvery the worker records head scores every N steps, stamped with the time of the step', async () => {
   const { context, page, problems } = await openPage();
   try {
-    const out = await page.evaluate(async () => {
+    const out = await page.evaluate(async (induction) => {
       const { TrainerClient } = await import('./worker-client.js');
-      const induction = {
-        name: 'induction', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
-        tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
-        optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 }, steps: 23, batch_size: 8, seed: 0,
-      };
       const scores = [];
       const messages = [];
       const t0 = performance.timeOrigin + performance.now();
@@ -214,7 +217,7 @@ test('with scoresEvery the worker records head scores every N steps, stamped wit
       client.terminate();
       const t1 = performance.timeOrigin + performance.now();
       return { scores, messages, t0, t1 };
-    });
+    }, { ...INDUCTION, steps: 23, batch_size: 8, seed: 0 });
     assert.deepEqual(out.scores.map((s) => s.step), [0, 5, 10, 15, 20, 23], 'before the first step, every 5 steps and after the last');
     for (const s of out.scores) {
       assert.equal(s.prefix_matching.length, 4);
@@ -232,13 +235,8 @@ test('with scoresEvery the worker records head scores every N steps, stamped wit
 test('two and three workers share each step (data-parallel) and follow the one-worker run; stop and pause work mid-step', async () => {
   const { context, page, problems } = await openPage();
   try {
-    const out = await page.evaluate(async () => {
+    const out = await page.evaluate(async (induction) => {
       const { TrainerClient } = await import('./worker-client.js');
-      const induction = {
-        name: 'induction', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
-        tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
-        optimizer: { lr: 0.01 }, schedule: { kind: 'constant', warmup_steps: 5 }, steps: 25, batch_size: 16, seed: 2,
-      };
       async function run(workers) {
         const history = [];
         const client = new TrainerClient({ onMetrics: (m) => history.push(...m.history) });
@@ -279,7 +277,7 @@ test('two and three workers share each step (data-parallel) and follow the one-w
         three: { started: three.started, loss: three.history.map((h) => h.loss), scores: scoresOf(three.bytes) },
         paused, resumed, stopped, errors: log.errors, cappedWorkers: cappedStart.workers,
       };
-    });
+    }, { ...INDUCTION, steps: 25, batch_size: 16, seed: 2 });
     assert.equal(out.one.started, 1);
     assert.equal(out.two.started, 2);
     assert.equal(out.three.started, 3);

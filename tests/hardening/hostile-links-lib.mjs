@@ -105,7 +105,7 @@ export const PAYLOADS = [
 ];
 export const PROTO = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
 const KEYS = ['v', 'view', 'model', 'snapshot', 'text', 'tz', 'pos', 'head', 'ablate', 'cut', 'nopos', 'names', 'order', 'io', 's',
-  'tpl', 'place', 'object', 'sort', 'top', 'zoom', 'embed', 'hide', 'panel', 'lesson', 'step', 'done', 'lt'];
+  'tpl', 'place', 'object', 'sort', 'top', 'zoom', 'embed', 'hide', 'panel', 'lesson', 'step', 'done', 'lt', 'abl'];
 const NUMBER_KEYS = ['pos', 'tpl', 'zoom', 'nopos', 'embed', 'step'];
 const BAD_NUMBERS = ['-1', '1.5', '0.0', '1e3', '1e999', '-0', '0x10', '0b1', '0o7', 'Infinity', '-Infinity', 'NaN', '', ' 1', '1 ',
   '99999999999999999999', '9007199254740993', '١٢', '１２', '+3', '3px', '1_000', '0e0', '00000000000000000001', String(2 ** 31), String(2 ** 53)];
