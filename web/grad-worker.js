@@ -11,6 +11,7 @@ import { init } from './wasm/circuitscope.js';
 
 let trainer = null;
 
+/** @returns {Promise<[any, Transferable[]]>} the reply and the buffers it transfers */
 async function handle(msg) {
   if (msg?.type === 'init') {
     if (trainer) throw new Error('init: this helper already holds a trainer');
@@ -34,7 +35,7 @@ self.onmessage = (event) => {
   queue = queue.then(async () => {
     try {
       const [reply, transfer] = await handle(msg);
-      self.postMessage(reply, transfer);
+      self.postMessage(reply, { transfer });
     } catch (e) {
       self.postMessage({ type: 'error', step: msg?.step ?? null, message: e?.message ?? String(e) });
     }
