@@ -5,7 +5,7 @@
 // the promise-based way to drive it; the protocol, for anyone posting by hand:
 //
 //   to the worker                                  from the worker
-//   {type:'start', recipe, metricsEvery?,          {type:'started', id, config, tokenizer, steps, batch_size, seed, version}
+//   {type:'start', recipe, metricsEvery?,          {type:'started', id, config, tokenizer, steps, batch_size, seed, version, simd}
 //    scoresEvery?, id?}
 //   {type:'pause', id?}                            {type:'paused', id, step}
 //   {type:'resume', id?}                           {type:'resumed', id, step}
@@ -129,6 +129,7 @@ async function start(msg) {
     batch_size: trainer.batch_size,
     seed: trainer.seed,
     version: instance.version,
+    simd: instance.simd,
   };
 }
 

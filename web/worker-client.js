@@ -83,7 +83,7 @@ export class TrainerClient {
    * in the browser). options: {metricsEvery = 10, scoresEvery = 0 (head scores every this many
    * steps: prefix matching and previous token per head, for the phase change), steps =
    * recipe.steps, wasmUrl}. Resolves with
-   * {config, tokenizer, steps, batch_size, seed, version}; rejects with the recipe's error.
+   * {config, tokenizer, steps, batch_size, seed, version, simd}; rejects with the recipe's error.
    */
   async start(recipe, options = {}) {
     this.state = 'starting';
