@@ -8,6 +8,7 @@
 #     onnxruntime-web (tests/bench/peers/, their own packages, installed here only);
 #   - the GEMM kernel's GFLOP/s on the model's shapes against the measured arithmetic limit, native
 #     and WASM (tests/bench/gemm/);
+#   - the reference model and the GEMM kernel again with the relaxed-SIMD module (--relaxed);
 #   - the shipped char-2l on one 256-token sequence, native and WASM;
 #   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
 #     recipe until its phase change (tests/bench/bench_browser.mjs).
@@ -51,6 +52,11 @@ node tests/bench/bench_wasm.mjs --forward-reps "$FORWARD_REPS" --train-reps "$TR
 echo "== GEMM kernel (build/native/gemm_bench, node tests/bench/gemm/bench_gemm.mjs)"
 build/native/gemm_bench --reps "$TRAIN_REPS" >"$OUT/gemm-native.json"
 node tests/bench/gemm/bench_gemm.mjs --reps "$TRAIN_REPS" >"$OUT/gemm-wasm.json"
+
+# The relaxed-SIMD module, the same calls (README, "Relaxed SIMD").
+echo "== WASM relaxed SIMD (node tests/bench/bench_wasm.mjs --relaxed, node tests/bench/gemm/bench_gemm.mjs --relaxed)"
+node tests/bench/bench_wasm.mjs --relaxed --forward-reps "$FORWARD_REPS" --train-reps "$TRAIN_REPS" --json >"$OUT/wasm-relaxed.json"
+node tests/bench/gemm/bench_gemm.mjs --relaxed --reps "$TRAIN_REPS" >"$OUT/gemm-wasm-relaxed.json"
 
 rm -f "$OUT/peers.json" "$OUT/browser.json"
 if [[ "${SKIP_PEERS:-}" != 1 ]]; then

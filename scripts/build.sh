@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything: the native build (CLI, tests, benchmarks) in build/native, the WebAssembly
-# build (the page's module and the WASM test runner) in build/wasm, then assembles the static
-# site in build/site. Incremental: each build directory is configured once, and CMake re-runs
-# itself when CMakeLists.txt or the source lists change.
+# build (the page's two modules, SIMD128 and relaxed SIMD, and the WASM test runners) in
+# build/wasm, then assembles the static site in build/site. Incremental: each build directory is
+# configured once, and CMake re-runs itself when CMakeLists.txt or the source lists change.
 #   scripts/build.sh            both builds and the site
 #   scripts/build.sh native     only the native build
 #   scripts/build.sh wasm       only the WASM build and the site
@@ -37,7 +37,9 @@ assemble_site() {
   rm -rf "$tmp"
   mkdir -p "$tmp/wasm" "$tmp/models"
   cp -R web/. "$tmp/"
-  for f in circuitscope.mjs circuitscope.wasm circuitscope.js circuitscope.d.ts; do
+  # Both modules: circuitscope-relaxed.* for browsers with relaxed SIMD, circuitscope.* for all
+  # others (wasm/circuitscope.js chooses at load).
+  for f in circuitscope.mjs circuitscope.wasm circuitscope-relaxed.mjs circuitscope-relaxed.wasm circuitscope.js circuitscope.d.ts; do
     if [[ -f "build/wasm/$f" ]]; then
       cp "build/wasm/$f" "$tmp/wasm/"
     else

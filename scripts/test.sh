@@ -2,7 +2,8 @@
 # `npm test`: install what is missing, build, then run every test stage in order and keep going
 # after a failing one:
 #   1. native GoogleTest suites (ctest in build/native, two shards in parallel)
-#   2. the same suites compiled to WebAssembly, under node (ctest in build/wasm)
+#   2. the same suites compiled to WebAssembly, under node (ctest in build/wasm), once with the
+#      SIMD128 kernels and once with the relaxed-SIMD ones
 #   3. node tests of the WASM module (tests/js/)
 #   4. types: tsc over tests/types/tsconfig.json (wasm/circuitscope.js checked against
 #      wasm/circuitscope.d.ts, and a page script using it) and tsconfig.web.json (every script

@@ -965,6 +965,13 @@ export interface InitOptions {
   wasmBinary?: ArrayBuffer | Uint8Array;
   /** Browser only: where to fetch circuitscope.wasm from. */
   wasmUrl?: string;
+  /**
+   * Which module: 'relaxed' (circuitscope-relaxed.wasm, fused multiply-adds; needs an engine with
+   * WebAssembly relaxed SIMD) or 'simd128' (circuitscope.wasm, runs everywhere). Default 'auto':
+   * relaxed where the engine has it (and, in node, the file is there), else simd128; with
+   * wasmBinary or wasmUrl given, 'simd128'.
+   */
+  simd?: 'auto' | 'relaxed' | 'simd128';
   print?: (text: string) => void;
   printErr?: (text: string) => void;
 }
@@ -972,6 +979,8 @@ export interface InitOptions {
 export interface Circuitscope {
   /** The raw Embind module (Model and Trainer classes, version()). */
   module: unknown;
+  /** The module in use: 'relaxed' (circuitscope-relaxed.wasm) or 'simd128' (circuitscope.wasm). */
+  simd: 'relaxed' | 'simd128';
   version: string;
   /** Below this final prefix-matching score no head became an induction head (phaseChange() gives null). */
   minInductionScore: number;
@@ -995,6 +1004,9 @@ export interface Circuitscope {
 }
 
 export function init(options?: InitOptions): Promise<Circuitscope>;
+
+/** True when this engine runs WebAssembly relaxed SIMD (init() then loads circuitscope-relaxed.wasm by default). */
+export function hasRelaxedSimd(): boolean;
 
 /** Opens a model file with a shared module, initialised on first use. */
 export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions): Promise<LoadedModel>;

@@ -8,7 +8,9 @@
 // The methods that only check their options and pass them on are rows of one table (MODEL_CALLS,
 // TRAINER_CALLS); the few that do more (tokens in, buffers, the whole IOI task) are written out.
 // `tsc -p tests/types` checks this file against circuitscope.d.ts through the JSDoc types below.
-import createCircuitscope from './circuitscope.mjs';
+// The Emscripten module itself is imported by init(): circuitscope.mjs (SIMD128) or, where the
+// engine has relaxed SIMD, circuitscope-relaxed.mjs (the same core with fused multiply-adds in
+// its kernels; README, "Relaxed SIMD").
 
 /** @typedef {import('./circuitscope.js').LoadedModel} LoadedModel */
 /** @typedef {import('./circuitscope.js').Trainer} Trainer */
@@ -396,29 +398,78 @@ function wrapTrainer(handle) {
   };
 }
 
+// The smallest module holding one f32x4.relaxed_madd (standard encoding, 0xfd 0x85 0x02):
+// (func (param v128 v128 v128) (result v128) local.get 0 local.get 1 local.get 2 f32x4.relaxed_madd).
+// An engine that validates it runs circuitscope-relaxed.wasm. The same bytes as RELAXED_PROBE in
+// scripts/wasm-relaxed-opcodes.mjs.
+const RELAXED_PROBE = Uint8Array.of(0, 97, 115, 109, 1, 0, 0, 0, 1, 8, 1, 96, 3, 123, 123, 123, 1, 123, 3, 2, 1, 0,
+  10, 13, 1, 11, 0, 32, 0, 32, 1, 32, 2, 253, 133, 2, 11);
+
+/** True when this engine runs WebAssembly relaxed SIMD (f32x4.relaxed_madd validates). */
+export function hasRelaxedSimd() {
+  try {
+    return WebAssembly.validate(RELAXED_PROBE);
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Loads the WebAssembly module. In node the .wasm file next to this one is read from disk; in a
- * browser (page or worker) it is fetched from beside this file (or from options.wasmUrl).
+ * Which module init() loads: options.simd 'relaxed' or 'simd128', or by default ('auto') the
+ * relaxed one where the engine validates relaxed SIMD, and in node only when
+ * circuitscope-relaxed.wasm sits beside this file. A caller that hands over its own wasmBinary or
+ * wasmUrl without options.simd gets 'simd128', the module those used to mean.
+ * @param {InitOptions} options @returns {Promise<'relaxed' | 'simd128'>}
+ */
+async function chooseSimd(options) {
+  const want = options.simd ?? (options.wasmBinary || options.wasmUrl ? 'simd128' : 'auto');
+  if (want !== 'auto' && want !== 'relaxed' && want !== 'simd128') {
+    throw new TypeError(`init: options.simd must be 'auto', 'relaxed' or 'simd128', not ${JSON.stringify(want)}`);
+  }
+  if (want === 'relaxed' && !hasRelaxedSimd()) {
+    throw new Error('init: this engine does not run WebAssembly relaxed SIMD (node 20 needs --experimental-wasm-relaxed-simd)');
+  }
+  if (want !== 'auto') return want;
+  if (!hasRelaxedSimd()) return 'simd128';
+  if (isNode) {
+    const { access } = await import('node:fs/promises');
+    try {
+      await access(new URL('./circuitscope-relaxed.wasm', import.meta.url));
+    } catch {
+      return 'simd128';
+    }
+  }
+  return 'relaxed';
+}
+
+/**
+ * Loads the WebAssembly module (which one: chooseSimd above). In node the .wasm file next to this
+ * one is read from disk; in a browser (page or worker) it is fetched from beside this file (or
+ * from options.wasmUrl).
  */
 /** @param {InitOptions & Record<string, any>} options @returns {Promise<Circuitscope>} */
 export async function init(options = {}) {
+  const simd = await chooseSimd(options);
+  const wasmFile = simd === 'relaxed' ? './circuitscope-relaxed.wasm' : './circuitscope.wasm';
   /** @type {Record<string, any>} */
   const moduleOptions = {};
   if (options.wasmBinary) {
     moduleOptions.wasmBinary = options.wasmBinary;
   } else if (isNode) {
     const { readFile } = await import('node:fs/promises');
-    moduleOptions.wasmBinary = await readFile(new URL('./circuitscope.wasm', import.meta.url));
+    moduleOptions.wasmBinary = await readFile(new URL(wasmFile, import.meta.url));
   } else {
-    const wasmUrl = options.wasmUrl ?? new URL('./circuitscope.wasm', import.meta.url).href;
+    const wasmUrl = options.wasmUrl ?? new URL(wasmFile, import.meta.url).href;
     moduleOptions.locateFile = (/** @type {string} */ path) => (path.endsWith('.wasm') ? wasmUrl : path);
   }
   if (options.print) moduleOptions.print = options.print;
   if (options.printErr) moduleOptions.printErr = options.printErr;
+  const { default: createCircuitscope } = simd === 'relaxed' ? await import('./circuitscope-relaxed.mjs') : await import('./circuitscope.mjs');
   const mod = await createCircuitscope(moduleOptions);
   if (!readyModule) readyModule = mod;
   return {
     module: mod,
+    simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
     load(bytes) {

@@ -524,12 +524,16 @@ export async function getSnapshots(name) {
 
 let modulePromise = null;
 /**
- * The initialised WASM API (one instance for the page).
+ * The initialised WASM API (one instance for the page): the relaxed-SIMD module where the browser
+ * has relaxed SIMD, else the SIMD128 one; which one is <html data-wasm="relaxed|simd128">.
  * @returns {Promise<import('./wasm/circuitscope.js').Circuitscope>}
  */
 export function getModule() {
   if (!modulePromise) {
-    modulePromise = import(siteUrl('wasm/circuitscope.js')).then((m) => m.init());
+    modulePromise = import(siteUrl('wasm/circuitscope.js')).then((m) => m.init()).then((api) => {
+      if (typeof document !== 'undefined') document.documentElement.dataset.wasm = api.simd;
+      return api;
+    });
     modulePromise.catch(() => { modulePromise = null; });
   }
   return modulePromise;

@@ -5,7 +5,7 @@
 // the promise-based way to drive it; the protocol, for anyone posting by hand:
 //
 //   to the worker                                  from the worker
-//   {type:'start', recipe, metricsEvery?,          {type:'started', id, config, tokenizer, steps, batch_size, seed, version}
+//   {type:'start', recipe, metricsEvery?,          {type:'started', id, config, tokenizer, steps, batch_size, seed, version, simd}
 //    scoresEvery?, id?}
 //   {type:'pause', id?}                            {type:'paused', id, step}
 //   {type:'resume', id?}                           {type:'resumed', id, step}
@@ -226,6 +226,7 @@ async function start(msg) {
     seed: trainer.seed,
     version: instance.version,
     workers: helpers.length + 1,
+    simd: instance.simd,
   };
 }
 

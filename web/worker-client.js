@@ -84,7 +84,7 @@ export class TrainerClient {
    * steps: prefix matching and previous token per head, for the phase change), steps =
    * recipe.steps, wasmUrl, workers = 1 (Web Workers sharing each step's batch, data-parallel; see
    * trainer-worker.js)}. Resolves with {config, tokenizer, steps, batch_size, seed, version,
-   * workers}; rejects with the recipe's error.
+   * workers, simd}; rejects with the recipe's error.
    */
   async start(recipe, options = {}) {
     this.state = 'starting';

@@ -67,17 +67,17 @@ void micro_vector(const GemmArgs& g, int kn, const float* a, const float* const*
   for (int k = 0; k < kn; ++k) {
     const v4f b0 = load4(b), b1 = load4(b + 4);
     v4f ak = splat(PackedA ? a[0] : a0[k]);
-    c00 += ak * b0;
-    c01 += ak * b1;
+    c00 = madd(ak, b0, c00);
+    c01 = madd(ak, b1, c01);
     ak = splat(PackedA ? a[1] : a1[k]);
-    c10 += ak * b0;
-    c11 += ak * b1;
+    c10 = madd(ak, b0, c10);
+    c11 = madd(ak, b1, c11);
     ak = splat(PackedA ? a[2] : a2[k]);
-    c20 += ak * b0;
-    c21 += ak * b1;
+    c20 = madd(ak, b0, c20);
+    c21 = madd(ak, b1, c21);
     ak = splat(PackedA ? a[3] : a3[k]);
-    c30 += ak * b0;
-    c31 += ak * b1;
+    c30 = madd(ak, b0, c30);
+    c31 = madd(ak, b1, c31);
     if constexpr (PackedA) a += MR;
     b += NR;
   }

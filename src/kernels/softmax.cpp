@@ -45,11 +45,11 @@ using namespace vec;
 inline v4f exp4(v4f x) {
   const v4i below = x < splat(kMin);  // false for NaN lanes, which stay NaN through the polynomial
   x = x > splat(kMax) ? splat(kMax) : x;
-  const v4f t = x * splat(kLog2e) + splat(kMagic);
+  const v4f t = madd(x, splat(kLog2e), splat(kMagic));
   const v4f fx = t - splat(kMagic);
-  const v4f r = (x - fx * splat(kLn2Hi)) - fx * splat(kLn2Lo);
-  v4f y = ((((splat(P0) * r + splat(P1)) * r + splat(P2)) * r + splat(P3)) * r + splat(P4)) * r + splat(P5);
-  y = y * (r * r) + r + splat(1.0f);
+  const v4f r = nmadd(fx, splat(kLn2Lo), nmadd(fx, splat(kLn2Hi), x));
+  v4f y = madd(madd(madd(madd(madd(splat(P0), r, splat(P1)), r, splat(P2)), r, splat(P3)), r, splat(P4)), r, splat(P5));
+  y = madd(y, r * r, r) + splat(1.0f);
   v4u bits;
   std::memcpy(&bits, &t, sizeof bits);
   bits = (bits + static_cast<std::uint32_t>(kScaleBias)) << 23;

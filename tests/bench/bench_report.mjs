@@ -160,3 +160,39 @@ if (browser) {
       ? `phase change at step ${tr.phase_change_step}, ${f(tr.phase_change_seconds)} s after Start`
       : `no phase change in ${f(tr.train_seconds)} s`));
 }
+
+// ---- Relaxed SIMD: the relaxed-SIMD module (circuitscope-relaxed.wasm, fused multiply-adds in
+// the kernels) beside the SIMD128 one, from the optional files scripts/bench.sh writes with
+// --relaxed: wasm-relaxed.json (bench_wasm.mjs --relaxed) and gemm-wasm-relaxed.json
+// (bench_gemm.mjs --relaxed).
+const wasmRelaxed = read('wasm-relaxed.json', true);
+const gemmRelaxed = read('gemm-wasm-relaxed.json', true);
+if (wasmRelaxed || gemmRelaxed) {
+  console.log('');
+  console.log('== relaxed SIMD (circuitscope-relaxed.wasm: f32x4.relaxed_madd in the kernels) beside SIMD128 (circuitscope.wasm), node');
+  if (wasmRelaxed) {
+    const speedup = (a, b) => (a && b ? (a.median_ms / b.median_ms).toFixed(2) + '×' : '—');
+    table(['ms per call, median (min–max)', 'WASM SIMD128', 'WASM relaxed', 'SIMD128 / relaxed'], [
+      ['forward + loss', cell(wf), cell(wasmRelaxed.forward), speedup(wf, wasmRelaxed.forward)],
+      ['training step', cell(wt), cell(wasmRelaxed.train_step), speedup(wt, wasmRelaxed.train_step)],
+      [`char-2l, ${wc.tokens} tokens`, cell(wc), cell(wasmRelaxed.char2l_sequence), speedup(wc, wasmRelaxed.char2l_sequence)],
+      ['GFLOP/s forward, training step', `${(forwardFlops / (wf.median_ms * 1e6)).toFixed(1)}, ${(trainFlops / (wt.median_ms * 1e6)).toFixed(1)}`,
+        `${(forwardFlops / (wasmRelaxed.forward.median_ms * 1e6)).toFixed(1)}, ${(trainFlops / (wasmRelaxed.train_step.median_ms * 1e6)).toFixed(1)}`, ''],
+    ]);
+  }
+  if (gemmRelaxed) {
+    const fusedLimit = gemmRelaxed.limit_madd.gflops_median;
+    console.log(`arithmetic limit, GFLOP/s (median): multiply + add ${gemmWasm.limit.gflops_median.toFixed(1)} (SIMD128 build), ` +
+      `${gemmRelaxed.limit.gflops_median.toFixed(1)} (relaxed build); ` +
+      `fused multiply-add (relaxed_madd) ${fusedLimit.toFixed(1)}${gemmRelaxed.limit_madd.fused ? '' : ' (NOT a relaxed build)'}`);
+    const relaxedBy = new Map(gemmRelaxed.shapes.map((s) => [s.shape.what, s]));
+    table(['product', 'SIMD128 GFLOP/s', 'relaxed GFLOP/s', 'relaxed % of fused limit'],
+      gemmWasm.shapes.map((s) => {
+        const r = relaxedBy.get(s.shape.what);
+        return [s.shape.what, gf(s).toFixed(1), r ? gf(r).toFixed(1) : '—', r ? ((100 * gf(r)) / fusedLimit).toFixed(0) + '%' : '—'];
+      }));
+    const totalR = gemmRelaxed.shapes.reduce((a, s) => a + s.shape.flops, 0) / gemmRelaxed.shapes.reduce((a, s) => a + s.ms_median * 1e6, 0);
+    console.log(`all shapes: SIMD128 ${totalW.toFixed(1)} GFLOP/s, relaxed ${totalR.toFixed(1)} GFLOP/s; ` +
+      `vector exponential: SIMD128 ${gemmWasm.exp.million_per_s_median.toFixed(0)} M/s, relaxed ${gemmRelaxed.exp.million_per_s_median.toFixed(0)} M/s`);
+  }
+}

@@ -6,7 +6,10 @@
 //               <BOS> and the first 255 characters of models/corpus/valid.txt
 // Each timed forward or step is its own call from JS (V8 optimises a WASM function only when it
 // is entered again), after a few warm-up calls. Needs `npm run build` (build/wasm).
-//   node tests/bench/bench_wasm.mjs [--forward-reps N] [--train-reps N] [--json]
+//   node tests/bench/bench_wasm.mjs [--forward-reps N] [--train-reps N] [--json] [--relaxed]
+// --relaxed runs the relaxed-SIMD module (circuitscope-relaxed.wasm; node 20 needs
+// --experimental-wasm-relaxed-simd, set here), otherwise the SIMD128 one.
+import v8 from 'node:v8';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -25,8 +28,10 @@ async function main() {
   const trainReps = intArg('--train-reps', 15);
   const json = process.argv.includes('--json');
   if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  const relaxed = process.argv.includes('--relaxed');
+  if (relaxed) v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
   const { init } = await import(pathToFileURL(wrapper).href);
-  const cs = await init();
+  const cs = await init({ simd: relaxed ? 'relaxed' : 'simd128' });
   const recipe = JSON.parse(readFileSync(path.join(here, 'reference_recipe.json'), 'utf8'));
   const B = recipe.batch_size;
   const T = recipe.model.n_ctx;
@@ -78,6 +83,7 @@ async function main() {
   const result = {
     node: process.version,
     v8: process.versions.v8,
+    simd: cs.simd,
     forward: { ...summary(forwardTimes), warmup: WARMUP_FORWARDS, loss: forwardLoss },
     train_step: { ...summary(trainTimes), warmup: WARMUP_STEPS, last_loss: metrics.loss, steps_done: metrics.step },
     char2l_sequence: { ...summary(seqTimes), warmup: WARMUP_FORWARDS, loss: seqLoss, tokens: T2 },

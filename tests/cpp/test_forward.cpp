@@ -2,9 +2,11 @@
 // and the interventions (head ablations, path cuts, positional-embedding removal).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "kernels/relaxed.h"
 #include "model.h"
 #include "oracle_forward.h"
 #include "test_util.h"
@@ -155,13 +157,21 @@ TEST(Interventions, CuttingOneInputLeavesTheOthers) {
   Intervention iv;
   iv.cuts.push_back({0, 1, 1, 0, Input::V});
   forward(p, tok, 1, c.n_ctx, vcut, iv);
-  // A V cut changes values but not the pattern of L1H0; other heads are untouched.
-  for (std::size_t i = 0; i < plain.layers[1].pattern.size(); ++i)
-    EXPECT_FLOAT_EQ(vcut.layers[1].pattern.data[i], plain.layers[1].pattern.data[i]);
+  // A V cut changes values but not the pattern of L1H0; other heads are untouched. The cut
+  // forward computes each head's Q, K and V with Eigen from its own input, the plain one with the
+  // kernels: the same sums, so the same bits, except in the relaxed-SIMD build, whose kernels may
+  // fuse multiply-adds (src/kernels/relaxed.h): there they agree within float32 rounding.
+  const bool fused = kernels::relaxed_simd();
+  for (std::size_t i = 0; i < plain.layers[1].pattern.size(); ++i) {
+    const float a = vcut.layers[1].pattern.data[i], b = plain.layers[1].pattern.data[i];
+    if (fused) EXPECT_NEAR(a, b, 1e-5f * std::max(1e-3f, std::abs(b))) << i;
+    else EXPECT_FLOAT_EQ(a, b);
+  }
   auto v0 = plain.layers[1].v.slice(0), v0c = vcut.layers[1].v.slice(0);
   EXPECT_GT((v0 - v0c).norm(), 1e-4);
   auto v1 = plain.layers[1].v.slice(1), v1c = vcut.layers[1].v.slice(1);
-  EXPECT_EQ((v1 - v1c).norm(), 0.0f);
+  if (fused) EXPECT_LE((v1 - v1c).norm(), 1e-5f * v1.norm());
+  else EXPECT_EQ((v1 - v1c).norm(), 0.0f);
 }
 
 TEST(Interventions, MeanAblationAndPositionRemoval) {

@@ -5,8 +5,13 @@ declare module '*/circuitscope.mjs' {
   const createCircuitscope: (options?: Record<string, unknown>) => Promise<any>;
   export default createCircuitscope;
 }
+declare module '*/circuitscope-relaxed.mjs' {
+  const createCircuitscope: (options?: Record<string, unknown>) => Promise<any>;
+  export default createCircuitscope;
+}
 
 // What the wrapper reads from node when it runs there (it does not need node's full types).
 declare module 'node:fs/promises' {
   export function readFile(path: URL | string): Promise<Uint8Array>;
+  export function access(path: URL | string): Promise<void>;
 }

@@ -21,6 +21,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
+#include "kernels/vec4.h"
 
 namespace {
 
@@ -121,6 +122,31 @@ __attribute__((noinline)) float cs_bench_peak(int iters, float seed) {
 }
 #else
 float cs_bench_peak(int, float) { return 0; }
+#endif
+
+// The same limit through the kernels' vec::madd (src/kernels/vec4.h): in the relaxed-SIMD
+// WebAssembly build (gemm_bench-relaxed) each update is one f32x4.relaxed_madd, a fused
+// multiply-add where the processor has one, still counted as 2 flops per lane; in every other
+// build it is the multiply and the add of cs_bench_peak. cs_bench_relaxed() says which.
+int cs_bench_relaxed() { return CS_KERNELS_RELAXED; }
+#if CS_KERNELS_VECTOR
+__attribute__((noinline)) float cs_bench_peak_madd(int iters, float seed) {
+  using cs::kernels::vec::madd;
+  v4f x = {seed, seed * 0.5f, seed * 0.25f, seed * 0.125f};
+  const v4f m = {0.999f, 0.998f, 0.997f, 0.996f};
+  const v4f c = {0.001f, 0.002f, 0.003f, 0.004f};
+  v4f a0 = x, a1 = x + 1, a2 = x + 2, a3 = x + 3, a4 = x + 4, a5 = x + 5;
+  v4f a6 = x + 6, a7 = x + 7, a8 = x + 8, a9 = x + 9, a10 = x + 10, a11 = x + 11;
+  for (int i = 0; i < iters; ++i) {
+    a0 = madd(a0, m, c), a1 = madd(a1, m, c), a2 = madd(a2, m, c), a3 = madd(a3, m, c);
+    a4 = madd(a4, m, c), a5 = madd(a5, m, c), a6 = madd(a6, m, c), a7 = madd(a7, m, c);
+    a8 = madd(a8, m, c), a9 = madd(a9, m, c), a10 = madd(a10, m, c), a11 = madd(a11, m, c);
+  }
+  v4f s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+  return s[0] + s[1] + s[2] + s[3];
+}
+#else
+float cs_bench_peak_madd(int, float) { return 0; }
 #endif
 
 // One sample of the exponential: 16 rows of 65536 values. Returns the count.
