@@ -81,6 +81,22 @@ async function followsContent(page, handle, frame) {
   assert.fail(`the iframe did not take its content's height: ${JSON.stringify(sizes)}`);
 }
 
+// Hovers a token until the view marks it (class "focused"): a hover that lands while the panel is
+// still laying out (the page's height changes as the embedded panels settle, so what is under
+// the mouse moves) is tried again, up to 5 times. Returns whether it was marked.
+async function hoverUntilFocused(tok) {
+  for (let i = 0; i < 5; i++) {
+    await tok.hover();
+    const marked = await tok.evaluate((el) => new Promise((resolve) => {
+      const t0 = performance.now();
+      const check = () => (el.classList.contains('focused') ? resolve(true) : performance.now() - t0 > 1000 ? resolve(false) : requestAnimationFrame(check));
+      check();
+    }));
+    if (marked) return true;
+  }
+  return false;
+}
+
 test('a panel\'s Embed button and a custom element both render, styled, on another origin, size to their content and answer a hover', async (t) => {
   // The embed code, from the app's own button on the token strip.
   const app = await openPage(`${server.url}#v=2&view=induction&model=char-2l`);
@@ -136,7 +152,7 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
       tok: getComputedStyle(document.querySelector('.tok')).display,
     }));
     assert.deepEqual(inside, { panels: ['induction-tokens'], views: 0, header: false, tools: false, tok: 'inline-block' });
-    await frame.locator('.tok[data-pos="20"]').hover();
+    await hoverUntilFocused(frame.locator('.tok[data-pos="20"]'));
     await frame.waitForFunction(() => document.querySelectorAll('.ind-top li').length === 5);
     // (b) the custom element (under the iframe, which has settled), styled by the stylesheet it
     // linked itself.
@@ -159,9 +175,8 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
     assert.equal(style.radius, '6px');
     assert.match(style.tokens, /monospace/);
     assert.ok(style.height > 100, 'the panel has content');
-    await element.locator('.tok[data-pos="20"]').hover();
+    assert.ok(await hoverUntilFocused(element.locator('.tok[data-pos="20"]')), 'the hovered token is marked');
     await page.waitForFunction(() => document.querySelectorAll('body > cs-panel .ind-top li').length === 5);
-    assert.ok(await element.locator('.tok[data-pos="20"].focused').count() === 1, 'the hovered token is marked');
 
     // The element's own Embed button gives the same kind of code, pointing at the site.
     // (The mouse leaves the token first: at the foot of the page, the details the hover shows
