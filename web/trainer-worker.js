@@ -35,7 +35,7 @@
 import { init } from './wasm/circuitscope.js';
 
 let helpers = [];      // the helper workers ({worker, pending}) of a data-parallel run
-let stepping = false;  // a data-parallel step is waiting for its helpers
+let stepping = null;   // the data-parallel step waiting for its helpers (a promise), or null
 
 let instance = null;   // the initialised module
 let trainer = null;    // the running trainer
@@ -166,13 +166,12 @@ function step() {
   scheduled = false;
   if (!running || finished || !trainer || stepping) return;
   if (helpers.length) {
-    stepping = true;
-    parallelStep().then((m) => {
-      stepping = false;
+    stepping = parallelStep().then((m) => {
+      stepping = null;
       history.push(m);
       afterStep();
     }, (e) => {
-      stepping = false;
+      stepping = null;
       if (!finished) failRun(e);  // (a stop during the step ends it quietly)
     });
     return;
@@ -241,6 +240,8 @@ async function handle(msg) {
     case 'pause':
       needTrainer('pause');
       running = false;
+      // A step the helpers are computing finishes first, so the step reported is where it stays.
+      if (stepping) await stepping;
       flushMetrics();
       return { type: 'paused', step: trainer.stepsDone };
     case 'resume':
