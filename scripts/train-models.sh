@@ -35,4 +35,6 @@ first=$!
 "$CLI" train models/recipes/char-0l.json --log-every 500
 "$CLI" train models/recipes/char-2l-smeared.json --log-every 500
 wait "$first"
+# Gradient leading terms from small weights (seed 002), the curve the report's leading-terms row reads.
+"$CLI" leading models/recipes/char-1l.json --steps 100 --init-scale 0.01 --lr 1 --out models/char-1l.leading.json >/dev/null
 "$CLI" report
