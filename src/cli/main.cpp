@@ -484,7 +484,9 @@ int cmd_leading(int argc, char** argv) {
     double ov = -1, ovc = -1;
     for (double x : p.ov) ov = std::max(ov, x);
     for (double x : p.ov_composed) ovc = std::max(ovc, x);
-    std::printf("%5d %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", p.step, p.loss, p.direct, p.direct_change, p.unembed_gram, ov, ovc);
+    std::printf("%5d %8.4f %8.4f %8.4f %8.4f", p.step, p.loss, p.direct, p.direct_change, p.unembed_gram);
+    if (p.ov.empty()) std::printf(" %8s %8s\n", "-", "-");  // no attention heads
+    else std::printf(" %8.4f %8.4f\n", ov, ovc);
   }
   return 0;
 }
