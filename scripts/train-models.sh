@@ -35,4 +35,7 @@ first=$!
 "$CLI" train models/recipes/char-0l.json --log-every 500
 "$CLI" train models/recipes/char-2l-smeared.json --log-every 500
 wait "$first"
+# Gradient leading terms from small weights (seed 002), the curve the report's leading-terms row reads
+# (always the portable kernel, like the report: the committed curve is the same on every machine).
+"$CLI" leading models/recipes/char-1l.json --steps 100 --init-scale 0.01 --lr 1 --kernel portable --out models/char-1l.leading.json >/dev/null
 "$CLI" report

@@ -144,6 +144,14 @@ std::uint64_t count_weights(const Config& cfg);
 template <class T>
 Params<T> init_params(const Config& cfg, std::uint64_t seed);
 
+// Every tensor multiplied by `scale` (a recipe's init_scale: biases and smear_alpha start at zero
+// and stay zero).
+template <class T>
+void scale_params(Params<T>& p, double scale) {
+  for (auto& [name, t] : named_params(p))
+    for (auto& x : t->data) x = static_cast<T>(x * scale);
+}
+
 template <class T, class U>
 Params<U> cast_params(const Params<T>& p) {
   Params<U> out = make_params<U>(p.cfg);

@@ -402,6 +402,27 @@ LeadingTermsFigures measure_leading_terms(const Zoo& zoo) {
     for (int h = 0; h < snap.cfg.n_heads; ++h) ov = std::max(ov, ov_cosine(snap.params, st, 0, h));
     f.steps.push_back({step, d, ov});
   }
+  // The seed's measurement, committed by scripts/train-models.sh (models/README.md).
+  const std::string curve_path = zoo.dir + "/char-1l.leading.json";
+  json cj;
+  try {
+    cj = json::parse(read_text(curve_path));
+  } catch (const json::exception& e) {
+    throw std::runtime_error("report: " + curve_path + " is not valid JSON (" + e.what() + ")");
+  }
+  const LeadingCurve c = leading_curve_from_json(cj);
+  f.curve_command = "circuitscope leading models/recipes/char-1l.json --steps " + std::to_string(c.spec.steps) + " --init-scale " +
+                    fmt("%g", c.spec.init_scale) + " --lr " + fmt("%g", c.lr) + " --out models/char-1l.leading.json";
+  f.init_scale = c.spec.init_scale;
+  f.lr = c.lr;
+  for (const auto& p : c.points) {
+    double best = -1;
+    for (std::size_t h = 0; h < p.ov.size(); ++h) best = std::max(best, std::max(p.ov[h], p.ov_composed[h]));
+    f.curve_steps.push_back(p.step);
+    f.curve_direct.push_back(p.direct);
+    f.curve_best_ov.push_back(best);
+    f.curve_gram.push_back(p.unembed_gram);
+  }
   return f;
 }
 
@@ -701,22 +722,43 @@ void write_copying_claims(const CopyingFigures& f, json& claims) {
                          "#view=circuits&model=char-1l&head=L0H" + std::to_string(f.best)));
 }
 
-// Gradient leading terms (seed 002): the direct path's cosine with the bigram term early (step
-// 250) and at the end.
+// Gradient leading terms (seed 002). The seed's definition: from small weights, under full-batch
+// gradient descent, the learned weights keep a cosine above 0.99 with their leading terms early in
+// training ("e.g. > 0.99 for the attention and value matrices"). Verdict, read generously: reproduced
+// when, at some step 1..N of the committed curve, the direct path exceeds kLeadingCosine with the
+// bigram term, and at some step the best head's OV circuit exceeds it with its term (the context
+// term, or the context term composed with B^T B).
+constexpr double kLeadingCosine = 0.99;
 void write_leading_terms_claim(const LeadingTermsFigures& f, json& claims) {
-  std::string line;
-  double early_direct = 0, late_direct = 0;
-  for (const auto& s : f.steps) {
-    line += (line.empty() ? "" : "; ") + std::string("step ") + std::to_string(s.step) + ": direct path " + f2(s.direct) +
-            ", best OV " + f2(s.best_ov);
-    if (s.step == 250) early_direct = s.direct;
-    if (s.step == 6000) late_direct = s.direct;
+  std::size_t peak_direct = 0, peak_ov = 0;
+  std::string at;
+  for (std::size_t i = 0; i < f.curve_steps.size(); ++i) {
+    const int s = f.curve_steps[i];
+    if (s >= 1 && (f.curve_steps[peak_direct] < 1 || f.curve_direct[i] > f.curve_direct[peak_direct])) peak_direct = i;
+    if (s >= 1 && (f.curve_steps[peak_ov] < 1 || f.curve_best_ov[i] > f.curve_best_ov[peak_ov])) peak_ov = i;
+    if (s == 1 || s == 10 || s == 50 || i + 1 == f.curve_steps.size())
+      at += (at.empty() ? "" : "; ") + std::string("step ") + std::to_string(s) + ": direct path " + f3(f.curve_direct[i]) +
+            ", best OV " + f3(f.curve_best_ov[i]) + ", W_U Gram with B^T B " + f3(f.curve_gram[i]);
   }
+  const bool have = f.curve_steps.size() > 1;
+  const double top_direct = have ? f.curve_direct[peak_direct] : 0, top_ov = have ? f.curve_best_ov[peak_ov] : 0;
+  const bool ok = have && top_direct > kLeadingCosine && top_ov > kLeadingCosine;
+  std::string line = "from weights scaled by " + fmt("%g", f.init_scale) + ", full-batch gradient descent (lr " + fmt("%g", f.lr) +
+                     "): " + at;
+  if (have)
+    line += "; highest: direct path " + f3(top_direct) + " at step " + std::to_string(f.curve_steps[peak_direct]) + ", OV " + f3(top_ov) +
+            " at step " + std::to_string(f.curve_steps[peak_ov]);
+  line += " (`" + f.curve_command + "`)";
+  std::string normal;
+  for (const auto& s : f.steps)
+    normal += (normal.empty() ? "" : "; ") + std::string("step ") + std::to_string(s.step) + " direct " + f2(s.direct) + ", best OV " + f2(s.best_ov);
+  line += ". From the normal initialisation (shipped snapshots, AdamW, context window 8): " + normal;
+  std::string why = ok ? "" : ": the highest cosine stays below 0.99 (the tables here are products of learned factors, W_E W_U and "
+                                "W_E W_V W_O W_U, not the seed's single V x V matrices)";
   claims.push_back(claim("leading-terms", "002 (gradient leading terms)",
-                         "Early in training the direct path matches the bigram leading term and OV circuits the context leading term (char-1l)",
-                         "cosine similarity stays very high early in training", line,
-                         verdict(early_direct > 0.5) + std::string(early_direct > late_direct ? "; the match fades later" : ""),
-                         "#view=training&model=char-1l"));
+                         "Early in training, from small weights, the direct path follows the bigram leading term and the OV circuits the context leading term (char-1l)",
+                         "cosine similarity above 0.99 early in training (attention and value matrices)", line,
+                         std::string(verdict(ok)) + why, "#view=training&model=char-1l"));
 }
 
 }  // namespace

@@ -114,7 +114,15 @@ struct LeadingTermsFigures {
     int step = 0;
     double direct = 0, best_ov = 0;  // cosines: direct path with the bigram term, best head's OV with the context term
   };
-  std::vector<Step> steps;
+  std::vector<Step> steps;  // the shipped snapshots (normal initialisation, AdamW), window 8
+  // The seed's own measurement (models/char-1l.leading.json, from `circuitscope leading`): per
+  // step 0..N from small weights under full-batch gradient descent, the direct path's cosine with the
+  // bigram term, the best head's OV cosine (the larger of the context term and context x B^T B) and
+  // W_U's Gram matrix with B^T B.
+  std::string curve_command;
+  double init_scale = 0, lr = 0;
+  std::vector<int> curve_steps;
+  std::vector<double> curve_direct, curve_best_ov, curve_gram;
 };
 
 struct ReportFigures {

@@ -144,7 +144,7 @@ void read_schedule(const nlohmann::json& s, Schedule& sc) {
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
   if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object, got " + json_value_words(j));
   reject_unknown(j, {"name", "description", "model", "tokenizer", "data", "optimizer", "schedule", "steps", "batch_size",
-                     "seed", "snapshots", "eval_every", "eval", "output"},
+                     "seed", "init_scale", "snapshots", "eval_every", "eval", "output"},
                  "the recipe");
   Recipe r;
   r.source = j;
@@ -173,6 +173,7 @@ Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
   r.steps = json_int_or(j, "steps", r.steps, 1, 10000000, "recipe: ");
   r.batch_size = json_int_or(j, "batch_size", r.batch_size, 1, 4096, "recipe: ");
   r.seed = j.contains("seed") ? json_to_u64(j["seed"], "recipe: seed") : 0;
+  r.init_scale = json_number_or(j, "init_scale", 1.0, 1e-12, 1e6, "recipe: ");
   r.eval_every = json_int_or(j, "eval_every", 0, 0, 10000000, "recipe: ");
   if (j.contains("snapshots")) {
     if (!j["snapshots"].is_array())
@@ -333,6 +334,7 @@ Trainer::Trainer(const Recipe& r)
                                   " MB (use a smaller eval.batch)");
   }
   params_ = init_params<float>(recipe_.model, r.seed);
+  if (recipe_.init_scale != 1.0) scale_params(params_, recipe_.init_scale);
   grads_ = make_params<float>(recipe_.model);
   cache_.keep_result = false;  // backward does not read each head's output
 }

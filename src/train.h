@@ -45,6 +45,10 @@ struct Recipe {
   int steps = 1000;
   int batch_size = 16;
   std::uint64_t seed = 0;
+  // Every initial weight (init_params' draw, model.init_std or 0.8/sqrt(d_model)) multiplied by
+  // this; 1 (the default) leaves the draw untouched, bit for bit. The gradient-leading-terms seed
+  // (002) starts from small weights, where every softmax is uniform: e.g. 0.01.
+  double init_scale = 1.0;
   std::vector<int> snapshots;   // steps at which the CLI saves a snapshot
   int eval_every = 0;           // steps between metrics records (0: only at the end)
   std::string output;           // where the CLI writes the final model

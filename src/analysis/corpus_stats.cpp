@@ -85,6 +85,58 @@ CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window) {
   return s;
 }
 
+// Seed 002: the statistics of exactly the pairs a batch trains on (see the header).
+CorpusStats batch_stats(const Batch& b, int V, int window) {
+  if (V < 1) throw std::invalid_argument("corpus statistics: the vocabulary must have at least one token");
+  if (window < 1) throw std::invalid_argument("corpus statistics: the context window must be at least 1 token");
+  const std::size_t n_pos = static_cast<std::size_t>(b.B) * b.T;
+  if (b.tokens.size() != n_pos || b.targets.size() != n_pos || b.mask.size() != n_pos)
+    throw std::invalid_argument("corpus statistics: the batch's tokens, targets and mask must each hold B*T entries");
+  MatRM<double> C = MatRM<double>::Zero(V, V), P = MatRM<double>::Zero(V, V);
+  std::vector<double> cur(V, 0.0), nxt(V, 0.0);
+  double total = 0;
+  auto check = [&](int id, std::size_t i) {
+    if (id < 0 || id >= V)
+      throw std::invalid_argument("corpus statistics: token id " + std::to_string(id) + " at batch position " + std::to_string(i) +
+                                  " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
+  };
+  for (int r = 0; r < b.B; ++r)
+    for (int t = 0; t < b.T; ++t) {
+      const std::size_t i = static_cast<std::size_t>(r) * b.T + t;
+      const double w = b.mask[i];
+      if (w <= 0) continue;
+      const int a = b.tokens[i], j = b.targets[i];
+      check(a, i);
+      check(j, i);
+      C(a, j) += w;
+      cur[a] += w;
+      nxt[j] += w;
+      total += w;
+      const int first = std::max(0, t + 1 - window), len = t + 1 - first;
+      for (int s = first; s <= t; ++s) {
+        const int k = b.tokens[static_cast<std::size_t>(r) * b.T + s];
+        check(k, i);
+        P(j, k) += w / len;
+      }
+    }
+  if (total <= 0) throw std::invalid_argument("corpus statistics: the batch has no position with a target (mask > 0)");
+  CorpusStats s;
+  s.V = V;
+  s.window = window;
+  s.bigram = Tensor<float>({V, V});
+  s.context = Tensor<float>({V, V});
+  s.current_freq.assign(V, 0.0f);
+  s.next_freq.assign(V, 0.0f);
+  for (int i = 0; i < V; ++i) {
+    if (cur[i] > 0) s.bigram.mat().row(i) = (C.row(i) / cur[i]).cast<float>();
+    if (nxt[i] > 0) s.context.mat().row(i) = (P.row(i) / nxt[i]).cast<float>();
+    s.current_freq[i] = static_cast<float>(cur[i] / total);
+    s.next_freq[i] = static_cast<float>(nxt[i] / total);
+  }
+  s.interchange = interchangeability_map(s.bigram);
+  return s;
+}
+
 // Seed 002: direct-path leading term row_centred(diag(pi) B).
 Tensor<float> direct_path_leading_term(const CorpusStats& s) {
   check_square(s.bigram, "the bigram map");
@@ -100,6 +152,31 @@ Tensor<float> ov_leading_term(const CorpusStats& s) {
   for (int k = 0; k < s.V; ++k)
     for (int j = 0; j < s.V; ++j) m.data[static_cast<std::size_t>(k) * s.V + j] = s.context.data[static_cast<std::size_t>(j) * s.V + k] * s.next_freq[j];
   return row_centred(m);
+}
+
+// Seed 002: B^T B weighted by squared frequencies, G^T G.
+Tensor<float> unembed_gram_leading_term(const CorpusStats& s) {
+  const MatRM<double> G = direct_path_leading_term(s).mat().cast<double>();
+  Tensor<float> out({s.V, s.V});
+  out.mat() = (G.transpose() * G).cast<float>();
+  return out;
+}
+
+// W_U^T W_U, rows of W_U centred over the vocabulary.
+Tensor<float> unembed_gram(const Params<float>& p) {
+  const MatRM<double> U = row_centred(p.W_U).mat().cast<double>();  // [D, V]
+  Tensor<float> out({p.cfg.d_vocab, p.cfg.d_vocab});
+  out.mat() = (U.transpose() * U).cast<float>();
+  return out;
+}
+
+// Seed 002: the context term composed with B^T B.
+Tensor<float> ov_composed_leading_term(const CorpusStats& s) {
+  const MatRM<double> O = ov_leading_term(s).mat().cast<double>();
+  const MatRM<double> I = unembed_gram_leading_term(s).mat().cast<double>();
+  Tensor<float> out({s.V, s.V});
+  out.mat() = (O * I).cast<float>();
+  return out;
 }
 
 // Seed 002: Frobenius cosine similarity, no centring.

@@ -8,6 +8,7 @@
 #pragma once
 #include <vector>
 
+#include "model.h"
 #include "params.h"
 #include "tensor.h"
 
@@ -40,6 +41,14 @@ Tensor<float> context_map(const std::vector<int>& stream, int V, int window);
 // Seed 002: all of the above from one stream of at least 2 tokens.
 CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window);
 
+// Seed 002: the same statistics counted on exactly what a training batch trains on: every position
+// (b, t) with mask > 0 is a pair current = tokens[b, t], next = targets[b, t] weighted by its mask,
+// and the context of that next token is tokens[b, max(0, t+1-w) .. t] (with w >= T: the whole
+// causal prefix a uniformly attending head reads at position t). So direct_path_leading_term and
+// ov_leading_term of the result are the exact negative gradients of the batch's mean loss with
+// respect to the direct-path and OV tables while every softmax is uniform. Any tokenizer: ids only.
+CorpusStats batch_stats(const Batch& b, int V, int window);
+
 // Leading terms: the first gradient step from small weights, where every softmax is still uniform
 // (1/V), so the negative gradient of the mean cross-entropy with respect to a logit table is
 // sum over positions of (onehot(next) - 1/V) times what the table is read with.
@@ -52,6 +61,18 @@ Tensor<float> direct_path_leading_term(const CorpusStats& s);  // [V, V]
 // column = written token j) is sum_j rho_j Phi[j, k] (onehot(j) - 1/V), i.e.
 // row_centred(Phi^T diag(rho)).
 Tensor<float> ov_leading_term(const CorpusStats& s);  // [V, V]
+
+// Seed 002, interchangeability map B^T B as the leading term of the unembedding's Gram matrix
+// (columns of W_U centred, so a constant added to every logit of a row does not count): G^T G with
+// G = direct_path_leading_term(s), i.e. sum_i pi_i^2 (B[i, :] - 1/V)^T (B[i, :] - 1/V), the
+// interchangeability map with each previous token weighted by its squared frequency.
+Tensor<float> unembed_gram_leading_term(const CorpusStats& s);  // [V, V]
+// The learned counterpart: W_U^T W_U with each row of W_U ([D, V]) centred over the vocabulary.
+Tensor<float> unembed_gram(const Params<float>& p);  // [V, V]
+// Seed 002, "compositions of the basis functions": with the value path learned through an output
+// map that already follows the bigram term, the OV table's leading term is the context term times
+// B^T B: ov_leading_term(s) * unembed_gram_leading_term(s).
+Tensor<float> ov_composed_leading_term(const CorpusStats& s);  // [V, V]
 
 // Cosine similarity of two same-shaped matrices as vectors: <A, B>_F / (|A|_F |B|_F), with no
 // centring (0 if either is zero). Throws if the shapes differ.

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "analysis/corpus_stats.h"
 #include "analysis/scores.h"
 #include "model.h"
 
@@ -200,6 +201,127 @@ std::optional<PhaseChange> phase_change(const nlohmann::json& records, int n_hea
     pm.push_back(std::move(scores));
   }
   return phase_change(steps, pm, n_heads);
+}
+
+// Seed 002: cosines of the learned tables with their leading terms over the first steps.
+LeadingCurve leading_term_curve(const Recipe& recipe, const LeadingCurveSpec& spec) {
+  if (spec.steps < 0 || spec.steps > 100000) throw std::invalid_argument("leading terms: steps must be 0..100000");
+  if (!(spec.init_scale > 0)) throw std::invalid_argument("leading terms: the initial scale must be positive");
+  if (spec.optimizer != "gd" && spec.optimizer != "adamw")
+    throw std::invalid_argument("leading terms: the optimizer must be gd (full-batch gradient descent) or adamw (the recipe's), got " +
+                                spec.optimizer);
+  if (spec.lr < 0) throw std::invalid_argument("leading terms: the learning rate must not be negative");
+  if (spec.rows < 0) throw std::invalid_argument("leading terms: rows must not be negative");
+  Recipe r = recipe;
+  r.init_scale = spec.init_scale;
+  LeadingCurve c;
+  c.recipe = r.name;
+  c.spec = spec;
+  c.lr = spec.lr > 0 ? spec.lr : r.optim.lr;
+  c.rows = spec.rows > 0 ? spec.rows : r.batch_size;
+  // The Trainer sets up tokenizer, data source and the (scaled) initial weights exactly as training does.
+  Trainer trainer(r);
+  Params<float> p = trainer.params();
+  const Config& cfg = p.cfg;
+  c.d_vocab = cfg.d_vocab;
+  c.n_layers = cfg.n_layers;
+  c.n_heads = cfg.n_heads;
+  c.d_model = cfg.d_model;
+  Rng rng(r.seed * 0x9E3779B97F4A7C15ULL + 1);
+  const Batch batch = trainer.data().next(rng, c.rows).batch;
+  c.seq_len = batch.T;
+  const CorpusStats st = batch_stats(batch, cfg.d_vocab, batch.T);
+  const Tensor<float> direct_term = direct_path_leading_term(st), ov_term = ov_leading_term(st),
+                      ov_comp_term = ov_composed_leading_term(st), gram_term = unembed_gram_leading_term(st);
+  AdamW opt(p, r.optim);
+  ActivationCache<float> cache;
+  cache.keep_result = false;
+  ShardResult res;
+  const Tensor<float> table0 = direct_path_table(p);
+  for (int step = 0; step <= spec.steps; ++step) {
+    shard_gradient(p, batch, cache, res);  // the loss at these weights and its gradient
+    LeadingCurvePoint pt;
+    pt.step = step;
+    pt.loss = res.loss;
+    Tensor<float> table = direct_path_table(p);
+    pt.direct = cosine_similarity(row_centred(table), direct_term);
+    for (std::size_t k = 0; k < table.size(); ++k) table.data[k] -= table0.data[k];
+    pt.direct_change = cosine_similarity(row_centred(table), direct_term);
+    pt.unembed_gram = cosine_similarity(unembed_gram(p), gram_term);
+    for (int l = 0; l < cfg.n_layers; ++l)
+      for (int h = 0; h < cfg.n_heads; ++h) {
+        const Tensor<float> t = row_centred(ov_table(p, l, h));
+        pt.ov.push_back(cosine_similarity(t, ov_term));
+        pt.ov_composed.push_back(cosine_similarity(t, ov_comp_term));
+      }
+    c.points.push_back(pt);
+    if (!std::isfinite(res.loss))
+      throw std::runtime_error("leading terms: the loss became " + std::string(std::isnan(res.loss) ? "NaN" : "Inf") + " at step " +
+                               std::to_string(step) + "; use a smaller learning rate");
+    if (step == spec.steps) break;
+    if (spec.optimizer == "gd") {
+      auto pp = named_params(p);
+      auto gg = named_params(static_cast<const Params<float>&>(res.grads));
+      for (std::size_t i = 0; i < pp.size(); ++i)
+        for (std::size_t k = 0; k < pp[i].second->data.size(); ++k)
+          pp[i].second->data[k] -= static_cast<float>(c.lr * gg[i].second->data[k]);
+    } else {
+      clip_grad_norm(res.grads, r.optim.grad_clip);
+      opt.step(p, res.grads, schedule_lr(r.schedule, r.optim.lr, step, r.steps), schedule_beta1(r.schedule, r.optim.beta1, step, r.steps));
+    }
+  }
+  return c;
+}
+
+nlohmann::json leading_curve_json(const LeadingCurve& c) {
+  nlohmann::json pts = nlohmann::json::array();
+  for (const auto& p : c.points)
+    pts.push_back({{"step", p.step}, {"loss", p.loss}, {"direct", p.direct}, {"direct_change", p.direct_change}, {"unembed_gram", p.unembed_gram}, {"ov", p.ov},
+                   {"ov_composed", p.ov_composed}});
+  return {{"recipe", c.recipe},
+          {"steps", c.spec.steps},
+          {"init_scale", c.spec.init_scale},
+          {"optimizer", c.spec.optimizer},
+          {"lr", c.lr},
+          {"rows", c.rows},
+          {"seq_len", c.seq_len},
+          {"d_vocab", c.d_vocab},
+          {"d_model", c.d_model},
+          {"n_layers", c.n_layers},
+          {"n_heads", c.n_heads},
+          {"points", pts}};
+}
+
+LeadingCurve leading_curve_from_json(const nlohmann::json& j) {
+  LeadingCurve c;
+  try {
+    c.recipe = j.at("recipe").get<std::string>();
+    c.spec.steps = j.at("steps").get<int>();
+    c.spec.init_scale = j.at("init_scale").get<double>();
+    c.spec.optimizer = j.at("optimizer").get<std::string>();
+    c.lr = j.at("lr").get<double>();
+    c.spec.lr = c.lr;
+    c.rows = c.spec.rows = j.at("rows").get<int>();
+    c.seq_len = j.at("seq_len").get<int>();
+    c.d_vocab = j.at("d_vocab").get<int>();
+    c.d_model = j.at("d_model").get<int>();
+    c.n_layers = j.at("n_layers").get<int>();
+    c.n_heads = j.at("n_heads").get<int>();
+    for (const auto& q : j.at("points")) {
+      LeadingCurvePoint p;
+      p.step = q.at("step").get<int>();
+      p.loss = q.at("loss").get<double>();
+      p.direct = q.at("direct").get<double>();
+      p.direct_change = q.at("direct_change").get<double>();
+      p.unembed_gram = q.at("unembed_gram").get<double>();
+      p.ov = q.at("ov").get<std::vector<double>>();
+      p.ov_composed = q.at("ov_composed").get<std::vector<double>>();
+      c.points.push_back(p);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("leading-terms curve file: missing or mistyped field (") + e.what() + ")");
+  }
+  return c;
 }
 
 }  // namespace cs

@@ -80,4 +80,42 @@ std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std
 // without prefix_matching counts as having no scores).
 std::optional<PhaseChange> phase_change(const nlohmann::json& records, int n_heads = 0);
 
+// Gradient leading terms over the first steps of training (seed 002: from small weights, trained by
+// full-batch gradient descent, the weights stay close to closed-form terms built from the bigram
+// map B, B^T B and the context map Phi). The recipe's model, tokenizer and data source, its weights
+// drawn as usual and multiplied by init_scale, one fixed batch of `rows` sequences drawn from its
+// data source (the full batch, trained on at every step), and at every step 0..steps the cosine of
+//   direct:       row-centred W_E W_U             with direct_path_leading_term (the bigram term)
+//   direct_change: the same for W_E W_U minus its value at step 0 (0 at step 0): what the steps added
+//   ov[l*H+h]:    row-centred W_E W_V W_O W_U     with ov_leading_term (the context term)
+//   ov_composed:  the same table                  with ov_composed_leading_term (context x B^T B)
+//   unembed_gram: W_U^T W_U (rows centred)        with unembed_gram_leading_term (B^T B)
+// the statistics counted by batch_stats on that batch with the window of the whole sequence (what a
+// head attending uniformly reads). optimizer "gd": p <- p - lr g (the seed's); "adamw": the
+// recipe's AdamW, schedule and clipping as its Trainer steps them (AdamW's first steps are
+// sign-like, which the seed's analysis does not cover).
+struct LeadingCurveSpec {
+  int steps = 50;
+  double init_scale = 0.01;
+  std::string optimizer = "gd";
+  double lr = 0;  // 0: the recipe's optimizer.lr
+  int rows = 0;   // 0: the recipe's batch_size
+};
+struct LeadingCurvePoint {
+  int step = 0;
+  double loss = 0;  // the batch's mean loss at these weights
+  double direct = 0, direct_change = 0, unembed_gram = 0;
+  std::vector<double> ov, ov_composed;  // [n_layers * n_heads]
+};
+struct LeadingCurve {
+  std::string recipe;  // its name
+  LeadingCurveSpec spec;
+  double lr = 0;
+  int rows = 0, seq_len = 0, d_vocab = 0, n_layers = 0, n_heads = 0, d_model = 0;
+  std::vector<LeadingCurvePoint> points;  // steps 0..spec.steps
+};
+LeadingCurve leading_term_curve(const Recipe& recipe, const LeadingCurveSpec& spec);
+nlohmann::json leading_curve_json(const LeadingCurve& c);
+LeadingCurve leading_curve_from_json(const nlohmann::json& j);
+
 }  // namespace cs

@@ -51,6 +51,8 @@ const char* kUsage =
     "      Accuracy on the 60 symbolic IOI sequences, optionally with a composition cut.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
+    "  circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
+    "      Cosines of the learned tables with their gradient leading terms over the first steps from small weights.\n"
     "  circuitscope help [COMMAND]\n"
     "\n"
     "Every command takes --kernel NAME (or the environment variable CS_KERNEL): the matrix-product\n"
@@ -117,6 +119,18 @@ const std::map<std::string, std::string> kHelp = {
      "  effect (patched - corrupted) / (clean - corrupted). --heads-only skips the per-position table.\n"
      "  --json prints {tokens, corruption, direction, clean_logit_diff, corrupted_logit_diff,\n"
      "  normalised, head, head_effect, head_pos, head_pos_effect, passes}.\n"},
+    {"leading",
+     "circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
+     "  Gradient leading terms (seed 002) measured as the seed measures them: the recipe's model with its\n"
+     "  initial weights multiplied by S (default 0.01), trained on one fixed batch of --rows sequences\n"
+     "  from the recipe's data (default: the recipe's batch_size) for N steps (default 50) of full-batch\n"
+     "  gradient descent with learning rate X (default: the recipe's optimizer.lr), or with the recipe's\n"
+     "  AdamW and schedule (--optimizer adamw). At every step 0..N it prints the batch's loss and the\n"
+     "  cosine of W_E W_U with the bigram term (and of what the steps added to W_E W_U), of W_U's Gram\n"
+     "  matrix with B^T B, and of the best head's OV circuit with the context term Phi and with Phi\n"
+     "  composed with B^T B; the statistics are counted on that batch, the context over the whole prefix.\n"
+     "  --json prints the curve (every head) as JSON; --out FILE also writes it there (the report reads\n"
+     "  models/char-1l.leading.json). Deterministic for a recipe, its options and the kernel.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -430,6 +444,53 @@ int cmd_report(int argc, char** argv) {
   return 0;
 }
 
+double to_double(const std::string& s, const std::string& opt, double lo, double hi) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(s, &used);
+    if (used != s.size() || !(v >= lo && v <= hi)) throw std::out_of_range("");
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(opt + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not \"" + s + "\"");
+  }
+}
+
+int cmd_leading(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2,
+                      {{"--steps", true}, {"--init-scale", true}, {"--optimizer", true}, {"--lr", true}, {"--rows", true}, {"--json", false}, {"--out", true}});
+  if (a.positional.size() != 1) throw UsageError("leading takes one recipe file");
+  const std::string recipe_path = a.positional[0];
+  json j = read_recipe_json(recipe_path);
+  const cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });
+  cs::LeadingCurveSpec spec;
+  if (a.opts.count("--steps")) spec.steps = to_int(a.opts["--steps"], "--steps", 0, 100000);
+  if (a.opts.count("--init-scale")) spec.init_scale = to_double(a.opts["--init-scale"], "--init-scale", 1e-12, 1e6);
+  if (a.opts.count("--optimizer")) spec.optimizer = a.opts["--optimizer"];
+  if (spec.optimizer != "gd" && spec.optimizer != "adamw") throw UsageError("--optimizer must be gd or adamw");
+  if (a.opts.count("--lr")) spec.lr = to_double(a.opts["--lr"], "--lr", 1e-12, 1e6);
+  if (a.opts.count("--rows")) spec.rows = to_int(a.opts["--rows"], "--rows", 1, 4096);
+  const cs::LeadingCurve c = cs::leading_term_curve(r, spec);
+  const json out = cs::leading_curve_json(c);
+  if (a.opts.count("--out")) write_text(a.opts["--out"], out.dump(1) + "\n");
+  if (a.opts.count("--json")) {
+    std::printf("%s\n", out.dump(1).c_str());
+    return 0;
+  }
+  std::printf("%s: init_scale %g, %s, lr %g, %d rows of %d tokens\n", c.recipe.c_str(), c.spec.init_scale, c.spec.optimizer.c_str(),
+              c.lr, c.rows, c.seq_len);
+  std::printf("%5s %8s %8s %8s %8s %8s %8s   (cosines; OV: best head)\n", "step", "loss", "direct", "d-change", "U-gram", "OV.Phi",
+              "OV.PhiBB");
+  for (const auto& p : c.points) {
+    double ov = -1, ovc = -1;
+    for (double x : p.ov) ov = std::max(ov, x);
+    for (double x : p.ov_composed) ovc = std::max(ovc, x);
+    std::printf("%5d %8.4f %8.4f %8.4f %8.4f", p.step, p.loss, p.direct, p.direct_change, p.unembed_gram);
+    if (p.ov.empty()) std::printf(" %8s %8s\n", "-", "-");  // no attention heads
+    else std::printf(" %8.4f %8.4f\n", ov, ovc);
+  }
+  return 0;
+}
+
 int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}});
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
@@ -655,6 +716,7 @@ int main(int argc, char** argv) {
     if (cmd == "report") return cmd_report(argc, argv);
     if (cmd == "patch") return cmd_patch(argc, argv);
     if (cmd == "ioi") return cmd_ioi(argc, argv);
+    if (cmd == "leading") return cmd_leading(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {

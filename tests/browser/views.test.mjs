@@ -872,11 +872,17 @@ test('theme: the header\'s auto / light / dark control recolours the page and it
   }
 });
 
-test('training: the gradient leading terms of char-1l over its snapshots, measured when asked, as the report measures them', async (t) => {
+test('training: the gradient leading terms of char-1l from small weights (the committed curve) and over its snapshots, measured when asked, as the report measures them', async (t) => {
   const { context, page, check } = await openView('cs-training', { model: 'char-1l' });
   try {
     await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
     const panel = 'cs-training section[data-panel="training-leading"]';
+    // The seed's own setting, drawn from the committed curve (models/char-1l.leading.json) at once.
+    await page.waitForSelector(`${panel} .cs-leading-small-chart figure.cs-uplot canvas`, { timeout: 60_000 });
+    const curve = await page.evaluate(async () => (await fetch('/models/char-1l.leading.json')).json());
+    const last = curve.points.at(-1);
+    const status = await page.$eval(`${panel} .cs-leading-small`, (e) => e.textContent);
+    assert.equal(status, `Step ${last.step}: direct path ${last.direct.toFixed(3)}, W_U Gram ${last.unembed_gram.toFixed(3)}.`);
     await page.click(`${panel} .cs-leading-measure`);
     await page.waitForSelector(`${panel} [data-measured="true"]`, { timeout: 120_000 });
     await page.waitForSelector(`${panel} figure.cs-uplot canvas`);

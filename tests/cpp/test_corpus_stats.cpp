@@ -9,6 +9,7 @@
 #include <string>
 
 #include "analysis/corpus_stats.h"
+#include "analysis/training_metrics.h"
 #include "rng.h"
 #include "train.h"
 
@@ -193,6 +194,149 @@ TEST(CorpusStats, TrainedOneLayerOvCircuitFollowsTheContextLeadingTermEarly) {
   }
   EXPECT_LT(std::fabs(at_init), 0.3);
   EXPECT_GT(ov, 0.3);
+}
+
+// batch_stats counts the same pairs and contexts as corpus_stats when the batch is one row holding
+// the whole stream (next_token_batch: the last position has no target).
+TEST(CorpusStats, BatchStatsOfOneRowAreTheStreamsStats) {
+  const std::vector<int> stream = {0, 1, 0, 2, 0, 1, 3, 3, 0, 2, 1};
+  const Batch b = next_token_batch(stream, 1, static_cast<int>(stream.size()));
+  for (int w : {1, 3, 100}) {
+    const CorpusStats want = corpus_stats(stream, 5, w), got = batch_stats(b, 5, w);
+    for (std::size_t i = 0; i < want.bigram.size(); ++i) {
+      EXPECT_NEAR(got.bigram.data[i], want.bigram.data[i], 1e-6) << "bigram " << i << " window " << w;
+      EXPECT_NEAR(got.context.data[i], want.context.data[i], 1e-6) << "context " << i << " window " << w;
+      EXPECT_NEAR(got.interchange.data[i], want.interchange.data[i], 1e-6) << "B^T B " << i;
+    }
+    for (int v = 0; v < 5; ++v) {
+      EXPECT_NEAR(got.current_freq[v], want.current_freq[v], 1e-6);
+      EXPECT_NEAR(got.next_freq[v], want.next_freq[v], 1e-6);
+    }
+  }
+  // Two rows: no pair and no context crosses from one row into the next.
+  const Batch two = next_token_batch({0, 1, 2, 3, 4, 0}, 2, 3);  // rows 0 1 2 and 3 4 0
+  const CorpusStats s2 = batch_stats(two, 5, 10);
+  EXPECT_EQ(s2.bigram.data[2 * 5 + 3], 0.0f) << "2 -> 3 crosses the rows";
+  EXPECT_EQ(s2.context.data[4 * 5 + 2], 0.0f) << "2 is not in 4's row";
+  EXPECT_NEAR(s2.context.data[0 * 5 + 3], 0.5, 1e-6) << "0 follows 3 4: half of its context is 3";
+  EXPECT_THROW(batch_stats(two, 4, 10), std::invalid_argument);
+}
+
+// The mathematics the seed relies on, in its own parameterisation (one-hot residual, a V x V output
+// matrix from zero): a 0-layer model with d_model = V, W_E the identity and W_U zero. One step of
+// gradient descent moves W_U by lr times the negative gradient of the logit table, which at uniform
+// softmax is exactly the bigram leading term of the batch.
+TEST(CorpusStats, OneGradientStepFromZeroIsTheBigramLeadingTerm) {
+  TextFile file;
+  nlohmann::json j = text_recipe(file.path, 0);
+  Trainer tr(recipe_from_json(j));
+  const int V = tr.tokenizer().size();
+  j["model"]["d_model"] = V;
+  Trainer t2(recipe_from_json(j));
+  Params<float> p = t2.params();
+  for (auto& x : p.W_U.data) x = 0;
+  for (auto& x : p.W_E.data) x = 0;
+  for (int i = 0; i < V; ++i) p.W_E.data[static_cast<std::size_t>(i) * V + i] = 1;
+  Rng rng(5);
+  const Batch b = t2.data().next(rng, 16).batch;
+  ActivationCache<float> cache;
+  ShardResult res;
+  shard_gradient(p, b, cache, res);
+  for (std::size_t k = 0; k < p.W_U.size(); ++k) p.W_U.data[k] -= 0.5f * res.grads.W_U.data[k];
+  for (std::size_t k = 0; k < p.W_E.size(); ++k) EXPECT_EQ(res.grads.W_E.data[k], 0.0f) << "W_U = 0: no gradient on W_E";
+  const CorpusStats s = batch_stats(b, V, b.T);
+  const double c = cosine_similarity(row_centred(direct_path_table(p)), direct_path_leading_term(s));
+  std::printf("[ corpus ] seed's parameterisation, one step from zero: cosine with the bigram term %.6f\n", c);
+  EXPECT_GT(c, 0.9999);
+  // The table moved by exactly lr times the term (row-centring aside).
+  const Tensor<float> term = direct_path_leading_term(s), table = row_centred(direct_path_table(p));
+  for (std::size_t k = 0; k < term.size(); ++k) EXPECT_NEAR(table.data[k], 0.5 * term.data[k], 1e-6);
+}
+
+// In circuitscope's own parameterisation the weights are factored (W_E W_U, W_E W_V W_O W_U) and
+// start random: after one step of gradient descent from a tiny start each factor moves along its
+// leading term (W_U by W_E0^T G, G the bigram term), exactly as the seed's gradient analysis says.
+TEST(CorpusStats, OneGradientStepMovesEachFactorAlongItsLeadingTerm) {
+  TextFile file;
+  nlohmann::json j = text_recipe(file.path, 1);
+  j["init_scale"] = 1e-4;
+  Trainer tr(recipe_from_json(j));
+  Params<float> p = tr.params();
+  const int V = p.cfg.d_vocab;
+  Rng rng(5);
+  const Batch b = tr.data().next(rng, 16).batch;
+  const CorpusStats s = batch_stats(b, V, b.T);
+  ActivationCache<float> cache;
+  ShardResult res;
+  shard_gradient(p, b, cache, res);
+  // -dL/dW_U = W_E^T G (the direct path; the attention output is 1e-8 smaller).
+  Tensor<float> neg({p.cfg.d_model, V}), want({p.cfg.d_model, V});
+  for (std::size_t k = 0; k < neg.size(); ++k) neg.data[k] = -res.grads.W_U.data[k];
+  want.mat() = p.W_E.mat().transpose() * direct_path_leading_term(s).mat();
+  const double cu = cosine_similarity(neg, want);
+  // -dL/dW_E = G W_U^T.
+  Tensor<float> nege({V, p.cfg.d_model}), wante({V, p.cfg.d_model});
+  for (std::size_t k = 0; k < nege.size(); ++k) nege.data[k] = -res.grads.W_E.data[k];
+  wante.mat() = direct_path_leading_term(s).mat() * p.W_U.mat().transpose();
+  const double ce = cosine_similarity(nege, wante);
+  std::printf("[ corpus ] init_scale 1e-4: cosine of -dL/dW_U with W_E^T G %.6f, of -dL/dW_E with G W_U^T %.6f\n", cu, ce);
+  EXPECT_GT(cu, 0.999);
+  EXPECT_GT(ce, 0.999);
+}
+
+// The curve: steps 0..N, every head, deterministic, and from a tiny start under gradient descent
+// the first step's change of the direct path follows the bigram term once the model is wide
+// enough for the initial Gram matrices W_E0 W_E0^T and W_U0^T W_U0 to be near multiples of the
+// identity (d_model >> V); see leading_term_curve.
+TEST(CorpusStats, LeadingTermCurveIsDeterministicAndCoversEveryHead) {
+  TextFile file;
+  nlohmann::json j = text_recipe(file.path, 1);
+  j["model"]["n_heads"] = 2;
+  const Recipe r = recipe_from_json(j);
+  LeadingCurveSpec spec;
+  spec.steps = 3;
+  spec.init_scale = 0.01;
+  spec.lr = 1;
+  spec.rows = 8;
+  const LeadingCurve a = leading_term_curve(r, spec), b = leading_term_curve(r, spec);
+  ASSERT_EQ(a.points.size(), 4u);
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EXPECT_EQ(a.points[i].step, static_cast<int>(i));
+    ASSERT_EQ(a.points[i].ov.size(), 2u);
+    EXPECT_EQ(a.points[i].direct, b.points[i].direct);
+    EXPECT_EQ(a.points[i].ov[1], b.points[i].ov[1]);
+  }
+  EXPECT_LT(a.points[3].loss, a.points[0].loss) << "gradient descent lowers the batch's loss";
+  const LeadingCurve back = leading_curve_from_json(leading_curve_json(a));
+  EXPECT_EQ(back.points[2].ov_composed[1], a.points[2].ov_composed[1]);
+  EXPECT_EQ(back.spec.init_scale, 0.01);
+  spec.optimizer = "sgd";
+  EXPECT_THROW(leading_term_curve(r, spec), std::invalid_argument);
+}
+
+// In the factored model the first step's change of W_E W_U is lr (G W_U0^T W_U0 + W_E0 W_E0^T G):
+// the bigram term G seen through the initial Gram matrices, which approach multiples of the
+// identity as d_model grows past the vocabulary. So the change follows G more closely the wider the
+// model, and the table itself only once the change outgrows the random initial product.
+TEST(CorpusStats, FirstStepChangeFollowsTheBigramTermAsTheModelWidens) {
+  TextFile file;
+  double last = -1;
+  for (int d : {32, 2048}) {
+    nlohmann::json j = text_recipe(file.path, 0);
+    j["model"]["d_model"] = d;
+    LeadingCurveSpec spec;
+    spec.steps = 1;
+    spec.init_scale = 1e-3;
+    spec.lr = 1;
+    spec.rows = 8;
+    const LeadingCurve c = leading_term_curve(recipe_from_json(j), spec);
+    const double change = c.points[1].direct_change;
+    std::printf("[ corpus ] d_model %4d, vocabulary %d: step 1 changes W_E W_U with cosine %.4f to the bigram term; the table: %.4f\n", d,
+                c.d_vocab, change, c.points[1].direct);
+    EXPECT_GT(change, last);
+    last = change;
+  }
+  EXPECT_GT(last, 0.98);
 }
 
 }  // namespace

@@ -296,6 +296,27 @@ TEST(Recipe, NumbersAreReadExactlyOrRefused) {
   }
 }
 
+// init_scale: absent or 1 gives the usual draw bit for bit; another value multiplies every weight.
+TEST(Recipe, InitScaleMultipliesTheInitialWeights) {
+  nlohmann::json j = induction_recipe(2, "shortformer", true, 10, 4);
+  const Params<float> base = Trainer(recipe_from_json(j)).params();
+  j["init_scale"] = 1;
+  const Params<float> one = Trainer(recipe_from_json(j)).params();
+  j["init_scale"] = 0.01;
+  const Params<float> small = Trainer(recipe_from_json(j)).params();
+  auto a = named_params(base), b = named_params(one), c = named_params(small);
+  ASSERT_EQ(a.size(), c.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t k = 0; k < a[i].second->data.size(); ++k) {
+      ASSERT_EQ(a[i].second->data[k], b[i].second->data[k]) << a[i].first;
+      ASSERT_EQ(c[i].second->data[k], static_cast<float>(a[i].second->data[k] * 0.01)) << a[i].first;
+    }
+  j["init_scale"] = 0;
+  EXPECT_THROW(recipe_from_json(j), std::invalid_argument);
+  j["init_scale"] = "small";
+  EXPECT_THROW(recipe_from_json(j), std::invalid_argument);
+}
+
 TEST(Recipe, BadRecipesGetSentences) {
   nlohmann::json j = induction_recipe(1, "standard", false, 10, 1);
   j["optimiser"] = 1;  // typo

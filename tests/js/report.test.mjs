@@ -54,3 +54,32 @@ test('the report command explains a missing models folder', () => {
   assert.match(r.stderr, /circuitscope report: /);
   execFileSync(CLI, ['help', 'report'], { encoding: 'utf8' });
 });
+
+test('the leading-terms row: its curve file is what circuitscope leading measures, and its verdict follows the seed\'s 0.99', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const row = report.claims.find((c) => c.id === 'leading-terms');
+  assert.ok(row, 'no leading-terms row');
+  const curve = JSON.parse(readFileSync('models/char-1l.leading.json', 'utf8'));
+  // The committed file is the command's output, regenerated here (50 steps of a small model: seconds).
+  const cmd = row.measured.match(/`circuitscope (leading [^`]*)`/);
+  assert.ok(cmd, `the row names the command that produced its curve: ${row.measured}`);
+  const args = cmd[1].split(' ').filter((a) => a.length > 0);
+  const outAt = args.indexOf('--out');
+  assert.equal(args[outAt + 1], 'models/char-1l.leading.json');
+  args.splice(outAt, 2, '--json');
+  const fresh = JSON.parse(execFileSync(CLI, args, { encoding: 'utf8', maxBuffer: 1 << 26 }));
+  assert.deepEqual(fresh, curve, 'models/char-1l.leading.json is not what the command gives');
+  assert.equal(curve.points.length, curve.steps + 1);
+  // The verdict: the highest cosine over steps 1..N above 0.99, for the direct path and for the best
+  // head's OV circuit (the better of its two terms).
+  const later = curve.points.filter((p) => p.step >= 1);
+  const bestOv = (p) => Math.max(...p.ov.map((x, h) => Math.max(x, p.ov_composed[h])));
+  const topDirect = Math.max(...later.map((p) => p.direct));
+  const topOv = Math.max(...later.map(bestOv));
+  const met = topDirect > 0.99 && topOv > 0.99;
+  assert.equal(row.verdict.startsWith('reproduced'), met, `verdict "${row.verdict}" with highest direct ${topDirect}, OV ${topOv}`);
+  const atDirect = later.find((p) => p.direct === topDirect).step, atOv = later.find((p) => bestOv(p) === topOv).step;
+  assert.ok(row.measured.includes(`highest: direct path ${topDirect.toFixed(3)} at step ${atDirect}, OV ${topOv.toFixed(3)} at step ${atOv}`), row.measured);
+  const last = curve.points[curve.points.length - 1];
+  assert.ok(row.measured.includes(`step ${last.step}: direct path ${last.direct.toFixed(3)}`), row.measured);
+});

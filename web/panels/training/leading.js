@@ -4,9 +4,12 @@
 // corpus (models/corpus/train.txt, window 8, as the Reproduction report measures it): the cosine
 // of the row-centred direct path W_E W_U with the bigram term, and of each head's row-centred OV
 // table with the context term. A chart over training steps, the state's snapshot marked, and the
-// numbers as CSV.
+// numbers as CSV. Above it, when models/index.json names a curve for the model ("leading":
+// char-1l.leading.json, written by `circuitscope leading`, the curve the report's leading-terms row
+// reads), the seed's own setting: every step of full-batch gradient descent from small weights,
+// drawn as the file gives it.
 import { el } from '../../parts/dom.js';
-import { getModel, siteUrl } from '../../store.js';
+import { getModel, getJSON, getModelIndex, siteUrl } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
 import { downloadCSV } from '../../parts/download.js';
@@ -55,6 +58,20 @@ function figure(d, snapshot) {
     el('div', { class: 'button-row cs-png-skip controls-only' }, el('button', { type: 'button', class: 'cs-leading-csv', onclick: () => csv(d) }, 'Download the cosines (CSV)'))];
 }
 
+/** The committed small-initialisation curve (models/NAME.leading.json), drawn as it is. */
+function smallInitFigure(c) {
+  const n = c.n_layers * c.n_heads;
+  const series = [{ name: 'direct path · bigram term', color: COLORS[0] }, { name: 'W_U Gram · BᵀB', color: COLORS[1] },
+    ...Array.from({ length: n }, (_, i) => ({ name: `${headLabel(i, n, c.n_heads)} OV · Φ with BᵀB`, color: COLORS[(i + 2) % COLORS.length], dashed: true }))];
+  const chart = new LineChart({ series, title: `From weights scaled by ${c.init_scale}, full-batch gradient descent (lr ${c.lr})`, xLabel: 'gradient step', yLabel: 'cosine' });
+  const pts = c.points;
+  chart.setData(pts.map((p) => p.step), [pts.map((p) => p.direct), pts.map((p) => p.unembed_gram), ...Array.from({ length: n }, (_, i) => pts.map((p) => p.ov_composed[i]))]);
+  const last = pts.at(-1);
+  return [el('p', { class: 'cs-explain' }, `The seed's own setting: ${c.recipe}'s model from weights scaled by ${c.init_scale}, trained by full-batch gradient descent on one batch of ${c.rows} sequences, with B, BᵀB and Φ counted on that batch (circuitscope leading; the Reproduction report's leading-terms row reads this curve). The seed reports cosines above 0.99.`),
+    el('p', { role: 'status', class: 'cs-leading-small' }, `Step ${last.step}: direct path ${fmt(last.direct, 3)}, W_U Gram ${fmt(last.unembed_gram, 3)}.`),
+    el('div', { class: 'cs-leading-small-chart' }, chart.element)];
+}
+
 const shown = new Map();   // "name/snapshot/measured" -> the panel's data (the same object while nothing changed)
 
 export default definePanel({
@@ -65,21 +82,25 @@ export default definePanel({
 
   // Measured only when asked (it loads every snapshot and counts the 1.3 MB corpus for each), so
   // the view does not wait for it; once measured, the figure shows at once.
-  query({ modelName, state }) {
+  async query({ modelName, state }) {
     const m = /^step(\d+)$/.exec(String(state.snapshot ?? ''));
     const snapshot = m ? Number(m[1]) : null;
     const done = results.get(modelName) ?? null;
-    const key = `${modelName}/${snapshot}/${!!done}`;
-    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done });
+    const entry = (await getModelIndex()).find((e) => e.name === modelName);
+    const curve = typeof entry?.leading === 'string' ? await getJSON(`models/${entry.leading}`) : null;
+    const key = `${modelName}/${snapshot}/${!!done}/${!!curve}`;
+    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done, curve });
     return shown.get(key);
   },
 
-  render({ name, snapshot, done }) {
-    const body = el('div', {});
+  render({ name, snapshot, done, curve }) {
+    const body = el('div', { class: 'cs-leading-snapshots' });
     const node = el('div', {},
+      ...(curve?.points?.length ? smallInitFigure(curve) : []),
       el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${WINDOW}), counted on the training corpus. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l).`),
       body);
     node.csData = done;
+    node.csCurve = curve;
     if (done) {
       body.replaceChildren(...figure(done, snapshot));
       return node;
@@ -97,12 +118,12 @@ export default definePanel({
     return node;
   },
 
-  update(node, { snapshot, done }) {
-    if (!done || node.csData !== done) {
+  update(node, { snapshot, done, curve }) {
+    if (!done || node.csData !== done || node.csCurve !== curve) {
       destroyCharts(node);
       return false;
     }
-    for (const f of node.querySelectorAll('figure.cs-uplot')) f.csChart?.setSnapshot(snapshot);
+    for (const f of node.querySelectorAll('.cs-leading-snapshots figure.cs-uplot')) f.csChart?.setSnapshot(snapshot);
     return true;
   },
 });
