@@ -107,7 +107,9 @@ const std::map<std::string, std::string> kHelp = {
     {"report",
      "circuitscope report [--models DIR] [--check]\n"
      "  Recomputes, from the shipped models in DIR (default models), every claim of the seeds these\n"
-     "  models can test, and writes DIR/REPORT.md and DIR/report.json. With --check it writes nothing\n"
+     "  models can test, and writes DIR/REPORT.md and DIR/report.json. The induction claims are also\n"
+     "  measured on the extra training seeds DIR/seeds/NAME.seedN.{metrics.json,safetensors} (N = 1, 2, ...)\n"
+     "  and give each seed's figure and on how many seeds they hold. With --check it writes nothing\n"
      "  and exits 1 if the committed files differ from what it computes.\n"},
     {"patch",
      "circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
