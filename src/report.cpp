@@ -50,6 +50,17 @@ struct Zoo {
   ModelFile load(const std::string& name) const { return load_model_file(dir + "/" + name + ".safetensors"); }
   json seeds(const std::string& name) const { return json::parse(read_text(dir + "/" + name + ".seeds.json")); }
   json metrics(const std::string& name) const { return json::parse(read_text(dir + "/" + name + ".metrics.json")); }
+  // The extra training seeds of a recipe, trained into DIR/seeds/ by scripts/train-models.sh
+  // (circuitscope train RECIPE --seed N --out models/seeds/NAME.seedN.safetensors): seeds 1, 2, ...
+  // for as long as NAME.seedN.metrics.json exists. Each is then loaded by seed_name().
+  std::vector<int> extra_seeds(const std::string& name) const {
+    std::vector<int> out;
+    for (int s = 1; std::ifstream(dir + "/" + seed_name(name, s) + ".metrics.json").good(); ++s) out.push_back(s);
+    return out;
+  }
+  static std::string seed_name(const std::string& name, int seed) {
+    return seed == 0 ? name : "seeds/" + name + ".seed" + std::to_string(seed);
+  }
 };
 
 json claim(const std::string& id, const std::string& seed, const std::string& text, const std::string& seed_figure,
@@ -194,6 +205,12 @@ std::string token_label(const Tokenizer& t, int id) {
 
 // ---- Measuring: run the models and collect the figures (no text, no thresholds) ----
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 SeedSweep seed_sweep(const json& s) {
   SeedSweep w;
   w.solved = s["solved"].get<int>();
@@ -273,12 +290,14 @@ TemplateFigures measure_templates(const Zoo& zoo, const std::string& name) {
   return f;
 }
 
-// Phase change, ICL score, loss bump and trajectory turn, from the metrics recorded in training.
-TrainingFigures measure_training(const Zoo& zoo, const std::string& name, bool expect_phase_change) {
-  json mt = zoo.metrics(name);
+// Phase change, ICL score, loss bump and trajectory turn, from the metrics recorded in training
+// of one seed of a recipe.
+TrainingFigures measure_training_seed(const Zoo& zoo, const std::string& name, int seed, bool expect_phase_change) {
+  json mt = zoo.metrics(Zoo::seed_name(name, seed));
   const auto& recs = mt["records"];
   TrainingFigures f;
   f.name = name;
+  f.seed = seed;
   f.expect_phase_change = expect_phase_change;
   f.icl_early = mt["icl_indices"]["early"].get<int>();
   f.icl_late = mt["icl_indices"]["late"].get<int>();
@@ -293,6 +312,14 @@ TrainingFigures measure_training(const Zoo& zoo, const std::string& name, bool e
     std::tie(f.bump_rise, f.bump_at) = loss_bump(mt, pc, 500);
     f.turn = trajectory_turn(mt, 3);
   }
+  return f;
+}
+
+// The shipped run's figures, with every seed's (the shipped one first) in .seeds.
+TrainingFigures measure_training(const Zoo& zoo, const std::string& name, bool expect_phase_change) {
+  TrainingFigures f = measure_training_seed(zoo, name, 0, expect_phase_change);
+  f.seeds.push_back(f);
+  for (int s : zoo.extra_seeds(name)) f.seeds.push_back(measure_training_seed(zoo, name, s, expect_phase_change));
   return f;
 }
 
@@ -318,9 +345,20 @@ RepeatModelFigures measure_repeat(const Zoo& zoo, const std::string& name, const
   const double k = static_cast<double>(sentences.size());
   r.target = mean.target / k, r.bos = mean.bos / k, r.match1 = mean.match1 / k, r.match2 = mean.match2 / k;
   r.halved = std::count_if(ratios.begin(), ratios.end(), [](double x) { return x <= 0.5; });
-  std::sort(ratios.begin(), ratios.end());
-  const std::size_t n = ratios.size();
-  r.median = n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  r.median = median_of(ratios);
+  r.seeds.push_back({0, r.head, r.median, r.halved});
+  // The extra training seeds: the same sentences, each model with its own induction head.
+  for (int seed : zoo.extra_seeds(name)) {
+    ModelFile ms = zoo.load(Zoo::seed_name(name, seed));
+    const int j = best_of(char_head_scores(ms).prefix_matching).first, l = j / ms.cfg.n_heads, h = j % ms.cfg.n_heads;
+    std::vector<double> rs;
+    for (const std::string& sentence : sentences) {
+      RepeatedSentence x = repeated_sentence(ms, sentence, l, h);
+      rs.push_back(x.second / x.first);
+    }
+    const long halved = std::count_if(rs.begin(), rs.end(), [](double x) { return x <= 0.5; });
+    r.seeds.push_back({seed, head_name(l, h), median_of(rs), halved});
+  }
   return r;
 }
 
@@ -595,32 +633,107 @@ void write_template_claims(const TemplateFigures& f, json& claims) {
                          is_add && is_con && add != con ? "appears" : "does not appear", view));
 }
 
-// Induction heads by prefix matching (seed 004); returns the "char_scores" object.
+// The verdict of a claim over training seeds (ok[i]: seed i meets it; seed 0 is the shipped run):
+// "reproduced on 3 of 3 seeds", "partly: reproduced on 1 of 3 seeds (not on the shipped seed)",
+// "not reproduced (0 of 3 seeds)"; with one seed, the plain verdict.
+std::string seeds_verdict(const std::vector<bool>& ok) {
+  const int n = static_cast<int>(ok.size()), k = static_cast<int>(std::count(ok.begin(), ok.end(), true));
+  const std::string of = std::to_string(k) + " of " + std::to_string(n) + " seeds";
+  if (n == 1) return std::string(verdict(k == 1)) + " (one seed)";
+  if (k == 0) return "not reproduced (" + of + ")";
+  if (k < n) return "partly: reproduced on " + of + (ok[0] ? " (the shipped seed among them)" : " (not on the shipped seed)");
+  return "reproduced on " + of;
+}
+
+// "seeds 0, 1, 2" and the figure of each seed, joined: "1350, 1400, 1250".
+template <class T, class F>
+std::string each_seed(const std::vector<T>& seeds, F&& figure) {
+  std::string out;
+  for (const T& s : seeds) out += (out.empty() ? "" : ", ") + figure(s);
+  return out;
+}
+std::string seed_numbers(const std::vector<TrainingFigures>& seeds) {
+  return "seeds " + each_seed(seeds, [](const TrainingFigures& s) { return std::to_string(s.seed); });
+}
+
+// Induction heads by prefix matching (seed 004), on the shipped model and every training seed;
+// returns the "char_scores" object (the shipped models').
 json write_induction_claims(const ReportFigures& f, json& claims) {
   json char_scores = json::object();
   for (const CharHeadFigures& c : f.char_heads)
     char_scores[c.name] = {{"best_prefix_matching", c.best_prefix_matching}, {"head", c.head}};
-  auto best_pm = [&](const std::string& n) { return char_scores[n]["best_prefix_matching"].get<double>(); };
-  auto pm_text = [&](const std::string& n) {
-    return n + ": " + f3(best_pm(n)) + " (" + char_scores[n]["head"].get<std::string>() + ")";
+  auto row = [&](const char* id, const std::string& name, const std::string& text, const std::string& seed_figure,
+                 const std::string& extra, bool (*meets)(double)) {
+    const auto c = std::find_if(f.char_heads.begin(), f.char_heads.end(), [&](const CharHeadFigures& x) { return x.name == name; });
+    std::vector<bool> ok;
+    json seeds = json::array();
+    for (const auto& s : c->seeds) {
+      ok.push_back(meets(s.best_prefix_matching));
+      seeds.push_back({{"seed", s.seed}, {"best_prefix_matching", s.best_prefix_matching}, {"head", s.head}, {"meets", ok.back()}});
+    }
+    std::string measured = "best prefix-matching score " + name + ": " + f3(c->best_prefix_matching) + " (" + c->head + ")" + extra;
+    if (c->seeds.size() > 1)
+      measured += "; over seeds " + each_seed(c->seeds, [](const CharHeadFigures::Seed& s) { return std::to_string(s.seed); }) + ": " +
+                  each_seed(c->seeds, [](const CharHeadFigures::Seed& s) { return f3(s.best_prefix_matching) + " (" + s.head + ")"; });
+    claims.push_back(claim(id, kInductionSeed, text, seed_figure, measured, seeds_verdict(ok), "#view=induction&model=" + name));
+    claims.back()["seeds"] = seeds;
   };
-  claims.push_back(claim("induction-2l", kInductionSeed, "A two-layer model forms an induction head (prefix matching on repeated random tokens)",
-                         "induction heads form in 2-layer models", "best prefix-matching score " + pm_text("char-2l") + "; uniform attention scores about 0.01",
-                         verdict(best_pm("char-2l") >= 0.3), "#view=induction&model=char-2l"));
-  claims.push_back(claim("induction-1l", kInductionSeed, "One-layer models never form induction heads", "never",
-                         "best prefix-matching score " + pm_text("char-1l"), verdict(best_pm("char-1l") < 0.1),
-                         "#view=induction&model=char-1l"));
-  claims.push_back(claim("induction-smeared", kInductionSeed, "Smeared keys let a one-layer model form induction heads", "they do",
-                         "best prefix-matching score " + pm_text("char-1l-smeared"), verdict(best_pm("char-1l-smeared") >= 0.3),
-                         "#view=induction&model=char-1l-smeared"));
+  row("induction-2l", "char-2l", "A two-layer model forms an induction head (prefix matching on repeated random tokens)",
+      "induction heads form in 2-layer models", "; uniform attention scores about 0.01", [](double x) { return x >= 0.3; });
+  row("induction-1l", "char-1l", "One-layer models never form induction heads", "never", "", [](double x) { return x < 0.1; });
+  row("induction-smeared", "char-1l-smeared", "Smeared keys let a one-layer model form induction heads", "they do", "",
+      [](double x) { return x >= 0.3; });
   return char_scores;
 }
 
-// Phase change, ICL score, loss bump and trajectory turn of one character model (seed 004).
+// The thresholds of the training claims, for one seed.
+bool meets_phase_change(const TrainingFigures& s) { return s.expect_phase_change ? s.phase_change >= 0 : s.phase_change < 0; }
+bool meets_icl(const TrainingFigures& s) {
+  return s.expect_phase_change ? s.phase_change >= 0 && s.icl_last < s.icl_first - 0.3 : s.phase_change < 0;
+}
+bool meets_bump(const TrainingFigures& s) { return s.phase_change >= 0 && s.bump_rise > 0.005; }
+bool meets_turn(const TrainingFigures& s) { return s.phase_change >= 0 && s.turn >= 0 && std::abs(s.turn - s.phase_change) <= 500; }
+
+// Every seed's training figures and whether it meets each claim (report.json's "seeds").
+json training_seeds_json(const TrainingFigures& f) {
+  json out = json::array();
+  for (const TrainingFigures& s : f.seeds) {
+    json j = {{"seed", s.seed}, {"phase_change", s.phase_change}, {"icl_first", s.icl_first}, {"icl_last", s.icl_last},
+              {"meets_phase_change", meets_phase_change(s)}, {"meets_icl", meets_icl(s)}};
+    if (s.phase_change >= 0) j.update({{"icl_before", s.icl_before}, {"icl_after", s.icl_after}});
+    if (s.expect_phase_change && s.phase_change >= 0)
+      j.update({{"bump_rise", s.bump_rise}, {"bump_at", s.bump_at}, {"turn", s.turn}, {"meets_bump", meets_bump(s)}, {"meets_turn", meets_turn(s)}});
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<bool> seeds_meeting(const TrainingFigures& f, bool (*meets)(const TrainingFigures&)) {
+  std::vector<bool> ok;
+  for (const TrainingFigures& s : f.seeds) ok.push_back(meets(s));
+  return ok;
+}
+
+std::string step_or_none(int step) { return step >= 0 ? std::to_string(step) : "none"; }
+
+// Phase change, ICL score, loss bump and trajectory turn of one character model (seed 004): the
+// shipped run's figures, then each training seed's, with the verdict over all seeds.
 void write_training_claims(const TrainingFigures& f, json& claims) {
   const std::string& name = f.name;
   const int pc = f.phase_change;
   const bool expect = f.expect_phase_change;
+  const std::string over = "; over " + seed_numbers(f.seeds) + ": ";
+  const json seeds = training_seeds_json(f);
+  if (expect) {
+    claims.push_back(claim("phase-change-" + name, kInductionSeed,
+                           "Induction heads form in a phase change: the best head's prefix matching jumps during training (" + name + ")",
+                           "a phase change as induction heads form",
+                           "phase change (best head's prefix matching passes half its final value) at step " + step_or_none(pc) +
+                               " on the shipped seed" + over + "at steps " +
+                               each_seed(f.seeds, [](const TrainingFigures& s) { return step_or_none(s.phase_change); }),
+                           seeds_verdict(seeds_meeting(f, meets_phase_change)), "#view=training&model=" + name));
+    claims.back()["seeds"] = seeds;
+  }
   std::string m = "ICL score (loss at token " + std::to_string(f.icl_late) + " minus token " + std::to_string(f.icl_early) + ") " +
                   f3(f.icl_first) + " at step 0 -> " + f3(f.icl_last) + " at the end";
   if (pc >= 0) {
@@ -629,12 +742,20 @@ void write_training_claims(const TrainingFigures& f, json& claims) {
   } else {
     m += "; no phase change (no head's prefix matching reaches 0.1)";
   }
-  bool ok = expect ? (pc >= 0 && f.icl_last < f.icl_first - 0.3) : pc < 0;
+  m += over + "ICL score " + each_seed(f.seeds, [](const TrainingFigures& s) { return f3(s.icl_first) + " -> " + f3(s.icl_last); });
+  if (expect) {
+    m += "; 250 steps either side of each seed's phase change " + each_seed(f.seeds, [](const TrainingFigures& s) {
+           return s.phase_change >= 0 ? f3(s.icl_before) + " -> " + f3(s.icl_after) : std::string("(none)");
+         });
+  } else {
+    m += "; phase change at steps " + each_seed(f.seeds, [](const TrainingFigures& s) { return step_or_none(s.phase_change); });
+  }
   claims.push_back(claim("icl-" + name, kInductionSeed,
                          expect ? "The in-context-learning score improves sharply at the phase change (" + name + ")"
                                 : "No phase change in a one-layer model without smeared keys",
-                         expect ? "ICL score jumps as induction heads form" : "1-layer models never get it", m, verdict(ok),
-                         "#view=training&model=" + name));
+                         expect ? "ICL score jumps as induction heads form" : "1-layer models never get it", m,
+                         seeds_verdict(seeds_meeting(f, meets_icl)), "#view=training&model=" + name));
+  claims.back()["seeds"] = seeds;
   if (expect && pc >= 0) {
     const double rise = f.bump_rise;
     const int at = f.bump_at, turn = f.turn;
@@ -644,10 +765,17 @@ void write_training_claims(const TrainingFigures& f, json& claims) {
                            "largest validation-loss rise within 500 steps: " + f3(rise) + " nats" +
                                (at >= 0 ? " at step " + std::to_string(at) : std::string("")) +
                                "; sharpest turn of the PCA trajectory at step " + std::to_string(turn) + " (phase change at " +
-                               std::to_string(pc) + ")",
-                           std::string(rise > 0.005 ? "bump: yes" : "bump: no") + "; " +
-                               (turn >= 0 && std::abs(turn - pc) <= 500 ? "turn: reproduced" : "turn: not reproduced"),
+                               std::to_string(pc) + ")" + over + "rise " +
+                               each_seed(f.seeds, [](const TrainingFigures& s) { return s.phase_change >= 0 ? f3(s.bump_rise) : std::string("(none)"); }) +
+                               " nats; turn at step " +
+                               each_seed(f.seeds, [](const TrainingFigures& s) {
+                                 return s.phase_change >= 0 ? std::to_string(s.turn) + " (phase change " + std::to_string(s.phase_change) + ")"
+                                                            : std::string("(no phase change)");
+                               }),
+                           "bump (a rise over 0.005 nats): " + seeds_verdict(seeds_meeting(f, meets_bump)) +
+                               "; turn (within 500 steps): " + seeds_verdict(seeds_meeting(f, meets_turn)),
                            "#view=training&model=" + name));
+    claims.back()["seeds"] = seeds;
   }
 }
 
@@ -657,6 +785,7 @@ void write_repeat_claim(const RepeatFigures& f, json& claims) {
   const std::string k = std::to_string(f.n_sentences);
   std::string measured = "the first " + k + " held-out sentences of 60-100 characters, each written twice, e.g. \"" + f.first_sentence + "\"";
   std::string verdicts;
+  json seeds = json::array();
   for (const RepeatModelFigures& r : f.models) {
     const std::string& name = r.name;
     measured += "; " + name + ": median ratio " + f2(r.median) + " (" + std::to_string(r.halved) + " of " + k +
@@ -664,13 +793,24 @@ void write_repeat_claim(const RepeatFigures& f, json& claims) {
                 " nats per character); while reading the second copy its induction head " + r.head + " puts " + f2(r.target) +
                 " of its attention on the token to copy, " + f2(r.match1) + " on positions after the current character (" +
                 f2(r.match2) + " after the last two) and " + f2(r.bos) + " on <BOS>";
-    verdicts += (verdicts.empty() ? "" : "; ") + name + ": " + verdict(r.median <= 0.5) +
-                (r.median <= 0.5 ? std::string() : " (" + f2(r.median - 0.5) + " over the bar)");
+    std::vector<bool> ok;
+    for (const auto& s : r.seeds) ok.push_back(s.median <= 0.5);
+    if (r.seeds.size() > 1)
+      measured += "; " + name + " over seeds " + each_seed(r.seeds, [](const RepeatModelFigures::Seed& s) { return std::to_string(s.seed); }) +
+                  ": median ratio " + each_seed(r.seeds, [](const RepeatModelFigures::Seed& s) { return f2(s.median); }) + " (" +
+                  each_seed(r.seeds, [](const RepeatModelFigures::Seed& s) { return std::to_string(s.halved); }) + " of " + k +
+                  " sentences at most 0.5; induction heads " +
+                  each_seed(r.seeds, [](const RepeatModelFigures::Seed& s) { return s.head; }) + ")";
+    verdicts += (verdicts.empty() ? "" : "; ") + name + ": " + seeds_verdict(ok) +
+                (r.median <= 0.5 ? std::string() : ", the shipped seed " + f2(r.median - 0.5) + " over the bar");
+    for (const auto& s : r.seeds)
+      seeds.push_back({{"model", name}, {"seed", s.seed}, {"head", s.head}, {"median", s.median}, {"halved", s.halved}, {"meets", s.median <= 0.5}});
   }
   claims.push_back(claim("repeat-sentence", kInductionSeed,
                          "A repeated sentence of held-out text is predicted far better the second time (char-2l, char-1l-smeared, char-2l-smeared)",
                          "second occurrence at most half the loss of the first (this project's bar)", measured, verdicts,
                          "#view=induction&model=char-2l"));
+  claims.back()["seeds"] = seeds;
 }
 
 // K-composition feeds the induction head when its score beats the random baseline and cutting it
@@ -776,7 +916,13 @@ ReportFigures measure_report(const std::string& models_dir) {
     ModelFile m = zoo.load(name);
     hs[name] = char_head_scores(m);
     auto [i, v] = best_of(hs[name].prefix_matching);
-    f.char_heads.push_back({name, v, head_name(i / m.cfg.n_heads, i % m.cfg.n_heads)});
+    f.char_heads.push_back({name, v, head_name(i / m.cfg.n_heads, i % m.cfg.n_heads), {}});
+    f.char_heads.back().seeds.push_back({0, v, f.char_heads.back().head});
+    for (int seed : zoo.extra_seeds(name)) {
+      ModelFile ms = zoo.load(Zoo::seed_name(name, seed));
+      auto [j, w] = best_of(char_head_scores(ms).prefix_matching);
+      f.char_heads.back().seeds.push_back({seed, w, head_name(j / ms.cfg.n_heads, j % ms.cfg.n_heads)});
+    }
   }
   const std::pair<const char*, bool> runs[] = {{"char-2l", true}, {"char-1l-smeared", true}, {"char-1l", false}};
   for (const auto& [name, expect_phase_change] : runs) f.training.push_back(measure_training(zoo, name, expect_phase_change));

@@ -59,11 +59,20 @@ struct CharHeadFigures {
   std::string name;
   double best_prefix_matching = 0;
   std::string head;  // "L1H2"
+  // The same for every training seed: seed 0 (the shipped model) first, then
+  // models/seeds/NAME.seedN.safetensors.
+  struct Seed {
+    int seed = 0;
+    double best_prefix_matching = 0;
+    std::string head;
+  };
+  std::vector<Seed> seeds;
 };
 
 // What a character model's training metrics say about its phase change.
 struct TrainingFigures {
   std::string name;
+  int seed = 0;                           // the training seed (0: the shipped run)
   bool expect_phase_change = false;
   int icl_early = 0, icl_late = 0;        // the ICL score's token positions
   double icl_first = 0, icl_last = 0;     // the ICL score at the first and last record
@@ -71,6 +80,9 @@ struct TrainingFigures {
   double icl_before = 0, icl_after = 0;   // 250 steps either side of the phase change
   double bump_rise = 0;                   // largest validation-loss rise within 500 steps of it
   int bump_at = -1, turn = -1;            // where that rise is; the PCA trajectory's sharpest turn
+  // Every training seed of the recipe, the shipped seed 0 first, then the extra seeds trained
+  // into models/seeds/ (NAME.seedN.metrics.json); each of these has no seeds of its own.
+  std::vector<TrainingFigures> seeds;
 };
 
 // Held-out sentences written twice, per model: the loss ratio of the second copy to the first,
@@ -81,6 +93,15 @@ struct RepeatModelFigures {
   long halved = 0;            // sentences with a ratio of at most 0.5
   double first_a = 0, first_b = 0;  // the first sentence's loss per character, first and second copy
   double target = 0, bos = 0, match1 = 0, match2 = 0;  // attention shares, means over the sentences
+  // The median ratio and halved count of every training seed (seed 0, the shipped model, first;
+  // then models/seeds/NAME.seedN.safetensors), each with its own induction head.
+  struct Seed {
+    int seed = 0;
+    std::string head;
+    double median = 0;
+    long halved = 0;
+  };
+  std::vector<Seed> seeds;
 };
 struct RepeatFigures {
   std::size_t n_sentences = 0;
@@ -136,8 +157,8 @@ struct ReportFigures {
   LeadingTermsFigures leading_terms;
 };
 
-// Reads models_dir (the shipped *.safetensors, *.metrics.json, *.seeds.json, snapshots/ and
-// corpus/) and measures every figure the report states. Throws std::runtime_error naming a
+// Reads models_dir (the shipped *.safetensors, *.metrics.json, *.seeds.json, snapshots/,
+// corpus/ and the extra training seeds in seeds/) and measures every figure the report states. Throws std::runtime_error naming a
 // missing file.
 ReportFigures measure_report(const std::string& models_dir);
 // {"claims": [{id, seed, claim, seed_figure, measured, verdict, view}], "char_scores": {...}}

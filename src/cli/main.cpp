@@ -37,7 +37,7 @@ const char* kUsage =
     "circuitscope: train, run and inspect attention-only transformers\n"
     "\n"
     "usage:\n"
-    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16] [--threads N]\n"
+    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
     "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
     "  circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
     "      Per-token loss and the top K next-token predictions for a text.\n"
@@ -63,11 +63,14 @@ const char* kUsage =
 
 const std::map<std::string, std::string> kHelp = {
     {"train",
-     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--log-every N] [--f16] [--threads N]\n"
+     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
      "  Trains the model a recipe describes (architecture, tokenizer, data, optimizer, schedule,\n"
      "  steps, batch_size, seed) and writes it as a safetensors model file.\n"
      "  --out FILE      where to write the model (default: the recipe's \"output\")\n"
      "  --steps N       override the recipe's number of steps\n"
+     "  --seed N        override the recipe's seed (0 to 2147483647): the initial weights and the\n"
+     "                  training data drawn; the model file's info records the recipe with this seed\n"
+     "  --no-snapshots  skip the snapshots the recipe lists (the model and metrics are still written)\n"
      "  --log-every N   print a progress line every N steps (default 50)\n"
      "  --f16           store the weights as float16 (half the size)\n"
      "  --threads N     split each batch's rows across N threads (data-parallel: each computes its\n"
@@ -106,7 +109,9 @@ const std::map<std::string, std::string> kHelp = {
     {"report",
      "circuitscope report [--models DIR] [--check]\n"
      "  Recomputes, from the shipped models in DIR (default models), every claim of the seeds these\n"
-     "  models can test, and writes DIR/REPORT.md and DIR/report.json. With --check it writes nothing\n"
+     "  models can test, and writes DIR/REPORT.md and DIR/report.json. The induction claims are also\n"
+     "  measured on the extra training seeds DIR/seeds/NAME.seedN.{metrics.json,safetensors} (N = 1, 2, ...)\n"
+     "  and give each seed's figure and on how many seeds they hold. With --check it writes nothing\n"
      "  and exits 1 if the committed files differ from what it computes.\n"},
     {"patch",
      "circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
@@ -245,12 +250,16 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 int cmd_train(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--log-every", true}, {"--f16", false}, {"--threads", true}});
+  Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--seed", true}, {"--no-snapshots", false},
+                                      {"--log-every", true}, {"--f16", false}, {"--threads", true}});
   if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
   const std::string recipe_path = a.positional[0];
   json j = read_recipe_json(recipe_path);
   if (a.opts.count("--steps") && j.is_object()) j["steps"] = to_int(a.opts["--steps"], "--steps", 1, 10000000);
-  const cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });
+  // --seed replaces the recipe's seed, so the model file's info (which holds the recipe) records it.
+  if (a.opts.count("--seed") && j.is_object()) j["seed"] = to_int(a.opts["--seed"], "--seed", 0, 2147483647);
+  cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });
+  if (a.opts.count("--no-snapshots")) r.snapshots.clear();
   std::string out = a.opts.count("--out") ? a.opts["--out"] : r.output;
   if (out.empty()) throw UsageError("the recipe names no \"output\"; give --out FILE");
   const int log_every = a.opts.count("--log-every") ? to_int(a.opts["--log-every"], "--log-every", 1, 1000000) : 50;

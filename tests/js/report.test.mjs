@@ -83,3 +83,81 @@ test('the leading-terms row: its curve file is what circuitscope leading measure
   const last = curve.points[curve.points.length - 1];
   assert.ok(row.measured.includes(`step ${last.step}: direct path ${last.direct.toFixed(3)}`), row.measured);
 });
+
+// The training seeds of a character recipe the report reads: seed 0 (the shipped run,
+// models/NAME.metrics.json) and models/seeds/NAME.seedN.metrics.json for N = 1, 2, ...
+function trainingSeeds(name) {
+  const files = [`models/${name}.metrics.json`];
+  for (let n = 1; existsSync(`models/seeds/${name}.seed${n}.metrics.json`); n++) files.push(`models/seeds/${name}.seed${n}.metrics.json`);
+  return files.map((f) => JSON.parse(readFileSync(f, 'utf8')));
+}
+
+const f3 = (x) => x.toFixed(3);
+const count = (xs) => xs.filter(Boolean).length;
+
+test('the induction claims over training seeds: at least 3 seeds, each seed\'s figures from its metrics file, the verdict counting them', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const row = (id) => {
+    const c = report.claims.find((x) => x.id === id);
+    assert.ok(c, `no row ${id}`);
+    return c;
+  };
+  for (const [name, expect] of [['char-2l', true], ['char-1l-smeared', true], ['char-1l', false]]) {
+    const metrics = trainingSeeds(name);
+    assert.ok(metrics.length >= 3, `${name}: only ${metrics.length} training seeds in models/ and models/seeds/`);
+    const icl = row(`icl-${name}`);
+    assert.deepEqual(icl.seeds.map((s) => s.seed), metrics.map((_, i) => i), `${name}: the seeds the report read`);
+    metrics.forEach((m, i) => {
+      const s = icl.seeds[i];
+      assert.equal(s.icl_first, m.records[0].icl, `${name} seed ${i}: ICL at step 0`);
+      assert.equal(s.icl_last, m.records.at(-1).icl, `${name} seed ${i}: ICL at the end`);
+      assert.ok(icl.measured.includes(`${f3(s.icl_first)} -> ${f3(s.icl_last)}`), `${name} seed ${i}: ICL figures in the text`);
+      // A phase change is where the best head's prefix matching passes half its final value:
+      // the record there must be at least half of the final best, the one before below it.
+      if (s.phase_change >= 0) {
+        const best = (r) => Math.max(...r.prefix_matching);
+        const k = m.records.findIndex((r) => r.step === s.phase_change);
+        assert.ok(k > 0, `${name} seed ${i}: the phase change is a recorded step`);
+        assert.ok(best(m.records[k]) >= best(m.records.at(-1)) / 2 && best(m.records[k - 1]) < best(m.records.at(-1)) / 2,
+          `${name} seed ${i}: prefix matching at the phase change`);
+      }
+      assert.equal(s.meets_icl, expect ? s.phase_change >= 0 && s.icl_last < s.icl_first - 0.3 : s.phase_change < 0, `${name} seed ${i}`);
+      assert.equal(s.meets_phase_change, expect ? s.phase_change >= 0 : s.phase_change < 0, `${name} seed ${i}`);
+    });
+    const n = metrics.length;
+    assert.ok(icl.verdict.includes(`${count(icl.seeds.map((s) => s.meets_icl))} of ${n} seeds`), `${name}: ${icl.verdict}`);
+    if (!expect) continue;
+    const pc = row(`phase-change-${name}`);
+    assert.ok(pc.verdict.includes(`${count(pc.seeds.map((s) => s.meets_phase_change))} of ${n} seeds`), `${name}: ${pc.verdict}`);
+    assert.ok(pc.measured.includes(`at steps ${pc.seeds.map((s) => (s.phase_change >= 0 ? s.phase_change : 'none')).join(', ')}`), pc.measured);
+    const bump = row(`bump-${name}`);
+    for (const s of bump.seeds.filter((x) => x.phase_change >= 0)) {
+      assert.equal(s.meets_bump, s.bump_rise > 0.005);
+      assert.equal(s.meets_turn, s.turn >= 0 && Math.abs(s.turn - s.phase_change) <= 500);
+    }
+    const bumps = count(bump.seeds.map((s) => s.meets_bump)), turns = count(bump.seeds.map((s) => s.meets_turn));
+    assert.match(bump.verdict, new RegExp(`^bump \\(a rise over 0\\.005 nats\\): .*${bumps} of ${n} seeds.*; turn \\(within 500 steps\\): .*${turns} of ${n} seeds`), bump.verdict);
+  }
+  for (const [id, name, meets] of [['induction-2l', 'char-2l', (x) => x >= 0.3], ['induction-1l', 'char-1l', (x) => x < 0.1],
+    ['induction-smeared', 'char-1l-smeared', (x) => x >= 0.3]]) {
+    const c = row(id);
+    const n = trainingSeeds(name).length;
+    assert.deepEqual(c.seeds.map((s) => s.seed), [...Array(n).keys()], `${id}: every training seed's best prefix-matching head`);
+    assert.equal(c.seeds[0].best_prefix_matching, report.char_scores[name].best_prefix_matching, `${id}: seed 0 is the shipped model`);
+    for (const s of c.seeds) {
+      assert.equal(s.meets, meets(s.best_prefix_matching), `${id} seed ${s.seed}`);
+      assert.ok(c.measured.includes(`${f3(s.best_prefix_matching)} (${s.head})`), `${id} seed ${s.seed}: in the text`);
+    }
+    assert.ok(c.verdict.includes(`${count(c.seeds.map((s) => s.meets))} of ${n} seeds`), `${id}: ${c.verdict}`);
+  }
+  const repeat = row('repeat-sentence');
+  for (const name of ['char-2l', 'char-1l-smeared']) {
+    const seeds = repeat.seeds.filter((s) => s.model === name);
+    assert.deepEqual(seeds.map((s) => s.seed), trainingSeeds(name).map((_, i) => i), `${name}: every training seed's repeated-sentence ratio`);
+    for (let i = 1; i < seeds.length; i++) assert.ok(existsSync(`models/seeds/${name}.seed${i}.safetensors`), `${name} seed ${i}: the model file`);
+    assert.ok(repeat.measured.includes(`median ratio ${seeds.map((s) => s.median.toFixed(2)).join(', ')}`), `${name}: medians in the text`);
+    for (const s of seeds) assert.equal(s.meets, s.median <= 0.5);
+    assert.ok(repeat.verdict.includes(`${name}: `) && repeat.verdict.split(`${name}: `)[1].includes(`${count(seeds.map((s) => s.meets))} of ${seeds.length} seeds`),
+      `${name}: ${repeat.verdict}`);
+  }
+});
