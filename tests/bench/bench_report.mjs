@@ -83,6 +83,7 @@ const fastRuns = native.benchmarks.filter((b) => b.run_type === 'iteration' && b
 const fastKernel = fastRuns[0]?.label || null;
 const nff = fastRuns.length ? nativeStats('BM_ForwardFast') : null;
 const ntf = fastRuns.length ? nativeStats('BM_TrainStepFast') : null;
+const nt2 = native.benchmarks.some((b) => b.name.startsWith('BM_TrainStepFast2/')) ? nativeStats('BM_TrainStepFast2') : null;
 const wf = wasm.forward, wt = wasm.train_step, wc = wasm.char2l_sequence;
 const tf = peers?.tfjs_wasm?.forward, tt = peers?.tfjs_wasm?.train_step;
 const o1 = peers?.ort_web_1t?.forward, o2 = peers?.ort_web_2t?.forward;
@@ -104,6 +105,7 @@ table(['ratio (medians)', 'forward', 'training step'], [
   ['WASM / floor', (wf.median_ms / floorMs(forwardFlops)).toFixed(2) + '×', (wt.median_ms / floorMs(trainFlops)).toFixed(2) + '×'],
   ['WASM / native SSE4.2', ratio(wf, nf), ratio(wt, nt)],
   [`native ${fastKernel || 'fast'} / native SSE4.2`, ratio(nff, nf), ratio(ntf, nt)],
+  [`native ${fastKernel || 'fast'} on 2 threads / 1 thread`, '—', ratio(nt2, ntf)],
   ['tfjs-wasm / WASM', ratio(tf, wf), ratio(tt, wt)],
   ['ort-web 1 thread / WASM', ratio(o1, wf), '—'],
   ['ort-web 2 threads / WASM (1 thread)', ratio(o2, wf), '—'],
