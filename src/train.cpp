@@ -487,11 +487,7 @@ void shard_gradient(const Params<float>& p, const Batch& shard, ActivationCache<
   loss_from_logits(cache, shard, lr);
   out.loss = lr.loss;
   out.per_token.swap(lr.per_token);
-  const Config &have = out.grads.cfg, &want = p.cfg;
-  if (have.d_model != want.d_model || have.n_layers != want.n_layers || have.n_heads != want.n_heads ||
-      have.d_head != want.d_head || have.d_vocab != want.d_vocab || have.n_ctx != want.n_ctx ||
-      param_count(have) != param_count(want))
-    out.grads = p;  // a buffer shaped like p (backward overwrites every value)
+  if (out.grads.cfg != p.cfg) out.grads = make_params<float>(p.cfg);  // backward overwrites every value
   backward(p, cache, shard, out.grads);
 }
 
@@ -553,8 +549,7 @@ StepMetrics Trainer::finish_step(const std::vector<const ShardResult*>& results)
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ShardResult& r = *results[i];
     const Batch& sh = pending_shards_[i];
-    if (r.per_token.size() != sh.mask.size() || param_count(r.grads.cfg) != param_count(params_.cfg) ||
-        r.grads.cfg.n_layers != params_.cfg.n_layers || r.grads.cfg.d_vocab != params_.cfg.d_vocab)
+    if (r.per_token.size() != sh.mask.size() || r.grads.cfg != params_.cfg)
       throw std::invalid_argument("finish_step: the result of shard " + std::to_string(i) + " does not match its shard");
     loss += r.loss;
     per_token.insert(per_token.end(), r.per_token.begin(), r.per_token.end());
@@ -602,7 +597,7 @@ StepMetrics Trainer::step_parallel(int shards) {
 #endif
   for (std::size_t i = 0; i < parts.size(); ++i)
     if (errors[i]) {
-      pending_ = false;
+      cancel_step();
       std::rethrow_exception(errors[i]);
     }
   std::vector<const ShardResult*> results;

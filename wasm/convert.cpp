@@ -1067,7 +1067,7 @@ val Trainer::finishStep(const val& results) {
       const std::string what = "finishStep: result " + std::to_string(i);
       if (!is_plain_object(r)) throw std::invalid_argument(what + " must be an object {grads, loss, per_token}");
       const std::vector<float> g = copy_in<float>(r["grads"], what + ".grads");
-      rs[i].grads = trainer_->params();
+      rs[i].grads = cs::make_params<float>(trainer_->params().cfg);
       cs::unflatten(g.data(), g.size(), rs[i].grads);
       if (!r["loss"].isNumber()) throw std::invalid_argument(what + ".loss must be a number");
       rs[i].loss = r["loss"].as<double>();

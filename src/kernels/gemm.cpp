@@ -4,6 +4,7 @@
 // vectors of B and broadcasts four values of A: 16 vector operations for 64 flops. (A 6x8 tile
 // needs more registers than SIMD128 code gets and was measured to run at half the speed.)
 #include "kernels/gemm.h"
+#include "kernels/cpu_x86.h"
 #include "kernels/gemm_driver.h"
 #include "kernels/vec4.h"
 
@@ -149,7 +150,7 @@ std::vector<Entry> entries() {
   v.push_back({portable_name(), &sgemm_vector, &always});
 #endif
 #if CS_GEMM_X86
-  v.push_back({"avx2", &x86::sgemm_avx2, &x86::cpu_has_avx2});
+  v.push_back({"avx2", &x86::sgemm_avx2, [] { return x86::cpu_has_avx2() && x86::cpu_has_fma(); }});
   v.push_back({"avx512", &x86::sgemm_avx512, &x86::cpu_has_avx512});
 #endif
   return v;

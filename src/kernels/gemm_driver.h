@@ -206,14 +206,12 @@ void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
 }  // namespace cs::kernels::driver
 
 // The x86-64 kernels (gemm_x86.cpp), compiled with per-function target attributes so the rest of
-// the build stays SSE4.2; each cpu_has_* says whether this CPU (and its OS) runs them.
+// the build stays SSE4.2; cpu_x86.h says whether this CPU (and its OS) runs them.
 #if !defined(CS_GEMM_PLAIN) && !defined(__EMSCRIPTEN__) && defined(__x86_64__) && defined(__GNUC__)
 #define CS_GEMM_X86 1
 namespace cs::kernels::x86 {
 void sgemm_avx2(const GemmArgs& g);
 void sgemm_avx512(const GemmArgs& g);
-bool cpu_has_avx2();
-bool cpu_has_avx512();
 }  // namespace cs::kernels::x86
 #else
 #define CS_GEMM_X86 0

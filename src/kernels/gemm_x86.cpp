@@ -140,16 +140,6 @@ void tile_avx512(const GemmArgs& g, const Tile& t) {
 void sgemm_avx2(const GemmArgs& g) { driver::run<MR2, NR2, MC2>(g, &tile_avx2, true); }
 void sgemm_avx512(const GemmArgs& g) { driver::run<MR5, NR5, MC5>(g, &tile_avx512, true); }
 
-// libgcc's checks include the OS's support for the wider registers (XGETBV), not only CPUID.
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-
 }  // namespace cs::kernels::x86
 
 #endif

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/cpu_x86.h"
 #include "kernels/softmax_consts.h"
 
 namespace cs::kernels::x86 {
@@ -105,18 +106,9 @@ __attribute__((target("avx2"))) void exp_shifted_avx2(const float* x, float shif
 WideExp pick_wide_exp() {
   const char* env = std::getenv("CS_WIDE_EXP");
   if (env && std::string(env) == "0") return nullptr;
-  if (cpu_runs_avx512()) return &exp_shifted_avx512;
-  if (cpu_runs_avx2()) return &exp_shifted_avx2;
+  if (cpu_has_avx512()) return &exp_shifted_avx512;
+  if (cpu_has_avx2()) return &exp_shifted_avx2;
   return nullptr;
-}
-
-bool cpu_runs_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-bool cpu_runs_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
 }
 
 }  // namespace cs::kernels::x86

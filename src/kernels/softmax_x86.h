@@ -10,8 +10,6 @@ namespace cs::kernels::x86 {
 using WideExp = void (*)(const float* x, float shift, float* out, int n4, float* acc4);
 void exp_shifted_avx512(const float* x, float shift, float* out, int n4, float* acc4);
 void exp_shifted_avx2(const float* x, float shift, float* out, int n4, float* acc4);
-bool cpu_runs_avx512();
-bool cpu_runs_avx2();
 // The widest this CPU runs, or nullptr (then the portable loop does all the work). The
 // environment variable CS_WIDE_EXP=0 turns it off (for comparisons).
 WideExp pick_wide_exp();
