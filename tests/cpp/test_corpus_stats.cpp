@@ -3,6 +3,9 @@
 // term (0 layers) and whose OV circuit follows the context leading term early on (1 layer).
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -140,7 +143,13 @@ nlohmann::json text_recipe(const std::string& path, int layers) {
 
 struct TextFile {
   std::string path, text;
-  TextFile() : path(::testing::TempDir() + "circuitscope_corpus_stats_text.txt"), text(make_text()) {
+  // A name of its own per test and run: ctest runs shards side by side, and the SIMD128 and
+  // relaxed WASM runners run the same tests at once, so a fixed name was removed under another.
+  TextFile()
+      : path(::testing::TempDir() + "circuitscope_corpus_stats_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+             std::to_string(std::random_device{}()) + ".txt"),
+        text(make_text()) {
     std::ofstream f(path, std::ios::binary);
     f << text;
   }
