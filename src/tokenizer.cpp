@@ -174,6 +174,53 @@ int parse_id(const std::string& s, int size) {
   return v < size ? v : -1;
 }
 
+// Byte-pair pieces: code-point ranges [first, last) that merges never cross. A word (letters,
+// digits, apostrophes, any non-ASCII) or a run of punctuation, each with at most one space before
+// it; or a run of other white space, which leaves its last space to a word or punctuation after
+// it. A piece is at most kMaxPiece code points (a longer run is cut), which bounds the merging
+// work of a pasted run of thousands of dashes.
+constexpr std::size_t kMaxPiece = 32;
+
+// Code points of valid UTF-8: the bytes that do not continue a sequence.
+std::size_t count_code_points(const std::string& s) {
+  std::size_t n = 0;
+  for (char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0u) != 0x80u;
+  return n;
+}
+
+bool is_punct(std::uint32_t cp) { return !is_space(cp) && !is_word_char(cp); }
+
+template <typename F>
+void for_each_piece(const std::vector<CodePoint>& cps, F&& f) {
+  const std::size_t n = cps.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const std::uint32_t cp = cps[i].cp;
+    std::size_t j = i;
+    if (cp == ' ' && i + 1 < n && !is_space(cps[i + 1].cp)) {
+      const bool word = is_word_char(cps[i + 1].cp);
+      j = i + 2;
+      while (j < n && (word ? is_word_char(cps[j].cp) : is_punct(cps[j].cp))) ++j;
+    } else if (is_word_char(cp)) {
+      j = i + 1;
+      while (j < n && is_word_char(cps[j].cp)) ++j;
+    } else if (is_space(cp)) {
+      j = i + 1;
+      while (j < n && is_space(cps[j].cp)) ++j;
+      if (j < n && j - i >= 2 && cps[j - 1].cp == ' ') --j;  // the last space goes with what follows
+    } else {
+      j = i + 1;
+      while (j < n && is_punct(cps[j].cp)) ++j;
+    }
+    for (std::size_t a = i; a < j; a += kMaxPiece) f(a, std::min(j, a + kMaxPiece));
+    i = j;
+  }
+}
+
+std::uint64_t pair_key(int a, int b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+}
+
 }  // namespace
 
 void Tokenizer::build_index() {
@@ -185,7 +232,7 @@ void Tokenizer::build_index() {
   }
   index_.reserve(vocab_.size());
   for (std::size_t i = 0; i < vocab_.size(); ++i) index_.emplace(vocab_[i], static_cast<int>(i));
-  if (kind_ == Kind::Char) {
+  if (kind_ == Kind::Char || kind_ == Kind::Bpe) {
     bos_ = vocab_.size() > 0 && vocab_[0] == "<BOS>" ? 0 : -1;
     unk_ = vocab_.size() > 1 && vocab_[1] == "<UNK>" ? 1 : -1;
   } else {
@@ -218,6 +265,133 @@ Tokenizer Tokenizer::build_char(const std::string& corpus, int max_chars) {
   t.vocab_.push_back("<UNK>");
   for (const auto& c : chars) t.vocab_.push_back(encode_utf8(c.first));
   t.build_index();
+  return t;
+}
+
+Tokenizer Tokenizer::build_bpe(const std::string& corpus, int vocab_size, int max_chars) {
+  Tokenizer t = build_char(corpus, max_chars);
+  if (vocab_size <= t.size())
+    throw std::invalid_argument("tokenizer: a byte-pair vocabulary of " + std::to_string(vocab_size) +
+                                " tokens cannot hold the corpus's " + std::to_string(t.size() - 2) +
+                                " characters, <BOS>, <UNK> and at least one merge; give a vocab_size above " +
+                                std::to_string(t.size()));
+  if (vocab_size > kMaxBpeVocab)
+    throw std::invalid_argument("tokenizer: a byte-pair vocabulary may have at most " + std::to_string(kMaxBpeVocab) +
+                                " tokens, not " + std::to_string(vocab_size));
+  t.kind_ = Kind::Bpe;
+  t.build_index();
+  // Every distinct piece of the corpus with its count, as character ids (<UNK> for a dropped
+  // character: it never merges).
+  std::vector<std::vector<int>> words;
+  std::vector<std::int64_t> freq;
+  {
+    const std::vector<CodePoint> cps = decode_or_throw(corpus);
+    std::unordered_map<std::string, int> seen;
+    for_each_piece(cps, [&](std::size_t a, std::size_t b) {
+      const std::size_t bb = cps[a].byte_begin, be = cps[b - 1].byte_begin + cps[b - 1].byte_len;
+      auto [it, fresh] = seen.emplace(corpus.substr(bb, be - bb), static_cast<int>(words.size()));
+      if (fresh) {
+        std::vector<int> ids;
+        ids.reserve(b - a);
+        for (std::size_t k = a; k < b; ++k) {
+          const int id = t.find(corpus.substr(cps[k].byte_begin, cps[k].byte_len));
+          ids.push_back(id < 0 ? t.unk_ : id);
+        }
+        words.push_back(std::move(ids));
+        freq.push_back(0);
+      }
+      ++freq[static_cast<std::size_t>(it->second)];
+    });
+  }
+  // Pair counts, where each pair occurs (word indices, possibly stale), and a heap of (count, pair)
+  // entries checked against the current count when they come out (lazy deletion).
+  std::unordered_map<std::uint64_t, std::int64_t> count;
+  std::unordered_map<std::uint64_t, std::vector<int>> where;
+  auto mergeable = [&](int a, int b) { return a >= 2 && b >= 2; };
+  for (std::size_t w = 0; w < words.size(); ++w)
+    for (std::size_t k = 0; k + 1 < words[w].size(); ++k)
+      if (mergeable(words[w][k], words[w][k + 1])) {
+        const std::uint64_t key = pair_key(words[w][k], words[w][k + 1]);
+        count[key] += freq[w];
+        auto& list = where[key];
+        if (list.empty() || list.back() != static_cast<int>(w)) list.push_back(static_cast<int>(w));
+      }
+  using Entry = std::pair<std::int64_t, std::uint64_t>;
+  // Most frequent first; among equals the smaller key (left id, then right id).
+  auto lower = [](const Entry& x, const Entry& y) { return x.first != y.first ? x.first < y.first : x.second > y.second; };
+  std::vector<Entry> heap;
+  heap.reserve(count.size());
+  for (const auto& [k, c] : count) heap.emplace_back(c, k);
+  std::make_heap(heap.begin(), heap.end(), lower);
+  std::vector<int> stamp(words.size(), -1);
+  std::unordered_map<std::uint64_t, bool> touched;
+  while (t.size() < vocab_size && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    const Entry top = heap.back();
+    heap.pop_back();
+    auto cit = count.find(top.second);
+    if (cit == count.end() || cit->second != top.first) continue;  // stale
+    if (top.first < 2) break;
+    const int a = static_cast<int>(top.second >> 32), b = static_cast<int>(top.second & 0xffffffffu);
+    const std::string text = t.vocab_[static_cast<std::size_t>(a)] + t.vocab_[static_cast<std::size_t>(b)];
+    int made = t.find(text);
+    if (made < 0) {
+      made = t.size();
+      t.vocab_.push_back(text);
+      t.index_.emplace(text, made);
+    }
+    const int m = static_cast<int>(t.merges_.size());
+    t.merges_.emplace_back(a, b);
+    t.merge_rank_.emplace(top.second, m);
+    touched.clear();
+    const std::vector<int> list = std::move(where[top.second]);
+    where.erase(top.second);
+    for (int w : list) {
+      if (stamp[static_cast<std::size_t>(w)] == m) continue;
+      stamp[static_cast<std::size_t>(w)] = m;
+      std::vector<int>& ids = words[static_cast<std::size_t>(w)];
+      bool has = false;
+      for (std::size_t k = 0; k + 1 < ids.size() && !has; ++k) has = ids[k] == a && ids[k + 1] == b;
+      if (!has) continue;
+      const std::int64_t f = freq[static_cast<std::size_t>(w)];
+      for (std::size_t k = 0; k + 1 < ids.size(); ++k)
+        if (mergeable(ids[k], ids[k + 1])) {
+          const std::uint64_t key = pair_key(ids[k], ids[k + 1]);
+          count[key] -= f;
+          touched[key] = true;
+        }
+      std::vector<int> next;
+      next.reserve(ids.size());
+      for (std::size_t k = 0; k < ids.size(); ++k) {
+        if (k + 1 < ids.size() && ids[k] == a && ids[k + 1] == b) {
+          next.push_back(made);
+          ++k;
+        } else {
+          next.push_back(ids[k]);
+        }
+      }
+      ids.swap(next);
+      for (std::size_t k = 0; k + 1 < ids.size(); ++k)
+        if (mergeable(ids[k], ids[k + 1])) {
+          const std::uint64_t key = pair_key(ids[k], ids[k + 1]);
+          count[key] += f;
+          touched[key] = true;
+          auto& wl = where[key];
+          if (wl.empty() || wl.back() != w) wl.push_back(w);
+        }
+    }
+    count.erase(top.second);
+    for (const auto& [key, _] : touched) {
+      auto it = count.find(key);
+      if (it == count.end()) continue;
+      if (it->second <= 0) {
+        count.erase(it);
+        continue;
+      }
+      heap.emplace_back(it->second, key);
+      std::push_heap(heap.begin(), heap.end(), lower);
+    }
+  }
   return t;
 }
 
@@ -269,6 +443,54 @@ std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) cons
     out.push_back(Token{bos_, 0, 0});
   }
   const std::vector<CodePoint> cps = decode_or_throw(text);
+  if (kind_ == Kind::Bpe) {
+    out.reserve(out.size() + cps.size() / 3 + 1);
+    // Pieces repeat (a corpus has a few tens of thousands of distinct words): merge each once.
+    std::unordered_map<std::string, std::vector<int>> done;
+    std::vector<int> ids, lens, nids, nlens;
+    for_each_piece(cps, [&](std::size_t a, std::size_t b) {
+      const std::size_t bb = cps[a].byte_begin, be = cps[b - 1].byte_begin + cps[b - 1].byte_len;
+      std::string piece = text.substr(bb, be - bb);
+      auto it = done.find(piece);
+      if (it == done.end()) {
+        ids.clear();
+        for (std::size_t k = a; k < b; ++k) {
+          const int id = find(text.substr(cps[k].byte_begin, cps[k].byte_len));
+          ids.push_back(id < 2 ? unk_ : id);
+        }
+        // Lowest-ranked pair first, every occurrence left to right, until no pair is a merge.
+        while (ids.size() >= 2) {
+          int best = -1;
+          for (std::size_t k = 0; k + 1 < ids.size(); ++k) {
+            auto r = merge_rank_.find(pair_key(ids[k], ids[k + 1]));
+            if (r != merge_rank_.end() && (best < 0 || r->second < best)) best = r->second;
+          }
+          if (best < 0) break;
+          const auto [l, rr] = merges_[static_cast<std::size_t>(best)];
+          const int made = find(vocab_[static_cast<std::size_t>(l)] + vocab_[static_cast<std::size_t>(rr)]);
+          nids.clear();
+          for (std::size_t k = 0; k < ids.size(); ++k) {
+            if (k + 1 < ids.size() && ids[k] == l && ids[k + 1] == rr) {
+              nids.push_back(made);
+              ++k;
+            } else {
+              nids.push_back(ids[k]);
+            }
+          }
+          ids.swap(nids);
+        }
+        it = done.emplace(std::move(piece), ids).first;
+      }
+      // Spans: each token covers as many code points as its text has.
+      std::size_t k = a;
+      for (int id : it->second) {
+        const std::size_t len = id == unk_ ? 1 : count_code_points(vocab_[static_cast<std::size_t>(id)]);
+        out.push_back(Token{id, cps[k].u16_begin, cps[k + len - 1].u16_end});
+        k += len;
+      }
+    });
+    return out;
+  }
   if (kind_ == Kind::Char) {
     out.reserve(out.size() + cps.size());
     for (const CodePoint& c : cps) {
@@ -358,11 +580,46 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
   for (int id : ids) {
     const std::string& s = token_text(id);
     if (id == bos_) continue;
-    if (kind_ != Kind::Char && !first) out += ' ';
+    if (kind_ == Kind::Bpe && id == unk_) {  // an unknown character's text is not in the vocabulary
+      out += "\xEF\xBF\xBD";               // U+FFFD REPLACEMENT CHARACTER
+      continue;
+    }
+    if (kind_ != Kind::Char && kind_ != Kind::Bpe && !first) out += ' ';
     out += kind_ == Kind::Ids ? std::to_string(id) : s;
     first = false;
   }
   return out;
+}
+
+// Bpe: the vocabulary is <BOS>, <UNK>, single characters, then longer tokens; each merge joins
+// two tokens that exist by then (specials never merge) into a longer token of the vocabulary, and
+// every longer token is made by some merge. Builds the merge ranks.
+void Tokenizer::check_merges_and_index() {
+  std::size_t n_base = 2;
+  while (n_base < vocab_.size() && count_code_points(vocab_[n_base]) == 1) ++n_base;
+  for (std::size_t i = n_base; i < vocab_.size(); ++i)
+    if (count_code_points(vocab_[i]) < 2)
+      throw std::invalid_argument("tokenizer: bpe vocabulary entry " + std::to_string(i) + " \"" + printable(vocab_[i]) +
+                                  "\" is a single character after the merged tokens began; characters come first");
+  std::vector<char> made(vocab_.size(), 0);
+  for (std::size_t i = 2; i < n_base; ++i) made[i] = 1;
+  merge_rank_.clear();
+  for (std::size_t m = 0; m < merges_.size(); ++m) {
+    const auto [a, b] = merges_[m];
+    auto where = "tokenizer: bpe merge " + std::to_string(m) + " ";
+    if (a < 2 || b < 2) throw std::invalid_argument(where + "joins <BOS> or <UNK>; special tokens never merge");
+    if (!made[static_cast<std::size_t>(a)] || !made[static_cast<std::size_t>(b)])
+      throw std::invalid_argument(where + "joins a token that no earlier merge made");
+    const int id = find(vocab_[static_cast<std::size_t>(a)] + vocab_[static_cast<std::size_t>(b)]);
+    if (id < 0) throw std::invalid_argument(where + "makes \"" + printable(vocab_[static_cast<std::size_t>(a)] + vocab_[static_cast<std::size_t>(b)]) + "\", which is not in the vocabulary");
+    if (!merge_rank_.emplace(pair_key(a, b), static_cast<int>(m)).second)
+      throw std::invalid_argument(where + "repeats an earlier merge");
+    made[static_cast<std::size_t>(id)] = 1;
+  }
+  for (std::size_t i = n_base; i < vocab_.size(); ++i)
+    if (!made[i])
+      throw std::invalid_argument("tokenizer: bpe vocabulary entry " + std::to_string(i) + " \"" + printable(vocab_[i]) +
+                                  "\" is made by no merge");
 }
 
 // Ids: numbers separated by white space or commas, each optionally written "#12".
@@ -396,21 +653,28 @@ std::vector<Token> Tokenizer::encode_ids_text(const std::string& text, bool add_
 }
 
 nlohmann::json Tokenizer::to_json() const {
-  return nlohmann::json{{"kind", kind_name()}, {"vocab", vocab_}};
+  nlohmann::json j{{"kind", kind_name()}, {"vocab", vocab_}};
+  if (kind_ == Kind::Bpe) {
+    nlohmann::json m = nlohmann::json::array();
+    for (const auto& [a, b] : merges_) m.push_back({a, b});
+    j["merges"] = m;
+  }
+  return j;
 }
 
 Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
   if (!j.is_object())
     throw std::invalid_argument(std::string("tokenizer: expected a JSON object with \"kind\" and \"vocab\", got ") +
                                 a_type(j));
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "kind" && it.key() != "vocab")
-      throw std::invalid_argument("tokenizer: unknown field \"" + it.key() + "\"; only \"kind\" and \"vocab\" are allowed");
   if (!j.contains("kind") || !j["kind"].is_string())
-    throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\", \"word\" or \"ids\"");
+    throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\", \"bpe\", \"word\" or \"ids\"");
   const std::string kind = j["kind"].get<std::string>();
-  if (kind != "char" && kind != "word" && kind != "ids")
-    throw std::invalid_argument("tokenizer: kind must be \"char\", \"word\" or \"ids\", not \"" + printable(kind) + "\"");
+  if (kind != "char" && kind != "word" && kind != "ids" && kind != "bpe")
+    throw std::invalid_argument("tokenizer: kind must be \"char\", \"bpe\", \"word\" or \"ids\", not \"" + printable(kind) + "\"");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "kind" && it.key() != "vocab" && !(kind == "bpe" && it.key() == "merges"))
+      throw std::invalid_argument("tokenizer: unknown field \"" + printable(it.key()) + "\"; only \"kind\", \"vocab\"" +
+                                  (kind == "bpe" ? " and \"merges\"" : "") + " are allowed");
   if (!j.contains("vocab") || !j["vocab"].is_array())
     throw std::invalid_argument("tokenizer: \"vocab\" must be an array of strings");
   std::vector<std::string> vocab;
@@ -431,6 +695,34 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
   }
   check_vocab(vocab);
   Tokenizer t;
+  if (kind == "bpe") {
+    if (vocab.size() > static_cast<std::size_t>(kMaxBpeVocab))
+      throw std::invalid_argument("tokenizer: a byte-pair vocabulary may have at most " + std::to_string(kMaxBpeVocab) +
+                                  " tokens, not " + std::to_string(vocab.size()));
+    if (vocab.size() < 2 || vocab[0] != "<BOS>" || vocab[1] != "<UNK>")
+      throw std::invalid_argument("tokenizer: a bpe vocabulary must start with \"<BOS>\" (id 0) and \"<UNK>\" (id 1)");
+    if (!j.contains("merges") || !j["merges"].is_array())
+      throw std::invalid_argument("tokenizer: a bpe tokenizer needs \"merges\", an array of [left id, right id] pairs");
+    const auto& ms = j["merges"];
+    if (ms.size() > vocab.size() * 4)
+      throw std::invalid_argument("tokenizer: a bpe tokenizer of " + std::to_string(vocab.size()) + " tokens cannot have " +
+                                  std::to_string(ms.size()) + " merges");
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      const auto& m = ms[i];
+      if (!m.is_array() || m.size() != 2 || !m[0].is_number_integer() || !m[1].is_number_integer())
+        throw std::invalid_argument("tokenizer: bpe merge " + std::to_string(i) + " must be a pair of token ids, like [17, 42]");
+      const long long a = m[0].get<long long>(), b = m[1].get<long long>();
+      if (a < 0 || b < 0 || a >= static_cast<long long>(vocab.size()) || b >= static_cast<long long>(vocab.size()))
+        throw std::invalid_argument("tokenizer: bpe merge " + std::to_string(i) + " names a token id outside the vocabulary of " +
+                                    std::to_string(vocab.size()));
+      t.merges_.emplace_back(static_cast<int>(a), static_cast<int>(b));
+    }
+    t.kind_ = Kind::Bpe;
+    t.vocab_ = std::move(vocab);
+    t.build_index();
+    t.check_merges_and_index();
+    return t;
+  }
   if (kind == "char") {
     if (vocab.size() < 2 || vocab[0] != "<BOS>" || vocab[1] != "<UNK>")
       throw std::invalid_argument("tokenizer: a char vocabulary must start with \"<BOS>\" (id 0) and \"<UNK>\" (id 1)");

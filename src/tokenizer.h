@@ -1,10 +1,13 @@
 // Tokenizer: character-level (built from a corpus, with <BOS> and an unknown-character token),
 // word-level (a fixed list of words, punctuation and special tokens such as <BOS> <MID>) and
-// token-id (for models whose file carries no tokenizer: the text is the ids, "12 7 7 3").
+// token-id (for models whose file carries no tokenizer: the text is the ids, "12 7 7 3") and
+// byte-pair (BPE: sub-word tokens learned from a corpus by merging the most frequent adjacent pair).
 // Every token keeps the span of text it came from so the page can colour what the user typed.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -18,16 +21,30 @@ struct Token {
   int end = 0;
 };
 
+// The largest byte-pair vocabulary build_bpe makes or a model file may carry.
+constexpr int kMaxBpeVocab = 65536;
+
 class Tokenizer {
  public:
   // Ids: token i is written "#i" in the vocabulary; text is decimal ids separated by white space
   // or commas (a leading "#" is allowed); there is no <BOS> and no <UNK>.
-  enum class Kind { Char, Word, Ids };
+  // Bpe: characters as in Char, then merged tokens (see build_bpe).
+  enum class Kind { Char, Word, Ids, Bpe };
 
   // Character-level vocabulary: "<BOS>" (id 0), "<UNK>" (id 1), then every distinct Unicode
   // code point of `corpus` (UTF-8) in code-point order, capped at max_chars by frequency
   // (rarer characters map to <UNK>). Throws on invalid UTF-8.
   static Tokenizer build_char(const std::string& corpus, int max_chars = 1000);
+  // Byte-pair vocabulary of vocab_size tokens: "<BOS>" (id 0), "<UNK>" (id 1), the corpus's
+  // characters as build_char(corpus, max_chars) keeps them, then one token per merge. The text is
+  // first cut into pieces (a word with at most one space before it; a run of punctuation with at
+  // most one space before it; a run of other white space, leaving a last space to the piece after
+  // it), and merges never cross a piece. Each merge joins the adjacent pair of tokens that occurs
+  // most often in the corpus (ties: the smaller left id, then the smaller right id), and every
+  // occurrence of it is merged, left to right. Deterministic: the same corpus gives the same
+  // tokenizer on every platform. Stops early when no pair occurs twice. Throws
+  // std::invalid_argument when vocab_size cannot hold the characters plus one merge.
+  static Tokenizer build_bpe(const std::string& corpus, int vocab_size, int max_chars = 1000);
   // Word-level vocabulary: the given tokens in order; each must be non-empty and unique.
   // Special tokens are those written as <...>. Throws std::invalid_argument otherwise.
   static Tokenizer build_word(const std::vector<std::string>& vocab);
@@ -36,12 +53,16 @@ class Tokenizer {
   static Tokenizer build_ids(int size);
 
   Kind kind() const { return kind_; }
-  const char* kind_name() const { return kind_ == Kind::Char ? "char" : kind_ == Kind::Word ? "word" : "ids"; }
+  const char* kind_name() const {
+    return kind_ == Kind::Char ? "char" : kind_ == Kind::Word ? "word" : kind_ == Kind::Bpe ? "bpe" : "ids";
+  }
   int size() const { return static_cast<int>(vocab_.size()); }
   const std::vector<std::string>& vocab() const { return vocab_; }
   const std::string& token_text(int id) const;  // throws std::out_of_range with a sentence
   int bos_id() const;                           // -1 if the vocabulary has no <BOS>
   int unk_id() const { return unk_; }           // -1 for word-level
+  // Bpe: the merges in order, each a pair of ids; merge k made token id (size() - merges) + k.
+  const std::vector<std::pair<int, int>>& merges() const { return merges_; }
   // Id of an exact vocabulary entry, or -1.
   int find(const std::string& text) const;
 
@@ -50,17 +71,20 @@ class Tokenizer {
   // (each punctuation character is its own token); "<NAME>" written literally is one token if
   // it is in the vocabulary; a word not in the vocabulary throws std::invalid_argument
   // naming the word and its position. Ids: each id must be below size(), else std::invalid_argument
-  // naming it and its position. With add_bos, a <BOS> token is put first (for word-level
+  // naming it and its position. Bpe: the text is cut into pieces as build_bpe does, each piece
+  // into characters (unknown ones become <UNK>), and the merges applied in their order, every
+  // occurrence left to right. With add_bos, a <BOS> token is put first (for word-level
   // text that already starts with a literal "<BOS>", that one token is kept, with its span).
   std::vector<Token> encode(const std::string& text, bool add_bos) const;
   std::vector<int> encode_ids(const std::string& text, bool add_bos) const;
-  // Concatenated token texts (char), space-joined (word) or the ids space-joined ("12 7 7 3",
+  // Concatenated token texts (char, bpe), space-joined (word) or the ids space-joined ("12 7 7 3",
   // which encodes back to the same ids); <BOS> is left out.
   std::string decode(const std::vector<int>& ids) const;
 
   nlohmann::json to_json() const;
-  // Validates: kind, vocab array of unique non-empty strings, <BOS>/<UNK> positions for char,
-  // "#0", "#1", ... in order for ids.
+  // Validates: kind, vocab array of unique non-empty strings, <BOS>/<UNK> positions for char
+  // and bpe, "#0", "#1", ... in order for ids; for bpe, "merges" (pairs of earlier ids whose texts
+  // join to the token they make).
   static Tokenizer from_json(const nlohmann::json& j);
 
  private:
@@ -69,8 +93,11 @@ class Tokenizer {
   std::unordered_map<std::string, int> index_;
   int unk_ = -1;
   int bos_ = -1;
+  std::vector<std::pair<int, int>> merges_;                 // Bpe
+  std::unordered_map<std::uint64_t, int> merge_rank_;       // Bpe: (left << 32 | right) -> merge index
   void build_index();
   std::vector<Token> encode_ids_text(const std::string& text, bool add_bos) const;
+  void check_merges_and_index();
 };
 
 }  // namespace cs

@@ -87,6 +87,23 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     const int max_chars = json_int_or(spec, "max_chars", 1000, 0, kMaxVocab - 2, "recipe: tokenizer.");
     return Tokenizer::build_char(ss.str(), max_chars);
   }
+  if (kind == "bpe") {
+    if (spec.contains("vocab")) return Tokenizer::from_json(spec);
+    std::stringstream ss;
+    if (spec.contains("text") && spec["text"].is_string()) {  // the corpus itself (a page cannot read files)
+      ss << spec["text"].get<std::string>();
+    } else {
+      if (!spec.contains("corpus") || !spec["corpus"].is_string())
+        throw std::invalid_argument("recipe: a bpe tokenizer needs a \"corpus\" file (or its \"text\") to learn its merges from, or its \"vocab\" and \"merges\"");
+      std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
+      std::ifstream f(path, std::ios::binary);
+      if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
+      ss << f.rdbuf();
+    }
+    const int max_chars = json_int_or(spec, "max_chars", 1000, 0, kMaxVocab - 2, "recipe: tokenizer.");
+    const int vocab_size = json_int_or(spec, "vocab_size", 2048, 3, kMaxBpeVocab, "recipe: tokenizer.");
+    return Tokenizer::build_bpe(ss.str(), vocab_size, max_chars);
+  }
   if (kind == "word") return Tokenizer::from_json(spec);
   if (kind == "ioi_templates") {
     // Built from the task itself: the recipe's data object, which the caller passes as `data`.
@@ -95,7 +112,7 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
     return ioi_template_tokenizer(ioi_template_task(*data));
   }
   throw std::invalid_argument("recipe: unknown tokenizer kind \"" + printable_text(kind) +
-                              "\" (synthetic, ioi_symbolic, ioi_templates, char, word)");
+                              "\" (synthetic, ioi_symbolic, ioi_templates, char, bpe, word)");
 }
 
 namespace {

@@ -38,7 +38,8 @@ struct Recipe {
   std::string name;
   Config model;                 // d_vocab is set from the tokenizer
   nlohmann::json tokenizer;     // {"kind":"synthetic","size":n} | {"kind":"ioi_symbolic","names":[...]} |
-                                // {"kind":"char","corpus":path} | {"kind":"word","vocab":[...]}
+                                // {"kind":"char","corpus":path} | {"kind":"word","vocab":[...]} |
+                                // {"kind":"bpe","corpus":path (or "text":the corpus),"vocab_size":n,"max_chars":m}
   nlohmann::json data;          // see make_data_source
   OptimConfig optim;
   Schedule schedule;
