@@ -210,6 +210,37 @@ double icl_score(const Tensor<float>& per_token, int early, int late) {
   return s / B;
 }
 
+void icl_differences(const Tensor<float>& per_token, int early, int late, std::vector<double>* out) {
+  icl_score(per_token, early, late);  // the same checks and messages
+  const int B = per_token.shape[0], P = per_token.shape[1];
+  for (int b = 0; b < B; ++b)
+    out->push_back(static_cast<double>(per_token.data[static_cast<std::size_t>(b) * P + late]) -
+                   per_token.data[static_cast<std::size_t>(b) * P + early]);
+}
+
+IclEstimate icl_from_differences(const std::vector<double>& d) {
+  IclEstimate e;
+  e.n = static_cast<int>(d.size());
+  if (d.empty()) return e;
+  double s = 0;
+  for (double x : d) s += x;
+  e.mean = s / e.n;
+  if (e.n > 1) {
+    double ss = 0;
+    for (double x : d) ss += (x - e.mean) * (x - e.mean);
+    e.se = std::sqrt(ss / (e.n - 1) / e.n);
+  }
+  return e;
+}
+
+IclEstimate icl_estimate(const Tensor<float>& per_token, int early, int late) {
+  std::vector<double> d;
+  icl_differences(per_token, early, late, &d);
+  IclEstimate e = icl_from_differences(d);
+  e.mean = icl_score(per_token, early, late);  // the same summation as the score itself
+  return e;
+}
+
 // Seed 004, argument 3: run with and without an intervention and report the change.
 AblationResult ablate(const Params<float>& p, const std::vector<int>& tokens, int B, int T, const Intervention& iv,
                       int icl_early, int icl_late) {

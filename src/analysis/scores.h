@@ -101,6 +101,17 @@ TopK top_k_predictions(const ActivationCache<float>& cache, int k);
 // loss from per_token_loss ([B, T-1]; index t is the loss of predicting token t+1). The paper uses
 // early = 50, late = 500; negative means later tokens are predicted better. Throws if an index is
 // out of range.
+// The ICL score with its standard error over the rows (each row is one window: its loss at
+// `late` minus its loss at `early`; the standard error is the rows' sample standard deviation over
+// sqrt(B), 0 for one row).
+struct IclEstimate {
+  double mean = 0, se = 0;
+  int n = 0;
+};
+IclEstimate icl_estimate(const Tensor<float>& per_token, int early, int late);
+// Per-row differences, appended to `out` (for an estimate pooled over several batches).
+void icl_differences(const Tensor<float>& per_token, int early, int late, std::vector<double>* out);
+IclEstimate icl_from_differences(const std::vector<double>& d);
 double icl_score(const Tensor<float>& per_token, int early, int late);
 
 // A forward pass under an intervention, and what it changed relative to the same tokens without it.

@@ -17,7 +17,7 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   EvalSpec s;
   if (!j.is_object()) throw std::invalid_argument("recipe: \"eval\" must be an object");
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"every", "valid_path", "batch", "icl_early", "icl_late", "repeat_len", "seed"};
+    static const char* known[] = {"every", "valid_path", "batch", "icl_early", "icl_late", "icl_windows", "repeat_len", "seed"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
       throw std::invalid_argument("recipe: unknown field \"" + it.key() + "\" in eval");
   }
@@ -30,6 +30,7 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   s.batch = get("batch", 8);
   s.icl_early = get("icl_early", 20);
   s.icl_late = get("icl_late", 200);
+  s.icl_windows = get("icl_windows", 0);
   s.repeat_len = get("repeat_len", 0);
   s.seed = static_cast<std::uint64_t>(get("seed", 1));
   if (j.contains("valid_path")) {
@@ -38,6 +39,8 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   }
   if (s.every < 0 || s.batch < 1 || s.batch > 1024) throw std::invalid_argument("recipe: eval.every must be >= 0 and eval.batch 1..1024");
   if (s.icl_early < 0 || s.icl_late <= s.icl_early) throw std::invalid_argument("recipe: eval needs 0 <= icl_early < icl_late");
+  if (s.icl_windows < 0 || s.icl_windows > 1000000) throw std::invalid_argument("recipe: eval.icl_windows must be 0..1000000");
+  if (s.icl_windows > 0 && s.valid_path.empty()) throw std::invalid_argument("recipe: eval.icl_windows needs eval.valid_path");
   return s;
 }
 
@@ -62,6 +65,21 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
       rows.insert(rows.end(), ids.begin() + start, ids.begin() + start + T_ - 1);
     }
     valid_ = next_token_batch(rows, spec.batch, T_);
+    if (spec.icl_windows > 0 && spec.icl_late < T_ - 1) {
+      // The ICL score's own windows: only tokens up to icl_late + 1 matter to it (causal).
+      const int L = std::min(T_, spec.icl_late + 2);
+      const int wspan = static_cast<int>(ids.size()) - (L - 1);
+      for (int first = 0; first < spec.icl_windows; first += spec.batch) {
+        const int nb = std::min(spec.batch, spec.icl_windows - first);
+        std::vector<int> w;
+        for (int r = first; r < first + nb; ++r) {
+          const int start = static_cast<int>(static_cast<long long>(r) * wspan / spec.icl_windows);
+          w.push_back(tok.bos_id() >= 0 ? tok.bos_id() : ids[start]);
+          w.insert(w.end(), ids.begin() + start, ids.begin() + start + L - 1);
+        }
+        icl_batches_.push_back(next_token_batch(w, nb, L));
+      }
+    }
   } else {
     DataBatch all = train_data.all();
     if (all.batch.B > 0) {
@@ -91,7 +109,21 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
   LossResult lr = loss_from_logits(cache, valid_);
   r.valid_loss = lr.loss;
   Tensor<float> pt = per_token_loss(cache);
-  if (has_icl_) r.icl = icl_score(pt, spec_.icl_early, spec_.icl_late);
+  if (!icl_batches_.empty()) {
+    std::vector<double> d;
+    for (const Batch& b : icl_batches_) {
+      ActivationCache<float> ic;
+      forward(p, b.tokens, b.B, b.T, ic);
+      icl_differences(per_token_loss(ic), spec_.icl_early, spec_.icl_late, &d);
+    }
+    const IclEstimate e = icl_from_differences(d);
+    r.icl = e.mean;
+    r.icl_se = e.se;
+  } else if (has_icl_) {
+    const IclEstimate e = icl_estimate(pt, spec_.icl_early, spec_.icl_late);
+    r.icl = e.mean;
+    r.icl_se = e.se;
+  }
   // The per-token vector over the positions that carry a loss.
   for (std::size_t i = 0; i < lr.per_token.size(); ++i)
     if (valid_.mask[i] != 0) r.per_token.push_back(lr.per_token[i]);
@@ -117,11 +149,13 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
 nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>& records, int n_components) {
   nlohmann::json out;
   out["icl_indices"] = {{"early", spec.icl_early}, {"late", spec.icl_late},
-                        {"note", "ICL score = loss at token index late minus loss at token index early (the paper uses 500 and 50)"}};
+                        {"windows", spec.icl_windows > 0 ? spec.icl_windows : spec.batch},
+                        {"note", "ICL score = loss at token index late minus loss at token index early (the paper uses 500 and 50), "
+                                 "averaged over the windows; icl_se is its standard error over them"}};
   out["every"] = spec.every;
   nlohmann::json recs = nlohmann::json::array();
   for (const auto& r : records)
-    recs.push_back({{"step", r.step}, {"train_loss", r.train_loss}, {"valid_loss", r.valid_loss}, {"icl", r.icl},
+    recs.push_back({{"step", r.step}, {"train_loss", r.train_loss}, {"valid_loss", r.valid_loss}, {"icl", r.icl}, {"icl_se", r.icl_se},
                     {"repeated_loss", r.repeated_loss}, {"prefix_matching", r.prefix_matching}, {"copying", r.copying},
                     {"previous_token", r.previous_token}});
   out["records"] = recs;

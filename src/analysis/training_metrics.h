@@ -15,16 +15,21 @@
 namespace cs {
 
 // The recipe's "eval" object:
-//   {"every": N, "valid_path": FILE, "batch": 8, "icl_early": 20, "icl_late": 200, "repeat_len": L, "seed": 1}
+//   {"every": N, "valid_path": FILE, "batch": 8, "icl_early": 20, "icl_late": 200, "icl_windows": W,
+//    "repeat_len": L, "seed": 1}
 // valid_path: held-out text (char models); without it the validation set is a fixed batch from the
 // training data source. icl_early/icl_late: token indices of the ICL score (the paper's 50 and 500
-// need n_ctx > 500; n_ctx 256 models use 20 and 200). repeat_len: length L of the random segment
+// need n_ctx > 500; n_ctx 256 models use 20 and 200). icl_windows: with valid_path, the ICL score
+// and its standard error come from W evenly spaced windows of the held-out text (overlapping when
+// the text is short), run `batch` at a time; 0 (the default) scores the validation batch itself.
+// repeat_len: length L of the random segment
 // for the head scores ([BOS] R R, 2L+1 <= n_ctx); 0 chooses the largest that fits.
 struct EvalSpec {
   int every = 0;
   std::string valid_path;
   int batch = 8;
   int icl_early = 20, icl_late = 200;
+  int icl_windows = 0;
   int repeat_len = 0;
   std::uint64_t seed = 1;
 };
@@ -35,6 +40,7 @@ struct EvalRecord {
   double train_loss = 0;           // mean training loss over the steps since the last record
   double valid_loss = 0;           // mean next-token loss on the validation set
   double icl = 0;                  // loss at icl_late minus loss at icl_early, on the validation set
+  double icl_se = 0;               // its standard error over the windows
   double repeated_loss = 0;        // mean loss on the second copy of repeated random tokens
   std::vector<float> prefix_matching, copying, previous_token;  // [n_layers * n_heads]
   std::vector<float> per_token;    // the validation set's per-token losses, flattened [B * (T-1)]
@@ -50,6 +56,7 @@ class Evaluator {
   EvalSpec spec_;
   int T_ = 0, first_ = 0, n_ = 0, bos_ = 0, L_ = 0;
   Batch valid_;
+  std::vector<Batch> icl_batches_;  // icl_windows > 0: the ICL score's windows
   bool has_icl_ = false;
 };
 
