@@ -9,6 +9,7 @@
 
 #include "analysis/corpus_stats.h"
 #include "analysis/scores.h"
+#include "checks.h"
 #include "model.h"
 
 namespace cs {
@@ -44,6 +45,39 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   return s;
 }
 
+std::vector<Batch> icl_window_batches(const std::vector<int>& ids, int bos, int L, int windows, int batch) {
+  if (L < 2) throw std::invalid_argument("ICL windows: a window needs at least 2 tokens");
+  if (static_cast<int>(ids.size()) < L - 1)
+    throw std::invalid_argument("ICL windows: the text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
+                                std::to_string(L - 1));
+  if (windows < 1 || batch < 1) throw std::invalid_argument("ICL windows: need at least one window and a batch of at least 1");
+  std::vector<Batch> out;
+  const long long span = static_cast<long long>(ids.size()) - (L - 1);
+  for (int first = 0; first < windows; first += batch) {
+    const int nb = std::min(batch, windows - first);
+    std::vector<int> w;
+    w.reserve(static_cast<std::size_t>(nb) * L);
+    for (int r = first; r < first + nb; ++r) {
+      const long long start = windows > 1 ? static_cast<long long>(r) * span / windows : 0;
+      w.push_back(bos >= 0 ? bos : ids[static_cast<std::size_t>(start)]);
+      w.insert(w.end(), ids.begin() + start, ids.begin() + start + L - 1);
+    }
+    out.push_back(next_token_batch(w, nb, L));
+  }
+  return out;
+}
+
+IclEstimate icl_over_batches(const Params<float>& p, const std::vector<Batch>& batches, int early, int late) {
+  std::vector<double> d;
+  for (const Batch& b : batches) {
+    ActivationCache<float> c;
+    forward(p, b.tokens, b.B, b.T, c);
+    check_output_finite(c);
+    icl_differences(per_token_loss(c), early, late, &d);
+  }
+  return icl_from_differences(d);
+}
+
 Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer& tok, DataSource& train_data)
     : spec_(spec) {
   const Config& c = recipe.model;
@@ -65,21 +99,8 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
       rows.insert(rows.end(), ids.begin() + start, ids.begin() + start + T_ - 1);
     }
     valid_ = next_token_batch(rows, spec.batch, T_);
-    if (spec.icl_windows > 0 && spec.icl_late < T_ - 1) {
-      // The ICL score's own windows: only tokens up to icl_late + 1 matter to it (causal).
-      const int L = std::min(T_, spec.icl_late + 2);
-      const int wspan = static_cast<int>(ids.size()) - (L - 1);
-      for (int first = 0; first < spec.icl_windows; first += spec.batch) {
-        const int nb = std::min(spec.batch, spec.icl_windows - first);
-        std::vector<int> w;
-        for (int r = first; r < first + nb; ++r) {
-          const int start = static_cast<int>(static_cast<long long>(r) * wspan / spec.icl_windows);
-          w.push_back(tok.bos_id() >= 0 ? tok.bos_id() : ids[start]);
-          w.insert(w.end(), ids.begin() + start, ids.begin() + start + L - 1);
-        }
-        icl_batches_.push_back(next_token_batch(w, nb, L));
-      }
-    }
+    if (spec.icl_windows > 0 && spec.icl_late < T_ - 1)
+      icl_batches_ = icl_window_batches(ids, tok.bos_id(), std::min(T_, spec.icl_late + 2), spec.icl_windows, spec.batch);
   } else {
     DataBatch all = train_data.all();
     if (all.batch.B > 0) {
@@ -110,13 +131,7 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
   r.valid_loss = lr.loss;
   Tensor<float> pt = per_token_loss(cache);
   if (!icl_batches_.empty()) {
-    std::vector<double> d;
-    for (const Batch& b : icl_batches_) {
-      ActivationCache<float> ic;
-      forward(p, b.tokens, b.B, b.T, ic);
-      icl_differences(per_token_loss(ic), spec_.icl_early, spec_.icl_late, &d);
-    }
-    const IclEstimate e = icl_from_differences(d);
+    const IclEstimate e = icl_over_batches(p, icl_batches_, spec_.icl_early, spec_.icl_late);
     r.icl = e.mean;
     r.icl_se = e.se;
   } else if (has_icl_) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/scores.h"
 #include "params.h"
 #include "tokenizer.h"
 #include "train.h"
@@ -34,6 +35,14 @@ struct EvalSpec {
   std::uint64_t seed = 1;
 };
 EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_dir = "");
+
+// The ICL score's windows: `windows` evenly spaced windows of L tokens ([BOS] (or the window's
+// first token when there is none) + L-1 tokens of `ids`; overlapping when the text is short), in
+// batches of at most `batch` rows. Throws std::invalid_argument when the text is shorter than one.
+std::vector<Batch> icl_window_batches(const std::vector<int>& ids, int bos, int L, int windows, int batch);
+// The ICL score (loss at `late` minus loss at `early`) over every row of the batches, with its
+// standard error over the rows. One definition for the trainer's metrics and `circuitscope icl`.
+IclEstimate icl_over_batches(const Params<float>& p, const std::vector<Batch>& batches, int early, int late);
 
 struct EvalRecord {
   int step = 0;

@@ -51,6 +51,8 @@ const char* kUsage =
     "      Accuracy on the 60 symbolic IOI sequences, optionally with a composition cut.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
+    "  circuitscope icl MODEL.safetensors [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--json]\n"
+    "      The in-context-learning score (loss at token B minus token A) on held-out text, with its standard error.\n"
     "  circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
     "      Cosines of the learned tables with their gradient leading terms over the first steps from small weights.\n"
     "  circuitscope help [COMMAND]\n"
@@ -136,6 +138,14 @@ const std::map<std::string, std::string> kHelp = {
      "  composed with B^T B; the statistics are counted on that batch, the context over the whole prefix.\n"
      "  --json prints the curve (every head) as JSON; --out FILE also writes it there (the report reads\n"
      "  models/char-1l.leading.json). Deterministic for a recipe, its options and the kernel.\n"},
+    {"icl",
+     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--json]\n"
+     "  The in-context-learning score (induction-heads seed, 004) on held-out text: the loss at token B\n"
+     "  (default 500) minus the loss at token A (default 50), averaged over N evenly spaced windows of the\n"
+     "  text (default 1000; they overlap when the text is short), with its standard error over the windows.\n"
+     "  Each window is <BOS> and B+1 tokens. The same definition as the training metrics' icl and icl_se.\n"
+     "  Several models (e.g. a run's snapshots) are scored on the same windows. --json prints\n"
+     "  [{model, icl, se, windows}].\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -500,6 +510,39 @@ int cmd_leading(int argc, char** argv) {
   return 0;
 }
 
+int cmd_icl(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true}, {"--json", false}});
+  if (a.positional.empty()) throw UsageError("icl takes one or more model files");
+  if (!a.opts.count("--file")) throw UsageError("icl needs --file TEXT, the held-out text to score");
+  const int windows = a.opts.count("--windows") ? to_int(a.opts["--windows"], "--windows", 1, 1000000) : 1000;
+  const int early = a.opts.count("--early") ? to_int(a.opts["--early"], "--early", 0, cs::kMaxCtx) : 50;
+  const int late = a.opts.count("--late") ? to_int(a.opts["--late"], "--late", 1, cs::kMaxCtx) : 500;
+  const int batch = a.opts.count("--batch") ? to_int(a.opts["--batch"], "--batch", 1, 1024) : 16;
+  if (late <= early) throw UsageError("--late must be above --early");
+  const std::string text = read_file(a.opts["--file"]);
+  json out = json::array();
+  std::string tok_json;
+  std::vector<cs::Batch> batches;
+  for (const std::string& path : a.positional) {
+    cs::ModelFile m = cs::load_model_file(path);
+    if (late + 2 > m.cfg.n_ctx)
+      throw std::runtime_error(path + ": the score needs windows of " + std::to_string(late + 2) + " tokens but this model's context holds " +
+                               std::to_string(m.cfg.n_ctx) + "; use a smaller --late");
+    const std::string tj = m.tokenizer.to_json().dump();
+    if (batches.empty()) {
+      tok_json = tj;
+      batches = cs::icl_window_batches(m.tokenizer.encode_ids(text, false), m.tokenizer.bos_id(), late + 2, windows, batch);
+    } else if (tj != tok_json) {
+      throw std::runtime_error(path + ": its tokenizer differs from the first model's, so the windows would differ");
+    }
+    const cs::IclEstimate e = cs::icl_over_batches(m.params, batches, early, late);
+    out.push_back({{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}});
+    if (!a.opts.count("--json")) std::printf("%s  ICL %+.4f +- %.4f nats (%d windows, loss at token %d minus token %d)\n", path.c_str(), e.mean, e.se, e.n, late, early);
+  }
+  if (a.opts.count("--json")) std::printf("%s\n", out.dump(1).c_str());
+  return 0;
+}
+
 int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}});
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
@@ -726,6 +769,7 @@ int main(int argc, char** argv) {
     if (cmd == "patch") return cmd_patch(argc, argv);
     if (cmd == "ioi") return cmd_ioi(argc, argv);
     if (cmd == "leading") return cmd_leading(argc, argv);
+    if (cmd == "icl") return cmd_icl(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {
