@@ -33,13 +33,17 @@ export interface ModelConfig {
 }
 
 /**
- * The tokenizer as stored in the model file: kind "char", "word" or "ids" and its vocabulary. "ids"
- * is for files without a tokenizer (TransformerLens state dicts): text is token ids separated by
- * spaces ("12 7 7 3"), the vocabulary is "#0", "#1", ..., and there is no <BOS>.
+ * The tokenizer as stored in the model file: kind "char", "word", "bpe" or "ids" and its
+ * vocabulary. "bpe" (byte-pair, sub-word): "<BOS>", "<UNK>", single characters, then merged
+ * tokens such as " the" (a leading space is part of the token), with `merges`. "ids" is for files
+ * without a tokenizer (TransformerLens state dicts): text is token ids separated by spaces
+ * ("12 7 7 3"), the vocabulary is "#0", "#1", ..., and there is no <BOS>.
  */
 export interface TokenizerJson {
   kind: string;
   vocab: string[];
+  /** "bpe" only: the merges in order, each a pair of earlier ids; merge k made id vocab.length - merges.length + k. */
+  merges?: [number, number][];
   [key: string]: unknown;
 }
 
@@ -844,7 +848,7 @@ export interface Recipe {
   description?: string;
   /** The architecture; d_vocab may be left out (it is set from the tokenizer). */
   model: Partial<ModelConfig>;
-  /** {"kind":"synthetic","size":n} | {"kind":"ioi_symbolic","names":[...]} | {"kind":"word","vocab":[...]} */
+  /** {"kind":"synthetic","size":n} | {"kind":"ioi_symbolic","names":[...]} | {"kind":"word","vocab":[...]} | {"kind":"bpe","text":corpus,"vocab_size":n} */
   tokenizer: { kind: string; [key: string]: unknown };
   /** {"kind":"repeated_segment"|"periodic"|"ioi_symbolic", "seq_len": T, ...} */
   data: { kind: string; [key: string]: unknown };

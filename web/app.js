@@ -12,6 +12,7 @@ import {
   modelsFor, modelOf, getModel, getSnapshots,
 } from './store.js';
 import { el } from './parts/dom.js';
+import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
 import { isLocalName, localModel } from './local-models.js';
 import { openModelFile } from './open-model.js';
@@ -409,8 +410,8 @@ async function showOpened({ entry, message, view }) {
     const target = view ?? (['induction', 'ioi', 'circuits'].includes(s.view) && entry.views.includes(s.view) ? s.view : entry.views[0]);
     if (target !== s.view) store.dispatch({ type: 'view', view: target, model: entry.name });
     else store.dispatch({ type: 'model', model: entry.name });
-    // Text typed for a character model is not text for a word or token-id vocabulary.
-    if (store.state.text !== null && entry.model.tokenizer.kind !== 'char') store.dispatch({ type: 'set', values: { text: null } });
+    // Text typed for a character or sub-word model is not text for a word or token-id vocabulary.
+    if (store.state.text !== null && !readsText(entry.model.tokenizer.kind)) store.dispatch({ type: 'set', values: { text: null } });
   }
   setStatus(message);
   document.body.dataset.openFile = 'opened';

@@ -11,7 +11,9 @@
 // vocabulary <BOS> <MID> A..F, as the shipped symbolic models); Training always, where the curves say a model
 // file carries no training records (only the shipped runs' metrics files have them). The first
 // view listed is where the model opens: IOI for an IOI model, else Induction.
-// No imports: store.js imports this module.
+// Imports only parts/format.js (which imports nothing): store.js imports this module.
+
+import { vocabularyText } from './parts/format.js';
 
 export const LOCAL_PREFIX = 'local:';
 /** The largest file the page reads: the core's 64 M weights (256 MB as float32) plus 64 MB of header and buffers. */
@@ -77,7 +79,7 @@ export function registerLocal(file, model, { size = 0 } = {}) {
   const entry = Object.freeze({
     name, file: String(file).slice(0, 200), size, local: true, model, views: Object.freeze(views),
     title: `${name} (local file)`,
-    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${model.tokenizer.kind}-level vocabulary of ${c.d_vocab}`,
+    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}`,
   });
   models.set(name, entry);
   for (const fn of [...listeners]) fn(entry);

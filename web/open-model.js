@@ -6,6 +6,7 @@
 // document (detail: {entry, message, view}); the app shell (app.js) shows the model from it.
 import { getModule } from './store.js';
 import { registerLocal, MAX_FILE_BYTES } from './local-models.js';
+import { vocabularyText } from './parts/format.js';
 
 const MB = 1024 * 1024;
 const shownName = (file) => String(file ?? 'the file').slice(0, 80);
@@ -33,7 +34,7 @@ export async function openModelBytes(bytes, file, { firstView = false } = {}) {
   }
   const c = model.config;
   const note = typeof model.info?.note === 'string' ? ` ${model.info.note}` : '';
-  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${model.tokenizer.kind}-level vocabulary of ${c.d_vocab}). It stays in this page: nothing is uploaded.${note}`;
+  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}). It stays in this page: nothing is uploaded.${note}`;
   document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: firstView ? entry.views[0] : null } }));
   return { entry, message };
 }

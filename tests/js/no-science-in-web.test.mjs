@@ -24,6 +24,7 @@ const FORBIDDEN = [
   ['a threshold against a baseline (composition().above_baseline)', /baseline\s*\+\s*\d+(\.\d+)?\s*\*\s*\w*\.?baseline_std/],
   ['a table\'s rows and columns ordered by their means and variances (qk()/ov() {sort, top}: rows, cols)', /\b(?:row|col|column)s?(?:Mean|Means|Var|Vars|Variance|Variances)\b/i],
   ['the mean loss and the loss on each copy of a repeat (run().mean_loss, first_copy_loss, second_copy_loss)', /\b(?:const|let|function)\s+(?:meanLoss|copyLoss|mean_loss)\b/],
+  ['the ICL score\'s standard error (metrics records\' icl_se, from `circuitscope train`)', /\b(?:const|let|var|function)\s+\w*(?:stderr|standardError|std_?err)\b|\.icl_se\s*=(?!=)|Math\.sqrt\s*\([^)]*\/\s*\(?\s*\w*(?:windows|\.length)\b/i],
   ['the head with the largest score (the wrapper\'s argmax)', /for\s*\([^)]*\)\s*if\s*\(\s*\w+\[\w+\]\s*>\s*\w+\[best\]\s*\)\s*best\s*=/],
 ];
 
@@ -66,6 +67,9 @@ test('the check catches each kind of computation on a sample', () => {
     'for (let j = 0; j < C; j++) { rowMean[i] += d[i * C + j] / C; }',
     'const meanLoss = (loss, from, to) => {',
     'for (let i = 1; i < d.length; i++) if (d[i] > d[best]) best = i;',
+    'const standardError = (xs) => {',
+    'r.icl_se = sd / Math.sqrt(n);',
+    'const se = Math.sqrt(variance / windows);',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

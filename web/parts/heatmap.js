@@ -19,7 +19,8 @@ function scratchCanvas(w, h) {
  * Draws a 2-D tagged array ({data, shape: [rows, cols]}) or {data, rows, cols} onto a canvas, one
  * cell per entry. options: palette 'sequential' (default; min..max -> 0..1) or 'diverging'
  * (symmetric around 0: -max(|min|,|max|)..+), min, max, labelsX/labelsY (string arrays drawn on
- * the margins when given), cell (pixel size of a cell; default fits canvas.width), mask(r, c)
+ * the margins when given; column labels wider than a cell, such as sub-word tokens, are written
+ * upwards when two or more are), cell (pixel size of a cell; default fits canvas.width), mask(r, c)
  * (true = draw as blank, e.g. the causal upper triangle). The canvas's CSS size is left alone.
  * Returns {cell, x0, y0, rows, cols} so callers can map pointer positions back to cells.
  */
@@ -50,9 +51,16 @@ export function heatmap(canvas, tagged, options = {}) {
   const ctx = canvas.getContext('2d');
   const font = 11;
   const marginX = labelsY ? Math.ceil(Math.max(...labelsY.map((s) => String(s).length), 1) * font * 0.62) + 6 : 0;
-  const marginY = labelsX ? font + 6 : 0;
-  let cell = options.cell;
-  if (!cell) cell = Math.max(1, Math.min((canvas.width - marginX) / cols, (canvas.height - marginY) / rows));
+  let marginY = labelsX ? font + 6 : 0;
+  const fit = () => options.cell || Math.max(1, Math.min((canvas.width - marginX) / cols, (canvas.height - marginY) / rows));
+  let cell = fit();
+  // Column labels are turned upright when two or more do not fit across a cell (sub-word or word
+  // tokens; a character model's one "BOS" leaves them as they are).
+  const upright = labelsX ? labelsX.filter((s) => String(s).length * font * 0.62 > cell).length >= 2 : false;
+  if (upright) {
+    marginY = Math.ceil(Math.max(...labelsX.map((s) => String(s).length), 1) * font * 0.62) + 6;
+    cell = fit();
+  }
   const w = Math.ceil(cols * cell);
   const h = Math.ceil(rows * cell);
   if (options.resize !== false && options.cell) {
@@ -93,7 +101,16 @@ export function heatmap(canvas, tagged, options = {}) {
       ctx.textAlign = 'right';
       labelsY.forEach((s, r) => ctx.fillText(String(s), marginX - 3, marginY + (r + 0.5) * cell));
     }
-    if (labelsX) {
+    if (labelsX && upright) {
+      ctx.textAlign = 'left';
+      labelsX.forEach((s, c) => {
+        ctx.save();
+        ctx.translate(marginX + (c + 0.5) * cell, marginY - 3);
+        ctx.rotate(-Math.PI / 2);
+        ctx.fillText(String(s), 0, 0);
+        ctx.restore();
+      });
+    } else if (labelsX) {
       ctx.textAlign = 'center';
       labelsX.forEach((s, c) => ctx.fillText(String(s), marginX + (c + 0.5) * cell, marginY / 2));
     }

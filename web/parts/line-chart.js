@@ -2,9 +2,9 @@
 // node_modules/uplot into vendor/ by scripts/build.sh), drawn on a <canvas>.
 //
 //   const chart = new LineChart({ title, xLabel, yLabel, series: [{name, color, dashed}], yMin,
-//     marker: {x, label, legend} });
+//     marker: {x, label, legend}, band: {series, caption} });
 //   parent.append(chart.element);              // a <figure class="cs-figure cs-uplot">
-//   chart.setData(xs, [ys0, ys1, ...]);        // aligned arrays; non-finite values are gaps
+//   chart.setData(xs, [ys0, ys1, ...], widths?);  // aligned arrays; non-finite values are gaps
 //   chart.setMarker({x: 850, label: 'step 850', legend: 'phase change (step 850)'});
 //   destroyCharts(parent);                     // before dropping charts (uPlot holds window listeners)
 //
@@ -15,9 +15,15 @@
 // hidden view, get the right size. The marker (e.g. the phase change) is a dashed vertical line
 // with its label, drawn by a uPlot draw hook, and listed in the legend. The legend shows each
 // series' value at the hovered step, and the last values otherwise.
+// A band (option band: {series, caption}) shades y ± w around one series, w from the `widths`
+// given to setData (aligned with xs; e.g. a standard error read from a file: the chart adds and
+// subtracts, it computes no statistic). It is drawn under the lines, in the series' colour, where
+// both the value and its width are finite; the y axis reaches its edges; its caption (a
+// <figcaption class="cs-uplot-caption">) says what it is, and shows only while a width is finite.
 // The figure holds a role="img" element whose aria-label is a one-line summary of the chart, and
 // data-* attributes for tests: data-chart="uplot", data-points (x values), data-series,
-// data-marker (the marker's x, once drawn) and data-marker-px (its canvas column, device pixels).
+// data-marker (the marker's x, once drawn) and data-marker-px (its canvas column, device pixels),
+// data-band (the points the band was drawn over, once drawn; absent without one).
 // The uPlot stylesheet and line-chart.css are added to the document by this module if it lacks them,
 // with paths resolved from this file's URL (as store.js's siteUrl does), so embedded views work.
 import uPlot from '../vendor/uPlot.mjs';
@@ -88,8 +94,8 @@ export function destroyCharts(root) {
   for (const f of root.querySelectorAll('figure.cs-uplot')) f.csChart?.destroy();
 }
 
-/** A chart's one-line summary: its title, x range, series ranges and marker. */
-function summaryLabel(o, data, marker) {
+/** A chart's one-line summary: its title, x range, series ranges, band and marker. */
+function summaryLabel(o, data, marker, band) {
   const xs = data[0];
   const parts = [o.title ?? 'Chart'];
   if (xs.length) {
@@ -102,13 +108,19 @@ function summaryLabel(o, data, marker) {
   } else {
     parts.push('no data yet');
   }
+  if (band && o.band?.caption) parts.push(o.band.caption);
   if (marker && Number.isFinite(marker.x)) parts.push(`dashed line: ${marker.legend ?? marker.label ?? `x = ${marker.x}`}`);
   return parts.join('; ') + '.';
 }
 
-/** The y scale: padded 5% each way, reaching down to yMin (without padding below it) when given. */
-const yScale = (yMin) => ({
+/**
+ * The y scale: padded 5% each way, reaching down to yMin (without padding below it) when given,
+ * and out to the band's edges (`extent()`: [lo, hi] or null).
+ */
+const yScale = (yMin, extent) => ({
   range: (u, lo, hi) => {
+    const e = extent();
+    if (e) { lo = lo == null ? e[0] : Math.min(lo, e[0]); hi = hi == null ? e[1] : Math.max(hi, e[1]); }
     if (lo == null || hi == null) return [yMin ?? 0, 1];
     if (yMin !== undefined) lo = Math.min(lo, yMin);
     if (hi === lo) { hi = lo + 1; if (yMin === undefined || lo > yMin) lo -= 1; }
@@ -132,6 +144,44 @@ function vline(u, x, color, width, dash) {
   u.ctx.stroke();
   u.ctx.restore();
   return px;
+}
+
+/**
+ * The band under the lines: one filled polygon (y + w forwards, y - w back) for each run of
+ * points where both are finite, in the band series' colour, translucent; data-band on the figure.
+ */
+function drawBand(chart, u, color) {
+  const fig = chart.element;
+  const b = chart.band;
+  const s = chart.options.band?.series;
+  if (!b || s == null) { delete fig.dataset.band; return; }
+  const xs = u.data[0];
+  const ys = u.data[s + 1];
+  const ok = (i) => finite(ys?.[i]) && finite(b[i]);
+  const px = (k) => u.valToPos(xs[k], 'x', true);
+  const py = (v) => u.valToPos(v, 'y', true);
+  const ctx = u.ctx;
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+  ctx.clip();
+  ctx.fillStyle = color;
+  ctx.globalAlpha = 0.22;
+  let drawn = 0;
+  for (let i = 0; i < xs.length;) {
+    if (!ok(i)) { i++; continue; }
+    let j = i;
+    while (j + 1 < xs.length && ok(j + 1)) j++;
+    ctx.beginPath();
+    for (let k = i; k <= j; k++) ctx[k === i ? 'moveTo' : 'lineTo'](px(k), py(ys[k] + b[k]));
+    for (let k = j; k >= i; k--) ctx.lineTo(px(k), py(ys[k] - b[k]));
+    ctx.closePath();
+    ctx.fill();
+    drawn += j - i + 1;
+    i = j + 1;
+  }
+  ctx.restore();
+  fig.dataset.band = String(drawn);
 }
 
 /** The draw hook of the marker: a dashed line with its label; data-marker(-px) on the figure. */
@@ -174,6 +224,7 @@ function uplotOptions(chart) {
   const snapColor = resolveColor(fig, 'var(--cs-accent)');
   const pr = window.devicePixelRatio || 1;
   const colors = o.series.map((s) => resolveColor(fig, s.color));
+  const bandColor = o.band ? colors[o.band.series] : null;
   const axis = (label, size, labelSize) => ({
     label, stroke: fg, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif',
     labelSize, labelGap: 0, gap: 3, size,
@@ -183,7 +234,7 @@ function uplotOptions(chart) {
   const dashed = (i) => o.series[i - 1]?.dashed;
   return {
     width: chart.width, height: chart.height(),
-    scales: { x: { time: false }, y: yScale(o.yMin) },
+    scales: { x: { time: false }, y: yScale(o.yMin, () => chart.bandExtent()) },
     series: [
       { label: o.xLabel ?? 'x', value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[0]) : v) },
       ...o.series.map((s, i) => ({
@@ -206,6 +257,7 @@ function uplotOptions(chart) {
     },
     cursor: { drag: { x: false, y: false, setScale: false }, points: { size: 6 } },
     hooks: {
+      drawClear: [(u) => drawBand(chart, u, bandColor)],
       draw: [(u) => { if (chart.snapshotX !== null && chart.snapshotX !== undefined) vline(u, chart.snapshotX, snapColor, 2, []); },
         (u) => drawMarker(chart, u, markColor)],
     },
@@ -215,20 +267,23 @@ function uplotOptions(chart) {
 export class LineChart {
   /**
    * options: title, xLabel, yLabel, series [{name, color, dashed}], yMin (the y axis reaches at
-   * least down to it, without padding below), marker {x, label, legend} or null, height (CSS
-   * pixels of the plot with its axes; default 230).
+   * least down to it, without padding below), marker {x, label, legend} or null,
+   * band {series (an index into series), caption} or absent, height (CSS pixels of the plot with
+   * its axes; default 230).
    */
   constructor(options) {
     this.options = options;
     this.marker = options.marker ?? null;
     this.snapshotX = null;   // the snapshot in use: a solid line
     this.data = [[], ...options.series.map(() => [])];
+    this.band = null;        // the band's half-widths, aligned with the x values, or null
     this.width = 0;
     this.u = null;
     this.sizer = el('div', { class: 'cs-uplot-sizer' });
     this.plot = el('div', { class: 'cs-uplot-plot', role: 'img' });
+    this.caption = options.band?.caption ? el('figcaption', { class: 'cs-uplot-caption', hidden: true }, options.band.caption) : null;
     this.element = el('figure', { class: 'cs-figure cs-uplot', dataset: { chart: 'uplot', points: 0, series: options.series.length } },
-      options.title ? el('div', { class: 'cs-uplot-title' }, options.title) : null, this.sizer, this.plot);
+      options.title ? el('div', { class: 'cs-uplot-title' }, options.title) : null, this.sizer, this.plot, this.caption);
     this.element.csChart = this;
     this.updateLabel();
     this.resizer = new ResizeObserver((entries) => {
@@ -243,10 +298,16 @@ export class LineChart {
 
   height() { return this.options.height ?? (this.width < 420 ? 200 : 230); }
 
-  /** xs: x values (increasing); ys: one array per series (null / NaN / undefined are gaps). */
-  setData(xs, ys) {
+  /**
+   * xs: x values (increasing); ys: one array per series (null / NaN / undefined are gaps);
+   * widths: the band's half-widths (with the band option; null or none finite: no band).
+   */
+  setData(xs, ys, widths = null) {
     const clean = (a) => Array.from(a, (v) => (v != null && Number.isFinite(v) ? v : null));
     this.data = [clean(xs), ...this.options.series.map((_, i) => clean(ys[i] ?? []))];
+    const w = this.options.band && widths ? clean(widths) : null;
+    this.band = w && w.some((v) => v !== null) ? w : null;
+    if (this.caption) this.caption.hidden = !this.band;
     this.element.dataset.points = String(this.data[0].length);
     this.updateLabel();
     this.u?.setData(this.data);
@@ -271,7 +332,21 @@ export class LineChart {
 
   /** The one-line summary read by screen readers. */
   updateLabel() {
-    this.plot.setAttribute('aria-label', summaryLabel(this.options, this.data, this.marker));
+    this.plot.setAttribute('aria-label', summaryLabel(this.options, this.data, this.marker, this.band));
+  }
+
+  /** [lowest, highest] edge of the band, or null without one. */
+  bandExtent() {
+    const ys = this.band ? this.data[this.options.band.series + 1] : null;
+    if (!ys) return null;
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let i = 0; i < ys.length; i++) {
+      if (ys[i] === null || this.band[i] === null) continue;
+      lo = Math.min(lo, ys[i] - this.band[i]);
+      hi = Math.max(hi, ys[i] + this.band[i]);
+    }
+    return lo <= hi ? [lo, hi] : null;
   }
 
   /** Builds (or rebuilds) the uPlot instance with the page's current colours. */

@@ -5,7 +5,8 @@
 //
 //   topAt(run, pos, k?)  -> {ids, probs}: the row of run.top_ids / run.top_probs at pos (first k)
 //   probIn(run, pos, id) -> that token's probability in run's top list at pos (0 when not listed)
-//   topkList({ids, probs, label(id), actual, compare(id) -> number | null, compareLabel, className})
+//   topkList({ids, probs, label(id), title(id), actual, compare(id) -> number | null, compareLabel, className})
+//     label(id): the token as shown; title(id) (optional): its tooltip, e.g. the token's real text
 import { el } from './dom.js';
 
 export function topAt(run, pos, k = Infinity) {
@@ -25,14 +26,14 @@ export function probIn(run, pos, id) {
 
 const pct = (p) => `${(p * 100).toFixed(1)}%`;
 
-export function topkList({ ids, probs, label = (id) => `#${id}`, actual = null, compare = null, compareLabel = 'other', className = 'cs-topk' }) {
+export function topkList({ ids, probs, label = (id) => `#${id}`, title = null, actual = null, compare = null, compareLabel = 'other', className = 'cs-topk' }) {
   return el('ol', { class: className }, Array.from(ids, (id, j) => {
     const p = probs[j];
     const bar = el('span', { class: 'bar' });
     bar.style.width = `${Math.round(p * 100)}%`;
     const other = compare ? compare(id) : null;
     return el('li', { class: id === actual ? 'actual' : null },
-      el('code', {}, label(id)), ' ', el('span', { class: 'bar-track' }, bar), ` ${pct(p)}`,
+      el('code', title ? { title: title(id) } : {}, label(id)), ' ', el('span', { class: 'bar-track' }, bar), ` ${pct(p)}`,
       other !== null && other !== undefined ? el('span', { class: 'muted' }, ` (${compareLabel} ${pct(other)})`) : null,
       id === actual ? el('span', { class: 'muted' }, ' ← actual') : null);
   }));

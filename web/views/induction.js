@@ -23,6 +23,7 @@
 // one (the panel alone, optionally without controls, with the host line
 //   <script src="https://HOST/embed.js" async></script>).
 import { el } from '../parts/dom.js';
+import { readsText, vocabularyText } from '../parts/format.js';
 import { getModel, getModule, headName } from '../store.js';
 import { downloadCSV, downloadPNG } from '../parts/download.js';
 import { CsView } from './common.js';
@@ -116,7 +117,7 @@ export class CsInduction extends CsView {
     }
     this.clearError();
     syncCut(this.els.cut, m.config, this.state.cut);
-    renderNote(this.els.note, a);
+    renderNote(this.els.note, a, m.tokenizer.kind);
     await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName))));
     await showPatching(this);
     const head = chosenHead(m, this.state);
@@ -158,7 +159,7 @@ export class CsInduction extends CsView {
     this.dataset.model = key;
     const c = m.config;
     const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
-    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${m.tokenizer.kind}-level vocabulary of ${c.d_vocab}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
+    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${vocabularyText(m.tokenizer.kind, c.d_vocab)}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
     this.els.label.textContent = TEXT_LABEL[m.tokenizer.kind] ?? TEXT_LABEL.char;
     // The default head is the strongest induction head by the random-token scores (0.3 s).
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
@@ -193,6 +194,7 @@ async function showPatching(view) {
 /** What the text box reads, by the model's tokenizer (a file opened in the page may be word-level or token ids). */
 const TEXT_LABEL = {
   char: 'Text (character-level: every character is a token)',
+  bpe: 'Text (sub-word: the model\'s byte-pair tokenizer cuts it into tokens; ␣ marks a space, ↵ a newline)',
   word: 'Text (word-level: words of the model\'s vocabulary, separated by spaces)',
   ids: 'Text (token ids separated by spaces, e.g. "12 7 7 3": this model file carries no tokenizer)',
 };
@@ -219,10 +221,10 @@ function syncCut(c, config, cut) {
   c.sign.hidden = !sign;
 }
 
-function renderNote(node, a) {
+function renderNote(node, a, kind) {
   const notes = [];
   const c = a.config;
-  if (a.truncated) notes.push(`The text is longer than the model's context of ${c.n_ctx} tokens: only the last ${c.n_ctx - a.bos} characters are used; the first ${a.truncated} are greyed out below.`);
+  if (a.truncated) notes.push(`The text is longer than the model's context of ${c.n_ctx} tokens: only the last ${c.n_ctx - a.bos} ${kind === 'char' ? 'characters' : 'tokens'} are used; the first ${a.truncated} ${kind === 'char' ? '' : 'tokens '}are greyed out below.`);
   let n = 0;
   if (a.unk >= 0) for (let i = 0; i < a.T; i++) if (a.ids[i] === a.unk) n += 1;
   if (n) notes.push(`${n} character${n === 1 ? ' is' : 's are'} not in the model's vocabulary and ${n === 1 ? 'is' : 'are'} read as <UNK> (marked with a dotted box).`);
@@ -234,7 +236,7 @@ function renderNote(node, a) {
 const contextChars = (view) => (view.model ? view.model.config.n_ctx - 1 : 255);
 
 function repeatText(view) {
-  const chars = !view.model || view.model.tokenizer.kind === 'char';
+  const chars = !view.model || readsText(view.model.tokenizer.kind);   // text as typed (characters, sub-words)
   let base = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
   const max = Math.floor(contextChars(view) / 2);
   let note = '';
@@ -257,7 +259,7 @@ function insertRandom(view) {
   let r = '';
   for (let i = 0; i < L; i++) r += pool[Math.floor(Math.random() * pool.length)];
   // A word or token-id vocabulary: the core's repeated random segment (already twice).
-  const ins = view.model && view.model.tokenizer.kind !== 'char' ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
+  const ins = view.model && !readsText(view.model.tokenizer.kind) ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
   view.update({ text: text.slice(0, at) + ins + text.slice(at), pos: null });
   requestAnimationFrame(() => { ta.focus(); ta.setSelectionRange(at + ins.length, at + ins.length); });
 }

@@ -4,17 +4,14 @@
 import { tokenSample } from '../sample.js';
 import { parseHead } from '../../store.js';
 import { el } from '../../parts/dom.js';
-import { fmt } from '../../parts/format.js';
+import { fmt, showToken, readsText } from '../../parts/format.js';
 
 /** What a panel of one head shows for a model without heads (the same object, so nothing redraws). */
 export const NONE = Object.freeze({ none: true });
 
 
-/** A vocabulary entry made visible: space as ␣, newline as \n, tab as \t, other controls as \u…. */
-export function showToken(s) {
-  return String(s).replace(/ /g, '␣').replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r')
-    .replace(/[\u0000-\u001f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
+/** A vocabulary entry made visible (parts/format.js: space ␣, newline ↵, tab ⇥), as the token strip shows it. */
+export { showToken };
 
 /** [layer, head] of state.head in a model of this config (its last layer's head 0 when unnamed or absent). */
 export function chosenHead(cfg, head) {
@@ -64,7 +61,7 @@ export function entryTable(caption, heads, rows) {
 /** The text the path expansion starts with, for a model's kind of tokenizer. */
 export const defaultText = (model) => {
   const { kind, vocab } = model.tokenizer;
-  if (kind === 'char') return 'Alice was beginning to get very tired. Alice was beginning to get very t';
+  if (readsText(kind)) return 'Alice was beginning to get very tired. Alice was beginning to get very t';
   if (kind === 'word' && vocab.includes('<MID>') && vocab.includes('A')) return 'A B B <MID>';   // symbolic IOI
   return tokenSample(model);   // another vocabulary (a model file opened in the page): a repeated random segment
 };

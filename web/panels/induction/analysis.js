@@ -9,18 +9,18 @@
 // once per model off the first paint) and the head a state shows (chosenHead: the state's, else
 // the strongest induction head by those scores, as the core's argmax names it).
 import { headName, parseHead, interventionOf, siteUrl } from '../../store.js';
-import { fmt } from '../../parts/format.js';
+import { fmt, showToken, readsText } from '../../parts/format.js';
 import { tokenSample } from '../sample.js';
 
 export const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
-/** The text shown for a model when the state has none: SAMPLE, or for a word or token-id vocabulary a repeated random segment (sample.js). */
-export const sampleFor = (model) => (model.tokenizer.kind === 'char' ? SAMPLE : tokenSample(model));
+/** The text shown for a model when the state has none: SAMPLE (character or byte-pair vocabulary), or for a word or token-id vocabulary a repeated random segment (sample.js). */
+export const sampleFor = (model) => (readsText(model.tokenizer.kind) ? SAMPLE : tokenSample(model));
 export const TOP_K = 5;            // next-token predictions shown for a hovered token
 export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
 
-/** A token as shown: newline, space and tab made visible. */
-export const showTok = (s) => (s === '\n' ? '↵' : s === ' ' ? '␣' : s === '\t' ? '⇥' : s);
+/** A token as shown: spaces, newlines and tabs made visible (parts/format.js), so a sub-word's leading space shows. */
+export const showTok = showToken;
 
 const perModel = new WeakMap();    // model -> {buffers, last (analysis), scores (promise), known}
 const slot = (m) => { let s = perModel.get(m); if (!s) perModel.set(m, (s = { buffers: null, last: null, scores: null, known: null })); return s; };

@@ -11,7 +11,7 @@ import { attnColor } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K } from './analysis.js';
-import { fmt } from '../../parts/format.js';
+import { fmt, tokenTitle } from '../../parts/format.js';
 
 /** The event a token hover sends (detail: {pos}, null when it ends); the view passes it on. */
 export const HOVER = 'cs-token-hover';
@@ -80,7 +80,7 @@ function update(node, data, ctx) {
     if (i < a.bos) { tok.text = 'BOS'; tok.cls = 'tok bos'; tok.key = 'bos'; return; }
     const s = a.text.slice(a.begins[i], a.ends[i]);
     const unk = a.ids[i] === a.unk;
-    const newline = s === '\n';
+    const newline = s.includes('\n');   // a character model's newline, or a sub-word token holding one
     tok.text = showTok(s);
     tok.cls = unk ? (newline ? 'tok unk newline' : 'tok unk') : newline ? 'tok newline' : 'tok';
     const l = loss && i > 0 ? loss[i - 1] : NaN;
@@ -90,7 +90,7 @@ function update(node, data, ctx) {
   }, (i) => {
     if (i < a.bos) return { title: '<BOS>: the start token (many heads rest their attention here)', label: null };
     const s = a.text.slice(a.begins[i], a.ends[i]);
-    const label = `${JSON.stringify(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
+    const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
       (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
     return { title: label, label };
   }, a.bos);
@@ -183,7 +183,7 @@ function focusDetails(t) {
     el('p', { class: 'muted' }, a.ablating ? 'Top-5 next tokens (with the ablation):' : 'Top-5 next tokens:'),
     topkList({
       ...top, className: 'ind-top', actual: next ? a.ids[q + 1] : null,
-      label: (id) => showTok(a.vocab[id] ?? `#${id}`),
+      label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
       compare: a.ablating ? (id) => probIn(a.clean, q, id) : null, compareLabel: 'clean',
     }));
 }

@@ -2,6 +2,9 @@
 // in-context-learning score and every head's prefix-matching score over training, from
 // models/<name>.metrics.json, with the phase change (the core's phaseChange()) as a dashed line
 // and the snapshot in use (the state's snapshot) as a solid one. Line charts: parts/line-chart.js.
+// Records that carry the ICL score's standard error over the held-out windows (icl_se, written by
+// `circuitscope train`) get a shaded band of ± one standard error around the ICL curve, and a
+// caption naming the number of windows (icl_indices.windows); older metrics files have none.
 import { el } from '../../parts/dom.js';
 import { downloadCSV } from '../../parts/download.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
@@ -20,15 +23,23 @@ function summary(run) {
     : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`;
 }
 
+/** The ICL band's caption: what the shading is, over how many held-out windows (when the file says). */
+export function bandCaption(metrics) {
+  const w = metrics?.icl_indices?.windows;
+  return `shaded: ± 1 standard error over ${Number.isFinite(w) ? `${w} held-out window${w === 1 ? '' : 's'}` : 'the held-out windows'}`;
+}
+
 /** The loss, ICL and prefix-matching charts of a run. */
 function charts(run) {
   const { metrics, recs, steps, pc, n, H } = run;
   const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step})` } : null;
-  const line = (series, options, ys) => {
+  const line = (series, options, ys, widths = null) => {
     const c = new LineChart({ series, ...options });
-    c.setData(steps, ys);
+    c.setData(steps, ys, widths);
     return c.element;
   };
+  // The standard errors as the file gives them (null where a record has none: no band there).
+  const se = recs.some((x) => Number.isFinite(x.icl_se)) ? recs.map((x) => x.icl_se) : null;
   return [
     line([
       { name: 'train loss', color: COLORS[0] },
@@ -37,14 +48,15 @@ function charts(run) {
     ], { title: 'Loss (nats per token)', xLabel: 'training step', yLabel: 'loss', marker },
     [recs.map((x) => x.train_loss), recs.map((x) => x.valid_loss), recs.map((x) => x.repeated_loss)]),
     line([{ name: 'ICL score', color: COLORS[3] }],
-      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker },
-      [recs.map((x) => x.icl)]),
+      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker,
+        band: se ? { series: 0, caption: bandCaption(metrics) } : undefined },
+      [recs.map((x) => x.icl)], se),
     line(headSeries(n, H), { title: 'Prefix-matching (induction) score per head', xLabel: 'training step', yLabel: 'score', marker, yMin: 0 },
       Array.from({ length: n }, (_, i) => recs.map((x) => x.prefix_matching?.[i]))),
   ];
 }
 
-const csv = (name, recs) => downloadCSV(`${name}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') })));
+const csv = (name, recs) => downloadCSV(`${name}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, icl_se: x.icl_se ?? '', repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') })));
 
 export default definePanel({
   name: 'training-curves',
