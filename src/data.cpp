@@ -186,7 +186,7 @@ class IoiTemplates : public DataSource {
 class TextWindows : public DataSource {
  public:
   TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction,
-              double periodic_fraction, int bos, int unk)
+              double periodic_fraction, int bos, int unk, int random_vocab)
       : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), span_frac_(span_fraction),
         periodic_frac_(periodic_fraction), bos_(bos) {
     if (static_cast<int>(ids_.size()) < T_ + 1)
@@ -199,6 +199,15 @@ class TextWindows : public DataSource {
       if (!seen[id]) seen[id] = 1, alphabet_.push_back(id);
     }
     std::sort(alphabet_.begin(), alphabet_.end());
+    if (random_vocab > 0 && random_vocab < static_cast<int>(alphabet_.size())) {
+      // Only the random_vocab most frequent tokens of the text (ties: the smaller id), in id order.
+      std::vector<long long> count(seen.size(), 0);
+      for (int id : ids_)
+        if (id != bos && id != unk) ++count[static_cast<std::size_t>(id)];
+      std::stable_sort(alphabet_.begin(), alphabet_.end(), [&](int a, int b) { return count[static_cast<std::size_t>(a)] > count[static_cast<std::size_t>(b)]; });
+      alphabet_.resize(static_cast<std::size_t>(random_vocab));
+      std::sort(alphabet_.begin(), alphabet_.end());
+    }
     if ((random_frac_ > 0 || span_frac_ > 0) && alphabet_.size() < 2) throw std::invalid_argument("data: the text has too few characters for random rows");
   }
   int seq_len() const override { return T_; }
@@ -303,8 +312,9 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     if (!(frac >= 0 && frac <= 1)) throw std::invalid_argument("data: repeat_fraction must be between 0 and 1");
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
     if (!(pfrac >= 0 && pfrac <= 1)) throw std::invalid_argument("data: periodic_fraction must be between 0 and 1");
+    const int random_vocab = get_int(spec, "random_vocab", 0, 0, kMaxVocab);
     return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, pfrac, tok.bos_id(),
-                                         tok.unk_id());
+                                         tok.unk_id(), random_vocab);
   }
   throw std::invalid_argument("data: unknown kind \"" + printable_text(kind) + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
 }
