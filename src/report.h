@@ -78,6 +78,8 @@ struct TrainingFigures {
   double icl_first = 0, icl_last = 0;     // the ICL score at the first and last record
   int phase_change = -1;                  // step, or -1 for none
   double icl_before = 0, icl_after = 0;   // 250 steps either side of the phase change
+  // Their standard errors over the validation windows (NaN when the metrics file has no icl_se).
+  double icl_first_se = 0, icl_last_se = 0, icl_before_se = 0, icl_after_se = 0;
   double bump_rise = 0;                   // largest validation-loss rise within 500 steps of it
   int bump_at = -1, turn = -1;            // where that rise is; the PCA trajectory's sharpest turn
   // Every training seed of the recipe, the shipped seed 0 first, then the extra seeds trained
@@ -121,6 +123,7 @@ struct KCompositionFigures {
 
 // char-1l: each head's OV copying statistic, and the top skip-trigrams of the most copying head.
 struct CopyingFigures {
+  std::string model;                  // the one-layer model measured
   std::vector<double> copying_score;  // [n_heads]
   int best = 0;
   struct Trigram {
@@ -131,6 +134,8 @@ struct CopyingFigures {
 
 // char-1l's snapshots against the corpus's leading terms (seed 002).
 struct LeadingTermsFigures {
+  std::string model;   // the one-layer model measured
+  std::string corpus;  // the text its statistics are counted on (in the models folder)
   struct Step {
     int step = 0;
     double direct = 0, best_ov = 0;  // cosines: direct path with the bigram term, best head's OV with the context term
@@ -146,6 +151,25 @@ struct LeadingTermsFigures {
   std::vector<double> curve_direct, curve_best_ov, curve_gram;
 };
 
+// The ICL score with its standard error on held-out text at a run's snapshots (models/NAME.icl.json,
+// written by `circuitscope icl ... --json` in scripts/train-models.sh), for the sub-word models.
+struct IclPoint {
+  int step = 0;
+  double icl = 0, se = 0;
+  int windows = 0;
+};
+struct SubwordIclFigures {
+  struct Model {
+    std::string name;
+    int n_layers = 0;
+    bool smeared = false;
+    std::vector<IclPoint> points;  // by step
+  };
+  std::vector<Model> models;  // bpe-2l first
+  int phase_change = -1;      // bpe-2l's, from its training metrics
+  int icl_early = 0, icl_late = 0;  // the score's token positions (the training metrics')
+};
+
 struct ReportFigures {
   IoiFigures ioi_1l1h, ioi_1l2h, ioi_1l2h_nopos, ioi_2l1h;
   std::vector<TemplateFigures> templates;
@@ -155,6 +179,12 @@ struct ReportFigures {
   KCompositionFigures k_composition;
   CopyingFigures copying;
   LeadingTermsFigures leading_terms;
+  // The sub-word (byte-pair) models on natural text: training figures as above, the ICL score
+  // with its standard error at the snapshots, and the copying statistic of the one-layer model.
+  std::vector<TrainingFigures> subword_training;
+  SubwordIclFigures subword_icl;
+  CopyingFigures subword_copying;
+  LeadingTermsFigures subword_leading_terms;
 };
 
 // Reads models_dir (the shipped *.safetensors, *.metrics.json, *.seeds.json, snapshots/,

@@ -145,7 +145,7 @@ const std::map<std::string, std::string> kHelp = {
      "  text (default 1000; they overlap when the text is short), with its standard error over the windows.\n"
      "  Each window is <BOS> and B+1 tokens. The same definition as the training metrics' icl and icl_se.\n"
      "  Several models (e.g. a run's snapshots) are scored on the same windows. --json prints\n"
-     "  [{model, step (the training step the file records, if any), icl, se, windows}].\n"},
+     "  [{model, step (the training step the file records, if any), icl, se, windows, early, late}].\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -536,7 +536,7 @@ int cmd_icl(int argc, char** argv) {
       throw std::runtime_error(path + ": its tokenizer differs from the first model's, so the windows would differ");
     }
     const cs::IclEstimate e = cs::icl_over_batches(m.params, batches, early, late);
-    json row = {{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}};
+    json row = {{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}, {"early", early}, {"late", late}};
     if (m.info.is_object() && m.info.contains("step") && m.info["step"].is_number_integer()) row["step"] = m.info["step"];
     out.push_back(row);
     if (!a.opts.count("--json")) std::printf("%s  ICL %+.4f +- %.4f nats (%d windows, loss at token %d minus token %d)\n", path.c_str(), e.mean, e.se, e.n, late, early);

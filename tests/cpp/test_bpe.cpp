@@ -8,26 +8,14 @@
 #include <vector>
 
 #include "rng.h"
+#include "test_util.h"
 #include "tokenizer.h"
 
 namespace cs {
 namespace {
 
-template <class F>
-std::string invalid_argument_message(F&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected std::invalid_argument, got another exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+using testing::contains;
+using testing::invalid_argument_message;
 
 const std::string kSmile = "\xF0\x9F\x98\x80";  // U+1F600, two UTF-16 units
 

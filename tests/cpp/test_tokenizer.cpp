@@ -5,29 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "tokenizer.h"
 
 namespace cs {
 namespace {
 
-// Runs fn, expects a std::invalid_argument, and returns its message.
-template <class F>
-std::string invalid_argument_message(F&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected std::invalid_argument, got another exception: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
-  return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
+using testing::invalid_argument_message;
 
 const std::string kSmile = "\xF0\x9F\x98\x80";  // U+1F600, two UTF-16 units
 const std::string kEAcute = "\xC3\xA9";         // U+00E9
@@ -259,7 +244,7 @@ TEST(Tokenizer, FromJsonRejectsBadInput) {
   const std::vector<Bad> bad = {
       {json::array({1, 2}), "expected a JSON object"},
       {json{{"vocab", {"a"}}}, "\"kind\" must be the string"},
-      {json{{"kind", "bytes"}, {"vocab", {"a"}}}, "kind must be \"char\", \"word\" or \"ids\", not \"bytes\""},
+      {json{{"kind", "bytes"}, {"vocab", {"a"}}}, "kind must be \"char\", \"bpe\", \"word\" or \"ids\", not \"bytes\""},
       {json{{"kind", "word"}, {"vocab", "abc"}}, "\"vocab\" must be an array"},
       {json{{"kind", "word"}, {"vocab", {"a", 3}}}, "entry 1 is a number"},
       {json{{"kind", "word"}, {"vocab", json::array()}}, "vocabulary is empty"},

@@ -1,5 +1,9 @@
 // Shared helpers for the core's GoogleTest suites: tiny configs, random weights and batches.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,5 +71,22 @@ inline std::vector<Config> all_option_configs() {
         }
   return out;
 }
+
+// Runs fn, expects a std::invalid_argument, and returns its message.
+template <class F>
+std::string invalid_argument_message(F&& fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected std::invalid_argument, got another exception: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument, nothing was thrown";
+  return "";
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
 }  // namespace cs::testing

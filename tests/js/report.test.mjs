@@ -161,3 +161,34 @@ test('the induction claims over training seeds: at least 3 seeds, each seed\'s f
       `${name}: ${repeat.verdict}`);
   }
 });
+
+test('the sub-word ICL row: its figures are the models\' icl files at the last snapshot before bpe-2l\'s phase change and at the end, and bpe-0l\'s end is what circuitscope icl gives', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const row = report.claims.find((c) => c.id === 'icl-jump-bpe');
+  assert.ok(row, 'no icl-jump-bpe row');
+  const metrics = JSON.parse(readFileSync('models/bpe-2l.metrics.json', 'utf8'));
+  const pc = report.claims.find((c) => c.id === 'phase-change-bpe-2l').seeds[0].phase_change;
+  assert.ok(pc > 0, 'bpe-2l has a phase change');
+  assert.ok(row.measured.startsWith(`phase change of bpe-2l at step ${pc};`), row.measured);
+  const sign = (x) => (x >= 0 ? '+' : '-') + Math.abs(x).toFixed(3);
+  for (const name of ['bpe-2l', 'bpe-1l-smeared', 'bpe-1l', 'bpe-0l']) {
+    const icl = JSON.parse(readFileSync(`models/${name}.icl.json`, 'utf8')).sort((a, b) => a.step - b.step);
+    const before = icl.filter((p) => p.step < pc).at(-1), end = icl.at(-1);
+    assert.ok(before, `${name}: a snapshot before step ${pc}`);
+    assert.equal(end.step, metrics.records.at(-1).step, `${name}: the last point is the end of training`);
+    for (const p of icl) {
+      assert.equal(p.early, metrics.icl_indices.early);
+      assert.equal(p.late, metrics.icl_indices.late);
+      assert.ok(p.se <= 0.021, `${name} step ${p.step}: standard error ${p.se} (the issue asks for at most 0.02)`);
+    }
+    assert.ok(row.measured.includes(`${name} ${sign(before.icl)} ± ${before.se.toFixed(3)} -> ${sign(end.icl)} ± ${end.se.toFixed(3)}`),
+      `${name}: its figures are not in the row: ${row.measured}`);
+  }
+  // The control, recomputed: the same windows give the same figure (the kernel may round differently).
+  const last = JSON.parse(readFileSync('models/bpe-0l.icl.json', 'utf8')).sort((a, b) => a.step - b.step).at(-1);
+  const fresh = JSON.parse(execFileSync(CLI, ['icl', 'models/bpe-0l.safetensors', '--file', 'models/corpus/gutenberg-valid.txt',
+    '--early', String(last.early), '--late', String(last.late), '--windows', String(last.windows), '--kernel', 'auto', '--json'],
+  { encoding: 'utf8', maxBuffer: 1 << 24 }))[0];
+  assert.equal(fresh.windows, last.windows);
+  assert.ok(Math.abs(fresh.icl - last.icl) < 1e-4 && Math.abs(fresh.se - last.se) < 1e-4, `bpe-0l: ${JSON.stringify(fresh)} vs ${JSON.stringify(last)}`);
+});
