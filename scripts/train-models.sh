@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run models`: retrain the shipped model zoo from models/recipes/ with the native CLI, then
 # regenerate models/REPORT.md and models/report.json from the result. Deterministic: the same
-# recipes on the same build give the same files. About N minutes on a 2-core machine (two runs
+# recipes on the same build give the same files. About 80 minutes on a 2-core machine (two runs
 # at a time); see models/README.md for each model's time.
 #
 # The shipped files were trained with the portable kernel (SSE4.2, the page's arithmetic), so by
