@@ -1,8 +1,8 @@
 // A seeded sample of the long-session soak (tests/hardening/soak-lib.mjs): after a warm-up over
 // every view, model and snapshot, SOAK_INTERACTIONS (default 400) random interactions with
 // whatever the shown view offers; no uncaught error, no message with internals, every view
-// settles, and the WASM heap's allocations come back to the warm-up's level (within 4 MB: the
-// views' caches of the last analyses). The full run: node tests/hardening/soak.mjs (10,000).
+// settles, and the WASM heap's allocations come back to the warm-up's level once the warm-up's
+// visits are repeated (within 4 MB). The full run: node tests/hardening/soak.mjs (10,000).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runSoak } from '../hardening/soak-run.mjs';

@@ -112,7 +112,10 @@ export class CsCircuits extends CsView {
     const [qkData, , eigenData] = await Promise.all(PANELS.map((p, i) => showPanel(this.sections[i], p, name)));
     if (qkData.shape) this.dataset.qkShape = qkData.shape.join('x');
     if (eigenData.ov) this.dataset.ovCopying = String(eigenData.ov.copying);
-    if (document.activeElement !== r.text) r.text.value = st.text || defaultText(model);
+    // An empty box (text "" in the link) is analysed as the default text, shown as the placeholder;
+    // a link reopens with the box as its author left it, empty or not.
+    r.text.placeholder = defaultText(model);
+    if (document.activeElement !== r.text) r.text.value = st.text ?? defaultText(model);
     this.dataset.ready = 'true';
   }
 
