@@ -217,6 +217,21 @@ void for_each_piece(const std::vector<CodePoint>& cps, F&& f) {
   }
 }
 
+// Every occurrence of the pair (a, b) in ids, left to right, replaced by `made`, into *out (the
+// one merge step of learning and of encoding).
+void merge_pair(const std::vector<int>& ids, int a, int b, int made, std::vector<int>* out) {
+  out->clear();
+  out->reserve(ids.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    if (k + 1 < ids.size() && ids[k] == a && ids[k + 1] == b) {
+      out->push_back(made);
+      ++k;
+    } else {
+      out->push_back(ids[k]);
+    }
+  }
+}
+
 std::uint64_t pair_key(int a, int b) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
 }
@@ -342,6 +357,7 @@ Tokenizer Tokenizer::build_bpe(const std::string& corpus, int vocab_size, int ma
     }
     const int m = static_cast<int>(t.merges_.size());
     t.merges_.emplace_back(a, b);
+    t.merge_made_.push_back(made);
     t.merge_rank_.emplace(top.second, m);
     touched.clear();
     const std::vector<int> list = std::move(where[top.second]);
@@ -361,15 +377,7 @@ Tokenizer Tokenizer::build_bpe(const std::string& corpus, int vocab_size, int ma
           touched[key] = true;
         }
       std::vector<int> next;
-      next.reserve(ids.size());
-      for (std::size_t k = 0; k < ids.size(); ++k) {
-        if (k + 1 < ids.size() && ids[k] == a && ids[k + 1] == b) {
-          next.push_back(made);
-          ++k;
-        } else {
-          next.push_back(ids[k]);
-        }
-      }
+      merge_pair(ids, a, b, made, &next);
       ids.swap(next);
       for (std::size_t k = 0; k + 1 < ids.size(); ++k)
         if (mergeable(ids[k], ids[k + 1])) {
@@ -467,16 +475,7 @@ std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) cons
           }
           if (best < 0) break;
           const auto [l, rr] = merges_[static_cast<std::size_t>(best)];
-          const int made = find(vocab_[static_cast<std::size_t>(l)] + vocab_[static_cast<std::size_t>(rr)]);
-          nids.clear();
-          for (std::size_t k = 0; k < ids.size(); ++k) {
-            if (k + 1 < ids.size() && ids[k] == l && ids[k + 1] == rr) {
-              nids.push_back(made);
-              ++k;
-            } else {
-              nids.push_back(ids[k]);
-            }
-          }
+          merge_pair(ids, l, rr, merge_made_[static_cast<std::size_t>(best)], &nids);
           ids.swap(nids);
         }
         it = done.emplace(std::move(piece), ids).first;
@@ -604,6 +603,7 @@ void Tokenizer::check_merges_and_index() {
   std::vector<char> made(vocab_.size(), 0);
   for (std::size_t i = 2; i < n_base; ++i) made[i] = 1;
   merge_rank_.clear();
+  merge_made_.clear();
   for (std::size_t m = 0; m < merges_.size(); ++m) {
     const auto [a, b] = merges_[m];
     auto where = "tokenizer: bpe merge " + std::to_string(m) + " ";
@@ -615,6 +615,7 @@ void Tokenizer::check_merges_and_index() {
     if (!merge_rank_.emplace(pair_key(a, b), static_cast<int>(m)).second)
       throw std::invalid_argument(where + "repeats an earlier merge");
     made[static_cast<std::size_t>(id)] = 1;
+    merge_made_.push_back(id);
   }
   for (std::size_t i = n_base; i < vocab_.size(); ++i)
     if (!made[i])

@@ -95,6 +95,7 @@ class Tokenizer {
   int bos_ = -1;
   std::vector<std::pair<int, int>> merges_;                 // Bpe
   std::unordered_map<std::uint64_t, int> merge_rank_;       // Bpe: (left << 32 | right) -> merge index
+  std::vector<int> merge_made_;                             // Bpe: the token each merge makes
   void build_index();
   std::vector<Token> encode_ids_text(const std::string& text, bool add_bos) const;
   void check_merges_and_index();
