@@ -60,9 +60,10 @@ assemble_site() {
   if [[ -d models/snapshots ]]; then
     cp -R models/snapshots "$tmp/models/snapshots"
   fi
-  # The corpus, for training a character model in the page (fetched only when asked for).
+  # The corpus, for training a character model in the page, and the held-out books the sub-word
+  # models' leading-terms panel counts statistics on (each fetched only when asked for).
   mkdir -p "$tmp/models/corpus"
-  cp models/corpus/train.txt models/corpus/LICENSE.md "$tmp/models/corpus/"
+  cp models/corpus/train.txt models/corpus/gutenberg-valid.txt models/corpus/LICENSE.md "$tmp/models/corpus/"
   if [[ ! -f models/index.json ]]; then
     # No curated index: list every shipped model under its file name.
     node -e '

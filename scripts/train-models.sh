@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run models`: retrain the shipped model zoo from models/recipes/ with the native CLI, then
 # regenerate models/REPORT.md and models/report.json from the result. Deterministic: the same
-# recipes on the same build give the same files. About 80 minutes on a 2-core machine (two runs
+# recipes on the same build give the same files. About 140 minutes on a 2-core machine (two runs
 # at a time); see models/README.md for each model's time.
 #
 # The shipped files were trained with the portable kernel (SSE4.2, the page's arithmetic), so by
@@ -95,6 +95,26 @@ wait
 icl_at bpe-1l &
 icl_at bpe-0l
 wait
+# Extra training seeds of the sub-word induction recipes, for the report's spread over seeds: each
+# run's float16 model, metrics and ICL file (at its last snapshot before that seed's bpe-2l phase
+# change, and at the end) in models/seeds/; the snapshots are removed once scored.
+bpe_seed_runs() {
+  local n=$1 r
+  for r in bpe-2l bpe-1l-smeared bpe-1l; do
+    "$CLI" train "models/recipes/$r.json" --seed "$n" --f16 --kernel auto --out "models/seeds/$r.seed$n.safetensors" --log-every 1000
+  done
+  for r in bpe-2l bpe-1l-smeared bpe-1l; do
+    "$CLI" icl "models/seeds/snapshots/$r.seed$n"/step*.safetensors "models/seeds/$r.seed$n.safetensors" \
+      --before-phase-change "models/seeds/bpe-2l.seed$n.metrics.json" --file models/corpus/gutenberg-valid.txt \
+      --early 25 --late 250 --windows 32768 --kernel auto --json >"models/seeds/$r.seed$n.icl.json"
+    rm -rf "models/seeds/snapshots/$r.seed$n"
+  done
+}
+bpe_seed_runs 1 &
+second=$!
+bpe_seed_runs 2
+wait "$second"
+rmdir models/seeds/snapshots 2>/dev/null || true
 # The sub-word model's leading-terms curve: with 2,048 tokens, weights scaled by 0.01 barely move at
 # the character curve's learning rate of 1 (the loss stays at 7.6246 for 50 steps), and 60 diverges.
 "$CLI" leading models/recipes/bpe-1l.json --steps 50 --init-scale 0.01 --lr 20 --kernel portable --out models/bpe-1l.leading.json >/dev/null

@@ -58,6 +58,15 @@ struct Zoo {
     for (int s = 1; std::ifstream(dir + "/" + seed_name(name, s) + ".metrics.json").good(); ++s) out.push_back(s);
     return out;
   }
+  // The text models/index.json names for counting a model's corpus statistics ("statistics_text",
+  // a path under DIR): the page's leading-terms panel counts on the same file.
+  std::string statistics_text(const std::string& name) const {
+    const json index = json::parse(read_text(dir + "/index.json"));
+    for (const auto& e : index)
+      if (e.value("file", "") == name + ".safetensors" && e.contains("statistics_text") && e["statistics_text"].is_string())
+        return e["statistics_text"].get<std::string>();
+    throw std::runtime_error("report: index.json names no statistics_text for " + name);
+  }
   static std::string seed_name(const std::string& name, int seed) {
     return seed == 0 ? name : "seeds/" + name + ".seed" + std::to_string(seed);
   }
@@ -149,24 +158,32 @@ struct RepeatedSentence {
 };
 
 RepeatedSentence repeated_sentence(const ModelFile& m, const std::string& sentence, int layer, int head) {
-  std::vector<int> ids = m.tokenizer.encode_ids(sentence + " " + sentence, true);
+  // Characters: <BOS>, the sentence (n), ' ', the sentence (n); the copies are n + 1 apart. A
+  // byte-pair token carries the space before a word, so sub-words read <BOS>, " sentence" (n),
+  // " sentence" (n), and both copies are the same n tokens, n apart.
+  const bool subword = m.tokenizer.kind() == Tokenizer::Kind::Bpe;
+  std::vector<int> ids = m.tokenizer.encode_ids(subword ? " " + sentence + " " + sentence : sentence + " " + sentence, true);
   const int T = static_cast<int>(ids.size());
   if (T > m.cfg.n_ctx) throw std::runtime_error("report: the repeated sentence is longer than the context");
+  const int n = subword ? (T - 1) / 2 : (T - 2) / 2;
+  const int a1 = 1, a2 = subword ? n + 1 : n + 2;  // the first token of each copy
+  if (subword && (T != 2 * n + 1 || !std::equal(ids.begin() + a1, ids.begin() + a1 + n, ids.begin() + a2)))
+    throw std::runtime_error("report: the two copies of a sentence tokenize differently: " + sentence);
   ActivationCache<float> cache;
   forward(m.params, ids, 1, T, cache);
   LossResult lr = loss_from_logits(cache, next_token_batch(ids, 1, T));
-  // ids: <BOS>, sentence (n), ' ', sentence (n). Loss index t predicts token t+1.
-  const int n = (T - 2) / 2;
+  // Loss index t predicts token t+1.
   RepeatedSentence r;
-  for (int t = 0; t < n; ++t) r.first += lr.per_token[t];               // predicts tokens 1..n
-  for (int t = n + 1; t < 2 * n + 1; ++t) r.second += lr.per_token[t];  // predicts tokens n+2..2n+1
+  for (int t = a1 - 1; t < a1 - 1 + n; ++t) r.first += lr.per_token[t];
+  for (int t = a2 - 1; t < a2 - 1 + n; ++t) r.second += lr.per_token[t];
   r.first /= n, r.second /= n;
-  // Queries at the second occurrence's tokens n+2..2n+1: the earlier copy of token t is t-n-1,
-  // so the token to copy sits at t-n.
+  // Queries at the second copy's tokens a2..T-1: the earlier copy of token t is t - (a2 - a1),
+  // so the token to copy sits one after it.
+  const int period = a2 - a1;
   const float* P = cache.layers[layer].pattern.data.data() + static_cast<std::size_t>(head) * T * T;
-  for (int t = n + 2; t < T; ++t) {
+  for (int t = a2; t < T; ++t) {
     const float* row = P + static_cast<std::size_t>(t) * T;
-    r.target += row[t - n];
+    r.target += row[t - period + 1];
     r.bos += row[0];
     for (int j = 2; j <= t; ++j) {
       if (ids[j - 1] != ids[t]) continue;
@@ -174,7 +191,7 @@ RepeatedSentence repeated_sentence(const ModelFile& m, const std::string& senten
       if (ids[j - 2] == ids[t - 1]) r.match2 += row[j];
     }
   }
-  const double q = T - (n + 2);
+  const double q = T - a2;
   r.target /= q, r.bos /= q, r.match1 /= q, r.match2 /= q;
   return r;
 }
@@ -814,8 +831,9 @@ void write_training_claims(const TrainingFigures& f, json& claims, bool icl_row 
 
 // A repeated sentence of held-out text is predicted far better the second time (seed 004; the
 // bar of half the loss is this project's).
-void write_repeat_claim(const RepeatFigures& f, json& claims) {
+void write_repeat_claim(const RepeatFigures& f, json& claims, const std::string& id_suffix) {
   const std::string k = std::to_string(f.n_sentences);
+  const std::string unit = id_suffix.empty() ? "character" : "token";
   std::string measured = "the first " + k + " held-out sentences of 60-100 characters, each written twice, e.g. \"" + f.first_sentence + "\"";
   std::string verdicts;
   json seeds = json::array();
@@ -823,8 +841,8 @@ void write_repeat_claim(const RepeatFigures& f, json& claims) {
     const std::string& name = r.name;
     measured += "; " + name + ": median ratio " + f2(r.median) + " (" + std::to_string(r.halved) + " of " + k +
                 " sentences at most 0.5; first sentence " + f3(r.first_a) + " -> " + f3(r.first_b) +
-                " nats per character); while reading the second copy its induction head " + r.head + " puts " + f2(r.target) +
-                " of its attention on the token to copy, " + f2(r.match1) + " on positions after the current character (" +
+                " nats per " + unit + "); while reading the second copy its induction head " + r.head + " puts " + f2(r.target) +
+                " of its attention on the token to copy, " + f2(r.match1) + " on positions after the current " + unit + " (" +
                 f2(r.match2) + " after the last two) and " + f2(r.bos) + " on <BOS>";
     std::vector<bool> ok;
     for (const auto& s : r.seeds) ok.push_back(s.median <= 0.5);
@@ -839,10 +857,13 @@ void write_repeat_claim(const RepeatFigures& f, json& claims) {
     for (const auto& s : r.seeds)
       seeds.push_back({{"model", name}, {"seed", s.seed}, {"head", s.head}, {"median", s.median}, {"halved", s.halved}, {"meets", s.median <= 0.5}});
   }
-  claims.push_back(claim("repeat-sentence", kInductionSeed,
-                         "A repeated sentence of held-out text is predicted far better the second time (char-2l, char-1l-smeared, char-2l-smeared)",
+  std::string names;
+  for (const RepeatModelFigures& r : f.models) names += (names.empty() ? "" : ", ") + r.name;
+  claims.push_back(claim("repeat-sentence" + id_suffix, kInductionSeed,
+                         "A repeated sentence of held-out text is predicted far better the second time (" + names +
+                             (id_suffix.empty() ? ")" : "; sub-word tokens on natural text)"),
                          "second occurrence at most half the loss of the first (this project's bar)", measured, verdicts,
-                         "#view=induction&model=char-2l"));
+                         "#view=induction&model=" + f.models.at(0).name));
   claims.back()["seeds"] = seeds;
 }
 
@@ -918,81 +939,148 @@ const IclPoint* icl_point_at_or_before(const SubwordIclFigures::Model& m, int st
 }
 std::string icl_pm(const IclPoint& p) { return fmt("%+.3f", p.icl) + " ± " + f3(p.se); }
 
-void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
+// One run's ICL figures judged: the shipped run's text and verdict, and whether each claim holds.
+struct IclJudgement {
+  std::string measured, verdict;
+  bool measured_before = false;  // a snapshot before bpe-2l's phase change was scored
+  bool two_layer = false;        // the 2-layer score jumps (the verdict "reproduced")
+  bool one_layer = true;         // the 1-layer model without smeared keys does not rise
+  int before_step = -1, end_step = -1;
+  std::string figures;           // "bpe-2l -0.051 ± 0.018 -> -0.064 ± 0.019; ..." (every model)
+  json models = json::array();   // [{model, before, before_se, after, after_se}]
+};
+
+IclJudgement judge_subword_icl(const SubwordIclFigures& f) {
+  IclJudgement j;
   const int pc = f.phase_change;
   const SubwordIclFigures::Model& two = f.models.at(0);
+  const IclPoint* b = pc >= 0 ? icl_point_at_or_before(two, pc - 1) : nullptr;
+  if (!b) {
+    j.measured = pc < 0 ? "no phase change in bpe-2l (no head's prefix matching reaches 0.1); at the end:"
+                        : "the ICL file of bpe-2l has no snapshot before the phase change at step " + std::to_string(pc) + "; at the end:";
+    for (const auto& m : f.models) j.measured += " " + m.name + " " + icl_pm(m.points.back()) + ";";
+    j.verdict = "not measured: no before and after";
+    j.two_layer = false;
+    return j;
+  }
+  j.measured_before = true;
+  const IclPoint& a = two.points.back();
+  j.before_step = b->step;
+  j.end_step = a.step;
+  std::string others;
+  for (const auto& m : f.models) {
+    const IclPoint* mb = icl_point_at_or_before(m, b->step);
+    if (!mb) throw std::runtime_error("report: the ICL file of " + m.name + " (seed " + std::to_string(f.seed) + ") has no snapshot at or before step " +
+                                      std::to_string(b->step));
+    const IclPoint& ma = m.points.back();
+    j.figures += (j.figures.empty() ? "" : "; ") + m.name + " " + icl_pm(*mb) + " -> " + icl_pm(ma);
+    j.models.push_back({{"model", m.name}, {"before_step", mb->step}, {"before", mb->icl}, {"before_se", mb->se}, {"after", ma.icl}, {"after_se", ma.se}});
+    const double fall = ma.icl - mb->icl;
+    if (m.n_layers == 1 && !m.smeared) {
+      j.one_layer = fall > -kIclNoRise;
+      others += "; 1-layer (" + m.name + "): " + (j.one_layer ? "no such rise, reproduced" : "falls by " + f3(-fall) + ", not reproduced");
+    }
+    if (m.n_layers == 0)
+      others += "; 0-layer control: " + std::string(std::abs(ma.icl) <= 3 * ma.se ? "0 within 3 standard errors" : "not 0 (" + icl_pm(ma) + ")");
+  }
+  j.measured = "phase change of bpe-2l at step " + std::to_string(pc) + "; at step " + std::to_string(b->step) + " (the last snapshot before it) -> step " +
+               std::to_string(a.step) + " (the end): " + j.figures;
+  const double fall = a.icl - b->icl, se = std::sqrt(a.se * a.se + b->se * b->se);
+  const bool significant = fall < -3 * se;
+  j.two_layer = significant && b->icl > -kIclBefore && a.icl <= -kIclAfter;
+  std::string v;
+  if (j.two_layer) v = "reproduced";
+  else if (significant) v = "partly reproduced: the score falls by " + f3(-fall) + " ± " + f3(se) + " nats, but it is " + fmt("%+.3f", b->icl) +
+                            " before (the paper: above -" + f2(kIclBefore) + ") and " + fmt("%+.3f", a.icl) + " after (the paper: about -0.4)";
+  else v = "not reproduced: no significant fall (" + fmt("%+.3f", fall) + " ± " + f3(se) + " nats)";
+  j.verdict = "2-layer: " + v + others;
+  return j;
+}
+
+void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   int windows = 0;
   double worst_se = 0;
-  for (const auto& m : f.models)
-    for (const auto& p : m.points) windows = std::max(windows, p.windows), worst_se = std::max(worst_se, p.se);
+  for (const SubwordIclFigures& run : f.seeds)
+    for (const auto& m : run.models)
+      for (const auto& p : m.points) windows = std::max(windows, p.windows), worst_se = std::max(worst_se, p.se);
   const std::string score = "ICL score (loss at token " + std::to_string(f.icl_late) + " minus token " + std::to_string(f.icl_early) +
                             ", mean ± standard error over " + std::to_string(windows) + " evenly spaced held-out windows; largest standard error " +
                             f3(worst_se) + ")";
-  std::string measured, v;
-  const IclPoint* b = pc >= 0 ? icl_point_at_or_before(two, pc - 1) : nullptr;
-  if (!b) {
-    measured = pc < 0 ? "no phase change in bpe-2l (no head's prefix matching reaches 0.1); " + score + " at the end:"
-                      : "bpe-2l.icl.json has no snapshot before the phase change at step " + std::to_string(pc) + "; " + score + " at the end:";
-    for (const auto& m : f.models) measured += " " + m.name + " " + icl_pm(m.points.back()) + ";";
-    v = "not measured: no before and after";
-  } else {
-    const IclPoint& a = two.points.back();
-    measured = "phase change of bpe-2l at step " + std::to_string(pc) + "; " + score + " at step " + std::to_string(b->step) +
-               " (the last snapshot before it) -> step " + std::to_string(a.step) + " (the end):";
-    std::string others;
-    for (const auto& m : f.models) {
-      const IclPoint* mb = icl_point_at_or_before(m, b->step);
-      if (!mb) throw std::runtime_error("report: " + m.name + ".icl.json has no snapshot at or before step " + std::to_string(b->step));
-      const IclPoint& ma = m.points.back();
-      measured += " " + m.name + " " + icl_pm(*mb) + " -> " + icl_pm(ma) + ";";
-      const double fall = ma.icl - mb->icl;
-      if (m.n_layers == 1 && !m.smeared)
-        others += "; 1-layer (" + m.name + "): " + (fall > -kIclNoRise ? "no such rise, reproduced" : "falls by " + f3(-fall) + ", not reproduced");
-      if (m.n_layers == 0)
-        others += "; 0-layer control: " + std::string(std::abs(ma.icl) <= 3 * ma.se ? "0 within 3 standard errors" : "not 0 (" + icl_pm(ma) + ")");
-    }
-    const double fall = a.icl - b->icl, se = std::sqrt(a.se * a.se + b->se * b->se);
-    const bool significant = fall < -3 * se;
-    if (significant && b->icl > -kIclBefore && a.icl <= -kIclAfter) v = "reproduced";
-    else if (significant) v = "partly reproduced: the score falls by " + f3(-fall) + " ± " + f3(se) + " nats, but it is " + fmt("%+.3f", b->icl) +
-                              " before (the paper: above -" + f2(kIclBefore) + ") and " + fmt("%+.3f", a.icl) + " after (the paper: about -0.4)";
-    else v = "not reproduced: no significant fall (" + fmt("%+.3f", fall) + " ± " + f3(se) + " nats)";
-    v = "2-layer: " + v + others;
+  const IclJudgement shipped = judge_subword_icl(f);
+  std::string measured = score + ": " + shipped.measured, v = shipped.verdict;
+  json seeds = json::array();
+  std::vector<bool> two_ok, one_ok;
+  std::string spread;
+  for (const SubwordIclFigures& run : f.seeds) {
+    const IclJudgement j = run.seed == 0 ? shipped : judge_subword_icl(run);
+    two_ok.push_back(j.two_layer);
+    one_ok.push_back(j.one_layer);
+    seeds.push_back({{"seed", run.seed}, {"phase_change", run.phase_change}, {"before_step", j.before_step}, {"end_step", j.end_step},
+                     {"models", j.models}, {"meets_two_layer", j.two_layer}, {"meets_one_layer", j.one_layer}});
+    if (run.seed == 0) continue;
+    spread += "; seed " + std::to_string(run.seed) + ": " +
+              (j.measured_before ? "phase change at step " + std::to_string(run.phase_change) + ", step " + std::to_string(j.before_step) + " -> " +
+                                       std::to_string(j.end_step) + ": " + j.figures
+                                 : j.measured);
+  }
+  if (f.seeds.size() > 1) {
+    measured += "; the other training seeds (each model retrained with the seed; the snapshot before that seed's bpe-2l phase change and the end)" +
+                spread;
+    v = "2-layer jump: " + seeds_verdict(two_ok) + "; 1-layer no rise: " + seeds_verdict(one_ok) + ". Shipped seed: " + v;
   }
   claims.push_back(claim("icl-jump-bpe", kInductionSeed,
                          "On natural text with sub-word tokens the in-context-learning score improves sharply at the phase change of a two-layer "
                          "model, and not in a one-layer model (bpe-2l, bpe-1l-smeared, bpe-1l; bpe-0l is the control)",
                          "below 0.15 nats before, about 0.4 after (tokens 500 and 50; 2+ layers); 1-layer models never", measured, v,
                          "#view=training&model=bpe-2l"));
+  claims.back()["seeds"] = seeds;
 }
 
+SubwordIclFigures::Model read_icl_file(const Zoo& zoo, const std::string& name, int seed, int early, int late) {
+  SubwordIclFigures::Model m;
+  m.name = name;
+  const std::string stem = Zoo::seed_name(name, seed);
+  const ModelFile mf = zoo.load(stem);
+  m.n_layers = mf.cfg.n_layers;
+  m.smeared = mf.cfg.smeared_keys;
+  const json j = json::parse(read_text(zoo.dir + "/" + stem + ".icl.json"));
+  if (!j.is_array() || j.empty()) throw std::runtime_error("report: " + stem + ".icl.json must be a non-empty array");
+  for (const auto& r : j) {
+    IclPoint p;
+    p.step = r.at("step").get<int>();
+    p.icl = r.at("icl").get<double>();
+    p.se = r.at("se").get<double>();
+    p.windows = r.at("windows").get<int>();
+    if (r.at("early").get<int>() != early || r.at("late").get<int>() != late)
+      throw std::runtime_error("report: " + stem + ".icl.json scores tokens " + std::to_string(r.at("late").get<int>()) + " and " +
+                               std::to_string(r.at("early").get<int>()) + ", not the training metrics' " + std::to_string(late) + " and " +
+                               std::to_string(early));
+    m.points.push_back(p);
+  }
+  std::sort(m.points.begin(), m.points.end(), [](const IclPoint& a, const IclPoint& b) { return a.step < b.step; });
+  return m;
+}
+
+// two_layer: bpe-2l's training figures, with .seeds (the shipped run first). Each extra seed's
+// ICL files cover the models trained with that seed (scripts/train-models.sh trains bpe-2l,
+// bpe-1l-smeared and bpe-1l with seeds 1 and 2; bpe-0l, the control, with the shipped seed only).
 SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two_layer) {
   SubwordIclFigures f;
-  f.phase_change = two_layer.phase_change;
-  f.icl_early = two_layer.icl_early;
-  f.icl_late = two_layer.icl_late;
-  for (const char* name : {"bpe-2l", "bpe-1l-smeared", "bpe-1l", "bpe-0l"}) {
-    SubwordIclFigures::Model m;
-    m.name = name;
-    const ModelFile mf = zoo.load(name);
-    m.n_layers = mf.cfg.n_layers;
-    m.smeared = mf.cfg.smeared_keys;
-    const json j = json::parse(read_text(zoo.dir + "/" + name + ".icl.json"));
-    if (!j.is_array() || j.empty()) throw std::runtime_error("report: " + std::string(name) + ".icl.json must be a non-empty array");
-    for (const auto& r : j) {
-      IclPoint p;
-      p.step = r.at("step").get<int>();
-      p.icl = r.at("icl").get<double>();
-      p.se = r.at("se").get<double>();
-      p.windows = r.at("windows").get<int>();
-      if (r.at("early").get<int>() != f.icl_early || r.at("late").get<int>() != f.icl_late)
-        throw std::runtime_error("report: " + std::string(name) + ".icl.json scores tokens " + std::to_string(r.at("late").get<int>()) + " and " +
-                                 std::to_string(r.at("early").get<int>()) + ", not the training metrics' " + std::to_string(f.icl_late) +
-                                 " and " + std::to_string(f.icl_early));
-      m.points.push_back(p);
+  for (const TrainingFigures& t : two_layer.seeds) {
+    SubwordIclFigures run;
+    run.seed = t.seed;
+    run.phase_change = t.phase_change;
+    run.icl_early = two_layer.icl_early;
+    run.icl_late = two_layer.icl_late;
+    for (const char* name : {"bpe-2l", "bpe-1l-smeared", "bpe-1l", "bpe-0l"}) {
+      if (t.seed != 0 && !std::ifstream(zoo.dir + "/" + Zoo::seed_name(name, t.seed) + ".icl.json").good()) {
+        if (std::string(name) == "bpe-0l") continue;
+        throw std::runtime_error("report: " + Zoo::seed_name(name, t.seed) + ".icl.json is missing (scripts/train-models.sh writes it)");
+      }
+      run.models.push_back(read_icl_file(zoo, name, t.seed, run.icl_early, run.icl_late));
     }
-    std::sort(m.points.begin(), m.points.end(), [](const IclPoint& a, const IclPoint& b) { return a.step < b.step; });
-    f.models.push_back(m);
+    if (t.seed == 0) f = run;
+    f.seeds.push_back(run);
   }
   return f;
 }
@@ -1068,12 +1156,16 @@ ReportFigures measure_report(const std::string& models_dir) {
   for (const char* name : {"char-2l", "char-1l-smeared", "char-2l-smeared"}) f.repeat.models.push_back(measure_repeat(zoo, name, hs, sentences));
   f.k_composition = measure_k_composition(zoo, hs["char-2l"]);
   f.copying = measure_copying(zoo, "char-1l");
-  f.leading_terms = measure_leading_terms(zoo, "char-1l", "corpus/train.txt", {0, 250, 500, 1000, 2000, 6000});
+  f.leading_terms = measure_leading_terms(zoo, "char-1l", zoo.statistics_text("char-1l"), {0, 250, 500, 1000, 2000, 6000});
   const std::pair<const char*, bool> subword_runs[] = {{"bpe-2l", true}, {"bpe-1l-smeared", true}, {"bpe-1l", false}};
   for (const auto& [name, expect_phase_change] : subword_runs) f.subword_training.push_back(measure_training(zoo, name, expect_phase_change));
   f.subword_icl = measure_subword_icl(zoo, f.subword_training[0]);
+  const std::vector<std::string> subword_sentences = held_out_sentences(read_text(models_dir + "/corpus/gutenberg-valid.txt"), 50);
+  f.subword_repeat.n_sentences = subword_sentences.size();
+  f.subword_repeat.first_sentence = subword_sentences[0];
+  for (const char* name : {"bpe-2l", "bpe-1l-smeared"}) f.subword_repeat.models.push_back(measure_repeat(zoo, name, hs, subword_sentences));
   f.subword_copying = measure_copying(zoo, "bpe-1l");
-  f.subword_leading_terms = measure_leading_terms(zoo, "bpe-1l", "corpus/gutenberg-valid.txt", kSubwordLeadingSteps);
+  f.subword_leading_terms = measure_leading_terms(zoo, "bpe-1l", zoo.statistics_text("bpe-1l"), kSubwordLeadingSteps);
   return f;
 }
 
@@ -1083,12 +1175,13 @@ json report_json(const ReportFigures& f) {
   for (const TemplateFigures& t : f.templates) write_template_claims(t, claims);
   json char_scores = write_induction_claims(f, claims);
   for (const TrainingFigures& t : f.training) write_training_claims(t, claims);
-  write_repeat_claim(f.repeat, claims);
+  write_repeat_claim(f.repeat, claims, "");
   write_k_composition_claim(f.k_composition, claims);
   write_copying_claims(f.copying, claims, "");
   write_leading_terms_claim(f.leading_terms, claims, "");
   for (const TrainingFigures& t : f.subword_training) write_training_claims(t, claims, false);
   write_subword_icl_claim(f.subword_icl, claims);
+  write_repeat_claim(f.subword_repeat, claims, "-bpe");
   write_copying_claims(f.subword_copying, claims, "-bpe");
   write_leading_terms_claim(f.subword_leading_terms, claims, "-bpe");
   return {{"claims", claims}, {"char_scores", char_scores}};

@@ -168,6 +168,11 @@ struct SubwordIclFigures {
   std::vector<Model> models;  // bpe-2l first
   int phase_change = -1;      // bpe-2l's, from its training metrics
   int icl_early = 0, icl_late = 0;  // the score's token positions (the training metrics')
+  int seed = 0;               // the training seed (0: the shipped models)
+  // The shipped run first (models/NAME.icl.json, the four models), then each extra training
+  // seed (models/seeds/NAME.seedN.icl.json, the models trained with that seed); the top level's
+  // own fields are the shipped run's.
+  std::vector<SubwordIclFigures> seeds;
 };
 
 struct ReportFigures {
@@ -183,6 +188,7 @@ struct ReportFigures {
   // with its standard error at the snapshots, and the copying statistic of the one-layer model.
   std::vector<TrainingFigures> subword_training;
   SubwordIclFigures subword_icl;
+  RepeatFigures subword_repeat;  // bpe-2l and bpe-1l-smeared on sentences of the held-out books
   CopyingFigures subword_copying;
   LeadingTermsFigures subword_leading_terms;
 };

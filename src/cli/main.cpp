@@ -139,13 +139,16 @@ const std::map<std::string, std::string> kHelp = {
      "  --json prints the curve (every head) as JSON; --out FILE also writes it there (the report reads\n"
      "  models/char-1l.leading.json). Deterministic for a recipe, its options and the kernel.\n"},
     {"icl",
-     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--json]\n"
+     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--before-phase-change METRICS] [--json]\n"
      "  The in-context-learning score (induction-heads seed, 004) on held-out text: the loss at token B\n"
      "  (default 500) minus the loss at token A (default 50), averaged over N evenly spaced windows of the\n"
      "  text (default 1000; they overlap when the text is short), with its standard error over the windows.\n"
      "  Each window is <BOS> and B+1 tokens. The same definition as the training metrics' icl and icl_se.\n"
      "  Several models (e.g. a run's snapshots) are scored on the same windows. --json prints\n"
-     "  [{model, step (the training step the file records, if any), icl, se, windows, early, late}].\n"},
+     "  [{model, step (the training step the file records, if any), icl, se, windows, early, late}].\n"
+     "  --before-phase-change METRICS scores only two of the files: the last whose step comes before the\n"
+     "  phase change of the run in METRICS (a NAME.metrics.json; best head's prefix matching passes half its\n"
+     "  final value) and the one with the largest step.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -511,7 +514,8 @@ int cmd_leading(int argc, char** argv) {
 }
 
 int cmd_icl(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true}, {"--json", false}});
+  Args a = parse_args(argc, argv, 2, {{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true}, {"--json", false},
+                                      {"--before-phase-change", true}});
   if (a.positional.empty()) throw UsageError("icl takes one or more model files");
   if (!a.opts.count("--file")) throw UsageError("icl needs --file TEXT, the held-out text to score");
   const int windows = a.opts.count("--windows") ? to_int(a.opts["--windows"], "--windows", 1, 1000000) : 1000;
@@ -520,10 +524,42 @@ int cmd_icl(int argc, char** argv) {
   const int batch = a.opts.count("--batch") ? to_int(a.opts["--batch"], "--batch", 1, 1024) : 16;
   if (late <= early) throw UsageError("--late must be above --early");
   const std::string text = read_file(a.opts["--file"]);
+  // The training step a file records (a snapshot's or a finished run's), or -1.
+  auto step_of = [](const cs::ModelFile& m) {
+    return m.info.is_object() && m.info.contains("step") && m.info["step"].is_number_integer() ? m.info["step"].get<int>() : -1;
+  };
+  std::vector<std::string> paths = a.positional;
+  if (a.opts.count("--before-phase-change")) {
+    // Keep two files: the last whose step comes before the run's phase change (the core's one
+    // definition, phase_change() over the metrics' records) and the one with the largest step.
+    const std::string mpath = a.opts["--before-phase-change"];
+    json mt;
+    const std::string mtext = read_file(mpath);
+    try {
+      mt = json::parse(mtext);
+    } catch (const json::exception& e) {
+      throw std::runtime_error("metrics file " + mpath + " " + cs::json_parse_problem(mtext, e));
+    }
+    if (!mt.is_object() || !mt.contains("records") || !mt["records"].is_array())
+      throw std::runtime_error(mpath + ": not a metrics file (it has no \"records\" list)");
+    const auto pc = cs::phase_change(mt["records"]);
+    if (!pc) throw std::runtime_error(mpath + ": this run has no phase change (no head's prefix matching reaches " +
+                                                     std::to_string(cs::kMinInductionScore).substr(0, 3) + ")");
+    int before = -1, end = -1, before_step = -1, end_step = -1;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+      const int s = step_of(cs::load_model_file(paths[i]));
+      if (s < 0) throw std::runtime_error(paths[i] + ": the file records no training step, so it cannot be placed before or after the phase change");
+      if (s < pc->step && s > before_step) before = static_cast<int>(i), before_step = s;
+      if (s > end_step) end = static_cast<int>(i), end_step = s;
+    }
+    if (before < 0)
+      throw std::runtime_error("no file comes before the phase change at step " + std::to_string(pc->step) + " of " + mpath);
+    paths = {paths[before], paths[end]};
+  }
   json out = json::array();
   std::string tok_json;
   std::vector<cs::Batch> batches;
-  for (const std::string& path : a.positional) {
+  for (const std::string& path : paths) {
     cs::ModelFile m = cs::load_model_file(path);
     if (late + 2 > m.cfg.n_ctx)
       throw std::runtime_error(path + ": the score needs windows of " + std::to_string(late + 2) + " tokens but this model's context holds " +
@@ -537,7 +573,7 @@ int cmd_icl(int argc, char** argv) {
     }
     const cs::IclEstimate e = cs::icl_over_batches(m.params, batches, early, late);
     json row = {{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}, {"early", early}, {"late", late}};
-    if (m.info.is_object() && m.info.contains("step") && m.info["step"].is_number_integer()) row["step"] = m.info["step"];
+    if (step_of(m) >= 0) row["step"] = step_of(m);
     out.push_back(row);
     if (!a.opts.count("--json")) std::printf("%s  ICL %+.4f +- %.4f nats (%d windows, loss at token %d minus token %d)\n", path.c_str(), e.mean, e.se, e.n, late, early);
   }

@@ -872,34 +872,39 @@ test('theme: the header\'s auto / light / dark control recolours the page and it
   }
 });
 
-test('training: the gradient leading terms of char-1l from small weights (the committed curve) and over its snapshots, measured when asked, as the report measures them', async (t) => {
-  const { context, page, check } = await openView('cs-training', { model: 'char-1l' });
-  try {
-    await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
-    const panel = 'cs-training section[data-panel="training-leading"]';
-    // The seed's own setting, drawn from the committed curve (models/char-1l.leading.json) at once.
-    await page.waitForSelector(`${panel} .cs-leading-small-chart figure.cs-uplot canvas`, { timeout: 60_000 });
-    const curve = await page.evaluate(async () => (await fetch('/models/char-1l.leading.json')).json());
-    const last = curve.points.at(-1);
-    const status = await page.$eval(`${panel} .cs-leading-small`, (e) => e.textContent);
-    assert.equal(status, `Step ${last.step}: direct path ${last.direct.toFixed(3)}, W_U Gram ${last.unembed_gram.toFixed(3)}.`);
-    await page.click(`${panel} .cs-leading-measure`);
-    await page.waitForSelector(`${panel} [data-measured="true"]`, { timeout: 120_000 });
-    await page.waitForSelector(`${panel} figure.cs-uplot canvas`);
-    const rows = parseCSV(await downloadText(page, `${panel} .cs-leading-csv`));
-    t.diagnostic(`leading terms of char-1l: ${rows.slice(1).map((r) => `step ${r[0]}: direct ${Number(r[1]).toFixed(2)}`).join(', ')}`);
-    assert.equal(rows[0][1], 'direct_path_cosine');
-    const snaps = await page.evaluate(async () => (await (await fetch('/models/manifest.json')).json()).snapshots['char-1l']);
-    assert.equal(rows.length, 1 + snaps.length + 1, 'every snapshot and the final model');
-    // The report's figures for char-1l (models/report.json: the direct path at step 250 and 6000).
-    const byStep = new Map(rows.slice(1).map((r) => [Number(r[0]), Number(r[1])]));
-    assert.ok(Math.abs(byStep.get(250) - 0.51) < 0.006, `step 250: ${byStep.get(250)}`);
-    assert.ok(Math.abs(byStep.get(6000) - 0.34) < 0.006, `step 6000: ${byStep.get(6000)}`);
-    await check(t);
-  } finally {
-    await context.close();
-  }
-});
+// The report's leading-terms rows state the direct path's cosine at each shipped snapshot, counted
+// on the text models/index.json names ("step 250 direct 0.51, ..."): the panel must give the same.
+for (const [name, row] of [['char-1l', 'leading-terms'], ['bpe-1l', 'leading-terms-bpe']]) {
+  test(`training: the gradient leading terms of ${name} from small weights (the committed curve) and over its snapshots, measured when asked, as the report measures them`, async (t) => {
+    const { context, page, check } = await openView('cs-training', { model: name });
+    try {
+      await page.waitForSelector('cs-training[data-ready="true"]', { timeout: 60_000 });
+      const panel = 'cs-training section[data-panel="training-leading"]';
+      // The seed's own setting, drawn from the committed curve (models/NAME.leading.json) at once.
+      await page.waitForSelector(`${panel} .cs-leading-small-chart figure.cs-uplot canvas`, { timeout: 60_000 });
+      const curve = await page.evaluate(async (n) => (await fetch(`/models/${n}.leading.json`)).json(), name);
+      const last = curve.points.at(-1);
+      const status = await page.$eval(`${panel} .cs-leading-small`, (e) => e.textContent);
+      assert.equal(status, `Step ${last.step}: direct path ${last.direct.toFixed(3)}, W_U Gram ${last.unembed_gram.toFixed(3)}.`);
+      await page.click(`${panel} .cs-leading-measure`);
+      await page.waitForSelector(`${panel} [data-measured="true"]`, { timeout: 240_000 });
+      await page.waitForSelector(`${panel} figure.cs-uplot canvas`);
+      const rows = parseCSV(await downloadText(page, `${panel} .cs-leading-csv`));
+      t.diagnostic(`leading terms of ${name}: ${rows.slice(1).map((r) => `step ${r[0]}: direct ${Number(r[1]).toFixed(2)}`).join(', ')}`);
+      assert.equal(rows[0][1], 'direct_path_cosine');
+      const snaps = await page.evaluate(async (n) => (await (await fetch('/models/manifest.json')).json()).snapshots[n], name);
+      assert.equal(rows.length, 1 + snaps.length + 1, 'every snapshot and the final model');
+      const report = JSON.parse(readFileSync(path.join(root, 'models', 'report.json'), 'utf8')).claims.find((c) => c.id === row);
+      const stated = [...report.measured.matchAll(/step (\d+) direct (-?[\d.]+)/g)].map((m) => [Number(m[1]), Number(m[2])]);
+      assert.ok(stated.length >= 3, `the report's ${row} row states the snapshots' cosines: ${report.measured}`);
+      const byStep = new Map(rows.slice(1).map((r) => [Number(r[0]), Number(r[1])]));
+      for (const [step, cosine] of stated) assert.ok(Math.abs(byStep.get(step) - cosine) < 0.006, `${name} step ${step}: ${byStep.get(step)}, the report ${cosine}`);
+      await check(t);
+    } finally {
+      await context.close();
+    }
+  });
+}
 
 test('training in the page: the IOI recipe advances, pauses, downloads a model that loads back', async (t) => {
   const missing = ['char-2l'].filter((n) => !siteHas(`models/${n}.metrics.json`)).flatMap((n) => [`/models/${n}.metrics.json`, `/models/${n}.safetensors`]);

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, readdirSync } from 'node:fs';
 
 const CLI = 'build/native/circuitscope';
 
@@ -84,7 +84,7 @@ test('the leading-terms row: its curve file is what circuitscope leading measure
   assert.ok(row.measured.includes(`step ${last.step}: direct path ${last.direct.toFixed(3)}`), row.measured);
 });
 
-// The training seeds of a character recipe the report reads: seed 0 (the shipped run,
+// The training seeds of a recipe the report reads: seed 0 (the shipped run,
 // models/NAME.metrics.json) and models/seeds/NAME.seedN.metrics.json for N = 1, 2, ...
 function trainingSeeds(name) {
   const files = [`models/${name}.metrics.json`];
@@ -95,23 +95,31 @@ function trainingSeeds(name) {
 const f3 = (x) => x.toFixed(3);
 const count = (xs) => xs.filter(Boolean).length;
 
-test('the induction claims over training seeds: at least 3 seeds, each seed\'s figures from its metrics file, the verdict counting them', () => {
+test('the induction claims over training seeds (character and sub-word models): at least 3 seeds, each seed\'s figures from its metrics file, the verdict counting them', () => {
   const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
   const row = (id) => {
     const c = report.claims.find((x) => x.id === id);
     assert.ok(c, `no row ${id}`);
     return c;
   };
-  for (const [name, expect] of [['char-2l', true], ['char-1l-smeared', true], ['char-1l', false]]) {
+  // The sub-word models' two-layer and smeared rows have no per-run ICL row (their metrics' ICL
+  // curve is too noisy; the icl-jump-bpe row reads the dense icl files instead).
+  for (const [name, expect] of [['char-2l', true], ['char-1l-smeared', true], ['char-1l', false],
+    ['bpe-2l', true], ['bpe-1l-smeared', true], ['bpe-1l', false]]) {
     const metrics = trainingSeeds(name);
     assert.ok(metrics.length >= 3, `${name}: only ${metrics.length} training seeds in models/ and models/seeds/`);
-    const icl = row(`icl-${name}`);
+    const subword = name.startsWith('bpe-');
+    const iclRow = !subword || !expect;
+    const icl = row(iclRow ? `icl-${name}` : `phase-change-${name}`);
     assert.deepEqual(icl.seeds.map((s) => s.seed), metrics.map((_, i) => i), `${name}: the seeds the report read`);
     metrics.forEach((m, i) => {
       const s = icl.seeds[i];
       assert.equal(s.icl_first, m.records[0].icl, `${name} seed ${i}: ICL at step 0`);
       assert.equal(s.icl_last, m.records.at(-1).icl, `${name} seed ${i}: ICL at the end`);
-      assert.ok(icl.measured.includes(`${f3(s.icl_first)} -> ${f3(s.icl_last)}`), `${name} seed ${i}: ICL figures in the text`);
+      const withSe = typeof m.records[0].icl_se === 'number';
+      if (iclRow && !withSe) assert.ok(icl.measured.includes(`${f3(s.icl_first)} -> ${f3(s.icl_last)}`), `${name} seed ${i}: ICL figures in the text`);
+      if (iclRow && withSe) assert.ok(icl.measured.includes(`${f3(s.icl_first)} ± ${f3(m.records[0].icl_se)} -> ${f3(s.icl_last)} ± ${f3(m.records.at(-1).icl_se)}`),
+        `${name} seed ${i}: ICL figures in the text`);
       // A phase change is where the best head's prefix matching passes half its final value:
       // the record there must be at least half of the final best, the one before below it.
       if (s.phase_change >= 0) {
@@ -125,7 +133,7 @@ test('the induction claims over training seeds: at least 3 seeds, each seed\'s f
       assert.equal(s.meets_phase_change, expect ? s.phase_change >= 0 : s.phase_change < 0, `${name} seed ${i}`);
     });
     const n = metrics.length;
-    assert.ok(icl.verdict.includes(`${count(icl.seeds.map((s) => s.meets_icl))} of ${n} seeds`), `${name}: ${icl.verdict}`);
+    if (iclRow) assert.ok(icl.verdict.includes(`${count(icl.seeds.map((s) => s.meets_icl))} of ${n} seeds`), `${name}: ${icl.verdict}`);
     if (!expect) continue;
     const pc = row(`phase-change-${name}`);
     assert.ok(pc.verdict.includes(`${count(pc.seeds.map((s) => s.meets_phase_change))} of ${n} seeds`), `${name}: ${pc.verdict}`);
@@ -150,8 +158,9 @@ test('the induction claims over training seeds: at least 3 seeds, each seed\'s f
     }
     assert.ok(c.verdict.includes(`${count(c.seeds.map((s) => s.meets))} of ${n} seeds`), `${id}: ${c.verdict}`);
   }
-  const repeat = row('repeat-sentence');
-  for (const name of ['char-2l', 'char-1l-smeared']) {
+  for (const [id, name] of [['repeat-sentence', 'char-2l'], ['repeat-sentence', 'char-1l-smeared'], ['repeat-sentence-bpe', 'bpe-2l'],
+    ['repeat-sentence-bpe', 'bpe-1l-smeared']]) {
+    const repeat = row(id);
     const seeds = repeat.seeds.filter((s) => s.model === name);
     assert.deepEqual(seeds.map((s) => s.seed), trainingSeeds(name).map((_, i) => i), `${name}: every training seed's repeated-sentence ratio`);
     for (let i = 1; i < seeds.length; i++) assert.ok(existsSync(`models/seeds/${name}.seed${i}.safetensors`), `${name} seed ${i}: the model file`);
@@ -169,7 +178,7 @@ test('the sub-word ICL row: its figures are the models\' icl files at the last s
   const metrics = JSON.parse(readFileSync('models/bpe-2l.metrics.json', 'utf8'));
   const pc = report.claims.find((c) => c.id === 'phase-change-bpe-2l').seeds[0].phase_change;
   assert.ok(pc > 0, 'bpe-2l has a phase change');
-  assert.ok(row.measured.startsWith(`phase change of bpe-2l at step ${pc};`), row.measured);
+  assert.ok(row.measured.includes(`: phase change of bpe-2l at step ${pc};`), row.measured);
   const sign = (x) => (x >= 0 ? '+' : '-') + Math.abs(x).toFixed(3);
   for (const name of ['bpe-2l', 'bpe-1l-smeared', 'bpe-1l', 'bpe-0l']) {
     const icl = JSON.parse(readFileSync(`models/${name}.icl.json`, 'utf8')).sort((a, b) => a.step - b.step);
@@ -191,4 +200,49 @@ test('the sub-word ICL row: its figures are the models\' icl files at the last s
   { encoding: 'utf8', maxBuffer: 1 << 24 }))[0];
   assert.equal(fresh.windows, last.windows);
   assert.ok(Math.abs(fresh.icl - last.icl) < 1e-4 && Math.abs(fresh.se - last.se) < 1e-4, `bpe-0l: ${JSON.stringify(fresh)} vs ${JSON.stringify(last)}`);
+});
+
+test('the sub-word ICL row over training seeds: each seed\'s icl files hold the last snapshot before that seed\'s bpe-2l phase change and the end, and the verdict counts the seeds', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const row = report.claims.find((c) => c.id === 'icl-jump-bpe');
+  const pcs = report.claims.find((c) => c.id === 'phase-change-bpe-2l').seeds;
+  assert.ok(row.seeds.length >= 3, `only ${row.seeds.length} seeds in the icl-jump-bpe row`);
+  assert.deepEqual(row.seeds.map((s) => s.seed), pcs.map((s) => s.seed), 'the row covers every training seed of bpe-2l');
+  const sign = (x) => (x >= 0 ? '+' : '-') + Math.abs(x).toFixed(3);
+  for (const s of row.seeds) {
+    const pc = pcs.find((p) => p.seed === s.seed).phase_change;
+    assert.equal(s.phase_change, pc, `seed ${s.seed}`);
+    assert.ok(s.before_step < pc, `seed ${s.seed}: step ${s.before_step} comes before the phase change at ${pc}`);
+    const names = s.seed === 0 ? ['bpe-2l', 'bpe-1l-smeared', 'bpe-1l', 'bpe-0l'] : ['bpe-2l', 'bpe-1l-smeared', 'bpe-1l'];
+    assert.deepEqual(s.models.map((m) => m.model), names, `seed ${s.seed}: the models`);
+    for (const m of s.models) {
+      const file = s.seed === 0 ? `models/${m.model}.icl.json` : `models/seeds/${m.model}.seed${s.seed}.icl.json`;
+      const points = JSON.parse(readFileSync(file, 'utf8')).sort((a, b) => a.step - b.step);
+      const before = points.filter((p) => p.step <= s.before_step).at(-1), end = points.at(-1);
+      assert.equal(m.before_step, before.step, `${file}: the point before the phase change`);
+      assert.equal(m.before, before.icl, file);
+      assert.equal(m.after, end.icl, file);
+      for (const p of points) assert.ok(p.se <= 0.021 && p.windows >= 32768, `${file} step ${p.step}: ${p.windows} windows, standard error ${p.se}`);
+      assert.ok(row.measured.includes(`${m.model} ${sign(m.before)} ± ${m.before_se.toFixed(3)} -> ${sign(m.after)} ± ${m.after_se.toFixed(3)}`),
+        `${file}: its figures are not in the row`);
+      if (m.model === 'bpe-1l') assert.equal(s.meets_one_layer, m.after - m.before > -0.1, `seed ${s.seed}: bpe-1l`);
+    }
+  }
+  const n = row.seeds.length;
+  assert.ok(row.verdict.startsWith(`2-layer jump: `) && row.verdict.includes(`${count(row.seeds.map((s) => s.meets_two_layer))} of ${n} seeds`) &&
+    row.verdict.includes(`1-layer no rise: `), row.verdict);
+});
+
+test('circuitscope icl --before-phase-change scores the last snapshot before the run\'s phase change and the end, and refuses a run without one', () => {
+  const report = JSON.parse(readFileSync('models/report.json', 'utf8'));
+  const pc = report.claims.find((c) => c.id === 'phase-change-bpe-2l').seeds[0].phase_change;
+  const snaps = readdirSync('models/snapshots/bpe-2l').filter((f) => f.endsWith('.safetensors')).map((f) => `models/snapshots/bpe-2l/${f}`);
+  const steps = snaps.map((f) => Number(/step(\d+)/.exec(f)[1]));
+  const rows = JSON.parse(execFileSync(CLI, ['icl', 'models/bpe-2l.safetensors', ...snaps, '--before-phase-change', 'models/bpe-2l.metrics.json',
+    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '25', '--late', '250', '--windows', '8', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(rows.map((r) => r.step), [Math.max(...steps.filter((x) => x < pc)), 6000]);
+  const r = spawnSync(CLI, ['icl', 'models/bpe-0l.safetensors', '--before-phase-change', 'models/bpe-0l.metrics.json',
+    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '25', '--late', '250', '--windows', '8'], { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /this run has no phase change/);
 });

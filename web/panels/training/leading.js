@@ -1,11 +1,12 @@
 // Gradient leading terms over training (seed 002): how closely the learned tables follow the
 // corpus statistics that the first gradient steps predict, at every training snapshot of the
-// shipped run and for the final model. For each, the core's corpusStats() over the training
-// corpus (models/corpus/train.txt, window 8, as the Reproduction report measures it): the cosine
+// shipped run and for the final model. For each, the core's corpusStats() over the text
+// models/index.json names for the model (statistics_text: the character models' training corpus,
+// the sub-word models' held-out text; window 8, as the Reproduction report measures it): the cosine
 // of the row-centred direct path W_E W_U with the bigram term, and of each head's row-centred OV
 // table with the context term. A chart over training steps, the state's snapshot marked, and the
 // numbers as CSV. Above it, when models/index.json names a curve for the model ("leading":
-// char-1l.leading.json, written by `circuitscope leading`, the curve the report's leading-terms row
+// char-1l.leading.json or bpe-1l.leading.json, written by `circuitscope leading`, the curve the report's leading-terms row
 // reads), the seed's own setting: every step of full-batch gradient descent from small weights,
 // drawn as the file gives it.
 import { el } from '../../parts/dom.js';
@@ -18,24 +19,27 @@ import { fmt } from '../../parts/format.js';
 
 const WINDOW = 8;          // the context window of the report's measurement (src/report.cpp)
 const results = new Map();    // model name -> the measured data (once asked for)
-let corpus = null;            // Promise of the training corpus's text
+const texts = new Map();      // path under models/ -> Promise of the text
 
-/** The corpusStats() cosines of every snapshot of `name` and of its final model. */
-async function measure(name) {
+/** The corpusStats() cosines of every snapshot of `name` and of its final model, counted on the
+ * text models/index.json names for it (statistics_text; the report counts on the same file). */
+async function measure(name, statisticsText) {
   const run = await shippedRun(name);
   if (!run.snaps.length) return { name, none: `${name} has no training snapshots, so there is nothing to follow over training.` };
-  corpus ??= fetch(siteUrl('models/corpus/train.txt')).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`the corpus did not load (${r.status})`))));
-  const text = await corpus;
+  if (!statisticsText) return { name, none: `models/index.json names no text to count ${name}'s statistics on (statistics_text), so the leading terms cannot be measured.` };
+  if (!texts.has(statisticsText)) {
+    texts.set(statisticsText, fetch(siteUrl(`models/${statisticsText}`)).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`the text ${statisticsText} did not load (${r.status})`)))));
+  }
+  const text = await texts.get(statisticsText);
   const rows = [];
   for (const snapshot of [...run.snaps.map((s) => `step${s}`), null]) {
     const m = await getModel(name, snapshot ? { snapshot } : {});
-    if (m.tokenizer.kind !== 'char') return { name, none: `The leading terms are counted on the character corpus: ${name} is not a character model.` };
     const st = m.corpusStats(text, { window: WINDOW });
     const step = snapshot ? Number(snapshot.slice(4)) : Number(m.info.step ?? run.steps?.at(-1) ?? NaN);
     rows.push({ step, direct: st.direct_path_cosine, ov: Array.from(st.ov_cosine.data) });
   }
   const c = (await getModel(name)).config;
-  return { name, rows, L: c.n_layers, H: c.n_heads };
+  return { name, rows, L: c.n_layers, H: c.n_heads, statisticsText };
 }
 
 function csv(d) {
@@ -89,15 +93,15 @@ export default definePanel({
     const entry = (await getModelIndex()).find((e) => e.name === modelName);
     const curve = typeof entry?.leading === 'string' ? await getJSON(`models/${entry.leading}`) : null;
     const key = `${modelName}/${snapshot}/${!!done}/${!!curve}`;
-    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done, curve });
+    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done, curve, statisticsText: entry?.statistics_text ?? null });
     return shown.get(key);
   },
 
-  render({ name, snapshot, done, curve }) {
+  render({ name, snapshot, done, curve, statisticsText }) {
     const body = el('div', { class: 'cs-leading-snapshots' });
     const node = el('div', {},
       ...(curve?.points?.length ? smallInitFigure(curve) : []),
-      el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${WINDOW}), counted on the training corpus. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l).`),
+      el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${WINDOW}), counted on ${statisticsText ? `models/${statisticsText}` : 'the text models/index.json names'}. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l and bpe-1l).`),
       body);
     node.csData = done;
     node.csCurve = curve;
@@ -108,7 +112,7 @@ export default definePanel({
     const button = el('button', { type: 'button', class: 'cs-leading-measure', onclick: async () => {
       button.disabled = true;
       button.textContent = 'Measuring every snapshot…';
-      const d = await measure(name).catch((e) => ({ name, none: `The leading terms could not be measured: ${e.message}` }));
+      const d = await measure(name, statisticsText).catch((e) => ({ name, none: `The leading terms could not be measured: ${e.message}` }));
       results.set(name, d);
       node.csData = d;
       if (node.isConnected) body.replaceChildren(...figure(d, snapshot));
