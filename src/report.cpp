@@ -467,7 +467,7 @@ LeadingTermsFigures measure_leading_terms(const Zoo& zoo, const std::string& nam
                                                   : zoo.dir + "/snapshots/" + name + "/step" + std::to_string(step) + ".safetensors";
     ModelFile snap = load_model_file(path);
     double d = direct_path_cosine(snap.params, st), ov = 0;
-    for (int h = 0; h < snap.cfg.n_heads; ++h) ov = std::max(ov, ov_cosine(snap.params, st, 0, h));
+    for (double x : ov_cosines(snap.params, st)) ov = std::max(ov, x);  // one layer: its heads
     f.steps.push_back({step, d, ov});
   }
   // The seed's measurement, committed by scripts/train-models.sh (models/README.md).
@@ -931,7 +931,7 @@ void write_copying_claims(const CopyingFigures& f, json& claims, const std::stri
 // same steps. The zero-layer model is the control: its score should be 0 within 3 standard errors.
 constexpr double kIclBefore = 0.15, kIclAfter = 0.3, kIclNoRise = 0.1;
 
-const IclPoint* icl_point_at_or_before(const SubwordIclFigures::Model& m, int step) {
+const IclPoint* icl_point_at_or_before(const SubwordIclRun::Model& m, int step) {
   const IclPoint* best = nullptr;
   for (const IclPoint& p : m.points)
     if (p.step <= step) best = &p;
@@ -942,28 +942,25 @@ std::string icl_pm(const IclPoint& p) { return fmt("%+.3f", p.icl) + " ± " + f3
 // One run's ICL figures judged: the shipped run's text and verdict, and whether each claim holds.
 struct IclJudgement {
   std::string measured, verdict;
-  bool measured_before = false;  // a snapshot before bpe-2l's phase change was scored
   bool two_layer = false;        // the 2-layer score jumps (the verdict "reproduced")
   bool one_layer = true;         // the 1-layer model without smeared keys does not rise
-  int before_step = -1, end_step = -1;
+  int before_step = -1, end_step = -1;  // before_step >= 0: a snapshot before bpe-2l's phase change was scored
   std::string figures;           // "bpe-2l -0.051 ± 0.018 -> -0.064 ± 0.019; ..." (every model)
   json models = json::array();   // [{model, before, before_se, after, after_se}]
 };
 
-IclJudgement judge_subword_icl(const SubwordIclFigures& f) {
+IclJudgement judge_subword_icl(const SubwordIclRun& f) {
   IclJudgement j;
   const int pc = f.phase_change;
-  const SubwordIclFigures::Model& two = f.models.at(0);
+  const SubwordIclRun::Model& two = f.models.at(0);
   const IclPoint* b = pc >= 0 ? icl_point_at_or_before(two, pc - 1) : nullptr;
   if (!b) {
     j.measured = pc < 0 ? "no phase change in bpe-2l (no head's prefix matching reaches 0.1); at the end:"
                         : "the ICL file of bpe-2l has no snapshot before the phase change at step " + std::to_string(pc) + "; at the end:";
     for (const auto& m : f.models) j.measured += " " + m.name + " " + icl_pm(m.points.back()) + ";";
     j.verdict = "not measured: no before and after";
-    j.two_layer = false;
     return j;
   }
-  j.measured_before = true;
   const IclPoint& a = two.points.back();
   j.before_step = b->step;
   j.end_step = a.step;
@@ -1000,18 +997,19 @@ IclJudgement judge_subword_icl(const SubwordIclFigures& f) {
 void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   int windows = 0;
   double worst_se = 0;
-  for (const SubwordIclFigures& run : f.seeds)
+  for (const SubwordIclRun& run : f.seeds)
     for (const auto& m : run.models)
       for (const auto& p : m.points) windows = std::max(windows, p.windows), worst_se = std::max(worst_se, p.se);
-  const std::string score = "ICL score (loss at token " + std::to_string(f.icl_late) + " minus token " + std::to_string(f.icl_early) +
+  const SubwordIclRun& first = f.seeds.at(0);  // the shipped run
+  const std::string score = "ICL score (loss at token " + std::to_string(first.icl_late) + " minus token " + std::to_string(first.icl_early) +
                             ", mean ± standard error over " + std::to_string(windows) + " evenly spaced held-out windows; largest standard error " +
                             f3(worst_se) + ")";
-  const IclJudgement shipped = judge_subword_icl(f);
+  const IclJudgement shipped = judge_subword_icl(first);
   std::string measured = score + ": " + shipped.measured, v = shipped.verdict;
   json seeds = json::array();
   std::vector<bool> two_ok, one_ok;
   std::string spread;
-  for (const SubwordIclFigures& run : f.seeds) {
+  for (const SubwordIclRun& run : f.seeds) {
     const IclJudgement j = run.seed == 0 ? shipped : judge_subword_icl(run);
     two_ok.push_back(j.two_layer);
     one_ok.push_back(j.one_layer);
@@ -1019,7 +1017,7 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
                      {"models", j.models}, {"meets_two_layer", j.two_layer}, {"meets_one_layer", j.one_layer}});
     if (run.seed == 0) continue;
     spread += "; seed " + std::to_string(run.seed) + ": " +
-              (j.measured_before ? "phase change at step " + std::to_string(run.phase_change) + ", step " + std::to_string(j.before_step) + " -> " +
+              (j.before_step >= 0 ? "phase change at step " + std::to_string(run.phase_change) + ", step " + std::to_string(j.before_step) + " -> " +
                                        std::to_string(j.end_step) + ": " + j.figures
                                  : j.measured);
   }
@@ -1036,8 +1034,8 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   claims.back()["seeds"] = seeds;
 }
 
-SubwordIclFigures::Model read_icl_file(const Zoo& zoo, const std::string& name, int seed, int early, int late) {
-  SubwordIclFigures::Model m;
+SubwordIclRun::Model read_icl_file(const Zoo& zoo, const std::string& name, int seed, int early, int late) {
+  SubwordIclRun::Model m;
   m.name = name;
   const std::string stem = Zoo::seed_name(name, seed);
   const ModelFile mf = zoo.load(stem);
@@ -1067,7 +1065,7 @@ SubwordIclFigures::Model read_icl_file(const Zoo& zoo, const std::string& name, 
 SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two_layer) {
   SubwordIclFigures f;
   for (const TrainingFigures& t : two_layer.seeds) {
-    SubwordIclFigures run;
+    SubwordIclRun run;
     run.seed = t.seed;
     run.phase_change = t.phase_change;
     run.icl_early = two_layer.icl_early;
@@ -1079,8 +1077,7 @@ SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two
       }
       run.models.push_back(read_icl_file(zoo, name, t.seed, run.icl_early, run.icl_late));
     }
-    if (t.seed == 0) f = run;
-    f.seeds.push_back(run);
+    f.seeds.push_back(std::move(run));
   }
   return f;
 }

@@ -158,7 +158,8 @@ struct IclPoint {
   double icl = 0, se = 0;
   int windows = 0;
 };
-struct SubwordIclFigures {
+// One training run's ICL figures: the four sub-word models trained with one seed.
+struct SubwordIclRun {
   struct Model {
     std::string name;
     int n_layers = 0;
@@ -169,10 +170,11 @@ struct SubwordIclFigures {
   int phase_change = -1;      // bpe-2l's, from its training metrics
   int icl_early = 0, icl_late = 0;  // the score's token positions (the training metrics')
   int seed = 0;               // the training seed (0: the shipped models)
-  // The shipped run first (models/NAME.icl.json, the four models), then each extra training
-  // seed (models/seeds/NAME.seedN.icl.json, the models trained with that seed); the top level's
-  // own fields are the shipped run's.
-  std::vector<SubwordIclFigures> seeds;
+};
+// The shipped run first (models/NAME.icl.json, the four models), then each extra training seed
+// (models/seeds/NAME.seedN.icl.json, the models trained with that seed).
+struct SubwordIclFigures {
+  std::vector<SubwordIclRun> seeds;
 };
 
 struct ReportFigures {

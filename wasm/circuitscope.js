@@ -319,11 +319,11 @@ function wrap(handle) {
     },
     corpusStats(input, options) {
       live('corpusStats');
-      const o = opts(options, ['window', 'leadingTerms'], 'corpusStats');
+      const o = opts(options, ['window', 'leadingTerms', 'interchange'], 'corpusStats');
       let ids = tokens(input, 'corpusStats');
       // Text: drop the <BOS> tokenize() puts first (a stream, not a sequence).
       if (typeof input === 'string' && bosId >= 0 && ids[0] === bosId) ids = ids.subarray(1);
-      return call(() => handle.corpusStats(ids, o.window ?? 8, bool(o.leadingTerms, false)));
+      return call(() => handle.corpusStats(ids, o.window ?? 8, bool(o.leadingTerms, false), bool(o.interchange, false)));
     },
     /**
      * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, B * T of them) into

@@ -880,7 +880,7 @@ val Model::skipTrigrams(const val& layer, const val& head, const val& k, const v
 
 // Corpus statistics of a token stream over this model's vocabulary, and the cosines between
 // their leading terms and the model's learned tables.
-val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_terms) const {
+val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_terms, bool interchange) const {
   return guarded([&] {
     const std::vector<int> ids = copy_in<int>(ids_js, "corpusStats: token ids");
     const cs::CorpusStatsRun r = session_->corpus_stats(ids, to_int(window_js, "corpusStats: window"));
@@ -889,7 +889,7 @@ val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_ter
     val out = val::object();
     out.set("window", s.window);
     out.set("bigram", tagged(s.bigram, {"current_token", "next_token"}));
-    out.set("interchange", tagged(s.interchange, {"next_token", "next_token_2"}));
+    if (interchange) out.set("interchange", tagged(cs::interchangeability_map(s.bigram), {"next_token", "next_token_2"}));
     out.set("context", tagged(s.context, {"token", "context_token"}));
     out.set("current_freq", tagged(s.current_freq, {s.V}, {"token"}));
     out.set("next_freq", tagged(s.next_freq, {s.V}, {"token"}));

@@ -60,7 +60,7 @@ class Model {
   val ioiSentence(const val& options) const;
   val cutComposition(const val& input) const;
   val skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const;
-  val corpusStats(const val& ids, const val& window, bool leading_terms) const;
+  val corpusStats(const val& ids, const val& window, bool leading_terms, bool interchange) const;
   val corrupt(const val& ids, const val& options) const;
   val patch(const val& ids, const val& options) const;
   val save() const;

@@ -69,13 +69,12 @@ Tensor<float> context_map(const std::vector<int>& stream, int V, int window) {
   return Phi;
 }
 
-// Seed 002: the three maps and the token frequencies they are weighted by.
+// Seed 002: the bigram and context maps and the token frequencies they are weighted by.
 CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window) {
   CorpusStats s;
   s.V = V;
   s.window = window;
   s.bigram = bigram_map(stream, V);
-  s.interchange = interchangeability_map(s.bigram);
   s.context = context_map(stream, V, window);
   s.current_freq.assign(V, 0.0f);
   s.next_freq.assign(V, 0.0f);
@@ -133,7 +132,6 @@ CorpusStats batch_stats(const Batch& b, int V, int window) {
     s.current_freq[i] = static_cast<float>(cur[i] / total);
     s.next_freq[i] = static_cast<float>(nxt[i] / total);
   }
-  s.interchange = interchangeability_map(s.bigram);
   return s;
 }
 
@@ -230,20 +228,34 @@ Tensor<float> ov_table(const Params<float>& p, int layer, int head) {
   return t;
 }
 
-// Seed 002: learned direct path against its bigram leading term.
-double direct_path_cosine(const Params<float>& p, const CorpusStats& s) {
+namespace {
+void check_vocab(const Params<float>& p, const CorpusStats& s) {
   if (p.cfg.d_vocab != s.V)
     throw std::invalid_argument("corpus statistics: computed for a vocabulary of " + std::to_string(s.V) +
                                 " tokens, but the model has " + std::to_string(p.cfg.d_vocab));
+}
+}  // namespace
+
+// Seed 002: learned direct path against its bigram leading term.
+double direct_path_cosine(const Params<float>& p, const CorpusStats& s) {
+  check_vocab(p, s);
   return cosine_similarity(row_centred(direct_path_table(p)), direct_path_leading_term(s));
 }
 
 // Seed 002: learned OV circuit against its context-map leading term.
 double ov_cosine(const Params<float>& p, const CorpusStats& s, int layer, int head) {
-  if (p.cfg.d_vocab != s.V)
-    throw std::invalid_argument("corpus statistics: computed for a vocabulary of " + std::to_string(s.V) +
-                                " tokens, but the model has " + std::to_string(p.cfg.d_vocab));
+  check_vocab(p, s);
   return cosine_similarity(row_centred(ov_table(p, layer, head)), ov_leading_term(s));
+}
+
+// Seed 002: every head's, the leading term built once (it is the same for every head).
+std::vector<double> ov_cosines(const Params<float>& p, const CorpusStats& s) {
+  check_vocab(p, s);
+  const Tensor<float> term = ov_leading_term(s);
+  std::vector<double> out;
+  for (int l = 0; l < p.cfg.n_layers; ++l)
+    for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(cosine_similarity(row_centred(ov_table(p, l, h)), term));
+  return out;
 }
 
 }  // namespace cs

@@ -21,9 +21,6 @@ struct CorpusStats {
   // A row whose token is never followed by anything (absent, or only last in the stream) is all
   // zero, not uniform: such tokens carry no gradient, so they get no leading term either.
   Tensor<float> bigram;        // [V, V]
-  // Interchangeability map (seed 002: Sigma_B = B^T B): I[j, k] = sum_i B[i, j] B[i, k], large when
-  // j and k follow the same tokens (similar previous-token profiles: the columns of B).
-  Tensor<float> interchange;   // [V, V]
   // Context map: Phi[j, k] = mean over the occurrences of j at positions t >= 1 of the fraction of the
   // tokens at positions max(0, t-w) .. t-1 (the up to w tokens before it) that are k. Each row sums
   // to 1 (row-normalised); a row of a token that never occurs after position 0 is zero.
@@ -34,11 +31,14 @@ struct CorpusStats {
 
 // Seed 002: bigram map alone ([V, V], see CorpusStats::bigram). Throws on ids outside [0, V).
 Tensor<float> bigram_map(const std::vector<int>& stream, int V);
-// Seed 002: B^T B of a [V, V] bigram map.
+// Seed 002: the interchangeability map Sigma_B = B^T B of a [V, V] bigram map: I[j, k] = sum_i
+// B[i, j] B[i, k], large when j and k follow the same tokens (similar previous-token profiles: the
+// columns of B). Not part of CorpusStats: it costs V^3 multiply-adds (8.6 GFLOP at V = 2,048) and
+// no cosine uses it, so it is computed only for a caller that shows it.
 Tensor<float> interchangeability_map(const Tensor<float>& bigram);
 // Seed 002: context map with window w >= 1 ([V, V], see CorpusStats::context).
 Tensor<float> context_map(const std::vector<int>& stream, int V, int window);
-// Seed 002: all of the above from one stream of at least 2 tokens.
+// Seed 002: the bigram and context maps and the frequencies, from one stream of at least 2 tokens.
 CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window);
 
 // Seed 002: the same statistics counted on exactly what a training batch trains on: every position
@@ -62,7 +62,7 @@ Tensor<float> direct_path_leading_term(const CorpusStats& s);  // [V, V]
 // row_centred(Phi^T diag(rho)).
 Tensor<float> ov_leading_term(const CorpusStats& s);  // [V, V]
 
-// Seed 002, interchangeability map B^T B as the leading term of the unembedding's Gram matrix
+// Seed 002, the interchangeability map B^T B as the leading term of the unembedding's Gram matrix
 // (columns of W_U centred, so a constant added to every logit of a row does not count): G^T G with
 // G = direct_path_leading_term(s), i.e. sum_i pi_i^2 (B[i, :] - 1/V)^T (B[i, :] - 1/V), the
 // interchangeability map with each previous token weighted by its squared frequency.
@@ -91,5 +91,7 @@ Tensor<float> ov_table(const Params<float>& p, int layer, int head);
 double direct_path_cosine(const Params<float>& p, const CorpusStats& s);
 // Seed 002: cosine_similarity(row_centred(W_E W_V W_O W_U), ov_leading_term(s)) for head (layer, head).
 double ov_cosine(const Params<float>& p, const CorpusStats& s, int layer, int head);
+// ov_cosine of every head, [n_layers * n_heads] layer-major, with the leading term built once.
+std::vector<double> ov_cosines(const Params<float>& p, const CorpusStats& s);
 
 }  // namespace cs

@@ -145,8 +145,7 @@ CorpusStatsRun ModelSession::corpus_stats(const std::vector<int>& ids, int windo
   CorpusStatsRun r;
   r.stats = cs::corpus_stats(ids, c.d_vocab, window);
   r.direct_path_cosine = cs::direct_path_cosine(file_.params, r.stats);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_heads; ++h) r.ov_cosine.push_back(static_cast<float>(ov_cosine(file_.params, r.stats, l, h)));
+  for (double x : ov_cosines(file_.params, r.stats)) r.ov_cosine.push_back(static_cast<float>(x));
   return r;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -528,7 +529,9 @@ int cmd_icl(int argc, char** argv) {
   auto step_of = [](const cs::ModelFile& m) {
     return m.info.is_object() && m.info.contains("step") && m.info["step"].is_number_integer() ? m.info["step"].get<int>() : -1;
   };
+  // The files to score, with those already read (--before-phase-change reads each once to place it).
   std::vector<std::string> paths = a.positional;
+  std::vector<std::optional<cs::ModelFile>> loaded(paths.size());
   if (a.opts.count("--before-phase-change")) {
     // Keep two files: the last whose step comes before the run's phase change (the core's one
     // definition, phase_change() over the metrics' records) and the one with the largest step.
@@ -543,24 +546,34 @@ int cmd_icl(int argc, char** argv) {
     if (!mt.is_object() || !mt.contains("records") || !mt["records"].is_array())
       throw std::runtime_error(mpath + ": not a metrics file (it has no \"records\" list)");
     const auto pc = cs::phase_change(mt["records"]);
-    if (!pc) throw std::runtime_error(mpath + ": this run has no phase change (no head's prefix matching reaches " +
-                                                     std::to_string(cs::kMinInductionScore).substr(0, 3) + ")");
-    int before = -1, end = -1, before_step = -1, end_step = -1;
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-      const int s = step_of(cs::load_model_file(paths[i]));
-      if (s < 0) throw std::runtime_error(paths[i] + ": the file records no training step, so it cannot be placed before or after the phase change");
-      if (s < pc->step && s > before_step) before = static_cast<int>(i), before_step = s;
-      if (s > end_step) end = static_cast<int>(i), end_step = s;
+    if (!pc) {
+      char threshold[32];
+      std::snprintf(threshold, sizeof threshold, "%g", cs::kMinInductionScore);
+      throw std::runtime_error(mpath + ": this run has no phase change (no head's prefix matching reaches " + std::string(threshold) + ")");
     }
-    if (before < 0)
+    int before_step = -1, end_step = -1;
+    std::optional<cs::ModelFile> before_m, end_m;
+    std::string before_path, end_path;
+    for (const std::string& path : paths) {
+      cs::ModelFile m = cs::load_model_file(path);
+      const int s = step_of(m);
+      if (s < 0) throw std::runtime_error(path + ": the file records no training step, so it cannot be placed before or after the phase change");
+      if (s < pc->step && s > before_step) before_step = s, before_m = m, before_path = path;
+      if (s > end_step) end_step = s, end_m = std::move(m), end_path = path;
+    }
+    if (!before_m)
       throw std::runtime_error("no file comes before the phase change at step " + std::to_string(pc->step) + " of " + mpath);
-    paths = {paths[before], paths[end]};
+    paths = {before_path, end_path};
+    loaded.clear();
+    loaded.push_back(std::move(before_m));
+    loaded.push_back(std::move(end_m));
   }
   json out = json::array();
   std::string tok_json;
   std::vector<cs::Batch> batches;
-  for (const std::string& path : paths) {
-    cs::ModelFile m = cs::load_model_file(path);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    const cs::ModelFile m = loaded[i] ? std::move(*loaded[i]) : cs::load_model_file(path);
     if (late + 2 > m.cfg.n_ctx)
       throw std::runtime_error(path + ": the score needs windows of " + std::to_string(late + 2) + " tokens but this model's context holds " +
                                std::to_string(m.cfg.n_ctx) + "; use a smaller --late");

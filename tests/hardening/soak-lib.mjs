@@ -132,9 +132,7 @@ export async function soak(page, { count, seed = 1, onStep = async () => {} }) {
       // A control that went away between listing and acting (a render replaced it) is not a fault.
       if (!/detached|not attached|Timeout|not visible|outside of the viewport|intercepts pointer/i.test(e.message)) throw e;
     }
-    // "Measure over training" computes over every snapshot of the run when asked, and says so
-    // while it works (a sub-word run takes 10-20 s under load): it gets longer to settle.
-    if (!(await settled(page, /Measure over training/.test(a.name) ? 120_000 : 15_000))) unsettled.push(`${i}: ${a.name}`);
+    if (!(await settled(page, 15_000))) unsettled.push(`${i}: ${a.name}`);
     times.push({ name: a.name, ms: Date.now() - t0 });
     await onStep(i, a.name);
   }

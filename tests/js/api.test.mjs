@@ -646,7 +646,7 @@ test('skipTrigrams read their qk and ov values from the full tables; corpusStats
   for (let i = 1; i < st.top.length; i++) assert.ok(st.top[i - 1].score >= st.top[i].score);
 
   // Stream 2 3 2 4 2 3 over V = 8: bigram rows of 2 are {3: 2/3, 4: 1/3}; 3 -> 2; 4 -> 2.
-  const cstats = ioi.corpusStats([2, 3, 2, 4, 2, 3], { window: 1, leadingTerms: true });
+  const cstats = ioi.corpusStats([2, 3, 2, 4, 2, 3], { window: 1, leadingTerms: true, interchange: true });
   close(api.at(cstats.bigram, 2, 3), 2 / 3, 1e-6, 'B[2,3]');
   close(api.at(cstats.bigram, 2, 4), 1 / 3, 1e-6, 'B[2,4]');
   close(api.at(cstats.bigram, 3, 2), 1, 1e-6, 'B[3,2]');
@@ -656,6 +656,10 @@ test('skipTrigrams read their qk and ov values from the full tables; corpusStats
   assert.ok(cstats.direct_path_cosine >= -1 && cstats.direct_path_cosine <= 1);
   assert.deepEqual(cstats.ov_cosine.shape, [1, 2]);
   assert.deepEqual(cstats.ov_leading_term.shape, [8, 8]);
+  // B^T B only when asked: it costs V^3 and no cosine needs it.
+  const plain = ioi.corpusStats([2, 3, 2, 4, 2, 3], { window: 1 });
+  assert.equal(plain.interchange, undefined);
+  assert.equal(plain.direct_path_cosine, cstats.direct_path_cosine);
   // Text: tokenized without the leading <BOS>.
   const fromText = char.corpusStats('abab');
   const a = char.tokenize('a').ids.at(-1);

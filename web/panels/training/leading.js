@@ -39,7 +39,7 @@ async function measure(name, statisticsText) {
     rows.push({ step, direct: st.direct_path_cosine, ov: Array.from(st.ov_cosine.data) });
   }
   const c = (await getModel(name)).config;
-  return { name, rows, L: c.n_layers, H: c.n_heads, statisticsText };
+  return { name, rows, L: c.n_layers, H: c.n_heads };
 }
 
 function csv(d) {
