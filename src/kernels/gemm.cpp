@@ -38,11 +38,11 @@ std::size_t gemm_scratch_bytes() { return driver::scratch_bytes(); }
 namespace {
 
 // The scalar micro-kernel: acc = sum over k of a[k] (MR values) x b[k] (NR values).
-void micro_plain(int kn, const float* a, const float* b, float* acc) {
+void micro_plain(int kn, const float* a, int a_step, const float* b, int b_step, float* acc) {
   float t[MR][NR] = {};
   for (int k = 0; k < kn; ++k) {
-    const float* ak = a + k * MR;
-    const float* bk = b + k * NR;
+    const float* ak = a + static_cast<std::size_t>(k) * a_step;
+    const float* bk = b + static_cast<std::size_t>(k) * b_step;
     for (int r = 0; r < MR; ++r)
       for (int c = 0; c < NR; ++c) t[r][c] += ak[r] * bk[c];
   }
@@ -59,8 +59,8 @@ using namespace vec;
 // saves a pass over A (for pattern v, the whole pattern). A full tile with contiguous columns is
 // stored straight from the registers; edge tiles go through `acc` and store_tile_scalar.
 template <bool PackedA>
-void micro_vector(const GemmArgs& g, int kn, const float* a, const float* const* rows, const float* b, int i0, int mr,
-                  int j0, int nc, bool first) {
+void micro_vector(const GemmArgs& g, int kn, const float* a, int a_step, const float* const* rows, const float* b,
+                  int b_step, int i0, int mr, int j0, int nc, bool first) {
   v4f c00 = splat(0), c01 = splat(0), c10 = splat(0), c11 = splat(0);
   v4f c20 = splat(0), c21 = splat(0), c30 = splat(0), c31 = splat(0);
   const float *a0 = nullptr, *a1 = nullptr, *a2 = nullptr, *a3 = nullptr;
@@ -79,8 +79,8 @@ void micro_vector(const GemmArgs& g, int kn, const float* a, const float* const*
     ak = splat(PackedA ? a[3] : a3[k]);
     c30 = madd(ak, b0, c30);
     c31 = madd(ak, b1, c31);
-    if constexpr (PackedA) a += MR;
-    b += NR;
+    if constexpr (PackedA) a += a_step;
+    b += b_step;
   }
   const v4f al = splat(g.alpha);
   if (mr == MR && nc == NR && columns_contiguous(g, j0)) {
@@ -110,16 +110,16 @@ void micro_vector(const GemmArgs& g, int kn, const float* a, const float* const*
 
 void tile_plain(const GemmArgs& g, const driver::Tile& t) {
   float acc[MR * NR];
-  micro_plain(t.kn, t.a, t.b, acc);
+  micro_plain(t.kn, t.a, t.a_step, t.b, t.b_step, acc);
   store_tile_scalar(g, acc, t.i0, t.mr, t.j0, t.nc, t.first);
 }
 
 #if CS_KERNELS_VECTOR
 void tile_vector(const GemmArgs& g, const driver::Tile& t) {
   if (t.rows)
-    micro_vector<false>(g, t.kn, nullptr, t.rows, t.b, t.i0, t.mr, t.j0, t.nc, t.first);
+    micro_vector<false>(g, t.kn, nullptr, 0, t.rows, t.b, t.b_step, t.i0, t.mr, t.j0, t.nc, t.first);
   else
-    micro_vector<true>(g, t.kn, t.a, nullptr, t.b, t.i0, t.mr, t.j0, t.nc, t.first);
+    micro_vector<true>(g, t.kn, t.a, t.a_step, nullptr, t.b, t.b_step, t.i0, t.mr, t.j0, t.nc, t.first);
 }
 #endif
 

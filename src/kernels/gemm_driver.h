@@ -41,18 +41,24 @@ inline std::size_t scratch_bytes() {
 }
 
 // op(B)[kc0 .. kc0+kb, nc0 .. nc0+nb] -> panels of nr columns: panel p holds, for each k, the nr
-// values of columns nc0+p*nr .. nc0+p*nr+nr-1 (zero past N).
-inline void pack_b(const GemmArgs& g, int nr, int kc0, int kb, int nc0, int nb, float* out) {
+// values of columns nc0+p*nr .. nc0+p*nr+nr-1 (zero past N). The panel width is a compile-time
+// constant so a full panel's row is copied with a fixed-size copy (a few vector moves) rather
+// than a call to memcpy per k: in WebAssembly that call cost more than the products of a
+// narrow-M product such as dW_O = z^T dao (M = 32, K = 4,096).
+template <int nr>
+void pack_b(const GemmArgs& g, int kc0, int kb, int nc0, int nb, float* out) {
   const int panels = (nb + nr - 1) / nr;
   for (int p = 0; p < panels; ++p) {
     const int j0 = nc0 + p * nr, nc = std::min(nr, g.N - j0);
     float* dst = out + static_cast<std::size_t>(p) * kb * nr;
-    if (g.op_b == Op::N) {
+    if (g.op_b == Op::N && nc == nr) {
+      for (int k = 0; k < kb; ++k)
+        std::memcpy(dst + static_cast<std::size_t>(k) * nr, g.B + static_cast<std::size_t>(kc0 + k) * g.ldb + j0, sizeof(float) * nr);
+    } else if (g.op_b == Op::N) {
       for (int k = 0; k < kb; ++k) {
         const float* src = g.B + static_cast<std::size_t>(kc0 + k) * g.ldb + j0;
         float* d = dst + static_cast<std::size_t>(k) * nr;
-        std::memcpy(d, src, sizeof(float) * nc);
-        for (int c = nc; c < nr; ++c) d[c] = 0.0f;
+        for (int c = 0; c < nr; ++c) d[c] = c < nc ? src[c] : 0.0f;
       }
     } else {  // B is stored [N, K]: op(B)[k][j] = B[j][k]
       for (int c = 0; c < nr; ++c) {
@@ -75,8 +81,10 @@ inline void k_range(const GemmArgs& g, int i0, int i_last, int kc0, int kb, int&
 }
 
 // op(A)[mc0 .. mc0+mb, kc0 .. kc0+kb] -> panels of mr rows: panel p holds, for each k, the mr
-// values of rows mc0+p*mr .. (zero past M). Only the k-range a causal mode reads is packed.
-inline void pack_a(const GemmArgs& g, int mr_full, int mc0, int mb, int kc0, int kb, float* out) {
+// values of rows mc0+p*mr .. (zero past M). Only the k-range a causal mode reads is packed. The
+// panel height is a compile-time constant, as pack_b's width.
+template <int mr_full>
+void pack_a(const GemmArgs& g, int mc0, int mb, int kc0, int kb, float* out) {
   const int panels = (mb + mr_full - 1) / mr_full;
   for (int p = 0; p < panels; ++p) {
     const int i0 = mc0 + p * mr_full, mr = std::min(mr_full, mc0 + mb - i0);
@@ -92,12 +100,14 @@ inline void pack_a(const GemmArgs& g, int mr_full, int mc0, int mb, int kc0, int
           for (int k = k_lo; k < k_hi; ++k) dst[static_cast<std::size_t>(k) * mr_full + r] = 0.0f;
         }
       }
-    } else {  // A is stored [K, M]: op(A)[i][k] = A[k][i]
+    } else if (mr == mr_full) {  // A is stored [K, M]: op(A)[i][k] = A[k][i]
+      for (int k = k_lo; k < k_hi; ++k)
+        std::memcpy(dst + static_cast<std::size_t>(k) * mr_full, g.A + static_cast<std::size_t>(kc0 + k) * g.lda + i0, sizeof(float) * mr_full);
+    } else {
       for (int k = k_lo; k < k_hi; ++k) {
         const float* src = g.A + static_cast<std::size_t>(kc0 + k) * g.lda + i0;
         float* d = dst + static_cast<std::size_t>(k) * mr_full;
-        std::memcpy(d, src, sizeof(float) * mr);
-        for (int r = mr; r < mr_full; ++r) d[r] = 0.0f;
+        for (int r = 0; r < mr_full; ++r) d[r] = r < mr ? src[r] : 0.0f;
       }
     }
   }
@@ -132,19 +142,32 @@ inline void store_tile_scalar(const GemmArgs& g, const float* acc, int nr, int i
     }
 }
 
-// One micro-tile's work, as the loops hand it to a micro-kernel: kn values of k; A either packed
-// (`a`: MR values per k) or, when `rows` is set, straight from the MR rows of op(A) = A (each
-// pointer already at the first k; rows past M repeat the last one); `b` the packed B panel at the
-// first k. The kernel writes rows i0 .. i0+mr-1 and columns j0 .. j0+nc-1 of C.
+// One micro-tile's work, as the loops hand it to a micro-kernel: kn values of k; A either as MR
+// consecutive values per k, a_step apart (`a`: the packed panel, a_step = MR, or op(A) = A^T read
+// in place, a_step = lda), or, when `rows` is set, straight from the MR rows of op(A) = A (each
+// pointer already at the first k; rows past M repeat the last one); `b` the NR values of op(B)
+// for the first k, the next k's b_step further on (the packed panel, b_step = NR, or op(B) = B
+// read in place, b_step = ldb). The kernel writes rows i0 .. i0+mr-1 and columns j0 .. j0+nc-1
+// of C.
 struct Tile {
   int kn;
   const float* a;
   const float* const* rows;
   const float* b;
+  int a_step, b_step;
   int i0, mr, j0, nc;
   bool first;
 };
 using MicroKernel = void (*)(const GemmArgs& g, const Tile& t);
+
+// Packing costs a pass over the packed matrix, worth it when the panels are read by many
+// micro-tiles. A product with a short side is the opposite: dW_O = z^T dao (M = 32, K = 4,096)
+// reads each packed value of B only M / MR times, and packing it cost about as much as the
+// products (measured in WebAssembly). Such operands are read in place instead, where every tile
+// is whole (no reads past the matrix): op(A) = A^T (its MR values per k are consecutive, as in a
+// packed panel) when M is a multiple of MR, and op(B) = B when N is a multiple of NR and M is at
+// most kInPlaceB rows.
+constexpr int kInPlaceB = 64;
 
 // C = alpha op(A) op(B) + beta C with the MR x NR kernel `micro`. direct_a: the kernel reads an
 // untransposed A in place (no packing of A).
@@ -161,6 +184,8 @@ void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
     return;
   }
   direct_a = direct_a && g.op_a == Op::N;
+  const bool in_place_at = g.op_a == Op::T && g.M % MR == 0;
+  const bool in_place_b = g.op_b == Op::N && g.N % NR == 0 && g.M <= kInPlaceB;
   Scratch& s = scratch();
   for (int nc0 = 0; nc0 < g.N; nc0 += NC) {
     const int nb = std::min(NC, g.N - nc0);
@@ -168,11 +193,11 @@ void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
     for (int kc0 = 0; kc0 < g.K; kc0 += KC) {
       const int kb = std::min(KC, g.K - kc0);
       const bool first = kc0 == 0;
-      pack_b(g, NR, kc0, kb, nc0, nb, s.b.data());
+      if (!in_place_b) pack_b<NR>(g, kc0, kb, nc0, nb, s.b.data());
       for (int mc0 = 0; mc0 < g.M; mc0 += MC) {
         const int mb = std::min(MC, g.M - mc0);
         if (g.causal == Causal::LowerC && nc0 > mc0 + mb - 1) continue;  // block entirely above the diagonal
-        if (!direct_a) pack_a(g, MR, mc0, mb, kc0, kb, s.a.data());
+        if (!direct_a && !in_place_at) pack_a<MR>(g, mc0, mb, kc0, kb, s.a.data());
         for (int pj = 0; pj < panels_n; ++pj) {
           const int j0 = nc0 + pj * NR, nc = std::min(NR, g.N - j0);
           const float* bp = s.b.data() + static_cast<std::size_t>(pj) * kb * NR;
@@ -184,16 +209,20 @@ void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
             k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
             Tile t;
             t.kn = std::max(0, k_hi - k_lo);
-            t.b = bp + static_cast<std::size_t>(k_lo) * NR;
+            if (in_place_b) t.b = g.B + static_cast<std::size_t>(kc0 + k_lo) * g.ldb + j0, t.b_step = g.ldb;
+            else t.b = bp + static_cast<std::size_t>(k_lo) * NR, t.b_step = NR;
             t.i0 = i0, t.mr = mr, t.j0 = j0, t.nc = nc, t.first = first;
             const float* rows[MR];
             if (direct_a) {
               for (int r = 0; r < MR; ++r)
                 rows[r] = g.A + static_cast<std::size_t>(i0 + std::min(r, mr - 1)) * g.lda + kc0 + k_lo;
-              t.a = nullptr, t.rows = rows;
+              t.a = nullptr, t.rows = rows, t.a_step = 0;
+            } else if (in_place_at) {
+              t.a = g.A + static_cast<std::size_t>(kc0 + k_lo) * g.lda + i0;
+              t.rows = nullptr, t.a_step = g.lda;
             } else {
               t.a = s.a.data() + static_cast<std::size_t>((i0 - mc0) / MR) * kb * MR + static_cast<std::size_t>(k_lo) * MR;
-              t.rows = nullptr;
+              t.rows = nullptr, t.a_step = MR;
             }
             micro(g, t);
           }

@@ -41,8 +41,8 @@ __attribute__((target("avx2,fma"))) void micro_avx2(const GemmArgs& g, const Til
   C1 = _mm256_fmadd_ps(ar, b1, C1);
     CS_ROW(0, c00, c01) CS_ROW(1, c10, c11) CS_ROW(2, c20, c21) CS_ROW(3, c30, c31) CS_ROW(4, c40, c41) CS_ROW(5, c50, c51)
 #undef CS_ROW
-    if constexpr (Packed) a += MR2;
-    b += NR2;
+    if constexpr (Packed) a += t.a_step;
+    b += t.b_step;
   }
   const __m256 c[MR2][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   if (t.mr == MR2 && t.nc == NR2 && driver::columns_contiguous(g, t.j0, NR2)) {
@@ -100,8 +100,8 @@ __attribute__((target("avx512f"))) void micro_avx512(const GemmArgs& g, const Ti
     CS_ROW(0, c00, c01) CS_ROW(1, c10, c11) CS_ROW(2, c20, c21) CS_ROW(3, c30, c31)
     CS_ROW(4, c40, c41) CS_ROW(5, c50, c51) CS_ROW(6, c60, c61) CS_ROW(7, c70, c71)
 #undef CS_ROW
-    if constexpr (Packed) a += MR5;
-    b += NR5;
+    if constexpr (Packed) a += t.a_step;
+    b += t.b_step;
   }
   const __m512 c[MR5][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                             {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};

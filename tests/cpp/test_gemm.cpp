@@ -159,6 +159,12 @@ std::vector<Case> cases() {
         v.push_back({oa, ob, 70, 33, square ? 70 : 300, 1, 1, m});
         v.push_back({oa, ob, 257, 9, square ? 257 : 513, 2, 0, m});
         v.push_back({oa, ob, 5, 21, 0, 1, 0.5f, m});
+        // Operands read in place rather than packed (gemm_driver.h): op(A) = A^T with M a multiple
+        // of every kernel's tile height (4, 6, 8), op(B) = B with N a multiple of every tile
+        // width (8, 16, 32) and M within kInPlaceB; several k-blocks, and ragged ones.
+        v.push_back({oa, ob, 48, 64, square ? 48 : 600, 1, 0.5f, m});
+        v.push_back({oa, ob, 24, 96, square ? 24 : 257, -1, 0, m});
+        v.push_back({oa, ob, 240, 32, square ? 240 : 520, 1, 1, m});
       }
   v.push_back({Op::N, Op::N, 33, 40, 17, 1, 0, Causal::None, 4});   // split not a multiple of 8
   v.push_back({Op::N, Op::T, 33, 36, 17, 1, 1, Causal::None, 12});  // and ragged, accumulating
