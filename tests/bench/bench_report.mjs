@@ -153,7 +153,7 @@ if (browser) {
   console.log(`  keystroke at a random point of the frame (+ vsync): ${line(k.random_phase)}`);
   if (browser.workers) {
     const w = browser.workers;
-    console.log(`reference model's training step in the page's worker (${w.steps} steps): 1 worker ${line(w.one_worker)}; ` +
+    console.log(`reference model's training step in the page's worker (${w.steps} steps, a sample per ${w.steps_per_sample ?? 1}): 1 worker ${line(w.one_worker)}; ` +
       `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}×`);
   }
   const tr = browser.training;
