@@ -168,10 +168,14 @@ std::atomic<const char*> g_active_name{nullptr};
 
 }  // namespace
 
-void sgemm_plain(const GemmArgs& g) { driver::run<MR, NR, MC>(g, &tile_plain, false); }
+void sgemm_plain(const GemmArgs& g) {
+  driver::run<MR, NR, MC>(g, [](const GemmArgs& a, const driver::Tile& t) { tile_plain(a, t); }, false);
+}
 
 #if CS_KERNELS_VECTOR
-void sgemm_vector(const GemmArgs& g) { driver::run<MR, NR, MC>(g, &tile_vector, true); }
+void sgemm_vector(const GemmArgs& g) {
+  driver::run<MR, NR, MC>(g, [](const GemmArgs& a, const driver::Tile& t) { tile_vector(a, t); }, true);
+}
 #else
 void sgemm_vector(const GemmArgs& g) { sgemm_plain(g); }
 #endif

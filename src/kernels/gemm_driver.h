@@ -158,7 +158,6 @@ struct Tile {
   int i0, mr, j0, nc;
   bool first;
 };
-using MicroKernel = void (*)(const GemmArgs& g, const Tile& t);
 
 // Packing costs a pass over the packed matrix, worth it when the panels are read by many
 // micro-tiles. A product with a short side is the opposite: dW_O = z^T dao (M = 32, K = 4,096)
@@ -169,10 +168,12 @@ using MicroKernel = void (*)(const GemmArgs& g, const Tile& t);
 // most kInPlaceB rows.
 constexpr int kInPlaceB = 64;
 
-// C = alpha op(A) op(B) + beta C with the MR x NR kernel `micro`. direct_a: the kernel reads an
-// untransposed A in place (no packing of A).
-template <int MR, int NR, int MC>
-void run(const GemmArgs& g, MicroKernel micro, bool direct_a) {
+// C = alpha op(A) op(B) + beta C with the MR x NR kernel `micro` (called as micro(g, tile); a
+// lambda or function object, so that it is inlined into these loops: through a function pointer,
+// each tile's arguments went through memory, which cost a fifth of a K = 32 product's time in
+// WebAssembly). direct_a: the kernel reads an untransposed A in place (no packing of A).
+template <int MR, int NR, int MC, class Micro>
+void run(const GemmArgs& g, Micro micro, bool direct_a) {
   static_assert(MC % MR == 0 && MC <= MC_MAX && NC % NR == 0, "blocking");
   if (g.M <= 0 || g.N <= 0) return;
   if (g.K <= 0) {  // C = beta * C

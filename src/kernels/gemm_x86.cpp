@@ -137,8 +137,12 @@ void tile_avx512(const GemmArgs& g, const Tile& t) {
 
 }  // namespace
 
-void sgemm_avx2(const GemmArgs& g) { driver::run<MR2, NR2, MC2>(g, &tile_avx2, true); }
-void sgemm_avx512(const GemmArgs& g) { driver::run<MR5, NR5, MC5>(g, &tile_avx512, true); }
+void sgemm_avx2(const GemmArgs& g) {
+  driver::run<MR2, NR2, MC2>(g, [](const GemmArgs& a, const Tile& t) { tile_avx2(a, t); }, true);
+}
+void sgemm_avx512(const GemmArgs& g) {
+  driver::run<MR5, NR5, MC5>(g, [](const GemmArgs& a, const Tile& t) { tile_avx512(a, t); }, true);
+}
 
 }  // namespace cs::kernels::x86
 
