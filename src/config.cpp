@@ -26,6 +26,45 @@ PosEmbed pos_embed_from_name(const std::string& s) {
   throw std::invalid_argument("config: pos_embed must be \"none\", \"standard\" or \"shortformer\", not \"" + printable_text(s) + "\"");
 }
 
+std::string norm_name(Norm n) {
+  switch (n) {
+    case Norm::None: return "none";
+    case Norm::LN: return "LN";
+    case Norm::LNPre: return "LNPre";
+  }
+  return "none";
+}
+
+Norm norm_from_name(const std::string& s) {
+  if (s == "none" || s == "None") return Norm::None;
+  if (s == "LN") return Norm::LN;
+  if (s == "LNPre") return Norm::LNPre;
+  if (s == "RMS" || s == "RMSPre")
+    throw std::invalid_argument("config: normalization_type \"" + s +
+                                "\" (RMSNorm) is not one circuitscope runs; it runs \"none\", \"LN\" and \"LNPre\"");
+  throw std::invalid_argument("config: normalization_type must be \"none\", \"LN\" or \"LNPre\", not \"" +
+                              printable_text(s) + "\"");
+}
+
+std::string act_name(Act a) {
+  switch (a) {
+    case Act::GELU: return "gelu";
+    case Act::GELUNew: return "gelu_new";
+    case Act::ReLU: return "relu";
+  }
+  return "gelu";
+}
+
+Act act_from_name(const std::string& s) {
+  if (s == "gelu") return Act::GELU;
+  if (s == "gelu_new") return Act::GELUNew;
+  if (s == "relu") return Act::ReLU;
+  if (s == "solu_ln")
+    throw std::invalid_argument("config: act_fn \"solu_ln\" (SoLU with its own LayerNorm) is not one circuitscope runs; "
+                                "it runs \"gelu\" (exact), \"gelu_new\" (tanh form) and \"relu\"");
+  throw std::invalid_argument("config: act_fn must be \"gelu\", \"gelu_new\" or \"relu\", not \"" + printable_text(s) + "\"");
+}
+
 void Config::validate() const {
   auto check = [](bool ok, const std::string& msg) {
     if (!ok) throw std::invalid_argument("config: " + msg);
@@ -40,6 +79,7 @@ void Config::validate() const {
   range(d_head, "d_head", 1, kMaxDHead);
   range(n_ctx, "n_ctx", 1, kMaxCtx);
   range(d_vocab, "d_vocab", 1, kMaxVocab);
+  range(d_mlp, "d_mlp", 0, kMaxMlp);
   check(std::isfinite(init_std), "init_std must be a finite number");
   check(n_layers * n_heads <= kMaxTotalHeads,
         std::to_string(n_layers) + " layers of " + std::to_string(n_heads) + " heads make " +
@@ -50,12 +90,8 @@ void Config::validate() const {
   check(weights <= kMaxWeights, "this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
                                     std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
                                     " MB as float32), so that a browser tab can hold and train it");
-  const double fwd = forward_bytes(*this, 1, n_ctx);
-  check(fwd <= kMaxForwardBytes,
-        "a forward pass over the full context of " + std::to_string(n_ctx) + " tokens would need " +
-            std::to_string(static_cast<long long>(fwd / (1 << 20))) + " MB of activations; circuitscope allows at most " +
-            std::to_string(static_cast<long long>(kMaxForwardBytes / (1 << 20))) +
-            " MB (use a shorter n_ctx or fewer, narrower heads)");
+  // A forward pass's activations are checked against its own length (forward(), model.h), not
+  // here: the context may be longer than any one request.
 }
 
 float Config::effective_init_std() const {
@@ -65,22 +101,32 @@ float Config::effective_init_std() const {
 bool Config::operator==(const Config& o) const {
   return n_layers == o.n_layers && n_heads == o.n_heads && d_model == o.d_model && d_head == o.d_head &&
          n_ctx == o.n_ctx && d_vocab == o.d_vocab && pos_embed == o.pos_embed && smeared_keys == o.smeared_keys &&
-         use_bias == o.use_bias;
+         use_bias == o.use_bias && normalization == o.normalization && d_mlp == o.d_mlp &&
+         (d_mlp == 0 || act_fn == o.act_fn);
 }
 
 nlohmann::json config_to_json(const Config& c) {
-  return nlohmann::json{{"n_layers", c.n_layers},       {"n_heads", c.n_heads},
-                        {"d_model", c.d_model},         {"d_head", c.d_head},
-                        {"n_ctx", c.n_ctx},             {"d_vocab", c.d_vocab},
-                        {"pos_embed", pos_embed_name(c.pos_embed)},
-                        {"smeared_keys", c.smeared_keys}, {"use_bias", c.use_bias},
-                        {"init_std", c.effective_init_std()}};
+  nlohmann::json j{{"n_layers", c.n_layers},       {"n_heads", c.n_heads},
+                   {"d_model", c.d_model},         {"d_head", c.d_head},
+                   {"n_ctx", c.n_ctx},             {"d_vocab", c.d_vocab},
+                   {"pos_embed", pos_embed_name(c.pos_embed)},
+                   {"smeared_keys", c.smeared_keys}, {"use_bias", c.use_bias},
+                   {"init_std", c.effective_init_std()}};
+  // Written only when they differ from an attention-only model's, so the files of attention-only
+  // models keep the config they always had.
+  if (c.normalization != Norm::None) j["normalization_type"] = norm_name(c.normalization);
+  if (c.d_mlp > 0) {
+    j["d_mlp"] = c.d_mlp;
+    j["act_fn"] = act_name(c.act_fn);
+  }
+  return j;
 }
 
 Config config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("config: expected a JSON object");
   static const std::set<std::string> known = {"n_layers", "n_heads", "d_model", "d_head", "n_ctx",
-                                              "d_vocab", "pos_embed", "smeared_keys", "use_bias", "init_std"};
+                                              "d_vocab", "pos_embed", "smeared_keys", "use_bias", "init_std",
+                                              "normalization_type", "d_mlp", "act_fn"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (!known.count(it.key()))
       throw std::invalid_argument("config: unknown field \"" + printable_text(it.key()) + "\"");
@@ -93,6 +139,10 @@ Config config_from_json(const nlohmann::json& j) {
   c.d_vocab = json_int_or(j, "d_vocab", c.d_vocab, 1, kMaxVocab, "config: ");
   c.smeared_keys = json_bool_or(j, "smeared_keys", c.smeared_keys, "config: ");
   c.use_bias = json_bool_or(j, "use_bias", c.use_bias, "config: ");
+  c.d_mlp = json_int_or(j, "d_mlp", c.d_mlp, 0, kMaxMlp, "config: ");
+  if (j.contains("normalization_type"))
+    c.normalization = norm_from_name(json_to_string(j["normalization_type"], "config: normalization_type"));
+  if (j.contains("act_fn")) c.act_fn = act_from_name(json_to_string(j["act_fn"], "config: act_fn"));
   if (j.contains("pos_embed")) c.pos_embed = pos_embed_from_name(json_to_string(j["pos_embed"], "config: pos_embed"));
   // float's range: a larger init_std would make every weight Inf.
   c.init_std = static_cast<float>(json_number_or(j, "init_std", c.init_std, -1e30, 1e30, "config: "));

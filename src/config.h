@@ -21,10 +21,13 @@ constexpr int kMaxVocab = 1000000;    // tokens
 // Weights a model may hold: 64 M floats is 256 MB, and training keeps four copies (weights,
 // gradients, two AdamW moments), 1 GB, still inside a tab.
 constexpr std::uint64_t kMaxWeights = 64ull << 20;
-// The activation cache of one forward pass over the full context (every hook, attention scores
+// The activation cache of one forward pass over one sequence (every hook, attention scores
 // included, at 4 bytes a value): 256 MB, an eighth of the tab's 2 GB, leaves room for the
-// analyses that read it and for the page itself.
+// analyses that read it and for the page itself. forward() checks it against each pass's own
+// length (a model whose whole context would not fit, such as TransformerLens's 48k-token
+// 1,024-context toy models, still opens and runs shorter sequences).
 constexpr double kMaxForwardBytes = 256.0 * (1 << 20);
+constexpr int kMaxMlp = 16384;        // MLP width (d_mlp); GPT-2 small's is 3,072
 // A training step's forward pass over a whole batch (backward needs about as much again): 1 GB.
 constexpr double kMaxTrainBytes = 1024.0 * (1 << 20);
 // The largest weight magnitude a model file may hold. Trained transformers' weights are of order
@@ -43,6 +46,26 @@ enum class PosEmbed {
 std::string pos_embed_name(PosEmbed p);
 PosEmbed pos_embed_from_name(const std::string& s);  // throws on an unknown name
 
+// TransformerLens's normalization_type: what each block applies to its inputs (ln1 before
+// attention, ln2 before the MLP) and ln_final before the unembed.
+enum class Norm {
+  None,   // no normalization
+  LN,     // LayerNorm: centre, divide by sqrt(mean square + eps), then * w + b (ln*.w, ln*.b)
+  LNPre,  // LayerNorm without weights (what TransformerLens's fold_ln leaves behind)
+};
+std::string norm_name(Norm n);                  // "none" | "LN" | "LNPre"
+Norm norm_from_name(const std::string& s);      // also TransformerLens's spellings ("None"); throws
+constexpr double kLnEps = 1e-5;                 // TransformerLens's default eps
+
+// The MLP's activation (TransformerLens's act_fn).
+enum class Act {
+  GELU,     // "gelu": exact, 0.5 x (1 + erf(x / sqrt 2)), as PyTorch's F.gelu
+  GELUNew,  // "gelu_new": the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  ReLU,     // "relu"
+};
+std::string act_name(Act a);
+Act act_from_name(const std::string& s);  // throws with a sentence (solu_ln is named as refused)
+
 struct Config {
   int n_layers = 2;
   int n_heads = 4;
@@ -53,11 +76,18 @@ struct Config {
   PosEmbed pos_embed = PosEmbed::Shortformer;
   bool smeared_keys = false;  // induction-heads paper, argument 2: k_j <- s k_j + (1-s) k_{j-1}
   bool use_bias = false;      // b_Q b_K b_V b_O b_U
+  Norm normalization = Norm::None;  // ln1 (and ln2) in every block, ln_final before the unembed
+  int d_mlp = 0;              // 0: attention only; otherwise each block has an MLP of this width
+  Act act_fn = Act::GELU;     // the MLP's activation (read only when d_mlp > 0)
   float init_std = 0.0f;      // <= 0 means 0.8 / sqrt(d_model), TransformerLens's default
 
   // Throws std::invalid_argument with a sentence naming the bad field or the limit (above) that
   // the architecture exceeds.
   void validate() const;
+  bool has_mlp() const { return d_mlp > 0; }
+  // The model is not attention-only with a linear unembed: some analyses need the frozen final
+  // LayerNorm scale or the MLPs' outputs as parts, and say so when they cannot take them.
+  bool has_norm_or_mlp() const { return normalization != Norm::None || d_mlp > 0; }
   float effective_init_std() const;
   bool operator==(const Config& o) const;
   bool operator!=(const Config& o) const { return !(*this == o); }

@@ -1,5 +1,6 @@
 // Model files: a safetensors writer and a strict loader that explains what is wrong with a bad file.
 #include "io.h"
+#include "weight_processing.h"
 
 #include "checks.h"
 
@@ -392,47 +393,66 @@ std::string tl_unsupported(const std::string& key) {
   std::string rest;
   const std::string part = block_layer(key, &rest) >= 0 ? rest : key;
   const auto starts = [&part](const char* p) { return part.rfind(p, 0) == 0; };
-  if (starts("ln_final.") || starts("ln1.") || starts("ln2.") || starts("embed.ln."))
-    return "LayerNorm (normalization_type \"LN\" or \"RMS\")";
-  if (starts("mlp.")) return "MLP layers (attn_only=False)";
+  if (starts("embed.ln.")) return "a LayerNorm on the embedding (post_embedding_ln)";
+  if (starts("mlp.ln.")) return "SoLU's LayerNorm inside the MLP (act_fn \"solu_ln\")";
+  if (starts("mlp.W_gate")) return "a gated MLP (gated_mlp=True)";
+  if (starts("mlp.") && !(part == "mlp.W_in" || part == "mlp.b_in" || part == "mlp.W_out" || part == "mlp.b_out"))
+    return "an MLP other than TransformerLens's W_in, b_in, W_out, b_out (mixture of experts?)";
+  if ((starts("ln1.") || starts("ln2.") || starts("ln_final.")) &&
+      !(part == "ln1.w" || part == "ln1.b" || part == "ln2.w" || part == "ln2.b" || part == "ln_final.w" ||
+        part == "ln_final.b"))
+    return "a normalization other than LayerNorm's w and b";
   if (starts("attn.rotary_")) return "rotary positions (positional_embedding_type \"rotary\")";
   if (starts("attn._W_") || starts("attn._b_")) return "grouped-query attention (n_key_value_heads)";
+  if (starts("attn.q_ln") || starts("attn.k_ln")) return "query and key normalization (use_qk_norm)";
   return "";
 }
 
+// Biases a TransformerLens state dict may leave out (they are then zero).
 bool is_tl_bias(const std::string& name) {
   std::string rest;
   if (block_layer(name, &rest) >= 0)
-    return rest == "attn.b_Q" || rest == "attn.b_K" || rest == "attn.b_V" || rest == "attn.b_O";
+    return rest == "attn.b_Q" || rest == "attn.b_K" || rest == "attn.b_V" || rest == "attn.b_O" || rest == "mlp.b_in" ||
+           rest == "mlp.b_out";
   return name == "unembed.b_U";
 }
 
 const char* const kTlSays = ", but embed.W_E, pos_embed.W_pos and blocks.0.attn.W_Q make it ";
 const char* const kTlReads =
-    "circuitscope reads attention-only TransformerLens models without normalization (attn_only=True, "
-    "normalization_type=None) with learned absolute positions";
+    "circuitscope reads TransformerLens models with attention, LayerNorm (LN or LNPre, or none) and MLPs "
+    "(gelu, gelu_new, relu), with learned absolute positions";
+// The one line of Python that writes the hints a state dict cannot show (README, "Open the model
+// from your notebook").
+const char* const kTlHintLine =
+    "save it with: safetensors.torch.save_file(model.state_dict(), \"model.safetensors\", metadata={"
+    "\"normalization_type\": str(model.cfg.normalization_type), \"positional_embedding_type\": "
+    "model.cfg.positional_embedding_type, \"act_fn\": str(model.cfg.act_fn)}), or open the model's "
+    "TransformerLens config.json with it";
 
-// The optional hints a TransformerLens file's __metadata__ may carry, in TransformerLens's names:
-// positional_embedding_type ("standard", the default, or "shortformer") and normalization_type
-// (only "None"). A state dict cannot show either.
-PosEmbed tl_meta_hints(const json* meta) {
-  if (meta == nullptr) return PosEmbed::Standard;
-  if (const std::string* norm = meta_string(*meta, "normalization_type", false))
-    if (*norm != "None" && *norm != "none")
-      fail("__metadata__ says normalization_type is \"" + clean(*norm) +
-           "\": the model normalizes its residual stream, and " + kTlReads +
-           " (TransformerLens's from_pretrained folds LayerNorm into LNPre, which leaves no tensor behind)");
-  const std::string* pos = meta_string(*meta, "positional_embedding_type", false);
-  if (pos == nullptr || *pos == "standard") return PosEmbed::Standard;
-  if (*pos == "shortformer") return PosEmbed::Shortformer;
-  fail("__metadata__ says positional_embedding_type is \"" + clean(*pos) + "\"; " + kTlReads +
-       " (\"standard\" or \"shortformer\")");
+// What a state dict cannot show about its architecture, from __metadata__ in TransformerLens's
+// names: positional_embedding_type ("standard", the default, or "shortformer"),
+// normalization_type ("LN", "LNPre" or "None") and act_fn. Each is null when absent.
+struct TlHints {
+  const std::string* pos = nullptr;
+  const std::string* norm = nullptr;
+  const std::string* act = nullptr;
+};
+
+TlHints tl_meta_hints(const json* meta) {
+  TlHints h;
+  if (meta == nullptr) return h;
+  h.pos = meta_string(*meta, "positional_embedding_type", false);
+  h.norm = meta_string(*meta, "normalization_type", false);
+  h.act = meta_string(*meta, "act_fn", false);
+  return h;
 }
 
-// The architecture of a TransformerLens state dict, from its tensor names and shapes.
+// The architecture of a TransformerLens state dict, from its tensor names and shapes and the
+// hints; never guessed: a file without LayerNorm tensors must say whether it is LNPre or has no
+// normalization, and one with MLPs which activation they use.
 Config infer_tl_config(const json& header, const json* meta) {
   int max_layer = -1;
-  bool bias = false, smear = false;
+  bool bias = false, smear = false, ln = false;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string what = tl_unsupported(it.key());
     if (!what.empty())
@@ -440,8 +460,9 @@ Config infer_tl_config(const json& header, const json* meta) {
            kTlReads);
     std::string rest;
     max_layer = std::max(max_layer, block_layer(it.key(), &rest));
-    bias = bias || is_tl_bias(it.key());
+    bias = bias || (is_tl_bias(it.key()) && rest.rfind("mlp.", 0) != 0);
     smear = smear || rest == "attn.smear_alpha";
+    ln = ln || rest.rfind("ln1.", 0) == 0 || rest.rfind("ln2.", 0) == 0 || it.key().rfind("ln_final.", 0) == 0;
   }
   if (!header.contains("embed.W_E"))
     fail("the header has neither circuitscope's __metadata__ (config and tokenizer) nor TransformerLens's tensor "
@@ -467,8 +488,43 @@ Config infer_tl_config(const json& header, const json* meta) {
     const Shape wq = shape_of("blocks.0.attn.W_Q", 3, "[n_heads, d_model, d_head]");
     c.n_heads = wq[0];
     c.d_head = wq[2];
+    if (header.contains("blocks.0.mlp.W_in")) c.d_mlp = shape_of("blocks.0.mlp.W_in", 2, "[d_model, d_mlp]")[1];
   }
-  c.pos_embed = tl_meta_hints(meta);
+  const TlHints hints = tl_meta_hints(meta);
+  if (hints.pos == nullptr || *hints.pos == "standard") c.pos_embed = PosEmbed::Standard;
+  else if (*hints.pos == "shortformer") c.pos_embed = PosEmbed::Shortformer;
+  else
+    fail("__metadata__ says positional_embedding_type is \"" + clean(*hints.pos) + "\"; " + kTlReads +
+         " (\"standard\" or \"shortformer\")");
+  if (ln) {
+    if (hints.norm && *hints.norm != "LN")
+      fail("__metadata__ says normalization_type is \"" + clean(*hints.norm) +
+           "\", but the file holds LayerNorm weights (ln1.w, ln_final.w), which only \"LN\" has: the file is inconsistent");
+    c.normalization = Norm::LN;
+  } else if (hints.norm == nullptr) {
+    fail("the file holds no LayerNorm weights, which is how a model without normalization looks, and also one whose "
+         "LayerNorm TransformerLens folded (from_pretrained leaves weightless LNPre behind); circuitscope will not "
+         "guess which: " + std::string(kTlHintLine));
+  } else {
+    try {
+      c.normalization = norm_from_name(*hints.norm);
+    } catch (const std::exception& e) {
+      fail("__metadata__ says normalization_type is \"" + clean(*hints.norm) + "\"; " + kTlReads);
+    }
+    if (c.normalization == Norm::LN)
+      fail("__metadata__ says normalization_type is \"LN\", but the file holds no LayerNorm weights (ln1.w, ln1.b, "
+           "ln_final.w, ...): the file is incomplete");
+  }
+  if (c.d_mlp > 0) {
+    if (hints.act == nullptr)
+      fail("the model has MLPs (blocks.0.mlp.W_in is [" + std::to_string(c.d_model) + ", " + std::to_string(c.d_mlp) +
+           "]) but the file does not say their activation, which the tensors cannot show; " + kTlHintLine);
+    try {
+      c.act_fn = act_from_name(*hints.act);
+    } catch (const std::exception& e) {
+      fail("__metadata__ says act_fn is \"" + clean(*hints.act) + "\"; " + kTlReads);
+    }
+  }
   c.use_bias = bias;
   c.smeared_keys = smear;
   try {
@@ -496,7 +552,7 @@ void check_causal_mask(const Entry& en, const std::uint8_t* section, int n_ctx) 
 // A safetensors file without circuitscope's metadata, read as model.state_dict() of a
 // TransformerLens HookedTransformer: biases absent are zero; attn.mask and attn.IGNORE buffers
 // are checked and dropped; any other tensor is refused (it would be left out of the forward pass).
-ModelFile load_transformerlens(const Header& h, const json* meta) {
+ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOptions& opts) {
   ModelFile m;
   m.cfg = infer_tl_config(h.doc, meta);
   const std::string* tok = meta ? meta_string(*meta, "tokenizer", false) : nullptr;
@@ -514,9 +570,10 @@ ModelFile load_transformerlens(const Header& h, const json* meta) {
     std::string rest;
     const int l = block_layer(key, &rest);
     if (l < 0 || l >= n_layers || (rest != "attn.mask" && rest != "attn.IGNORE"))
-      fail("tensor " + clean(key) + " is not part of a TransformerLens attention-only model (embed.W_E, "
-           "pos_embed.W_pos, blocks.{l}.attn.W_Q/W_K/W_V/W_O, b_Q/b_K/b_V/b_O, mask, IGNORE, unembed.W_U, b_U, "
-           "and circuitscope's smear_alpha); circuitscope refuses it rather than leave it out of the forward pass");
+      fail("tensor " + clean(key) + " is not part of a TransformerLens model of this architecture (embed.W_E, "
+           "pos_embed.W_pos, blocks.{l}.ln1/ln2.w/b, attn.W_Q/W_K/W_V/W_O, b_Q/b_K/b_V/b_O, mask, IGNORE, "
+           "mlp.W_in/b_in/W_out/b_out, ln_final.w/b, unembed.W_U, b_U, and circuitscope's smear_alpha); circuitscope "
+           "refuses it rather than leave it out of the forward pass");
     const bool mask = rest == "attn.mask";
     const std::string says = mask ? ", but pos_embed.W_pos gives n_ctx " + std::to_string(n_ctx) + ", so it must be "
                                   : ", but TransformerLens's IGNORE is a scalar, shape ";
@@ -534,14 +591,33 @@ ModelFile load_transformerlens(const Header& h, const json* meta) {
                               ? "shortformer positions, as its __metadata__ says"
                               : "standard positions; a shortformer model's state dict looks the same, so such a file "
                                 "needs positional_embedding_type in its __metadata__";
+  const std::string norm = m.cfg.normalization == Norm::LN      ? "LayerNorm"
+                           : m.cfg.normalization == Norm::LNPre ? "folded LayerNorm (LNPre), as its __metadata__ says"
+                                                                : "no normalization, as its __metadata__ says";
+  const std::string mlp = m.cfg.d_mlp > 0 ? "MLPs of " + std::to_string(m.cfg.d_mlp) + " (" + act_name(m.cfg.act_fn) + ")"
+                                          : "attention only";
+  const bool had_bias = m.cfg.use_bias;
+  const ProcessingReport rep = process_weights(m.params, opts.processing);
+  m.cfg = m.params.cfg;
+  const auto joined = [](const std::vector<std::string>& v, const char* sep) {
+    std::string out;
+    for (const std::string& x : v) out += (out.empty() ? "" : sep) + x;
+    return out;
+  };
+  const std::string processing =
+      rep.applied.empty() ? std::string(" No TransformerLens processing was applied")
+                          : " TransformerLens's processing was applied: " + joined(rep.applied, ", ");
+  const std::string skipped = rep.skipped.empty() ? "." : " (not applied: " + joined(rep.skipped, "; ") + ").";
   const std::string words = tok ? "The tokenizer is the one in the file's __metadata__."
                                 : std::string("The file carries no tokenizer, so text is token ids separated by "
                                               "spaces (e.g. \"") +
                                       (m.cfg.d_vocab > 12 ? "12 7 7 3" : m.cfg.d_vocab > 1 ? "0 1 0 1" : "0 0 0") +
                                       "\") and token i shows as #i.";
   m.info = json{{"source", "transformerlens"},
-                {"note", "A TransformerLens state dict: the architecture was read from the tensor shapes (" + pos +
-                             (m.cfg.use_bias ? "" : "; it has no biases") + "). " + words}};
+                {"note", "A TransformerLens state dict: the architecture was read from the tensor shapes (" + norm + "; " +
+                             mlp + "; " + pos + (had_bias ? "" : "; it has no biases") + ")." + processing + skipped +
+                             " " + words},
+                {"processing", {{"applied", rep.applied}, {"skipped", rep.skipped}}}};
   return m;
 }
 
@@ -679,7 +755,7 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
   return out;
 }
 
-ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
+ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
   const Header h = parse_header(data, size);
   const auto mit = h.doc.find("__metadata__");
   if (mit != h.doc.end() && !mit->is_object())
@@ -692,7 +768,7 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size) {
     ours = (format != meta->end() && *format == "circuitscope") || meta->contains("config") ||
            meta->contains("format_version");
   }
-  return ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta);
+  return ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta, opts);
 }
 
 void check_output_path(const std::string& path) {
@@ -745,7 +821,7 @@ void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype) {
   }
 }
 
-ModelFile load_model_file(const std::string& path) {
+ModelFile load_model_file(const std::string& path, const LoadOptions& opts) {
   std::error_code ec;
   const auto type = std::filesystem::status(path, ec).type();
   if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found)
@@ -762,7 +838,7 @@ ModelFile load_model_file(const std::string& path) {
   if (!bytes.empty()) f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw std::runtime_error("model file " + path + ": reading it failed part way through");
   try {
-    return load_model_bytes(bytes.data(), bytes.size());
+    return load_model_bytes(bytes.data(), bytes.size(), opts);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(with_path(path, e.what()));
   }

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "params.h"
 #include "tokenizer.h"
+#include "weight_processing.h"
 
 namespace cs {
 
@@ -25,6 +26,13 @@ struct ModelFile {
 
 enum class Dtype { F32, F16 };
 
+// How a TransformerLens file is read: the weight processing from_pretrained applies
+// (weight_processing.h; TransformerLens's defaults unless told otherwise). circuitscope's own
+// files are read as written.
+struct LoadOptions {
+  Processing processing;
+};
+
 // Metadata keys: "format" = "circuitscope", "format_version" = "1", "config", "tokenizer", "info".
 std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dtype::F32);
 // Validates everything it reads and throws std::runtime_error whose message starts with
@@ -33,16 +41,21 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dty
 // A file whose __metadata__ neither says format "circuitscope" nor carries a config (or has no
 // __metadata__) is read as a TransformerLens HookedTransformer state dict (README, "Files saved
 // from TransformerLens"): the config comes from the tensor shapes, missing biases are zero, the
-// attn.mask and attn.IGNORE buffers are checked and dropped, anything else (LayerNorm, MLPs,
-// rotary, ...) is refused with a sentence; the tokenizer is __metadata__'s "tokenizer" if given,
-// else a token-id tokenizer (Tokenizer::Kind::Ids); info is {"source": "transformerlens", "note"}.
-ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size);
+// attn.mask and attn.IGNORE buffers are checked and dropped, LayerNorm (ln1, ln2, ln_final) and
+// MLP tensors are read; what the tensors cannot show (normalization_type when there is no
+// LayerNorm tensor, act_fn with MLPs, shortformer positions) comes from __metadata__ or the file
+// is refused with the line of Python that writes it; anything else (rotary, gated MLPs, ...) is
+// refused with a sentence. opts.processing is then applied as TransformerLens applies it. The
+// tokenizer is __metadata__'s "tokenizer" if given, else a token-id tokenizer
+// (Tokenizer::Kind::Ids); info is {"source": "transformerlens", "note", "processing": {applied,
+// skipped}}.
+ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts = LoadOptions());
 
 // Refuses (std::runtime_error "PATH exists and is a device; ...") an output path that exists and is
 // not a regular file: a directory, a symbolic link, a device, a pipe. Writers call it first.
 void check_output_path(const std::string& path);
 // Writes PATH.tmp (created exclusively) and renames it over PATH; checks PATH with check_output_path.
 void save_model_file(const std::string& path, const ModelFile& m, Dtype dtype = Dtype::F32);
-ModelFile load_model_file(const std::string& path);  // "model file <path>: ..." on errors
+ModelFile load_model_file(const std::string& path, const LoadOptions& opts = LoadOptions());  // "model file <path>: ..." on errors
 
 }  // namespace cs

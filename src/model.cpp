@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "checks.h"
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
 #include "rng.h"
@@ -171,6 +172,94 @@ void concat_qkv(const LayerParams<T>& w, int H, int D, int Dh, MatRM<T>& wcat) {
       }
 }
 
+// TransformerLens's LayerNorm over each row of x [N, D] (LNPre when w is null):
+//   xc = x - mean(x), scale = sqrt(mean(xc^2) + eps)   hook_scale      [N]
+//   out = xc / scale * w + b                            hook_normalized [N, D]
+// out may be x itself.
+template <class T>
+void layer_norm_forward(const T* x, int N, int D, const T* w, const T* b, T* scale, T* out) {
+  for (int n = 0; n < N; ++n) {
+    const T* xr = x + static_cast<std::size_t>(n) * D;
+    T* yr = out + static_cast<std::size_t>(n) * D;
+    T mean = 0;
+    for (int d = 0; d < D; ++d) mean += xr[d];
+    mean /= T(D);
+    T ms = 0;
+    for (int d = 0; d < D; ++d) ms += (xr[d] - mean) * (xr[d] - mean);
+    const T s = std::sqrt(ms / T(D) + T(kLnEps));
+    scale[n] = s;
+    const T inv = T(1) / s;
+    for (int d = 0; d < D; ++d) {
+      const T xhat = (xr[d] - mean) * inv;
+      yr[d] = w ? xhat * w[d] + b[d] : xhat;
+    }
+  }
+}
+
+// The LayerNorm above, backwards: from dy [N, D] at its output and its input x [N, D] and scale,
+//   xhat = (x - mean(x)) / scale ; g = dy * w (dy for LNPre)
+//   dx += (g - mean(g) - xhat mean(g xhat)) / scale    (accumulated into dx)
+//   dw = sum_n dy xhat ; db = sum_n dy                  (LN only; overwritten)
+template <class T>
+void layer_norm_backward(const T* dy, const T* x, const T* scale, const T* w, int N, int D, T* dx, T* dw, T* db) {
+  if (w) {
+    std::fill(dw, dw + D, T(0));
+    std::fill(db, db + D, T(0));
+  }
+  std::vector<T> xhat(D), g(D);
+  for (int n = 0; n < N; ++n) {
+    const T* xr = x + static_cast<std::size_t>(n) * D;
+    const T* dyr = dy + static_cast<std::size_t>(n) * D;
+    T* dxr = dx + static_cast<std::size_t>(n) * D;
+    T mean = 0;
+    for (int d = 0; d < D; ++d) mean += xr[d];
+    mean /= T(D);
+    const T inv = T(1) / scale[n];
+    T mg = 0, mgx = 0;
+    for (int d = 0; d < D; ++d) {
+      xhat[d] = (xr[d] - mean) * inv;
+      g[d] = w ? dyr[d] * w[d] : dyr[d];
+      mg += g[d];
+      mgx += g[d] * xhat[d];
+      if (w) {
+        dw[d] += dyr[d] * xhat[d];
+        db[d] += dyr[d];
+      }
+    }
+    mg /= T(D);
+    mgx /= T(D);
+    for (int d = 0; d < D; ++d) dxr[d] += (g[d] - mg - xhat[d] * mgx) * inv;
+  }
+}
+
+// The MLP's activation and its derivative (TransformerLens act_fn; config.h).
+template <class T>
+T activation(Act a, T x) {
+  switch (a) {
+    case Act::GELU: return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+    case Act::GELUNew: {
+      const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);  // sqrt(2/pi) (x + 0.044715 x^3)
+      return T(0.5) * x * (T(1) + std::tanh(u));
+    }
+    case Act::ReLU: return x > T(0) ? x : T(0);
+  }
+  return x;
+}
+template <class T>
+T activation_grad(Act a, T x) {
+  switch (a) {
+    case Act::GELU:  // d/dx 0.5 x (1 + erf(x / sqrt 2)) = 0.5 (1 + erf(x / sqrt 2)) + x phi(x)
+      return T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476))) + x * std::exp(T(-0.5) * x * x) * T(0.3989422804014327);
+    case Act::GELUNew: {
+      const T c = T(0.7978845608028654);
+      const T th = std::tanh(c * (x + T(0.044715) * x * x * x));
+      return T(0.5) * (T(1) + th) + T(0.5) * x * (T(1) - th * th) * c * (T(1) + T(3 * 0.044715) * x * x);
+    }
+    case Act::ReLU: return x > T(0) ? T(1) : T(0);
+  }
+  return T(1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The stages. forward() runs them in this order, and backward() runs their *_backward partners
 // in reverse; [brackets] mark the hook points where an Intervention acts:
@@ -179,19 +268,22 @@ void concat_qkv(const LayerParams<T>& w, int H, int D, int Dh, MatRM<T>& wcat) {
 //   [Hook::PosEmbed]     remove_pos
 //   residual_forward     resid = embed (+ pos, standard)
 //   per layer:
-//     qk_input_forward   qk_in = resid (+ pos, shortformer)
-//     [Hook::AttnIn]     path cuts: a head's own inputs, minus the cut heads' results
-//     qkv_forward        q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = resid W_V + b_V
+//     attn_input_forward v_in = ln1(resid) (or resid), qk_in = v_in (+ pos, shortformer)
+//     [Hook::AttnIn]     path cuts: a head's own inputs, ln1 of the stream minus the cut heads' results
+//     qkv_forward        q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = v_in W_V + b_V
 //     smear_keys_forward k_j <- s k_j + (1 - s) k_{j-1}
 //     attention_forward  scores = q k^T / sqrt(Dh), pattern = softmax(scores), z = pattern v
 //     result_forward     result_h = z_h W_O[h]
 //     [Hook::Result]     ablations
-//     attn_out_forward   attn_out = sum_h result_h + b_O, resid_post = resid_pre + attn_out
-//   unembed_forward      logits = resid W_U + b_U
+//     attn_out_forward   attn_out = sum_h result_h + b_O, resid_post (resid_mid) = resid_pre + attn_out
+//     mlp_forward        (d_mlp > 0) mlp_out = act(ln2(resid_mid) W_in + b_in) W_out + b_out,
+//                        resid_post = resid_mid + mlp_out
+//   unembed_forward      logits = ln_final(resid) W_U + b_U
 //
-// backward(): loss_backward (dlogits), unembed_backward, then per layer, last first:
-// attn_out_backward, result_backward, attention_backward, smear_keys_backward, qkv_backward;
-// then embed_backward (for embed_forward and residual_forward). A cache from a forward pass
+// backward(): loss_backward (dlogits), unembed_backward (with ln_final), then per layer, last
+// first: mlp_backward, attn_out_backward, result_backward, attention_backward,
+// smear_keys_backward, qkv_backward (with ln1); then embed_backward (for embed_forward and
+// residual_forward). A cache from a forward pass
 // with an intervention is refused, so the backward stages have no hook points.
 // ---------------------------------------------------------------------------------------------
 
@@ -212,13 +304,14 @@ struct Dims {
 // What the current layer's attention reads, and whether positions enter at all.
 template <class T>
 struct Stream {
-  MatRM<T>* resid = nullptr;        // the residual stream  [N, D]
-  const MatRM<T>* qk_in = nullptr;  // q's and k's input: resid, or resid + pos (shortformer)  [N, D]
-  bool has_pos = false;             // pos_embed is not none and not removed
+  MatRM<T>* resid = nullptr;  // the residual stream  [N, D]
+  const T* v_in = nullptr;    // v's input: ln1(resid), or resid without normalization  [N, D]
+  const T* qk_in = nullptr;   // q's and k's input: v_in, or v_in + pos (shortformer)  [N, D]
+  bool has_pos = false;       // pos_embed is not none and not removed
   // Each head's own q, k and v input ([3 * H], index w * H + h for w in Q, K, V) when a path cut
   // recomputes the residual stream for this layer; empty otherwise.
-  std::vector<const MatRM<T>*> head_in;
-  std::vector<MatRM<T>> cut_in;     // the recomputed streams head_in points to  [3 * H][N, D]
+  std::vector<const T*> head_in;
+  std::vector<MatRM<T>> cut_in;  // the recomputed inputs head_in points to  [3 * H][N, D]
 };
 
 // out = x with pos added to every batch row's [T, D] block (the shortformer's input of Q and K).
@@ -242,6 +335,15 @@ void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, 
     if (tokens[i] < 0 || tokens[i] >= V)
       throw std::invalid_argument("forward: token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
                                   " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
+  // Sized for this pass, before anything is allocated (config.h): one sequence may use
+  // kMaxForwardBytes, a training batch kMaxTrainBytes.
+  const double need = forward_bytes(c, B, Tl), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
+  if (need > limit)
+    throw std::invalid_argument("forward: a pass over " + (B == 1 ? std::string() : std::to_string(B) + " x ") +
+                                std::to_string(Tl) + " tokens would need " +
+                                std::to_string(static_cast<long long>(need / (1 << 20))) +
+                                " MB of activations; circuitscope allows at most " +
+                                std::to_string(static_cast<long long>(limit / (1 << 20))) + " MB (use fewer tokens)");
 }
 
 // ---- Interventions: the one place an Intervention changes the forward pass ----
@@ -275,9 +377,10 @@ std::vector<int> resample_partners(const Intervention& iv, const Dims& dm, const
   return out;
 }
 
+// lp: the layer's weights (AttnIn reads its ln1); null for Hook::PosEmbed.
 template <class T>
-void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const Dims& dm, Stream<T>& st,
-                           ActivationCache<T>& cache) {
+void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerParams<T>* lp, const Intervention& iv,
+                           const Dims& dm, Stream<T>& st, ActivationCache<T>& cache) {
   switch (hook) {
     case Hook::PosEmbed:
       if (iv.remove_pos) {
@@ -293,25 +396,37 @@ void apply_intervention_at(Hook hook, int layer, const Intervention& iv, const D
       const int H = dm.H;
       st.head_in.assign(3 * H, nullptr);
       st.cut_in.assign(3 * H, MatRM<T>());
-      for (int h = 0; h < H; ++h) {
-        const MatRM<T>* base[3] = {st.qk_in, st.qk_in, st.resid};
-        for (int w = 0; w < 3; ++w) st.head_in[w * H + h] = base[w];
-        for (const auto& cut : iv.cuts) {
-          if (cut.dst_layer != layer || cut.dst_head != h) continue;
-          const int w = static_cast<int>(cut.input);
-          MatRM<T>& in = st.cut_in[w * H + h];  // [N, D]
-          if (st.head_in[w * H + h] == base[w]) in = *base[w], st.head_in[w * H + h] = &in;
-          in -= cache.layers[cut.src_layer].result.slice(cut.src_head);
-          if (iv.ablation != Ablation::Zero) {  // the cut head's contribution, replaced
-            const std::vector<int> partner = resample_partners(iv, dm, cache.tokens);
-            const int k = cut.src_layer * H + cut.src_head;
-            for (int b = 0; b < dm.B; ++b)
-              for (int t = 0; t < dm.Tl; ++t) {
-                const float* v = replacement(iv, k, t, partner[b], dm.D);
-                for (int d = 0; d < dm.D; ++d) in(b * dm.Tl + t, d) += static_cast<T>(v[d]);
-              }
-          }
+      for (int h = 0; h < H; ++h)
+        for (int w = 0; w < 3; ++w) st.head_in[w * H + h] = w == 2 ? st.v_in : st.qk_in;
+      for (const auto& cut : iv.cuts) {
+        if (cut.dst_layer != layer) continue;
+        const int w = static_cast<int>(cut.input), slot = w * H + cut.dst_head;
+        MatRM<T>& in = st.cut_in[slot];  // [N, D], the residual stream this input reads
+        if (in.size() == 0) in = *st.resid;
+        in -= cache.layers[cut.src_layer].result.slice(cut.src_head);
+        if (iv.ablation != Ablation::Zero) {  // the cut head's contribution, replaced
+          const std::vector<int> partner = resample_partners(iv, dm, cache.tokens);
+          const int k = cut.src_layer * H + cut.src_head;
+          for (int b = 0; b < dm.B; ++b)
+            for (int t = 0; t < dm.Tl; ++t) {
+              const float* v = replacement(iv, k, t, partner[b], dm.D);
+              for (int d = 0; d < dm.D; ++d) in(b * dm.Tl + t, d) += static_cast<T>(v[d]);
+            }
         }
+      }
+      // Each recomputed stream goes through ln1 on its own (its scale is its own) and, for q and
+      // k, gets the shortformer's positions, as the layer's own input does.
+      const LayerParams<T>& lw = *lp;
+      std::vector<T> scale(dm.N);
+      for (int slot = 0; slot < 3 * H; ++slot) {
+        MatRM<T>& in = st.cut_in[slot];
+        if (in.size() == 0) continue;
+        if (c.normalization != Norm::None)
+          layer_norm_forward(in.data(), dm.N, dm.D, c.normalization == Norm::LN ? lw.ln1_w.ptr() : nullptr,
+                             lw.ln1_b.ptr(), scale.data(), in.data());
+        if (slot < 2 * H && c.pos_embed == PosEmbed::Shortformer && st.has_pos)
+          for (int b = 0; b < dm.B; ++b) in.middleRows(b * dm.Tl, dm.Tl) += cache.pos_embed.mat();
+        st.head_in[slot] = in.data();
       }
       return;
     }
@@ -398,19 +513,42 @@ void layer_buffers(const Config& c, const Dims& dm, bool keep_scores, bool keep_
   else lc.result = Tensor<T>();
   lc.attn_out.ensure({B, Tl, D});
   lc.resid_post.ensure({B, Tl, D});
+  const bool norm = c.normalization != Norm::None, mlp = c.d_mlp > 0;
+  const auto keep = [](bool on, Tensor<T>& t, std::initializer_list<int> shape) {
+    if (on) t.ensure(shape);
+    else t = Tensor<T>();
+  };
+  keep(norm, lc.ln1_scale, {B, Tl});
+  keep(norm, lc.ln1_out, {B, Tl, D});
+  keep(mlp, lc.resid_mid, {B, Tl, D});
+  keep(mlp && norm, lc.ln2_scale, {B, Tl});
+  keep(mlp && norm, lc.ln2_out, {B, Tl, D});
+  keep(mlp, lc.mlp_pre, {B, Tl, c.d_mlp});
+  keep(mlp, lc.mlp_post, {B, Tl, c.d_mlp});
+  keep(mlp, lc.mlp_out, {B, Tl, D});
 }
 
-// Shortformer: positions enter only the inputs of Q and K.  qk_in = resid + pos  [N, D]
+// v_in = ln1(resid)  blocks.l.ln1.hook_normalized [B, T, D]  (resid itself without normalization)
+// Shortformer: positions enter only the inputs of Q and K, after ln1 (TransformerLens
+// transformer_block.py).  qk_in = v_in + pos  [N, D]
 template <class T>
-void qk_input_forward(const Config& c, const Dims& dm, const ActivationCache<T>& cache, Stream<T>& st, Workspace<T>& ws) {
-  st.qk_in = st.resid;
+void attn_input_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const ActivationCache<T>& cache,
+                        Stream<T>& st, LayerCache<T>& lc, Workspace<T>& ws) {
+  st.v_in = st.resid->data();
+  if (c.normalization != Norm::None) {
+    const bool ln = c.normalization == Norm::LN;
+    layer_norm_forward(st.resid->data(), dm.N, dm.D, ln ? w.ln1_w.ptr() : nullptr, ln ? w.ln1_b.ptr() : nullptr,
+                       lc.ln1_scale.ptr(), lc.ln1_out.ptr());
+    st.v_in = lc.ln1_out.ptr();
+  }
+  st.qk_in = st.v_in;
   if (c.pos_embed == PosEmbed::Shortformer && st.has_pos) {
-    add_positions(*st.resid, cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
-    st.qk_in = &ws.qk_in;
+    add_positions(CMapM<T>(st.v_in, dm.N, dm.D), cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
+    st.qk_in = ws.qk_in.data();
   }
 }
 
-// q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = resid W_V + b_V   hook_q/k/v [H, B, T, Dh]
+// q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = v_in W_V + b_V   hook_q/k/v [H, B, T, Dh]
 // (k goes to hook_k_unsmeared when keys are smeared). Without a path cut, one product per input
 // computes every head at once, written straight into the per-head layout; with one, each head
 // reads its own stream.
@@ -425,21 +563,21 @@ void qkv_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const
     ws.blocks.resize(3 * H);
     for (int m = 0; m < 3; ++m)
       for (int h = 0; h < H; ++h) ws.blocks[m * H + h] = outs[m] + h * dm.NDh;
-    const MatRM<T>& resid = *st.resid;
-    if (st.qk_in == st.resid) {  // one product for q, k and v
-      mm(Op::N, Op::N, N, 3 * HDh, D, T(1), resid.data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh, Causal::None,
+    if (st.qk_in == st.v_in) {  // one product for q, k and v
+      mm(Op::N, Op::N, N, 3 * HDh, D, T(1), st.v_in, D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh, Causal::None,
          Dh, 0, ws.blocks.data());
     } else {  // q and k read the positions, v does not
-      mm(Op::N, Op::N, N, 2 * HDh, D, T(1), st.qk_in->data(), D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh,
+      mm(Op::N, Op::N, N, 2 * HDh, D, T(1), st.qk_in, D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh,
          Causal::None, Dh, 0, ws.blocks.data());
-      mm(Op::N, Op::N, N, HDh, D, T(1), resid.data(), D, ws.wcat.data() + 2 * HDh, 3 * HDh, T(0), nullptr, Dh,
+      mm(Op::N, Op::N, N, HDh, D, T(1), st.v_in, D, ws.wcat.data() + 2 * HDh, 3 * HDh, T(0), nullptr, Dh,
          Causal::None, Dh, 0, ws.blocks.data() + 2 * H);
     }
   } else {
+    const auto in = [&](int slot) { return CMapM<T>(st.head_in[slot], N, D); };
     for (int h = 0; h < H; ++h) {
-      k_out.slice(h).noalias() = *st.head_in[H + h] * w.W_K.slice(h);
-      lc.q.slice(h).noalias() = *st.head_in[h] * w.W_Q.slice(h);
-      lc.v.slice(h).noalias() = *st.head_in[2 * H + h] * w.W_V.slice(h);
+      k_out.slice(h).noalias() = in(H + h) * w.W_K.slice(h);
+      lc.q.slice(h).noalias() = in(h) * w.W_Q.slice(h);
+      lc.v.slice(h).noalias() = in(2 * H + h) * w.W_V.slice(h);
     }
   }
   if (c.use_bias)
@@ -510,7 +648,8 @@ void result_forward(const Dims& dm, const LayerParams<T>& w, bool keep_result, L
 }
 
 // attn_out = sum_h result_h + b_O   hook_attn_out [B, T, D]
-// resid_post = resid_pre + attn_out hook_resid_post [B, T, D] (and the stream moves on), in one pass
+// resid_post = resid_pre + attn_out hook_resid_post [B, T, D] (hook_resid_mid with an MLP; the
+// stream moves on), in one pass
 template <class T>
 void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, bool keep_result, MatRM<T>& resid,
                       LayerCache<T>& lc) {
@@ -519,7 +658,7 @@ void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, 
   const T* res = lc.result.ptr();
   T* ao = lc.attn_out.ptr();
   T* rs = resid.data();
-  T* post = lc.resid_post.ptr();
+  T* post = c.d_mlp > 0 ? lc.resid_mid.ptr() : lc.resid_post.ptr();
   if (keep_result) {
     for (std::size_t i = 0; i < ND; ++i) {
       T a = res[i];
@@ -534,7 +673,35 @@ void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, 
   }
 }
 
-// One attention layer: hook_resid_pre -> hook_resid_post, the stream moving on in st.resid.
+// (d_mlp > 0) x = ln2(resid_mid)                  blocks.l.ln2.hook_normalized [B, T, D]
+// pre = x W_in + b_in                             blocks.l.mlp.hook_pre   [B, T, M]
+// post = act(pre)                                 blocks.l.mlp.hook_post  [B, T, M]
+// mlp_out = post W_out + b_out                    blocks.l.hook_mlp_out   [B, T, D]
+// resid_post = resid_mid + mlp_out                blocks.l.hook_resid_post (the stream moves on)
+template <class T>
+void mlp_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, MatRM<T>& resid, LayerCache<T>& lc) {
+  if (c.d_mlp == 0) return;
+  const int N = dm.N, D = dm.D, M = c.d_mlp;
+  const T* x = lc.resid_mid.ptr();
+  if (c.normalization != Norm::None) {
+    const bool ln = c.normalization == Norm::LN;
+    layer_norm_forward(x, N, D, ln ? w.ln2_w.ptr() : nullptr, ln ? w.ln2_b.ptr() : nullptr, lc.ln2_scale.ptr(),
+                       lc.ln2_out.ptr());
+    x = lc.ln2_out.ptr();
+  }
+  mm(Op::N, Op::N, N, M, D, T(1), x, D, w.W_in.ptr(), M, T(0), lc.mlp_pre.ptr(), M);
+  lc.mlp_pre.mat().rowwise() += w.b_in.vec();
+  const std::size_t NM = static_cast<std::size_t>(N) * M;
+  const T* pre = lc.mlp_pre.ptr();
+  T* post = lc.mlp_post.ptr();
+  for (std::size_t i = 0; i < NM; ++i) post[i] = activation(c.act_fn, pre[i]);
+  mm(Op::N, Op::N, N, D, M, T(1), post, M, w.W_out.ptr(), D, T(0), lc.mlp_out.ptr(), D);
+  lc.mlp_out.mat().rowwise() += w.b_out.vec();
+  resid += lc.mlp_out.mat();
+  lc.resid_post.mat() = resid;
+}
+
+// One block: hook_resid_pre -> hook_resid_post, the stream moving on in st.resid.
 template <class T>
 void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w, const Intervention& iv,
                    bool keep_result, Stream<T>& st, ActivationCache<T>& cache) {
@@ -542,24 +709,39 @@ void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>&
   Workspace<T>& ws = cache.work;
   layer_buffers(c, dm, cache.keep_scores, keep_result, lc);
   lc.resid_pre.mat() = *st.resid;
-  qk_input_forward(c, dm, cache, st, ws);
-  apply_intervention_at(Hook::AttnIn, l, iv, dm, st, cache);
+  attn_input_forward(c, dm, w, cache, st, lc, ws);
+  apply_intervention_at(Hook::AttnIn, l, c, &w, iv, dm, st, cache);
   qkv_forward(c, dm, w, st, lc, ws);
   smear_keys_forward(c, dm, w, lc);
   attention_forward(dm, cache.keep_scores, lc, ws);
   result_forward(dm, w, keep_result, lc);
-  apply_intervention_at(Hook::Result, l, iv, dm, st, cache);
+  apply_intervention_at(Hook::Result, l, c, &w, iv, dm, st, cache);
   attn_out_forward(c, dm, w, keep_result, *st.resid, lc);
+  mlp_forward(c, dm, w, *st.resid, lc);
 }
 
-// logits = resid W_U + b_U   [B, T, V]  (resid_final [B, T, D] keeps the stream it reads)
+// x = ln_final(resid)  ln_final.hook_normalized [B, T, D]  (resid itself without normalization)
+// logits = x W_U + b_U   [B, T, V]  (resid_final [B, T, D] keeps the stream before ln_final)
 template <class T>
 void unembed_forward(const Params<T>& p, const Dims& dm, const MatRM<T>& resid, ActivationCache<T>& cache) {
+  const Config& c = p.cfg;
   const int N = dm.N, D = dm.D, V = dm.V;
   cache.resid_final.ensure({dm.B, dm.Tl, D});
   cache.resid_final.mat() = resid;
+  const T* x = resid.data();
+  if (c.normalization != Norm::None) {
+    const bool ln = c.normalization == Norm::LN;
+    cache.ln_final_scale.ensure({dm.B, dm.Tl});
+    cache.ln_final_out.ensure({dm.B, dm.Tl, D});
+    layer_norm_forward(x, N, D, ln ? p.ln_final_w.ptr() : nullptr, ln ? p.ln_final_b.ptr() : nullptr,
+                       cache.ln_final_scale.ptr(), cache.ln_final_out.ptr());
+    x = cache.ln_final_out.ptr();
+  } else {
+    cache.ln_final_scale = Tensor<T>();
+    cache.ln_final_out = Tensor<T>();
+  }
   cache.logits.ensure({dm.B, dm.Tl, V});
-  mm(Op::N, Op::N, N, V, D, T(1), resid.data(), D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+  mm(Op::N, Op::N, N, V, D, T(1), x, D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
   if (p.cfg.use_bias) cache.logits.mat().rowwise() += p.b_U.vec();
 }
 
@@ -583,7 +765,7 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
   st.resid = &cache.work.resid;
   st.has_pos = c.pos_embed != PosEmbed::None;
   embed_forward(p, tokens, dm, cache);
-  apply_intervention_at(Hook::PosEmbed, -1, iv, dm, st, cache);
+  apply_intervention_at<T>(Hook::PosEmbed, -1, c, nullptr, iv, dm, st, cache);
   residual_forward(c, dm, cache, st);
   cache.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, keep_result, st, cache);
@@ -722,15 +904,61 @@ void loss_backward(const Dims& dm, const ActivationCache<T>& cache, const Batch&
   }
 }
 
-// logits = resid W_U + b_U : dW_U = resid^T dlogits, db_U = sum_n dlogits, dresid = dlogits W_U^T  [N, D]
+// logits = x W_U + b_U : dW_U = x^T dlogits, db_U = sum_n dlogits, dx = dlogits W_U^T  [N, D]
+// x = ln_final(resid) : dresid from dx (layer_norm_backward), and dln_final.w, .b
+// (without normalization x is resid, and dresid = dx)
 template <class T>
 void unembed_backward(const Params<T>& p, const Dims& dm, const ActivationCache<T>& cache, const MatRM<T>& dlogits,
-                      Params<T>& g, MatRM<T>& dresid) {
+                      Params<T>& g, Workspace<T>& ws) {
+  const Config& c = p.cfg;
   const int N = dm.N, D = dm.D, V = dm.V;
-  mm(Op::T, Op::N, D, V, N, T(1), cache.resid_final.ptr(), D, dlogits.data(), V, T(0), g.W_U.ptr(), V);
-  if (p.cfg.use_bias) g.b_U.vec() = dlogits.colwise().sum();
-  dresid.resize(N, D);
-  mm(Op::N, Op::T, N, D, V, T(1), dlogits.data(), V, p.W_U.ptr(), V, T(0), dresid.data(), D);
+  const bool norm = c.normalization != Norm::None, ln = c.normalization == Norm::LN;
+  const T* x = norm ? cache.ln_final_out.ptr() : cache.resid_final.ptr();
+  mm(Op::T, Op::N, D, V, N, T(1), x, D, dlogits.data(), V, T(0), g.W_U.ptr(), V);
+  if (c.use_bias) g.b_U.vec() = dlogits.colwise().sum();
+  MatRM<T>& dx = norm ? ws.dx : ws.dresid;
+  dx.resize(N, D);
+  mm(Op::N, Op::T, N, D, V, T(1), dlogits.data(), V, p.W_U.ptr(), V, T(0), dx.data(), D);
+  if (!norm) return;
+  ws.dresid.setZero(N, D);
+  layer_norm_backward(dx.data(), cache.resid_final.ptr(), cache.ln_final_scale.ptr(), ln ? p.ln_final_w.ptr() : nullptr,
+                      N, D, ws.dresid.data(), ln ? g.ln_final_w.ptr() : nullptr, ln ? g.ln_final_b.ptr() : nullptr);
+}
+
+// mlp_out = post W_out + b_out : db_out = sum_n dmlp_out, dW_out = post^T dmlp_out, dpost = dmlp_out W_out^T
+// post = act(pre) : dpre = dpost act'(pre)
+// pre = x W_in + b_in : db_in = sum_n dpre, dW_in = x^T dpre, dx = dpre W_in^T
+// x = ln2(resid_mid) : dresid_mid += layer_norm_backward(dx)  (x = resid_mid without normalization)
+// resid_post = resid_mid + mlp_out : dmlp_out = dresid, and dresid flows on to resid_mid.
+// On return, ws.dresid holds the gradient at hook_resid_mid.
+template <class T>
+void mlp_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, LayerParams<T>& gw,
+                  Workspace<T>& ws) {
+  if (c.d_mlp == 0) return;
+  const int N = dm.N, D = dm.D, M = c.d_mlp;
+  const bool norm = c.normalization != Norm::None, ln = c.normalization == Norm::LN;
+  MatRM<T>& dresid = ws.dresid;  // [N, D] = dmlp_out
+  gw.b_out.vec() = dresid.colwise().sum();
+  mm(Op::T, Op::N, M, D, N, T(1), lc.mlp_post.ptr(), M, dresid.data(), D, T(0), gw.W_out.ptr(), D);
+  MatRM<T>& dh = ws.dmlp;  // [N, M]
+  dh.resize(N, M);
+  mm(Op::N, Op::T, N, M, D, T(1), dresid.data(), D, w.W_out.ptr(), D, T(0), dh.data(), M);
+  const T* pre = lc.mlp_pre.ptr();
+  T* d = dh.data();
+  const std::size_t NM = static_cast<std::size_t>(N) * M;
+  for (std::size_t i = 0; i < NM; ++i) d[i] *= activation_grad(c.act_fn, pre[i]);
+  gw.b_in.vec() = dh.colwise().sum();
+  const T* x = norm ? lc.ln2_out.ptr() : lc.resid_mid.ptr();
+  mm(Op::T, Op::N, D, M, N, T(1), x, D, dh.data(), M, T(0), gw.W_in.ptr(), M);
+  if (!norm) {
+    mm(Op::N, Op::T, N, D, M, T(1), dh.data(), M, w.W_in.ptr(), M, T(1), dresid.data(), D);
+    return;
+  }
+  MatRM<T>& dx = ws.dx;
+  dx.resize(N, D);
+  mm(Op::N, Op::T, N, D, M, T(1), dh.data(), M, w.W_in.ptr(), M, T(0), dx.data(), D);
+  layer_norm_backward(dx.data(), lc.resid_mid.ptr(), lc.ln2_scale.ptr(), ln ? w.ln2_w.ptr() : nullptr, N, D,
+                      dresid.data(), ln ? gw.ln2_w.ptr() : nullptr, ln ? gw.ln2_b.ptr() : nullptr);
 }
 
 // attn_out = sum_h result_h + b_O : db_O = sum_n dattn_out
@@ -813,13 +1041,14 @@ void smear_keys_backward(const Config& c, const Dims& dm, const LayerParams<T>& 
   }
 }
 
-// q = qk_in W_Q + b_Q ; k = qk_in W_K + b_K ; v = resid_pre W_V + b_V, for every head at once:
+// q = qk_in W_Q + b_Q ; k = qk_in W_K + b_K ; v = v_in W_V + b_V, for every head at once:
 // db = sum_n d(q|k|v) ; dW = x^T d(q|k|v), written into each head's [D, Dh] block ;
-// dresid_pre = dresid + d(q|k|v) [W_Q|W_K|W_V]^T, the shortformer's dqk_in also reaching dpos.
-// On return, dresid holds the gradient at hook_resid_pre.
+// dv_in = d(q|k|v) [W_Q|W_K|W_V]^T, the shortformer's dqk_in also reaching dpos ;
+// v_in = ln1(resid_pre) : dresid_pre = dresid + layer_norm_backward(dv_in) (v_in = resid_pre
+// without normalization). On return, dresid holds the gradient at hook_resid_pre.
 template <class T>
-void qkv_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, const T* qk_in,
-                  const T* dqkv, LayerParams<T>& gw, Workspace<T>& ws) {
+void qkv_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc, const T* v_in,
+                  const T* qk_in, const T* dqkv, LayerParams<T>& gw, Workspace<T>& ws) {
   const int B = dm.B, Tl = dm.Tl, N = dm.N, D = dm.D, Dh = dm.Dh, HDh = dm.HDh, ldq = 3 * HDh;
   if (c.use_bias) {
     using CStrided = Eigen::Map<const MatRM<T>, 0, Eigen::OuterStride<>>;
@@ -829,46 +1058,56 @@ void qkv_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, cons
       gw.b_V.row(h) = CStrided(dqkv + 2 * HDh + h * Dh, N, Dh, Eigen::OuterStride<>(ldq)).colwise().sum();
     }
   }
-  const T* resid_pre = lc.resid_pre.ptr();
   const std::size_t wstride = static_cast<std::size_t>(D) * Dh;
   mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv, ldq, T(0), gw.W_Q.ptr(), Dh, Causal::None, Dh, wstride);
   mm(Op::T, Op::N, D, HDh, N, T(1), qk_in, D, dqkv + HDh, ldq, T(0), gw.W_K.ptr(), Dh, Causal::None, Dh, wstride);
-  mm(Op::T, Op::N, D, HDh, N, T(1), resid_pre, D, dqkv + 2 * HDh, ldq, T(0), gw.W_V.ptr(), Dh, Causal::None, Dh, wstride);
+  mm(Op::T, Op::N, D, HDh, N, T(1), v_in, D, dqkv + 2 * HDh, ldq, T(0), gw.W_V.ptr(), Dh, Causal::None, Dh, wstride);
   concat_qkv(w, dm.H, D, Dh, ws.wcat);
   MatRM<T>& dresid_pre = ws.dresid_pre;  // [N, D]
   dresid_pre = ws.dresid;
+  // The gradient at the attention's input: added straight to dresid_pre without normalization,
+  // through ln1 (ws.dx) with it.
+  const bool norm = c.normalization != Norm::None, ln = c.normalization == Norm::LN;
+  MatRM<T>& din = norm ? ws.dx : dresid_pre;
+  const T beta = norm ? T(0) : T(1);
+  if (norm) din.resize(N, D);
   if (c.pos_embed != PosEmbed::Shortformer) {
-    mm(Op::N, Op::T, N, D, 3 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(1), dresid_pre.data(), D);
+    mm(Op::N, Op::T, N, D, 3 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, beta, din.data(), D);
   } else {
-    // qk_in = resid_pre + pos
+    // qk_in = v_in + pos
     MatRM<T>& dqk_in = ws.dqk_in;  // [N, D]
     dqk_in.resize(N, D);
     mm(Op::N, Op::T, N, D, 2 * HDh, T(1), dqkv, ldq, ws.wcat.data(), ldq, T(0), dqk_in.data(), D);
-    mm(Op::N, Op::T, N, D, HDh, T(1), dqkv + 2 * HDh, ldq, ws.wcat.data() + 2 * HDh, ldq, T(1), dresid_pre.data(), D);
-    dresid_pre += dqk_in;
+    mm(Op::N, Op::T, N, D, HDh, T(1), dqkv + 2 * HDh, ldq, ws.wcat.data() + 2 * HDh, ldq, beta, din.data(), D);
+    din += dqk_in;
     for (int b = 0; b < B; ++b) ws.dpos += dqk_in.middleRows(b * Tl, Tl);
   }
+  if (norm)
+    layer_norm_backward(din.data(), lc.resid_pre.ptr(), lc.ln1_scale.ptr(), ln ? w.ln1_w.ptr() : nullptr, N, D,
+                        dresid_pre.data(), ln ? gw.ln1_w.ptr() : nullptr, ln ? gw.ln1_b.ptr() : nullptr);
   ws.dresid.swap(dresid_pre);
 }
 
-// One attention layer backwards: ws.dresid goes from hook_resid_post's gradient to hook_resid_pre's.
+// One block backwards: ws.dresid goes from hook_resid_post's gradient to hook_resid_pre's.
 template <class T>
 void layer_backward(const Config& c, const Dims& dm, const LayerParams<T>& w, const LayerCache<T>& lc,
                     const ActivationCache<T>& cache, LayerParams<T>& gw, Workspace<T>& ws) {
-  const MatRM<T>& dao = ws.dresid;  // resid_post = resid_pre + attn_out: dattn_out = dresid
+  mlp_backward(c, dm, w, lc, gw, ws);
+  const MatRM<T>& dao = ws.dresid;  // resid_post (resid_mid) = resid_pre + attn_out: dattn_out = dresid
   T* dz = ws.dz.data();
   T* dqkv = ws.dqkv.data();
-  // qk_in = resid_pre + pos (shortformer), as qk_input_forward computed it
-  const T* qk_in = lc.resid_pre.ptr();
+  // v_in = ln1(resid_pre) and qk_in = v_in + pos (shortformer), as attn_input_forward computed them
+  const T* v_in = c.normalization != Norm::None ? lc.ln1_out.ptr() : lc.resid_pre.ptr();
+  const T* qk_in = v_in;
   if (c.pos_embed == PosEmbed::Shortformer) {
-    add_positions(lc.resid_pre.mat(), cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
+    add_positions(CMapM<T>(v_in, dm.N, dm.D), cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
     qk_in = ws.qk_in.data();
   }
   attn_out_backward(c, dao, gw);
   result_backward(dm, w, lc, dao, dz, gw);
   attention_backward(dm, lc, dz, dqkv, ws);
   smear_keys_backward(c, dm, w, lc, dqkv, gw, ws);
-  qkv_backward(c, dm, w, lc, qk_in, dqkv, gw, ws);
+  qkv_backward(c, dm, w, lc, v_in, qk_in, dqkv, gw, ws);
 }
 
 // resid_0 = embed (+ pos for standard) ; hook_pos_embed = W_pos[0:T] ; hook_embed = W_E[tokens]
@@ -896,7 +1135,7 @@ void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& 
   Workspace<T>& ws = cache.work;
 
   loss_backward(dm, cache, batch, ws.dlogits);
-  unembed_backward(p, dm, cache, ws.dlogits, g, ws.dresid);
+  unembed_backward(p, dm, cache, ws.dlogits, g, ws);
   ws.dpos.setZero(dm.Tl, dm.D);  // the gradient reaching hook_pos_embed, summed over layers
   ws.dz.resize(dm.N, dm.HDh);
   ws.dqkv.resize(dm.N, 3 * dm.HDh);

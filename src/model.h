@@ -1,5 +1,6 @@
 // Model: forward pass with a full activation cache, cross-entropy loss and the hand-written
-// backward pass of an attention-only transformer (no MLP, no LayerNorm).
+// backward pass of a transformer: attention in every block, with TransformerLens's optional
+// LayerNorm (LN or LNPre: ln1, ln2, ln_final) and MLP (GELU, tanh GELU or ReLU).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -104,6 +105,8 @@ int resample_row(const AblationReference& ref, const int* tokens, int Tl, std::u
 template <class T>
 struct LayerCache {
   Tensor<T> resid_pre;    // blocks.l.hook_resid_pre    [B, T, D]
+  Tensor<T> ln1_scale;    // blocks.l.ln1.hook_scale    [B, T]  (normalization LN or LNPre)
+  Tensor<T> ln1_out;      // blocks.l.ln1.hook_normalized [B, T, D]: what attention reads (LN, LNPre)
   Tensor<T> q;            // blocks.l.attn.hook_q       [H, B, T, Dh]
   Tensor<T> k;            // blocks.l.attn.hook_k       [H, B, T, Dh]  (after smearing)
   Tensor<T> k_unsmeared;  // blocks.l.attn.hook_k_unsmeared [H, B, T, Dh] (smeared_keys only)
@@ -115,6 +118,12 @@ struct LayerCache {
   Tensor<T> result;       // blocks.l.attn.hook_result  [H, B, T, D]  (after any ablation; empty
                           // when the cache's keep_result is cleared)
   Tensor<T> attn_out;     // blocks.l.hook_attn_out     [B, T, D]
+  Tensor<T> resid_mid;    // blocks.l.hook_resid_mid    [B, T, D]  (d_mlp > 0) resid_pre + attn_out
+  Tensor<T> ln2_scale;    // blocks.l.ln2.hook_scale    [B, T]     (d_mlp > 0, LN or LNPre)
+  Tensor<T> ln2_out;      // blocks.l.ln2.hook_normalized [B, T, D] (d_mlp > 0, LN or LNPre)
+  Tensor<T> mlp_pre;      // blocks.l.mlp.hook_pre      [B, T, M]  (d_mlp > 0)
+  Tensor<T> mlp_post;     // blocks.l.mlp.hook_post     [B, T, M]  act(mlp_pre)
+  Tensor<T> mlp_out;      // blocks.l.hook_mlp_out      [B, T, D]
   Tensor<T> resid_post;   // blocks.l.hook_resid_post   [B, T, D]
 };
 
@@ -131,6 +140,8 @@ struct Workspace {
   MatRM<T> dP, dS;             // [T, T]
   MatRM<T> dpos;               // [T, D]
   MatRM<T> dkr;                // [N, Dh]  (smeared keys only)
+  MatRM<T> dx;                 // [N, D]   the gradient at a LayerNorm's output
+  MatRM<T> dmlp;               // [N, M]   the gradient at the MLP's hidden layer
   std::vector<T> row;          // [V]
   MatRM<T> S;                  // [T, T]  one head's scores, when the cache does not keep them
   std::vector<T*> blocks;      // where each head's q, k and v columns go
@@ -150,11 +161,14 @@ struct ActivationCache {
   Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
   std::vector<LayerCache<T>> layers;
   Tensor<T> resid_final;    // [B, T, D] (= last resid_post, or embed (+pos) for 0 layers)
+  Tensor<T> ln_final_scale; // ln_final.hook_scale      [B, T]     (LN or LNPre)
+  Tensor<T> ln_final_out;   // ln_final.hook_normalized [B, T, D]  what the unembed reads (LN, LNPre)
   Tensor<T> logits;         // logits [B, T, V]
   mutable Workspace<T> work;  // scratch, not part of the cache's meaning
 };
 
-// Throws std::invalid_argument for tokens out of range, T > n_ctx, or a malformed intervention.
+// Throws std::invalid_argument for tokens out of range, T > n_ctx, a malformed intervention, or a
+// pass whose activations would exceed kMaxForwardBytes (one sequence) or kMaxTrainBytes (a batch).
 template <class T>
 void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen, ActivationCache<T>& cache,
              const Intervention& iv = Intervention());

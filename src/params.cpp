@@ -46,10 +46,10 @@ Params<T> init_params(const Config& c, std::uint64_t seed) {
   Params<T> p = make_params<T>(c);
   Rng rng(seed);
   const double sd = c.effective_init_std();
-  for_each_param(p, [&](const std::string& name, Tensor<T>& t) {
-    bool is_bias = name.find(".b_") != std::string::npos || name.find("smear_alpha") != std::string::npos;
-    if (is_bias) return;  // zeros
-    for (auto& x : t.data) x = static_cast<T>(static_cast<float>(sd * rng.normal()));
+  for_each_param_slot(c, &p, [&](const ParamKey& key, Tensor<T>* t, const ParamDims&) {
+    if (key.init == Init::One) t->fill(T(1));
+    if (key.init != Init::Normal) return;  // zeros (or ones, above)
+    for (auto& x : t->data) x = static_cast<T>(static_cast<float>(sd * rng.normal()));
   });
   return p;
 }

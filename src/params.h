@@ -1,4 +1,4 @@
-// Params: the weights of an attention-only transformer. The same type holds parameters,
+// Params: the weights of a transformer (attention, and optionally LayerNorm and MLPs). The same type holds parameters,
 // gradients and AdamW's moments; for_each_param_slot() is the one place that defines which
 // tensors exist, their names (TransformerLens file keys), their shapes and their order.
 #pragma once
@@ -27,6 +27,14 @@ struct LayerParams {
   Tensor<T> b_V;          // [H, Dh]   (use_bias)
   Tensor<T> b_O;          // [D]       (use_bias)
   Tensor<T> smear_alpha;  // [H]       (smeared_keys) s = sigmoid(alpha)
+  Tensor<T> ln1_w;        // [D]       blocks.l.ln1.w (normalization LN)
+  Tensor<T> ln1_b;        // [D]       blocks.l.ln1.b (normalization LN)
+  Tensor<T> ln2_w;        // [D]       blocks.l.ln2.w (LN with an MLP)
+  Tensor<T> ln2_b;        // [D]       blocks.l.ln2.b (LN with an MLP)
+  Tensor<T> W_in;         // [D, M]    blocks.l.mlp.W_in  (d_mlp > 0; M = d_mlp)
+  Tensor<T> b_in;         // [M]       blocks.l.mlp.b_in
+  Tensor<T> W_out;        // [M, D]    blocks.l.mlp.W_out
+  Tensor<T> b_out;        // [D]       blocks.l.mlp.b_out
 };
 
 template <class T>
@@ -35,17 +43,29 @@ struct Params {
   Tensor<T> W_E;    // [V, D]
   Tensor<T> W_pos;  // [n_ctx, D]  (pos_embed != none)
   std::vector<LayerParams<T>> blocks;
+  Tensor<T> ln_final_w;  // [D]  ln_final.w (normalization LN)
+  Tensor<T> ln_final_b;  // [D]  ln_final.b (normalization LN)
   Tensor<T> W_U;    // [D, V]
   Tensor<T> b_U;    // [V]       (use_bias)
 };
 
+// How init_params() starts a tensor.
+enum class Init {
+  Normal,  // N(0, init_std^2): every weight matrix
+  Zero,    // biases and smear_alpha (s = 0.5)
+  One,     // LayerNorm weights
+};
+
 // A parameter's name without building the string: a top-level tensor ("embed.W_E") or a
-// tensor of layer `layer` ("blocks.{layer}.attn." + leaf).
+// tensor of module `module` of layer `layer` ("blocks.{layer}.{module}." + leaf, module one of
+// attn, ln1, ln2, mlp), with how it starts.
 struct ParamKey {
   int layer = -1;  // -1: top level
   const char* leaf = "";
+  const char* module = "attn";
+  Init init = Init::Normal;
   std::string name() const {
-    return layer < 0 ? std::string(leaf) : "blocks." + std::to_string(layer) + ".attn." + leaf;
+    return layer < 0 ? std::string(leaf) : "blocks." + std::to_string(layer) + "." + module + "." + leaf;
   }
 };
 
@@ -77,27 +97,49 @@ auto member(O* o, M C::*m) -> decltype(&(o->*m)) {
 template <class P, class F>
 void for_each_param_slot(const Config& c, P* p, F&& fn) {
   using detail::member;
-  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab;
-  fn(ParamKey{-1, "embed.W_E"}, member(p, &std::remove_const_t<P>::W_E), ParamDims{2, {V, D, 0}});
+  using Top = std::remove_const_t<P>;
+  const int H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab, M = c.d_mlp;
+  const bool ln = c.normalization == Norm::LN;
+  const Init N = Init::Normal, Z = Init::Zero, O = Init::One;
+  fn(ParamKey{-1, "embed.W_E", "", N}, member(p, &Top::W_E), ParamDims{2, {V, D, 0}});
   if (c.pos_embed != PosEmbed::None)
-    fn(ParamKey{-1, "pos_embed.W_pos"}, member(p, &std::remove_const_t<P>::W_pos), ParamDims{2, {c.n_ctx, D, 0}});
+    fn(ParamKey{-1, "pos_embed.W_pos", "", N}, member(p, &Top::W_pos), ParamDims{2, {c.n_ctx, D, 0}});
   for (int l = 0; l < c.n_layers; ++l) {
     auto* b = p ? &p->blocks[l] : nullptr;
     using L = std::remove_const_t<std::remove_pointer_t<decltype(b)>>;
-    fn(ParamKey{l, "W_Q"}, member(b, &L::W_Q), ParamDims{3, {H, D, Dh}});
-    fn(ParamKey{l, "W_K"}, member(b, &L::W_K), ParamDims{3, {H, D, Dh}});
-    fn(ParamKey{l, "W_V"}, member(b, &L::W_V), ParamDims{3, {H, D, Dh}});
-    fn(ParamKey{l, "W_O"}, member(b, &L::W_O), ParamDims{3, {H, Dh, D}});
-    if (c.use_bias) {
-      fn(ParamKey{l, "b_Q"}, member(b, &L::b_Q), ParamDims{2, {H, Dh, 0}});
-      fn(ParamKey{l, "b_K"}, member(b, &L::b_K), ParamDims{2, {H, Dh, 0}});
-      fn(ParamKey{l, "b_V"}, member(b, &L::b_V), ParamDims{2, {H, Dh, 0}});
-      fn(ParamKey{l, "b_O"}, member(b, &L::b_O), ParamDims{1, {D, 0, 0}});
+    if (ln) {
+      fn(ParamKey{l, "w", "ln1", O}, member(b, &L::ln1_w), ParamDims{1, {D, 0, 0}});
+      fn(ParamKey{l, "b", "ln1", Z}, member(b, &L::ln1_b), ParamDims{1, {D, 0, 0}});
     }
-    if (c.smeared_keys) fn(ParamKey{l, "smear_alpha"}, member(b, &L::smear_alpha), ParamDims{1, {H, 0, 0}});
+    fn(ParamKey{l, "W_Q", "attn", N}, member(b, &L::W_Q), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_K", "attn", N}, member(b, &L::W_K), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_V", "attn", N}, member(b, &L::W_V), ParamDims{3, {H, D, Dh}});
+    fn(ParamKey{l, "W_O", "attn", N}, member(b, &L::W_O), ParamDims{3, {H, Dh, D}});
+    if (c.use_bias) {
+      fn(ParamKey{l, "b_Q", "attn", Z}, member(b, &L::b_Q), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_K", "attn", Z}, member(b, &L::b_K), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_V", "attn", Z}, member(b, &L::b_V), ParamDims{2, {H, Dh, 0}});
+      fn(ParamKey{l, "b_O", "attn", Z}, member(b, &L::b_O), ParamDims{1, {D, 0, 0}});
+    }
+    if (c.smeared_keys) fn(ParamKey{l, "smear_alpha", "attn", Z}, member(b, &L::smear_alpha), ParamDims{1, {H, 0, 0}});
+    if (M > 0) {
+      if (ln) {
+        fn(ParamKey{l, "w", "ln2", O}, member(b, &L::ln2_w), ParamDims{1, {D, 0, 0}});
+        fn(ParamKey{l, "b", "ln2", Z}, member(b, &L::ln2_b), ParamDims{1, {D, 0, 0}});
+      }
+      // TransformerLens's MLP always has its biases.
+      fn(ParamKey{l, "W_in", "mlp", N}, member(b, &L::W_in), ParamDims{2, {D, M, 0}});
+      fn(ParamKey{l, "b_in", "mlp", Z}, member(b, &L::b_in), ParamDims{1, {M, 0, 0}});
+      fn(ParamKey{l, "W_out", "mlp", N}, member(b, &L::W_out), ParamDims{2, {M, D, 0}});
+      fn(ParamKey{l, "b_out", "mlp", Z}, member(b, &L::b_out), ParamDims{1, {D, 0, 0}});
+    }
   }
-  fn(ParamKey{-1, "unembed.W_U"}, member(p, &std::remove_const_t<P>::W_U), ParamDims{2, {D, V, 0}});
-  if (c.use_bias) fn(ParamKey{-1, "unembed.b_U"}, member(p, &std::remove_const_t<P>::b_U), ParamDims{1, {V, 0, 0}});
+  if (ln) {
+    fn(ParamKey{-1, "ln_final.w", "", O}, member(p, &Top::ln_final_w), ParamDims{1, {D, 0, 0}});
+    fn(ParamKey{-1, "ln_final.b", "", Z}, member(p, &Top::ln_final_b), ParamDims{1, {D, 0, 0}});
+  }
+  fn(ParamKey{-1, "unembed.W_U", "", N}, member(p, &Top::W_U), ParamDims{2, {D, V, 0}});
+  if (c.use_bias) fn(ParamKey{-1, "unembed.b_U", "", Z}, member(p, &Top::b_U), ParamDims{1, {V, 0, 0}});
 }
 
 // Every tensor the config calls for, allocated and zeroed.
@@ -140,16 +182,19 @@ Shape expected_shape(const Config& cfg, const std::string& name);
 std::uint64_t count_weights(const Config& cfg);
 
 // Random initialisation: weights ~ N(0, init_std^2) from the portable Rng, biases zero,
-// smear_alpha zero (s = 0.5). Deterministic in (cfg, seed) on every build.
+// smear_alpha zero (s = 0.5), LayerNorm weights one (each slot's Init). Deterministic in
+// (cfg, seed) on every build.
 template <class T>
 Params<T> init_params(const Config& cfg, std::uint64_t seed);
 
-// Every tensor multiplied by `scale` (a recipe's init_scale: biases and smear_alpha start at zero
-// and stay zero).
+// Every random weight multiplied by `scale` (a recipe's init_scale: biases and smear_alpha start
+// at zero and stay zero, LayerNorm weights at one).
 template <class T>
 void scale_params(Params<T>& p, double scale) {
-  for (auto& [name, t] : named_params(p))
-    for (auto& x : t->data) x = static_cast<T>(x * scale);
+  for_each_param_slot(p.cfg, &p, [&](const ParamKey& key, Tensor<T>* t, const ParamDims&) {
+    if (key.init == Init::Normal)
+      for (auto& x : t->data) x = static_cast<T>(x * scale);
+  });
 }
 
 template <class T, class U>

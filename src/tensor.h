@@ -65,6 +65,7 @@ struct Tensor {
     data.assign(shape_numel(shape), T(0));
   }
   void zero() { std::fill(data.begin(), data.end(), T(0)); }
+  void fill(T v) { std::fill(data.begin(), data.end(), v); }
   // Gives the tensor this shape without zeroing it and, when the shape is unchanged, without
   // touching the heap: for buffers that are overwritten completely (the forward pass's cache).
   bool has_shape(std::initializer_list<int> s) const {

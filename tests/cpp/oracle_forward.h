@@ -1,4 +1,4 @@
-// The plain-loop forward pass (double precision, no Eigen) that the tests hold the Eigen forward
+// The plain-loop forward pass (double precision, no Eigen; LayerNorm and MLPs included) that the tests hold the Eigen forward
 // to, with the ablation shape activation patching uses: a head's output replaced by given values.
 #pragma once
 #include <algorithm>
@@ -28,6 +28,33 @@ struct Oracle {
   std::vector<std::vector<double>> results;      // per layer: [H, T, D] each head's output (after patches)
 };
 
+// TransformerLens's LayerNorm of every row of x [T, D] (LNPre without w): centre, divide by
+// sqrt(mean square + eps), then * w + b.
+inline std::vector<double> oracle_layer_norm(const Config& c, const std::vector<double>& x, const Tensor<float>& w,
+                                             const Tensor<float>& b) {
+  if (c.normalization == Norm::None) return x;
+  const int D = c.d_model, T = static_cast<int>(x.size()) / D;
+  std::vector<double> y(x.size());
+  for (int t = 0; t < T; ++t) {
+    double mean = 0, ms = 0;
+    for (int d = 0; d < D; ++d) mean += x[t * D + d] / D;
+    for (int d = 0; d < D; ++d) ms += (x[t * D + d] - mean) * (x[t * D + d] - mean) / D;
+    const double scale = std::sqrt(ms + kLnEps);
+    for (int d = 0; d < D; ++d) {
+      const double xhat = (x[t * D + d] - mean) / scale;
+      y[t * D + d] = c.normalization == Norm::LN ? xhat * w.data[d] + b.data[d] : xhat;
+    }
+  }
+  return y;
+}
+
+// The MLP's activation, as TransformerLens defines each act_fn.
+inline double oracle_activation(Act a, double x) {
+  if (a == Act::ReLU) return x > 0 ? x : 0;
+  if (a == Act::GELUNew) return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * std::pow(x, 3))));
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+
 inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok, bool heads_read_stream_without_heads,
                              const std::vector<OraclePatch>& patches = {}) {
   const Config& c = p.cfg;
@@ -43,7 +70,9 @@ inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok
   Oracle o;
   for (int l = 0; l < c.n_layers; ++l) {
     const auto& w = p.blocks[l];
-    const std::vector<double>& in = (heads_read_stream_without_heads && l >= 1) ? base : resid;
+    // ln1 of the stream the heads read (itself without normalization)
+    const std::vector<double> in =
+        oracle_layer_norm(c, (heads_read_stream_without_heads && l >= 1) ? base : resid, w.ln1_w, w.ln1_b);
     std::vector<double> out(T * D, 0.0), pat(H * T * T, 0.0), res(H * T * D, 0.0);
     for (int h = 0; h < H; ++h) {
       std::vector<double> q(T * Dh, 0.0), k(T * Dh, 0.0), v(T * Dh, 0.0), ks(T * Dh);
@@ -106,14 +135,33 @@ inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok
         resid[t * D + d] += out[t * D + d] + bo;
         base[t * D + d] += bo;
       }
+    if (c.d_mlp > 0) {  // mlp_out = act(ln2(resid_mid) W_in + b_in) W_out + b_out, added to both streams
+      const int M = c.d_mlp;
+      const std::vector<double> x = oracle_layer_norm(c, resid, w.ln2_w, w.ln2_b);
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> post(M);
+        for (int m = 0; m < M; ++m) {
+          double pre = at(w.b_in, m);
+          for (int d = 0; d < D; ++d) pre += x[t * D + d] * at(w.W_in, d * M + m);
+          post[m] = oracle_activation(c.act_fn, pre);
+        }
+        for (int d = 0; d < D; ++d) {
+          double y = at(w.b_out, d);
+          for (int m = 0; m < M; ++m) y += post[m] * at(w.W_out, m * D + d);
+          resid[t * D + d] += y;
+          base[t * D + d] += y;
+        }
+      }
+    }
     o.patterns.push_back(pat);
     o.results.push_back(res);
   }
   o.logits.assign(T * V, 0.0);
+  const std::vector<double> fin = oracle_layer_norm(c, resid, p.ln_final_w, p.ln_final_b);
   for (int t = 0; t < T; ++t)
     for (int v = 0; v < V; ++v) {
       double s = c.use_bias ? at(p.b_U, v) : 0.0;
-      for (int d = 0; d < D; ++d) s += resid[t * D + d] * at(p.W_U, d * V + v);
+      for (int d = 0; d < D; ++d) s += fin[t * D + d] * at(p.W_U, d * V + v);
       o.logits[t * V + v] = s;
     }
   return o;

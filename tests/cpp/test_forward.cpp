@@ -56,6 +56,56 @@ TEST(Forward, EigenMatchesPlainLoopOracle) {
   }
 }
 
+// LayerNorm (LN, LNPre) and MLPs against the oracle's loops, plus one wider shape with both.
+TEST(Forward, NormalizationAndMlpMatchPlainLoopOracle) {
+  std::vector<Config> configs = testing::norm_mlp_configs();
+  Config big = testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LN, 64, Act::GELU);
+  big.n_heads = 4, big.d_model = 32, big.d_head = 8, big.n_ctx = 40, big.d_vocab = 30, big.init_std = 0;
+  configs.push_back(big);
+  int n = 0;
+  for (const Config& c : configs) {
+    SCOPED_TRACE(testing::config_name(c));
+    Params<float> p = testing::random_params<float>(c, 70 + n++);
+    std::vector<int> tok = random_tokens(c, c.n_ctx, n);
+    ActivationCache<float> cache;
+    forward(p, tok, 1, c.n_ctx, cache);
+    Oracle o = oracle_forward(p, tok, false);
+    for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cache.logits.data[i], o.logits[i], 1e-5, "logit");
+    for (int l = 0; l < c.n_layers; ++l)
+      for (std::size_t i = 0; i < o.patterns[l].size(); ++i)
+        expect_close(cache.layers[l].pattern.data[i], o.patterns[l][i], 1e-5, "pattern L" + std::to_string(l));
+  }
+}
+
+// What ln1 hands attention is centred, of mean square 1 (up to eps) before w and b: LNPre's output.
+TEST(Forward, LayerNormPreOutputIsCentredWithUnitScale) {
+  Config c = testing::tiny_norm_mlp_config(1, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
+  Params<float> p = testing::random_params<float>(c, 5);
+  std::vector<int> tok = random_tokens(c, c.n_ctx, 2);
+  ActivationCache<float> cache;
+  forward(p, tok, 1, c.n_ctx, cache);
+  const auto x = cache.layers[0].ln1_out.mat();
+  for (int t = 0; t < c.n_ctx; ++t) {
+    EXPECT_NEAR(x.row(t).mean(), 0.0, 1e-6);
+    EXPECT_NEAR(x.row(t).squaredNorm() / c.d_model, 1.0, 1e-3);
+  }
+}
+
+// The activations are sized for each pass, not for the whole context: a model whose context is
+// too long to compute in one pass opens, runs a short sequence, and refuses a long one in words.
+TEST(Forward, ActivationsAreSizedForThePassItself) {
+  Config c = testing::tiny_config(2, PosEmbed::Standard, false, false);
+  c.n_heads = 8;
+  c.n_ctx = 8192;
+  ASSERT_NO_THROW(c.validate());
+  Params<float> p = testing::random_params<float>(c, 3);
+  ActivationCache<float> cache;
+  ASSERT_NO_THROW(forward(p, random_tokens(c, 300, 1), 1, 300, cache));
+  const std::string msg = testing::invalid_argument_message([&] { forward(p, random_tokens(c, 8000, 2), 1, 8000, cache); });
+  EXPECT_TRUE(testing::contains(msg, "forward: a pass over 8000 tokens would need")) << msg;
+  EXPECT_TRUE(testing::contains(msg, "MB of activations; circuitscope allows at most 256 MB (use fewer tokens)")) << msg;
+}
+
 TEST(Forward, BatchRowsAreIndependent) {
   Config c = testing::tiny_config(2, PosEmbed::Shortformer, true, true);
   Params<float> p = testing::random_params<float>(c, 9);
@@ -146,6 +196,28 @@ TEST(Interventions, CuttingEveryCompositionPathMakesLaterHeadsReadTheEmbeddings)
         diff += std::abs(plain.layers[1].pattern.data[i] - cut.layers[1].pattern.data[i]);
       EXPECT_GT(diff, 1e-3);
     }
+}
+
+// With LayerNorm, a cut head's input is ln1 of its own stream (its own scale), MLPs included.
+TEST(Interventions, CutPathsRecomputeLayerNormOnTheHeadsOwnInput) {
+  for (Norm norm : {Norm::LN, Norm::LNPre})
+    for (int mlp : {0, 5})
+      for (PosEmbed pos : {PosEmbed::Standard, PosEmbed::Shortformer}) {
+        Config c = testing::tiny_norm_mlp_config(2, pos, norm, mlp, Act::GELU);
+        SCOPED_TRACE(testing::config_name(c));
+        Params<float> p = testing::random_params<float>(c, 33);
+        std::vector<int> tok = random_tokens(c, c.n_ctx, 8);
+        Intervention iv;
+        for (int h0 = 0; h0 < c.n_heads; ++h0)
+          for (int h1 = 0; h1 < c.n_heads; ++h1)
+            for (Input in : {Input::Q, Input::K, Input::V}) iv.cuts.push_back({0, h0, 1, h1, in});
+        ActivationCache<float> cut;
+        forward(p, tok, 1, c.n_ctx, cut, iv);
+        Oracle o = oracle_forward(p, tok, true);
+        for (std::size_t i = 0; i < o.patterns[1].size(); ++i)
+          expect_close(cut.layers[1].pattern.data[i], o.patterns[1][i], 1e-5, "layer-1 pattern");
+        for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cut.logits.data[i], o.logits[i], 1e-5, "logit");
+      }
 }
 
 TEST(Interventions, CuttingOneInputLeavesTheOthers) {

@@ -60,6 +60,17 @@ TEST(Gradients, EveryOptionEveryElement) {
   EXPECT_EQ(n, 30);
 }
 
+// LayerNorm (LN, LNPre) and MLPs (every activation), each kind of positions.
+TEST(Gradients, NormalizationAndMlpEveryElement) {
+  int n = 0;
+  for (const Config& c : testing::norm_mlp_configs()) {
+    SCOPED_TRACE(testing::config_name(c));
+    check_gradients(c, 300 + n, n % 2 == 1);
+    ++n;
+  }
+  EXPECT_EQ(n, 27);
+}
+
 TEST(Gradients, ThreeLayersSmearedShortformer) {
   Config c = testing::tiny_config(3, PosEmbed::Shortformer, true, true);
   check_gradients(c, 7, true);

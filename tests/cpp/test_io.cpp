@@ -379,9 +379,6 @@ std::vector<CorruptCase> corrupt_cases() {
       {"legal but enormous config",
        edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_layers"] = 64; c["n_heads"] = 64; }); }),
        {"64 layers of 64 heads make 4096 heads; circuitscope handles at most 256"}},
-      {"context too long to compute",
-       edit([](Parts& p) { edit_meta(p, "config", [](json& c) { c["n_ctx"] = 8192; }); }),
-       {"a forward pass over the full context of 8192 tokens would need"}},
       {"header length 2^63",
        [](const Bytes& v) {
          Bytes b = v;

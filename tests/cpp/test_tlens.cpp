@@ -17,6 +17,7 @@
 
 #include "io.h"
 #include "model.h"
+#include "test_util.h"
 
 namespace cs {
 namespace {
@@ -88,7 +89,9 @@ struct TlOptions {
   Enc enc = Enc::F32;
   bool biases = true;   // TransformerLens always has b_Q, b_K, b_V, b_O and b_U: zeros when ours has none
   bool buffers = true;  // attn.mask (BOOL, causal) and attn.IGNORE (F32 scalar, -inf)
-  json metadata = json{{"format", "pt"}};  // what safetensors.torch.save_model writes; null for none
+  // what safetensors.torch.save_model writes, and the hint that the model has no normalization;
+  // null for none
+  json metadata = json{{"format", "pt"}, {"normalization_type", "None"}};
 };
 
 // What safetensors.torch.save_file(model.state_dict(), path) writes for a TransformerLens
@@ -119,7 +122,14 @@ Parts tl_parts(const ModelFile& m, const TlOptions& o = TlOptions()) {
   return p;
 }
 
-ModelFile load(const Bytes& b) { return load_model_bytes(b.data(), b.size()); }
+// Read as from_pretrained_no_processing would: the weights exactly as written.
+ModelFile load(const Bytes& b) {
+  LoadOptions o;
+  o.processing = Processing::none();
+  return load_model_bytes(b.data(), b.size(), o);
+}
+// Read with TransformerLens's default processing (fold_ln, centring, value biases folded).
+ModelFile load_processed(const Bytes& b) { return load_model_bytes(b.data(), b.size()); }
 
 std::vector<float> logits(const ModelFile& m, const std::vector<int>& ids) {
   ActivationCache<float> cache;
@@ -158,10 +168,10 @@ TEST(TransformerLensFile, ShippedModelsInTransformerLensLayoutGiveTheSameLogits)
   }
 }
 
-TEST(TransformerLensFile, NoMetadataNoBiasesNoBuffers) {
+TEST(TransformerLensFile, NoBiasesNoBuffers) {
   const ModelFile ours = load_model_file("models/ioi-1l2h.safetensors");
   TlOptions o;
-  o.metadata = nullptr;
+  o.metadata = json{{"normalization_type", "None"}};
   o.biases = false;
   o.buffers = false;
   const ModelFile tl = load(tl_parts(ours, o).bytes());
@@ -186,7 +196,7 @@ TEST(TransformerLensFile, BiasesAreLoadedAndMissingOnesAreZero) {
       for (std::size_t k = 0; k < t->data.size(); ++k) t->data[k] = 0.01f * static_cast<float>(k % 7) - 0.03f;
   }
   Parts p;
-  p.header["__metadata__"] = {{"format", "pt"}};
+  p.header["__metadata__"] = {{"format", "pt"}, {"normalization_type", "None"}};
   for (const auto& [name, t] : named_params(with.params))
     if (name != "unembed.b_U") p.add_floats(name, Enc::F32, t->shape, t->data);
   const ModelFile tl = load(p.bytes());
@@ -248,7 +258,7 @@ TEST(TransformerLensFile, ShortformerAndTokenizerFromMetadata) {
 TEST(TransformerLensFile, SmearedKeysAndZeroLayers) {
   const ModelFile smeared = load_model_file("models/char-1l-smeared.safetensors");
   TlOptions o;
-  o.metadata = json{{"positional_embedding_type", "shortformer"}};
+  o.metadata = json{{"positional_embedding_type", "shortformer"}, {"normalization_type", "None"}};
   const ModelFile tl = load(tl_parts(smeared, o).bytes());
   EXPECT_TRUE(tl.cfg.smeared_keys);
   expect_same_logits(smeared, tl, 1e-6f);
@@ -313,13 +323,22 @@ std::vector<TlCase> tl_cases() {
       {"wrong shapes between blocks", [](Parts& p) { p.header["blocks.1.attn.W_Q"]["shape"] = {2, 32, 8}; },
        "tensor blocks.1.attn.W_Q has shape [2,32,8], but embed.W_E, pos_embed.W_pos and blocks.0.attn.W_Q make it [1,32,16]"},
       {"missing W_O", [](Parts& p) { p.header.erase("blocks.1.attn.W_O"); }, "tensor blocks.1.attn.W_O is missing"},
-      {"LayerNorm", [](Parts& p) { p.add("ln_final.w", "F32", {32}, floats(32)); },
-       "tensor ln_final.w means the model has LayerNorm (normalization_type \"LN\" or \"RMS\"), which circuitscope "
-       "does not run; circuitscope reads attention-only TransformerLens models without normalization"},
-      {"block LayerNorm", [](Parts& p) { p.add("blocks.0.ln1.b", "F32", {32}, floats(32)); },
-       "tensor blocks.0.ln1.b means the model has LayerNorm"},
-      {"MLP", [](Parts& p) { p.add("blocks.1.mlp.b_out", "F32", {32}, floats(32)); },
-       "tensor blocks.1.mlp.b_out means the model has MLP layers (attn_only=False)"},
+      {"LayerNorm against its metadata", [](Parts& p) { p.add("ln_final.w", "F32", {32}, floats(32)); },
+       "__metadata__ says normalization_type is \"None\", but the file holds LayerNorm weights"},
+      {"part of a LayerNorm",
+       [](Parts& p) {
+         p.header["__metadata__"].erase("normalization_type");
+         p.add("blocks.0.ln1.b", "F32", {32}, floats(32));
+       },
+       "tensor blocks.0.ln1.w is missing"},
+      {"part of an MLP",
+       [](Parts& p) {
+         p.header["__metadata__"]["act_fn"] = "gelu";
+         p.add("blocks.0.mlp.W_in", "F32", {32, 64}, floats(32 * 64));
+       },
+       "tensor blocks.0.mlp.W_out is missing"},
+      {"a gated MLP", [](Parts& p) { p.add("blocks.1.mlp.W_gate", "F32", {32}, floats(32)); },
+       "tensor blocks.1.mlp.W_gate means the model has a gated MLP (gated_mlp=True)"},
       {"rotary", [](Parts& p) { p.add("blocks.0.attn.rotary_sin", "F32", {5, 16}, floats(80)); },
        "means the model has rotary positions"},
       {"grouped-query attention", [](Parts& p) { p.add("blocks.0.attn._W_K", "F32", {1, 32, 16}, floats(512)); },
@@ -335,7 +354,7 @@ std::vector<TlCase> tl_cases() {
       {"IGNORE not a scalar", [](Parts& p) { p.header["blocks.0.attn.IGNORE"]["shape"] = {1}; },
        "tensor blocks.0.attn.IGNORE has shape [1], but TransformerLens's IGNORE is a scalar, shape []"},
       {"an unknown tensor", [](Parts& p) { p.add("blocks.0.attn.W_Z", "F32", {1}, floats(1)); },
-       "tensor blocks.0.attn.W_Z is not part of a TransformerLens attention-only model"},
+       "tensor blocks.0.attn.W_Z is not part of a TransformerLens model of this architecture"},
       {"not a model at all", [](Parts& p) { p.header.erase("embed.W_E"); },
        "the header has neither circuitscope's __metadata__ (config and tokenizer) nor TransformerLens's tensor embed.W_E"},
       {"no W_pos", [](Parts& p) { p.header.erase("pos_embed.W_pos"); }, "there is no tensor pos_embed.W_pos;"},
@@ -345,8 +364,15 @@ std::vector<TlCase> tl_cases() {
        "tensor unembed.W_U has shape [32,9], but embed.W_E"},
       {"too many heads", [](Parts& p) { p.header["blocks.0.attn.W_Q"]["shape"] = {65, 32, 16}; },
        "the architecture read from the tensor shapes is not one circuitscope runs: config: n_heads"},
-      {"folded LayerNorm", [](Parts& p) { p.header["__metadata__"]["normalization_type"] = "LNPre"; },
-       "__metadata__ says normalization_type is \"LNPre\""},
+      {"RMSNorm in metadata", [](Parts& p) { p.header["__metadata__"]["normalization_type"] = "RMS"; },
+       "__metadata__ says normalization_type is \"RMS\""},
+      {"no normalization hint", [](Parts& p) { p.header["__metadata__"].erase("normalization_type"); },
+       "the file holds no LayerNorm weights, which is how a model without normalization looks, and also one whose "
+       "LayerNorm TransformerLens folded"},
+      {"LayerNorm promised but absent", [](Parts& p) { p.header["__metadata__"]["normalization_type"] = "LN"; },
+       "__metadata__ says normalization_type is \"LN\", but the file holds no LayerNorm weights"},
+      {"SoLU", [](Parts& p) { p.add("blocks.0.mlp.ln.w", "F32", {1}, floats(1)); },
+       "tensor blocks.0.mlp.ln.w means the model has SoLU's LayerNorm inside the MLP"},
       {"rotary in metadata", [](Parts& p) { p.header["__metadata__"]["positional_embedding_type"] = "rotary"; },
        "__metadata__ says positional_embedding_type is \"rotary\""},
       {"tokenizer of the wrong size",
@@ -380,6 +406,124 @@ TEST(TransformerLensFile, UnsupportedAndDamagedFilesGetTheirSentence) {
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   }
+}
+
+// --- The TransformerLens family: LayerNorm, MLPs and the processing from_pretrained applies ---
+
+// A random model of the family (biases on, LayerNorm weights around 1) as a ModelFile.
+ModelFile family_model(Norm norm, int d_mlp, PosEmbed pos, std::uint64_t seed) {
+  ModelFile m;
+  m.cfg = testing::tiny_norm_mlp_config(2, pos, norm, d_mlp, Act::GELU);
+  m.cfg.d_model = 16, m.cfg.d_head = 4, m.cfg.n_heads = 3, m.cfg.n_ctx = 12, m.cfg.d_vocab = 11, m.cfg.init_std = 0.4f;
+  m.params = testing::random_params<float>(m.cfg, seed);
+  m.tokenizer = Tokenizer::build_ids(m.cfg.d_vocab);
+  return m;
+}
+
+// log softmax of every position's logits.
+std::vector<double> log_probs(const ModelFile& m, const std::vector<int>& ids) {
+  const std::vector<float> lg = logits(m, ids);
+  const int V = m.cfg.d_vocab;
+  std::vector<double> out(lg.size());
+  for (std::size_t r = 0; r * V < lg.size(); ++r) {
+    double mx = -1e300, sum = 0;
+    for (int v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(lg[r * V + v]));
+    for (int v = 0; v < V; ++v) sum += std::exp(lg[r * V + v] - mx);
+    for (int v = 0; v < V; ++v) out[r * V + v] = lg[r * V + v] - mx - std::log(sum);
+  }
+  return out;
+}
+
+void expect_same_log_probs(const ModelFile& a, const ModelFile& b, double tol) {
+  const std::vector<int> ids = some_ids(a.cfg);
+  const std::vector<double> la = log_probs(a, ids), lb = log_probs(b, ids);
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) ASSERT_NEAR(la[i], lb[i], tol) << "log-probability " << i;
+}
+
+TEST(TransformerLensFamily, LayerNormAndMlpFilesLoadAsWritten) {
+  const ModelFile ours = family_model(Norm::LN, 24, PosEmbed::Standard, 1);
+  TlOptions o;
+  o.metadata = json{{"act_fn", "gelu"}};  // the LayerNorm shows itself; the activation cannot
+  const ModelFile tl = load(tl_parts(ours, o).bytes());
+  EXPECT_EQ(tl.cfg, ours.cfg);
+  EXPECT_EQ(tl.cfg.normalization, Norm::LN);
+  EXPECT_EQ(tl.cfg.d_mlp, 24);
+  EXPECT_EQ(tl.cfg.act_fn, Act::GELU);
+  EXPECT_NE(tl.info["note"].get<std::string>().find("LayerNorm; MLPs of 24 (gelu)"), std::string::npos) << tl.info["note"];
+  EXPECT_NE(tl.info["note"].get<std::string>().find("No TransformerLens processing was applied"), std::string::npos);
+  expect_same_logits(ours, tl, 0.0f);
+}
+
+TEST(TransformerLensFamily, DefaultProcessingFoldsAndCentresWithoutChangingPredictions) {
+  const ModelFile ours = family_model(Norm::LN, 24, PosEmbed::Standard, 2);
+  TlOptions o;
+  o.metadata = json{{"act_fn", "gelu"}};
+  const ModelFile tl = load_processed(tl_parts(ours, o).bytes());
+  EXPECT_EQ(tl.cfg.normalization, Norm::LNPre);
+  EXPECT_EQ(tl.info["processing"]["applied"],
+            json::array({"fold_ln", "center_writing_weights", "center_unembed", "fold_value_biases"}));
+  EXPECT_NE(tl.info["note"].get<std::string>().find("TransformerLens's processing was applied: fold_ln, "
+                                                    "center_writing_weights, center_unembed, fold_value_biases"),
+            std::string::npos);
+  for (const auto& [name, t] : named_params(tl.params)) EXPECT_EQ(name.find(".ln"), std::string::npos) << name;
+  EXPECT_TRUE(tl.params.blocks[1].b_V.vec().isZero());
+  EXPECT_NEAR(tl.params.W_E.mat().row(3).mean(), 0.0f, 1e-6f);
+  EXPECT_NEAR(tl.params.W_U.mat().row(5).mean(), 0.0f, 1e-6f);
+  EXPECT_NEAR(tl.params.blocks[0].W_in.mat().col(7).mean(), 0.0f, 1e-6f);  // reading weights centred by fold_ln
+  expect_same_log_probs(ours, tl, 2e-5);
+  // The processed model written back as a TransformerLens file (LNPre: no LayerNorm tensors, so
+  // the file says which) reads as the same model.
+  TlOptions back;
+  back.metadata = json{{"act_fn", "gelu"}, {"normalization_type", "LNPre"}};
+  const ModelFile again = load(tl_parts(tl, back).bytes());
+  EXPECT_EQ(again.cfg, tl.cfg);
+  expect_same_logits(tl, again, 0.0f);
+  // Processing it a second time changes nothing that matters.
+  expect_same_log_probs(ours, load_processed(tl_parts(tl, back).bytes()), 2e-5);
+}
+
+TEST(TransformerLensFamily, ShortformerModelsAreNotFoldedOrCentred) {
+  const ModelFile ours = family_model(Norm::LN, 0, PosEmbed::Shortformer, 3);
+  TlOptions o;
+  o.metadata = json{{"positional_embedding_type", "shortformer"}};
+  const ModelFile tl = load_processed(tl_parts(ours, o).bytes());
+  EXPECT_EQ(tl.cfg.normalization, Norm::LN);
+  EXPECT_EQ(tl.info["processing"]["applied"], json::array({"fold_value_biases"}));
+  EXPECT_EQ(tl.info["processing"]["skipped"][0], "fold_ln: TransformerLens does not apply it to shortformer models");
+  expect_same_log_probs(ours, tl, 2e-5);
+}
+
+TEST(TransformerLensFamily, WhatTheTensorsCannotShowMustBeSaid) {
+  const ModelFile mlp = family_model(Norm::LN, 24, PosEmbed::Standard, 4);
+  const auto refusal = [](const Bytes& b) {
+    try {
+      load(b);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  TlOptions none;
+  none.metadata = nullptr;
+  std::string msg = refusal(tl_parts(mlp, none).bytes());
+  EXPECT_NE(msg.find("does not say their activation"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("metadata={\"normalization_type\": str(model.cfg.normalization_type)"), std::string::npos) << msg;
+  TlOptions lying;
+  lying.metadata = json{{"act_fn", "gelu"}, {"normalization_type", "LNPre"}};
+  msg = refusal(tl_parts(mlp, lying).bytes());
+  EXPECT_NE(msg.find("but the file holds LayerNorm weights (ln1.w, ln_final.w), which only \"LN\" has"), std::string::npos)
+      << msg;
+  TlOptions solu;
+  solu.metadata = json{{"act_fn", "solu_ln"}};
+  msg = refusal(tl_parts(mlp, solu).bytes());
+  EXPECT_NE(msg.find("act_fn is \"solu_ln\""), std::string::npos) << msg;
+  // An attention-only file without any hint: LNPre and no normalization look the same.
+  TlOptions bare;
+  bare.metadata = nullptr;
+  msg = refusal(tl_parts(load_model_file("models/ioi-2l1h.safetensors"), bare).bytes());
+  EXPECT_NE(msg.find("circuitscope will not guess which: save it with: safetensors.torch.save_file("), std::string::npos)
+      << msg;
 }
 
 }  // namespace

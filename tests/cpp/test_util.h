@@ -31,19 +31,48 @@ inline Config tiny_config(int n_layers, PosEmbed pos, bool smear, bool bias) {
 
 inline std::string config_name(const Config& c) {
   return std::to_string(c.n_layers) + "L_" + pos_embed_name(c.pos_embed) + (c.smeared_keys ? "_smear" : "") +
-         (c.use_bias ? "_bias" : "");
+         (c.use_bias ? "_bias" : "") + (c.normalization != Norm::None ? "_" + norm_name(c.normalization) : "") +
+         (c.d_mlp ? "_mlp" + std::to_string(c.d_mlp) + "_" + act_name(c.act_fn) : "");
 }
 
-// Every tensor random (biases and smear alphas too, so their gradients are exercised).
+// Every tensor random (biases and smear alphas too, so their gradients are exercised; LayerNorm
+// weights around 1).
 template <class T>
 Params<T> random_params(const Config& c, std::uint64_t seed) {
   Params<T> p = init_params<T>(c, seed);
   Rng rng(seed * 7919 + 13);
-  for_each_param(p, [&](const std::string& name, Tensor<T>& t) {
-    if (name.find(".b_") != std::string::npos || name.find("smear_alpha") != std::string::npos)
-      for (auto& x : t.data) x = static_cast<T>(static_cast<float>(0.5 * rng.normal()));
+  for_each_param_slot(c, &p, [&](const ParamKey& key, Tensor<T>* t, const ParamDims&) {
+    if (key.init == Init::Zero)
+      for (auto& x : t->data) x = static_cast<T>(static_cast<float>(0.5 * rng.normal()));
+    if (key.init == Init::One)
+      for (auto& x : t->data) x = static_cast<T>(static_cast<float>(1 + 0.3 * rng.normal()));
   });
   return p;
+}
+
+// The TransformerLens-family options: LN or LNPre, with or without an MLP of each activation,
+// each kind of positions, biases on; tiny, like tiny_config.
+inline Config tiny_norm_mlp_config(int n_layers, PosEmbed pos, Norm norm, int d_mlp, Act act, bool smear = false) {
+  Config c = tiny_config(n_layers, pos, smear, true);
+  c.normalization = norm;
+  c.d_mlp = d_mlp;
+  c.act_fn = act;
+  return c;
+}
+
+inline std::vector<Config> norm_mlp_configs() {
+  std::vector<Config> out;
+  for (int layers : {0, 1, 2})
+    for (Norm norm : {Norm::None, Norm::LN, Norm::LNPre})
+      for (int mlp : {0, 5}) {
+        if (norm == Norm::None && mlp == 0) continue;  // all_option_configs() has these
+        if (layers == 0 && mlp) continue;              // no blocks, no MLP
+        for (PosEmbed pos : {PosEmbed::Standard, PosEmbed::Shortformer})
+          out.push_back(tiny_norm_mlp_config(layers, pos, norm, mlp, Act::GELU));
+      }
+  for (Act act : {Act::GELUNew, Act::ReLU}) out.push_back(tiny_norm_mlp_config(1, PosEmbed::Standard, Norm::LN, 5, act));
+  out.push_back(tiny_norm_mlp_config(2, PosEmbed::Shortformer, Norm::LN, 5, Act::GELU, true));
+  return out;
 }
 
 inline Batch random_batch(const Config& c, int B, int T, std::uint64_t seed, bool random_mask) {
