@@ -577,14 +577,18 @@ ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOpti
     const bool mask = rest == "attn.mask";
     const std::string says = mask ? ", but pos_embed.W_pos gives n_ctx " + std::to_string(n_ctx) + ", so it must be "
                                   : ", but TransformerLens's IGNORE is a scalar, shape ";
-    *out = Entry{key, nullptr, read_entry(key, entry_object(key, e), mask ? Shape{n_ctx, n_ctx} : Shape{},
+    // TransformerLens 3.5 and later builds the causal mask on the fly and saves an empty [0, 0] one.
+    const json& obj = entry_object(key, e);
+    const bool empty_mask = mask && obj.contains("shape") && obj["shape"] == json::array({0, 0});
+    *out = Entry{key, nullptr, read_entry(key, obj, mask ? (empty_mask ? Shape{0, 0} : Shape{n_ctx, n_ctx}) : Shape{},
                                           section_size, says, mask)};
   };
   const std::vector<Entry> entries = collect_entries(h.doc, m.params, section_size, kTlSays, buffer, is_tl_bias);
   check_layout(entries, section_size);
   read_values(entries, h.section);
   for (const Entry& en : entries)
-    if (en.dest == nullptr && en.name.size() > 5 && en.name.compare(en.name.size() - 5, 5, ".mask") == 0)
+    if (en.dest == nullptr && en.name.size() > 5 && en.name.compare(en.name.size() - 5, 5, ".mask") == 0 &&
+        en.f.end > en.f.begin)
       check_causal_mask(en, h.section, n_ctx);
 
   const std::string pos = m.cfg.pos_embed == PosEmbed::Shortformer

@@ -13,7 +13,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("phaseChange", &csjs::phaseChange);
   emscripten::constant("minInductionScore", cs::kMinInductionScore);
   emscripten::class_<Model>("Model")
-      .constructor<const emscripten::val&>()
+      .constructor<const emscripten::val&, const emscripten::val&>()
       .function("config", &Model::config)
       .function("tokenize", &Model::tokenize)
       .function("run", &Model::run)

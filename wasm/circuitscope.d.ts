@@ -30,6 +30,22 @@ export interface ModelConfig {
   smeared_keys: boolean;
   use_bias: boolean;
   init_std: number;
+  /** TransformerLens's normalization_type: ln1 (and ln2) in every block and ln_final. */
+  normalization_type: 'none' | 'LN' | 'LNPre';
+  /** The MLP's width; 0 for an attention-only model. */
+  d_mlp: number;
+  /** The MLP's activation (null without MLPs): exact GELU, the tanh form, or ReLU. */
+  act_fn: 'gelu' | 'gelu_new' | 'relu' | null;
+}
+
+/**
+ * How a TransformerLens file is read: "default" applies from_pretrained's weight processing
+ * (fold_ln, center_writing_weights, center_unembed, fold_value_biases, where TransformerLens
+ * applies them; info.processing says which), "none" reads the weights as written
+ * (from_pretrained_no_processing). circuitscope's own files are always read as written.
+ */
+export interface LoadOptions {
+  processing?: 'default' | 'none';
 }
 
 /**
@@ -997,7 +1013,7 @@ export interface Circuitscope {
    * Opens a model file (safetensors bytes). Throws an Error whose message starts with
    * "model file:" when the file is corrupt or does not match its config.
    */
-  load(bytes: Uint8Array | ArrayBuffer): LoadedModel;
+  load(bytes: Uint8Array | ArrayBuffer, options?: LoadOptions): LoadedModel;
   /**
    * Starts a training run from a recipe (an object or its JSON text). Throws an Error whose
    * message starts with "recipe:", "config:", "data:" or "tokenizer:" for a bad recipe.
@@ -1018,7 +1034,7 @@ export function init(options?: InitOptions): Promise<Circuitscope>;
 export function hasRelaxedSimd(): boolean;
 
 /** Opens a model file with a shared module, initialised on first use. */
-export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions): Promise<LoadedModel>;
+export function load(bytes: Uint8Array | ArrayBuffer, options?: InitOptions & LoadOptions): Promise<LoadedModel>;
 
 /** Starts a training run with the shared module, initialised on first use. */
 export function trainer(recipe: Recipe | string, options?: InitOptions): Promise<Trainer>;

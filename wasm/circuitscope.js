@@ -472,9 +472,9 @@ export async function init(options = {}) {
     simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
-    load(bytes) {
+    load(bytes, options) {
       const b = toBytes(bytes);
-      const handle = call(() => new mod.Model(b));
+      const handle = call(() => new mod.Model(b, options ?? {}));
       return wrap(handle);
     },
     trainer(recipe) {
@@ -507,7 +507,7 @@ async function sharedInstance(options) {
 /** Opens a model file with a shared, lazily initialised module. */
 /** @param {Uint8Array | ArrayBuffer} bytes @param {InitOptions} options @returns {Promise<LoadedModel>} */
 export async function load(bytes, options = {}) {
-  return (await sharedInstance(options)).load(bytes);
+  return (await sharedInstance(options)).load(bytes, options.processing === undefined ? undefined : { processing: options.processing });
 }
 
 /** Starts a training run with the shared, lazily initialised module. */

@@ -530,10 +530,23 @@ val step_metrics_js(const cs::StepMetrics& m) {
 
 // ------------------------------------------------------------------------------ Model
 
-Model::Model(const val& bytes)
+// options: {processing: "default" | "none"} (how a TransformerLens file is read:
+// from_pretrained's processing, or from_pretrained_no_processing's none).
+Model::Model(const val& bytes, const val& options)
     : session_(guarded([&] {
+        cs::LoadOptions opts;
+        if (!options.isUndefined() && !options.isNull()) {
+          const val p = options["processing"];
+          if (!p.isUndefined()) {
+            const std::string s = p.isString() ? p.as<std::string>() : std::string("?");
+            if (s == "none") opts.processing = cs::Processing::none();
+            else if (s != "default")
+              throw std::invalid_argument("load: options.processing must be \"default\" (TransformerLens's from_pretrained) or "
+                                          "\"none\" (from_pretrained_no_processing)");
+          }
+        }
         std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
-        return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size()));
+        return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size(), opts));
       })) {}
 
 // {"config": {...}, "tokenizer": {...}, "info": {...}} as a JSON string.

@@ -33,7 +33,7 @@ using emscripten::val;
 // A model file opened for the page (cs::ModelSession).
 class Model {
  public:
-  explicit Model(const val& bytes);
+  Model(const val& bytes, const val& options);
   std::string config() const;
   val tokenize(const val& text) const;  // text: a JS string (see convert.cpp)
   val run(const val& ids, const val& intervention, const val& options);

@@ -26,6 +26,15 @@ void check_head(const Config& c, int layer, int head, const char* what) {
                                 " layer(s) of " + std::to_string(c.n_heads) + " head(s)");
 }
 
+// Circuits read the weights as TransformerLens's folded weights (FactoredMatrix over W_E, W_Q, ...):
+// with LayerNorm weights still unfolded they would leave out ln1's and ln_final's w and b.
+void require_folded(const Config& c, const std::string& what) {
+  if (c.normalization != Norm::LN) return;
+  throw std::invalid_argument(what + ": circuits read the weights with the LayerNorm folded into them, as TransformerLens "
+                                     "does after fold_ln, and this model's LayerNorm is not folded (it was opened without "
+                                     "processing, or it is a shortformer model, which TransformerLens does not fold)");
+}
+
 std::string sci(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g", x);
@@ -129,9 +138,20 @@ void order_paths(Attribution& out, int target) {
 }  // namespace
 
 // Framework paper, "Path Expansion of Logits" / seed 000.
+void require_linear_unembed(const Config& c, const std::string& what) {
+  if (!c.has_norm_or_mlp()) return;
+  std::string has = c.normalization != Norm::None ? "LayerNorm" : "";
+  if (c.d_mlp > 0) has += std::string(has.empty() ? "" : " and ") + "MLPs";
+  throw std::invalid_argument(what + ": splitting the logits into the paths that add up to them is done for attention-only "
+                                     "models without normalization; this model has " + has +
+                                     ", whose split (with the final LayerNorm's scale frozen, TransformerLens's "
+                                     "apply_ln_to_stack) circuitscope does not compute yet");
+}
+
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
                         const Intervention& iv, int target) {
   const Config& c = p.cfg;
+  require_linear_unembed(c, "attribution");
   const int L = c.n_layers, H = c.n_heads, D = c.d_model, V = c.d_vocab;
   const int B = cache.n_batch, T = cache.n_pos;
   if (static_cast<int>(cache.layers.size()) != L || cache.logits.shape != Shape{B, T, V} ||
@@ -262,12 +282,14 @@ Factored qk_through(const MatRM<double>& X, const LayerParams<float>& w, int hea
 // Framework paper, one-layer section / seed 000: W_E W_Q W_K^T W_E^T.
 Factored full_qk(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full QK circuit");
+  require_folded(p.cfg, "full QK circuit");
   return qk_through(dbl(p.W_E.mat()), p.blocks[layer], head);
 }
 
 // Seed 000/003, positional analogue: W_pos W_Q W_K^T W_pos^T.
 Factored pos_qk(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "positional QK circuit");
+  require_folded(p.cfg, "positional QK circuit");
   if (p.cfg.pos_embed == PosEmbed::None)
     throw std::invalid_argument("positional QK circuit: this model has no positional embedding (pos_embed none)");
   return qk_through(dbl(p.W_pos.mat()), p.blocks[layer], head);
@@ -276,6 +298,7 @@ Factored pos_qk(const Params<float>& p, int layer, int head) {
 // Framework paper, one-layer section / seed 000: W_E W_V W_O W_U.
 Factored full_ov(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full OV circuit");
+  require_folded(p.cfg, "full OV circuit");
   Factored f;
   f.A = dbl(p.W_E.mat()) * dbl(p.blocks[layer].W_V.slice(head));
   f.B = dbl(p.blocks[layer].W_O.slice(head)) * dbl(p.W_U.mat());
@@ -286,6 +309,7 @@ Factored full_ov(const Params<float>& p, int layer, int head) {
 // h2's QK circuit through h1 (see circuits.h).
 Factored composed_qk(const Params<float>& p, int layer, int head, int src_layer, int src_head, Input input) {
   check_head(p.cfg, layer, head, "composed QK circuit");
+  require_folded(p.cfg, "composed QK circuit");
   check_head(p.cfg, src_layer, src_head, "composed QK circuit: the earlier head");
   if (src_layer >= layer)
     throw std::invalid_argument("composed QK circuit: " + head_name(src_layer, src_head) + " is not in an earlier layer than " +
@@ -480,6 +504,7 @@ Spectrum spectrum(const Factored& f) {
 // Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V.
 Spectrum ov_spectrum(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "OV eigenvalues");
+  require_folded(p.cfg, "OV eigenvalues");
   check_cost("the OV eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
   if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_ov(p, layer, head));
   const auto& w = p.blocks[layer];
@@ -489,6 +514,7 @@ Spectrum ov_spectrum(const Params<float>& p, int layer, int head) {
 // Seed 001 (spectral analysis): eigenvalues of W_K^T W_E^T W_E W_Q.
 Spectrum qk_spectrum(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "QK eigenvalues");
+  require_folded(p.cfg, "QK eigenvalues");
   check_cost("the QK eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
   if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_qk(p, layer, head));
   const auto& w = p.blocks[layer];
@@ -554,6 +580,7 @@ double random_composition_baseline(int d_model, int d_head, int samples, std::ui
 
 // Framework paper, composition / seed 003; ARENA 1.2's Q/K/V composition-score definitions.
 CompositionScores composition_scores(const Params<float>& p, int baseline_samples, std::uint64_t seed) {
+  require_folded(p.cfg, "composition scores");
   const Config& c = p.cfg;
   const int L = c.n_layers, H = c.n_heads;
   if (baseline_samples < 1 || baseline_samples > 100000)
@@ -616,6 +643,7 @@ CompositionScores composition_scores(const Params<float>& p, int baseline_sample
 SkipTrigrams skip_trigrams(const Params<float>& p, int layer, int head, int k, int bos, int max_bugs) {
   const Config& c = p.cfg;
   check_head(c, layer, head, "skip-trigrams");
+  require_folded(c, "skip-trigrams");
   const int V = c.d_vocab;
   if (k < 1) throw std::invalid_argument("skip-trigrams: ask for at least 1 triple, got " + std::to_string(k));
   if (max_bugs < 0) throw std::invalid_argument("skip-trigrams: max_bugs must be 0 or more");

@@ -251,6 +251,9 @@ Tensor<float> ov_table(const Params<float>& p, int layer, int head) {
 
 namespace {
 void check_vocab(const Params<float>& p, const CorpusStats& s) {
+  if (p.cfg.normalization == Norm::LN)
+    throw std::invalid_argument("leading-term cosines: they read the weights with the LayerNorm folded into them, and this "
+                                "model's LayerNorm is not folded (opened without processing, or a shortformer model)");
   if (p.cfg.d_vocab != s.V)
     throw std::invalid_argument("corpus statistics: computed for a vocabulary of " + std::to_string(s.V) +
                                 " tokens, but the model has " + std::to_string(p.cfg.d_vocab));

@@ -1,6 +1,7 @@
 // IOI analysis of the symbolic task (seed 001): decomposition along the sum and difference
 // directions, logit lens, task accuracy, composition cuts.
 #include "analysis/ioi.h"
+#include "analysis/circuits.h"
 #include "checks.h"
 
 #include <algorithm>
@@ -37,6 +38,7 @@ double cosine(const VecD& c, const VecD& u) {
 IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& cache, int row, int pos,
                         const std::vector<int>& names) {
   const Config& c = p.cfg;
+  require_linear_unembed(c, "IOI analysis");
   const int T = cache.n_pos, D = c.d_model, NL = c.n_layers, H = c.n_heads;
   std::vector<int> toks(cache.tokens.begin() + static_cast<std::size_t>(row) * T,
                         cache.tokens.begin() + static_cast<std::size_t>(row + 1) * T);

@@ -58,13 +58,18 @@ ModelSession::ModelSession(ModelFile file) : file_(std::move(file)) {
   name_ids_ = task_ ? names_ : ioi_symbolic_name_ids(file_.tokenizer);
 }
 
-ModelSession ModelSession::from_bytes(const std::uint8_t* data, std::size_t size) {
-  return ModelSession(load_model_bytes(data, size));
+ModelSession ModelSession::from_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
+  return ModelSession(load_model_bytes(data, size, opts));
 }
 
 nlohmann::json ModelSession::describe() const {
   nlohmann::json j;
   j["config"] = config_to_json(file_.cfg);
+  // The API always names the block's parts, in TransformerLens's words (config_to_json leaves
+  // out those of an attention-only model, so its files keep their config).
+  j["config"]["normalization_type"] = norm_name(file_.cfg.normalization);
+  j["config"]["d_mlp"] = file_.cfg.d_mlp;
+  j["config"]["act_fn"] = file_.cfg.d_mlp > 0 ? nlohmann::json(act_name(file_.cfg.act_fn)) : nlohmann::json(nullptr);
   j["tokenizer"] = file_.tokenizer.to_json();
   j["info"] = file_.info;
   return j;

@@ -494,6 +494,17 @@ TEST(TransformerLensFamily, ShortformerModelsAreNotFoldedOrCentred) {
   expect_same_log_probs(ours, tl, 2e-5);
 }
 
+// TransformerLens 3.5 and later saves attn.mask as an empty [0, 0] buffer (it builds the mask on
+// the fly): such files load as the older ones do.
+TEST(TransformerLensFile, EmptyMaskBuffersOfNewerTransformerLens) {
+  const ModelFile ours = load_model_file("models/ioi-2l1h.safetensors");
+  TlOptions o;
+  o.buffers = false;
+  Parts p = tl_parts(ours, o);
+  for (int l = 0; l < ours.cfg.n_layers; ++l) p.add("blocks." + std::to_string(l) + ".attn.mask", "BOOL", {0, 0}, {});
+  expect_same_logits(ours, load(p.bytes()), 1e-6f);
+}
+
 TEST(TransformerLensFamily, WhatTheTensorsCannotShowMustBeSaid) {
   const ModelFile mlp = family_model(Norm::LN, 24, PosEmbed::Standard, 4);
   const auto refusal = [](const Bytes& b) {

@@ -265,7 +265,7 @@ function transformerLensCases(cases, r) {
     const { tensors } = transformerLensTensors(bytes);
     const D = tensors.find((t) => t.name === 'embed.W_E').shape[1];
     const f32 = (name, shape) => ({ name, dtype: 'F32', shape, bytes: Buffer.alloc(4 * shape.reduce((a, b) => a * b, 1)) });
-    const edit = (name, fn) => add(name, writeSafetensors(fn(tensors.map((t) => ({ ...t }))), { format: 'pt' }));
+    const edit = (name, fn) => add(name, writeSafetensors(fn(tensors.map((t) => ({ ...t }))), { format: 'pt', normalization_type: 'None' }));
     const reshape = (n, shape) => (ts) => ts.map((t) => (t.name === n ? { ...t, shape } : t));
     edit('LayerNorm', (ts) => [...ts, f32('ln_final.w', [D]), f32('ln_final.b', [D])]);
     edit('MLP', (ts) => [...ts, f32('blocks.0.mlp.b_in', [4 * D])]);

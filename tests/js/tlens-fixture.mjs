@@ -119,7 +119,8 @@ export function roundedCopy(bytes, dtype) {
 }
 
 export function toTransformerLens(bytes, options = {}) {
-  const meta = options.metadata === undefined ? { format: 'pt' } : options.metadata;
+  // A state dict cannot show that the model has no normalization (LNPre looks the same): say so.
+  const meta = options.metadata === undefined ? { format: 'pt', normalization_type: 'None' } : options.metadata;
   const metadata = meta && options.positionalEmbeddingType ? { ...meta, positional_embedding_type: options.positionalEmbeddingType } : meta;
   return writeSafetensors(transformerLensTensors(bytes, options).tensors, metadata);
 }

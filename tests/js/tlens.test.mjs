@@ -14,8 +14,9 @@ let api;
 before(async () => { api = await cs(); });
 const opened = [];
 after(() => { for (const m of opened) m.delete(); });
+// As written (from_pretrained_no_processing): the logits compare exactly with the original's.
 const load = (bytes) => {
-  const m = api.load(bytes);
+  const m = api.load(bytes, { processing: 'none' });
   opened.push(m);
   return m;
 };
@@ -67,22 +68,26 @@ test('F16 and BF16 state dicts read as float32, shortformer from the metadata', 
     const ids = Int32Array.from({ length: 30 }, (_, i) => (5 * i + 2) % 82);
     assertSameLogits(rounded, tl, ids, 1e-5);
   }
-  const plain = load(toTransformerLens(bytes, { metadata: null }));
+  const plain = load(toTransformerLens(bytes));
   assert.equal(plain.config.pos_embed, 'standard');
   assert.match(plain.info.note, /needs positional_embedding_type in its __metadata__/);
+  // Without any hint, LNPre and no normalization look the same: refused, with the line that writes it.
+  assert.throws(() => api.load(toTransformerLens(bytes, { metadata: null })),
+    /circuitscope will not guess which: save it with: safetensors\.torch\.save_file\(model\.state_dict\(\)/);
 });
 
 test('unsupported and damaged TransformerLens files: the loader\'s sentence', () => {
   const bytes = read('ioi-2l1h.safetensors');
   const { tensors } = transformerLensTensors(bytes);
   const f32 = (name, shape) => ({ name, dtype: 'F32', shape, bytes: Buffer.alloc(4 * shape.reduce((a, b) => a * b, 1)) });
-  const edit = (fn) => writeSafetensors(fn(tensors.map((t) => ({ ...t }))), { format: 'pt' });
+  const edit = (fn, meta = {}) => writeSafetensors(fn(tensors.map((t) => ({ ...t }))), { format: 'pt', normalization_type: 'None', ...meta });
   const cases = [
     [edit((ts) => ts.map((t) => (t.name === 'blocks.1.attn.W_Q' ? { ...t, shape: [2, 32, 8] } : t))),
       /tensor blocks\.1\.attn\.W_Q has shape \[2,32,8\], but embed\.W_E, pos_embed\.W_pos and blocks\.0\.attn\.W_Q make it \[1,32,16\]/],
     [edit((ts) => ts.filter((t) => t.name !== 'blocks.0.attn.W_O')), /tensor blocks\.0\.attn\.W_O is missing/],
-    [edit((ts) => [...ts, f32('ln_final.w', [32]), f32('ln_final.b', [32])]), /tensor ln_final\.b means the model has LayerNorm/],
-    [edit((ts) => [...ts, f32('blocks.0.mlp.W_in', [32, 4])]), /means the model has MLP layers \(attn_only=False\)/],
+    [edit((ts) => [...ts, f32('ln_final.w', [32]), f32('ln_final.b', [32])]), /__metadata__ says normalization_type is "None", but the file holds LayerNorm weights/],
+    [edit((ts) => [...ts, f32('blocks.0.mlp.W_in', [32, 4])]), /the model has MLPs \(blocks\.0\.mlp\.W_in is \[32, 4\]\) but the file does not say their activation/],
+    [edit((ts) => [...ts, f32('blocks.0.mlp.W_in', [32, 4])], { act_fn: 'gelu' }), /tensor blocks\.0\.mlp\.W_out is missing/],
     [edit((ts) => ts.map((t) => (t.name === 'blocks.1.attn.mask' ? { ...t, shape: [4, 4] } : t))),
       /tensor blocks\.1\.attn\.mask has shape \[4,4\], but pos_embed\.W_pos gives n_ctx 5, so it must be \[5,5\]/],
     [writeSafetensors([f32('weights', [3])], null), /has neither circuitscope's __metadata__ \(config and tokenizer\) nor TransformerLens's tensor embed\.W_E/],
