@@ -1,5 +1,6 @@
 // Model files: a safetensors writer and a strict loader that explains what is wrong with a bad file.
 #include "io.h"
+#include "pth.h"
 #include "weight_processing.h"
 
 #include "checks.h"
@@ -429,28 +430,106 @@ const char* const kTlHintLine =
     "model.cfg.positional_embedding_type, \"act_fn\": str(model.cfg.act_fn)}), or open the model's "
     "TransformerLens config.json with it";
 
-// What a state dict cannot show about its architecture, from __metadata__ in TransformerLens's
-// names: positional_embedding_type ("standard", the default, or "shortformer"),
-// normalization_type ("LN", "LNPre" or "None") and act_fn. Each is null when absent.
+// What a state dict cannot show about its architecture, in TransformerLens's names:
+// positional_embedding_type ("standard", the default, or "shortformer"), normalization_type
+// ("LN", "LNPre" or "None") and act_fn, each with where it was said ("__metadata__ says" or
+// "config.json says"); and, from a config.json, the dimensions to check the tensors against.
+struct TlHint {
+  std::string value;
+  std::string says;  // "" when absent
+  bool present() const { return !says.empty(); }
+};
 struct TlHints {
-  const std::string* pos = nullptr;
-  const std::string* norm = nullptr;
-  const std::string* act = nullptr;
+  TlHint pos, norm, act;
+  std::map<std::string, int> dims;  // config.json's n_layers, d_model, ... (those it gives)
 };
 
-TlHints tl_meta_hints(const json* meta) {
-  TlHints h;
-  if (meta == nullptr) return h;
-  h.pos = meta_string(*meta, "positional_embedding_type", false);
-  h.norm = meta_string(*meta, "normalization_type", false);
-  h.act = meta_string(*meta, "act_fn", false);
-  return h;
+// Sets hint h from `value` said by `says`, refusing a second source that disagrees.
+void set_hint(TlHint& h, const char* name, const std::string& value, const std::string& says) {
+  if (h.present() && h.value != value)
+    fail(h.says + " " + name + " is \"" + clean(h.value) + "\" but " + says + " \"" + clean(value) +
+         "\": the two files do not describe the same model");
+  h.value = value;
+  h.says = says;
+}
+
+void meta_hints(const json* meta, TlHints& h) {
+  if (meta == nullptr) return;
+  const char* keys[3] = {"positional_embedding_type", "normalization_type", "act_fn"};
+  TlHint* dst[3] = {&h.pos, &h.norm, &h.act};
+  for (int i = 0; i < 3; ++i)
+    if (const std::string* v = meta_string(*meta, keys[i], false)) set_hint(*dst[i], keys[i], *v, "__metadata__ says");
+}
+
+// A TransformerLens config.json (HookedTransformerConfig's fields, as the hub's repositories ship
+// it) beside the weights: the hints, the dimensions, and a refusal for any setting that changes
+// the forward pass in a way circuitscope does not compute.
+void config_json_hints(const std::string& text, TlHints& h) {
+  if (text.empty()) return;
+  const auto bad = [](const std::string& why) { fail("the TransformerLens config.json " + why); };
+  if (text.size() > (16u << 20)) bad("is larger than 16 MB; a HookedTransformerConfig is a few kilobytes");
+  if (!depth_ok(text.data(), text.data() + text.size(), kMaxJsonDepth)) bad("nests JSON too deeply");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    bad(json_parse_problem(text, e));
+  }
+  if (!j.is_object()) bad("is " + a_type(j) + ", not an object of HookedTransformerConfig fields");
+  const std::string says = "config.json says";
+  const auto str = [&](const char* key, const char* null_as) -> std::string {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return null_as;
+    if (!it->is_string()) bad(std::string("has ") + key + " " + a_type(*it) + ", not a string");
+    return it->get<std::string>();
+  };
+  const auto flag = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  const auto number = [&](const char* key, double def) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<double>() : def;
+  };
+  if (j.contains("positional_embedding_type")) set_hint(h.pos, "positional_embedding_type", str("positional_embedding_type", "standard"), says);
+  if (j.contains("normalization_type")) set_hint(h.norm, "normalization_type", str("normalization_type", "None"), says);
+  if (flag("attn_only")) {
+    h.dims["d_mlp"] = 0;
+  } else if (j.contains("act_fn") && !j["act_fn"].is_null()) {
+    set_hint(h.act, "act_fn", str("act_fn", ""), says);
+  }
+  for (const char* key : {"n_layers", "d_model", "n_heads", "d_head", "n_ctx", "d_vocab", "d_mlp"}) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || (std::string(key) == "d_mlp" && flag("attn_only"))) continue;
+    const long long v = it->get<long long>();
+    if (v >= 0 && v <= 0x7FFFFFFF) h.dims[key] = static_cast<int>(v);
+  }
+  // Settings that change what the model computes, at values circuitscope does not run.
+  const std::pair<const char*, const char*> flags[] = {
+      {"parallel_attn_mlp", "attention and MLP in parallel"}, {"gated_mlp", "a gated MLP"},
+      {"final_rms", "an RMSNorm before the unembed"}, {"use_local_attn", "local attention windows"},
+      {"scale_attn_by_inverse_layer_idx", "attention scaled by the layer's index"},
+      {"post_embedding_ln", "a LayerNorm on the embedding"}, {"use_qk_norm", "query and key normalization"},
+      {"use_normalization_before_and_after", "normalization before and after each block"}};
+  for (const auto& [key, what] : flags)
+    if (flag(key)) bad(std::string("sets ") + key + " (" + what + "), which circuitscope does not run");
+  if (j.contains("use_attn_scale") && j["use_attn_scale"].is_boolean() && !j["use_attn_scale"].get<bool>())
+    bad("sets use_attn_scale false (unscaled attention scores), which circuitscope does not run");
+  if (j.contains("n_key_value_heads") && !j["n_key_value_heads"].is_null())
+    bad("sets n_key_value_heads (grouped-query attention), which circuitscope does not run");
+  if (j.contains("num_experts") && !j["num_experts"].is_null())
+    bad("sets num_experts (a mixture of experts), which circuitscope does not run");
+  const double eps = number("eps", kLnEps);
+  if (std::fabs(eps - kLnEps) > 1e-12)
+    bad("sets eps " + float_text(static_cast<float>(eps)) + "; circuitscope's LayerNorm uses TransformerLens's default 1e-5");
+  for (const char* key : {"output_logits_soft_cap", "attn_scores_soft_cap"})
+    if (number(key, -1) > 0) bad(std::string("sets ") + key + ", which circuitscope does not run");
 }
 
 // The architecture of a TransformerLens state dict, from its tensor names and shapes and the
 // hints; never guessed: a file without LayerNorm tensors must say whether it is LNPre or has no
 // normalization, and one with MLPs which activation they use.
-Config infer_tl_config(const json& header, const json* meta) {
+Config infer_tl_config(const json& header, const json* meta, const std::string& config_json) {
   int max_layer = -1;
   bool bias = false, smear = false, ln = false;
   for (auto it = header.begin(); it != header.end(); ++it) {
@@ -490,40 +569,52 @@ Config infer_tl_config(const json& header, const json* meta) {
     c.d_head = wq[2];
     if (header.contains("blocks.0.mlp.W_in")) c.d_mlp = shape_of("blocks.0.mlp.W_in", 2, "[d_model, d_mlp]")[1];
   }
-  const TlHints hints = tl_meta_hints(meta);
-  if (hints.pos == nullptr || *hints.pos == "standard") c.pos_embed = PosEmbed::Standard;
-  else if (*hints.pos == "shortformer") c.pos_embed = PosEmbed::Shortformer;
+  TlHints hints;
+  meta_hints(meta, hints);
+  config_json_hints(config_json, hints);
+  if (!hints.pos.present() || hints.pos.value == "standard") c.pos_embed = PosEmbed::Standard;
+  else if (hints.pos.value == "shortformer") c.pos_embed = PosEmbed::Shortformer;
   else
-    fail("__metadata__ says positional_embedding_type is \"" + clean(*hints.pos) + "\"; " + kTlReads +
+    fail(hints.pos.says + " positional_embedding_type is \"" + clean(hints.pos.value) + "\"; " + kTlReads +
          " (\"standard\" or \"shortformer\")");
   if (ln) {
-    if (hints.norm && *hints.norm != "LN")
-      fail("__metadata__ says normalization_type is \"" + clean(*hints.norm) +
+    if (hints.norm.present() && hints.norm.value != "LN")
+      fail(hints.norm.says + " normalization_type is \"" + clean(hints.norm.value) +
            "\", but the file holds LayerNorm weights (ln1.w, ln_final.w), which only \"LN\" has: the file is inconsistent");
     c.normalization = Norm::LN;
-  } else if (hints.norm == nullptr) {
+  } else if (!hints.norm.present()) {
     fail("the file holds no LayerNorm weights, which is how a model without normalization looks, and also one whose "
          "LayerNorm TransformerLens folded (from_pretrained leaves weightless LNPre behind); circuitscope will not "
          "guess which: " + std::string(kTlHintLine));
   } else {
     try {
-      c.normalization = norm_from_name(*hints.norm);
+      c.normalization = norm_from_name(hints.norm.value);
     } catch (const std::exception& e) {
-      fail("__metadata__ says normalization_type is \"" + clean(*hints.norm) + "\"; " + kTlReads);
+      fail(hints.norm.says + " normalization_type is \"" + clean(hints.norm.value) + "\"; " + kTlReads);
     }
     if (c.normalization == Norm::LN)
-      fail("__metadata__ says normalization_type is \"LN\", but the file holds no LayerNorm weights (ln1.w, ln1.b, "
+      fail(hints.norm.says + " normalization_type is \"LN\", but the file holds no LayerNorm weights (ln1.w, ln1.b, "
            "ln_final.w, ...): the file is incomplete");
   }
   if (c.d_mlp > 0) {
-    if (hints.act == nullptr)
+    if (!hints.act.present())
       fail("the model has MLPs (blocks.0.mlp.W_in is [" + std::to_string(c.d_model) + ", " + std::to_string(c.d_mlp) +
            "]) but the file does not say their activation, which the tensors cannot show; " + kTlHintLine);
     try {
-      c.act_fn = act_from_name(*hints.act);
+      c.act_fn = act_from_name(hints.act.value);
     } catch (const std::exception& e) {
-      fail("__metadata__ says act_fn is \"" + clean(*hints.act) + "\"; " + kTlReads);
+      fail(hints.act.says + " act_fn is \"" + clean(hints.act.value) + "\"; " + kTlReads);
     }
+  }
+  const std::pair<const char*, int> found[] = {{"n_layers", c.n_layers}, {"d_model", c.d_model}, {"n_heads", c.n_heads},
+                                               {"d_head", c.d_head},     {"n_ctx", c.n_ctx},     {"d_vocab", c.d_vocab},
+                                               {"d_mlp", c.d_mlp}};
+  for (const auto& [key, value] : found) {
+    const auto it = hints.dims.find(key);
+    if (it != hints.dims.end() && it->second != value && !(c.n_layers == 0 && std::string(key) != "d_model" &&
+                                                           std::string(key) != "d_vocab" && std::string(key) != "n_ctx"))
+      fail("config.json says " + std::string(key) + " is " + std::to_string(it->second) + " but the tensors give " +
+           std::to_string(value) + ": the config belongs to another model");
   }
   c.use_bias = bias;
   c.smeared_keys = smear;
@@ -554,7 +645,7 @@ void check_causal_mask(const Entry& en, const std::uint8_t* section, int n_ctx) 
 // are checked and dropped; any other tensor is refused (it would be left out of the forward pass).
 ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOptions& opts) {
   ModelFile m;
-  m.cfg = infer_tl_config(h.doc, meta);
+  m.cfg = infer_tl_config(h.doc, meta, opts.tl_config);
   const std::string* tok = meta ? meta_string(*meta, "tokenizer", false) : nullptr;
   m.tokenizer = tok ? tokenizer_from_meta(*tok) : Tokenizer::build_ids(m.cfg.d_vocab);
   if (m.tokenizer.size() != m.cfg.d_vocab)
@@ -595,9 +686,10 @@ ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOpti
                               ? "shortformer positions, as its __metadata__ says"
                               : "standard positions; a shortformer model's state dict looks the same, so such a file "
                                 "needs positional_embedding_type in its __metadata__";
+  const std::string told = opts.tl_config.empty() ? "as its __metadata__ says" : "as its metadata or config.json says";
   const std::string norm = m.cfg.normalization == Norm::LN      ? "LayerNorm"
-                           : m.cfg.normalization == Norm::LNPre ? "folded LayerNorm (LNPre), as its __metadata__ says"
-                                                                : "no normalization, as its __metadata__ says";
+                           : m.cfg.normalization == Norm::LNPre ? "folded LayerNorm (LNPre), " + told
+                                                                : "no normalization, " + told;
   const std::string mlp = m.cfg.d_mlp > 0 ? "MLPs of " + std::to_string(m.cfg.d_mlp) + " (" + act_name(m.cfg.act_fn) + ")"
                                           : "attention only";
   const bool had_bias = m.cfg.use_bias;
@@ -760,6 +852,12 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
 }
 
 ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
+  // torch.save's zip archive (the hub's .pth files): read, without running anything, as the
+  // safetensors file of the same state dict.
+  if (looks_like_pth(data, size)) {
+    const std::vector<std::uint8_t> st = pth_to_safetensors(data, size);
+    return load_model_bytes(st.data(), st.size(), opts);
+  }
   const Header h = parse_header(data, size);
   const auto mit = h.doc.find("__metadata__");
   if (mit != h.doc.end() && !mit->is_object())
@@ -772,6 +870,8 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const Loa
     ours = (format != meta->end() && *format == "circuitscope") || meta->contains("config") ||
            meta->contains("format_version");
   }
+  if (ours && !opts.tl_config.empty())
+    fail("a TransformerLens config.json was given with a circuitscope model file, which carries its own config");
   return ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta, opts);
 }
 

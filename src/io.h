@@ -31,11 +31,17 @@ enum class Dtype { F32, F16 };
 // files are read as written.
 struct LoadOptions {
   Processing processing;
+  // A TransformerLens config.json (HookedTransformerConfig's fields, as the hub ships it beside
+  // the weights), or empty: its normalization_type, positional_embedding_type and act_fn say what
+  // the tensors cannot, and its dimensions must match them.
+  std::string tl_config;
 };
 
 // Metadata keys: "format" = "circuitscope", "format_version" = "1", "config", "tokenizer", "info".
 std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dtype::F32);
-// Validates everything it reads and throws std::runtime_error whose message starts with
+// Reads safetensors bytes, or a .pth file (torch.save's zip archive of a state dict; pth.h), which
+// is read as the safetensors file of the same tensors. Validates everything it reads and throws
+// std::runtime_error whose message starts with
 // "model file: " and says what is wrong, e.g.
 // "model file: tensor blocks.1.attn.W_Q has shape [4,64,16], config says [8,64,16]".
 // A file whose __metadata__ neither says format "circuitscope" nor carries a config (or has no

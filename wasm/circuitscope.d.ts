@@ -46,6 +46,12 @@ export interface ModelConfig {
  */
 export interface LoadOptions {
   processing?: 'default' | 'none';
+  /**
+   * A TransformerLens config.json (its text, or the parsed object) opened beside the weights:
+   * its normalization_type, positional_embedding_type and act_fn say what a state dict cannot,
+   * its dimensions must match the tensors, and a setting circuitscope does not run is refused.
+   */
+  config?: string | Record<string, unknown>;
 }
 
 /**
@@ -1010,8 +1016,9 @@ export interface Circuitscope {
   /** Below this final prefix-matching score no head became an induction head (phaseChange() gives null). */
   minInductionScore: number;
   /**
-   * Opens a model file (safetensors bytes). Throws an Error whose message starts with
-   * "model file:" when the file is corrupt or does not match its config.
+   * Opens a model file (safetensors bytes, or a .pth state dict as torch.save writes it). Throws
+   * an Error whose message starts with "model file:" when the file is corrupt or does not match
+   * its config.
    */
   load(bytes: Uint8Array | ArrayBuffer, options?: LoadOptions): LoadedModel;
   /**

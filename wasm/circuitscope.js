@@ -16,6 +16,7 @@
 /** @typedef {import('./circuitscope.js').Trainer} Trainer */
 /** @typedef {import('./circuitscope.js').Circuitscope} Circuitscope */
 /** @typedef {import('./circuitscope.js').InitOptions} InitOptions */
+/** @typedef {import('./circuitscope.js').LoadOptions} LoadOptions */
 /** @typedef {import('./circuitscope.js').PhaseChange} PhaseChange */
 /** @typedef {import('./circuitscope.js').PhaseChangeRecord} PhaseChangeRecord */
 /** @typedef {import('./circuitscope.js').Tagged<Float32Array | Int32Array>} AnyTagged */
@@ -505,9 +506,10 @@ async function sharedInstance(options) {
 }
 
 /** Opens a model file with a shared, lazily initialised module. */
-/** @param {Uint8Array | ArrayBuffer} bytes @param {InitOptions} options @returns {Promise<LoadedModel>} */
+/** @param {Uint8Array | ArrayBuffer} bytes @param {InitOptions & LoadOptions} options @returns {Promise<LoadedModel>} */
 export async function load(bytes, options = {}) {
-  return (await sharedInstance(options)).load(bytes, options.processing === undefined ? undefined : { processing: options.processing });
+  const { processing, config } = options;
+  return (await sharedInstance(options)).load(bytes, { processing, config });
 }
 
 /** Starts a training run with the shared, lazily initialised module. */

@@ -531,7 +531,8 @@ val step_metrics_js(const cs::StepMetrics& m) {
 // ------------------------------------------------------------------------------ Model
 
 // options: {processing: "default" | "none"} (how a TransformerLens file is read:
-// from_pretrained's processing, or from_pretrained_no_processing's none).
+// from_pretrained's processing, or from_pretrained_no_processing's none), {config}: a
+// TransformerLens config.json (text or object) read beside the weights.
 Model::Model(const val& bytes, const val& options)
     : session_(guarded([&] {
         cs::LoadOptions opts;
@@ -544,6 +545,12 @@ Model::Model(const val& bytes, const val& options)
               throw std::invalid_argument("load: options.processing must be \"default\" (TransformerLens's from_pretrained) or "
                                           "\"none\" (from_pretrained_no_processing)");
           }
+          const val cfg = options["config"];
+          if (cfg.isString()) opts.tl_config = cfg.as<std::string>();
+          else if (!cfg.isUndefined() && !cfg.isNull())
+            opts.tl_config = val::global("JSON").call<std::string>("stringify", cfg);
+          if (!cfg.isUndefined() && !cfg.isNull() && opts.tl_config.empty())
+            throw std::invalid_argument("load: options.config must be a TransformerLens config.json's text or its object");
         }
         std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
         return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size(), opts));

@@ -15,7 +15,7 @@ import { el } from './parts/dom.js';
 import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
 import { isLocalName, localModel } from './local-models.js';
-import { openModelFile } from './open-model.js';
+import { openModelFiles } from './open-model.js';
 
 /** @param {string} id @returns {any} */
 const $ = (id) => document.getElementById(id);
@@ -386,11 +386,11 @@ els.copyBare.addEventListener('change', copyEmbed);
 // Opening a model file: the header's button (a file input) and a file dropped anywhere on the page
 // (open-model.js reads and loads it; local-models.js keeps it). Nothing is uploaded.
 
-async function openFile(file) {
+async function openFiles(files) {
   document.body.dataset.openFile = 'opening';
-  setStatus(`Opening ${String(file?.name ?? 'the file').slice(0, 80)}…`);
+  setStatus(`Opening ${files.map((f) => String(f?.name ?? 'the file').slice(0, 80)).join(' and ')}…`);
   try {
-    await openModelFile(file);   // success: the cs-model-opened event below shows it
+    await openModelFiles(files);   // success: the cs-model-opened event below shows it
   } catch (e) {
     document.body.dataset.openFile = 'failed';
     setStatus(String(e?.message ?? e));
@@ -420,12 +420,13 @@ document.addEventListener('cs-model-opened', (/** @type {CustomEvent} */ e) => s
 
 els.openFile.addEventListener('click', () => els.openFileInput.click());
 els.openFileInput.addEventListener('change', () => {
-  const file = els.openFileInput.files?.[0];
+  const files = [...(els.openFileInput.files ?? [])];
   els.openFileInput.value = '';   // the same file chosen again is a change too
-  if (file) openFile(file);
+  if (files.length) openFiles(files);
 });
 
-// Dragging files over the page shows the drop hint; a drop opens the first file.
+// Dragging files over the page shows the drop hint; a drop opens the model file among them (with
+// its config.json, if one was dropped too).
 const carriesFiles = (/** @type {DragEvent} */ e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
 let dragDepth = 0;
 function dropHint(on) {
@@ -441,7 +442,7 @@ window.addEventListener('drop', (e) => {
   dragDepth = 0;
   dropHint(false);
   const files = [...e.dataTransfer.files];
-  if (files.length) openFile(files[0]).then(() => { if (files.length > 1) setStatus(`${els.status.textContent} (One file at a time: only ${files[0].name.slice(0, 80)} was opened.)`); });
+  if (files.length) openFiles(files);
 });
 
 // ------------------------------------------------------------------------------------------------

@@ -34,9 +34,9 @@ export const localModels = () => [...models.values()];
 /** Calls fn(entry) whenever a model is registered; returns an unsubscribe function. */
 export function onLocalModel(fn) { listeners.add(fn); return () => listeners.delete(fn); }
 
-/** The name a file would get: "local:" and its name without .safetensors, made safe for a link. */
+/** The name a file would get: "local:" and its name without .safetensors or .pth, made safe for a link. */
 export function localNameFor(fileName) {
-  const leaf = String(fileName ?? '').split(/[\\/]/).pop().replace(/\.safetensors$/i, '');
+  const leaf = String(fileName ?? '').split(/[\\/]/).pop().replace(/\.(safetensors|pth)$/i, '');
   const base = leaf.replace(/[^\w.-]+/g, '-').replace(/^[-.]+|-+$/g, '').slice(0, 48) || 'model';
   let name = `${LOCAL_PREFIX}${base}`;
   for (let k = 2; models.has(name); k++) name = `${LOCAL_PREFIX}${base}-${k}`;

@@ -1,5 +1,6 @@
-// Opening a model file in the page: a File (the header's file picker, a file dropped on the page)
-// or bytes (a model trained in the Training view) go through the core's loader (load(bytes)),
+// Opening a model file in the page: Files (the header's file picker, files dropped on the page: a
+// model file with, optionally, its TransformerLens config.json) or bytes (a model trained in the
+// Training view) go through the core's loader (load(bytes, {config})),
 // and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
 // nothing here fetches. A file over MAX_FILE_BYTES is refused before it is read; a file the
 // loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
@@ -17,11 +18,11 @@ const layers = (c) => (c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' 
  * view that offers it (IOI for an IOI model, else Induction); otherwise the app decides. Resolves to {entry, message}; rejects with an Error whose message is
  * a sentence for the page ("Could not open x.safetensors: model file: ...").
  */
-export async function openModelBytes(bytes, file, { firstView = false } = {}) {
+export async function openModelBytes(bytes, file, { firstView = false, config = undefined, note: extraNote = '' } = {}) {
   const cs = await getModule();
   let model;
   try {
-    model = cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes));
+    model = cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), config === undefined ? undefined : { config });
   } catch (e) {
     throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
   }
@@ -34,23 +35,59 @@ export async function openModelBytes(bytes, file, { firstView = false } = {}) {
   }
   const c = model.config;
   const note = typeof model.info?.note === 'string' ? ` ${model.info.note}` : '';
-  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}). It stays in this page: nothing is uploaded.${note}`;
+  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}). It stays in this page: nothing is uploaded.${note}${extraNote}`;
   document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: firstView ? entry.views[0] : null } }));
   return { entry, message };
 }
 
-/** Opens a File (from a file input or a drop): size checked first, then read and loaded. */
-export async function openModelFile(file) {
-  if (!file || typeof file.arrayBuffer !== 'function') throw new Error('Nothing to open: drop or choose a .safetensors model file.');
+/** Reads a File's bytes (size checked first), or rejects with a sentence. */
+async function readBytes(file) {
   if (file.size > MAX_FILE_BYTES) {
     throw new Error(`Could not open ${shownName(file.name)}: it is ${Math.round(file.size / MB)} MB, and the page opens model files of up to ${MAX_FILE_BYTES / MB} MB (the core's limit is 64 M weights, 256 MB as float32).`);
   }
   if (file.size === 0) throw new Error(`Could not open ${shownName(file.name)}: the file is empty.`);
-  let bytes;
   try {
-    bytes = new Uint8Array(await file.arrayBuffer());
+    return new Uint8Array(await file.arrayBuffer());
   } catch (e) {
     throw new Error(`Could not read ${shownName(file.name)}: ${String(e?.message ?? e)}`);
   }
-  return openModelBytes(bytes, file.name);
+}
+
+const isConfig = (file) => /\.json$/i.test(String(file?.name ?? ''));
+
+/**
+ * Opens Files chosen or dropped together: one model file (.safetensors, or a .pth as torch.save
+ * writes it) and, optionally, the TransformerLens config.json the hub ships beside it, which says
+ * what a state dict cannot (the core reads and checks it). Resolves to {entry, message} (the
+ * message names the config and any file left unopened); rejects with a sentence.
+ */
+export async function openModelFiles(files) {
+  const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
+  if (!list.length) throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth), with its config.json if it has one.');
+  const configs = list.filter(isConfig), models = list.filter((f) => !isConfig(f));
+  if (!models.length) {
+    throw new Error(`Could not open ${shownName(configs[0].name)} alone: a config.json describes a model, so choose it together with the model's weights (a .pth or .safetensors file).`);
+  }
+  if (configs.length > 1) {
+    throw new Error(`Could not open ${shownName(models[0].name)}: ${configs.length} .json files were chosen with it (${configs.map((f) => shownName(f.name)).join(', ')}); choose the one config.json that belongs to it.`);
+  }
+  let config;
+  if (configs.length) {
+    if (configs[0].size > 16 * MB) throw new Error(`Could not open ${shownName(configs[0].name)}: a TransformerLens config.json is a few kilobytes, this one is ${Math.round(configs[0].size / MB)} MB.`);
+    try {
+      config = await configs[0].text();
+    } catch (e) {
+      throw new Error(`Could not read ${shownName(configs[0].name)}: ${String(e?.message ?? e)}`);
+    }
+  }
+  const left = models.slice(1).map((f) => shownName(f.name));
+  const extra = left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened.)` : '';
+  const withConfig = config === undefined ? '' : ` Read with ${shownName(configs[0].name)}.`;
+  return openModelBytes(await readBytes(models[0]), models[0].name, { config, note: `${withConfig}${extra}` });
+}
+
+/** Opens one File (from a file input or a drop). */
+export async function openModelFile(file) {
+  if (!file || typeof file.arrayBuffer !== 'function') throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth).');
+  return openModelBytes(await readBytes(file), file.name);
 }

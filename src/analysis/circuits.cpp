@@ -142,16 +142,15 @@ void require_linear_unembed(const Config& c, const std::string& what) {
   if (!c.has_norm_or_mlp()) return;
   std::string has = c.normalization != Norm::None ? "LayerNorm" : "";
   if (c.d_mlp > 0) has += std::string(has.empty() ? "" : " and ") + "MLPs";
-  throw std::invalid_argument(what + ": splitting the logits into the paths that add up to them is done for attention-only "
-                                     "models without normalization; this model has " + has +
-                                     ", whose split (with the final LayerNorm's scale frozen, TransformerLens's "
-                                     "apply_ln_to_stack) circuitscope does not compute yet");
+  throw std::invalid_argument(what + ": its terms read the logits as a sum of the residual stream's parts times W_U, "
+                                     "which holds for attention-only models without normalization; this model has " + has +
+                                     ", for which circuitscope does not compute these terms yet (attribution splits its "
+                                     "logits with the final LayerNorm's scale frozen)");
 }
 
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
                         const Intervention& iv, int target) {
   const Config& c = p.cfg;
-  require_linear_unembed(c, "attribution");
   const int L = c.n_layers, H = c.n_heads, D = c.d_model, V = c.d_vocab;
   const int B = cache.n_batch, T = cache.n_pos;
   if (static_cast<int>(cache.layers.size()) != L || cache.logits.shape != Shape{B, T, V} ||
@@ -185,7 +184,21 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
                (P + Q) * (pos + 1.0) * D + (P + Q) * D * V + L * H * (D * Dh * V + Dh * V * D), (P + Q) * V * 12.0);
   }
   const int n = batch_row * T + pos;
-  const MatRM<double> WU = dbl(p.W_U.mat());  // [D, V]
+  // With a final LayerNorm, its scale at this position is frozen at the value the forward pass
+  // computed (TransformerLens's ActivationCache.apply_ln_to_stack): every part is centred, divided
+  // by it and read through diag(ln_final.w) W_U, and ln_final.b W_U joins the bias.
+  const bool norm = c.normalization != Norm::None;
+  const double scale = norm ? static_cast<double>(cache.ln_final_scale.data[n]) : 1.0;
+  MatRM<double> WU = dbl(p.W_U.mat());  // [D, V]
+  RowVecT<double> ln_bias = RowVecT<double>::Zero(V);
+  if (c.normalization == Norm::LN) {
+    ln_bias = p.ln_final_b.vec().cast<double>() * WU;
+    for (int d = 0; d < D; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
+  }
+  const auto through_ln = [&](RowVecT<double> x) {  // what the final LayerNorm passes on of a part
+    if (norm) x = (x.array() - x.mean()) / scale;
+    return x;
+  };
   const bool standard = c.pos_embed == PosEmbed::Standard;
 
   Attribution out;
@@ -198,25 +211,31 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
   std::vector<RowVecT<double>> parts;
   RowVecT<double> zero = RowVecT<double>::Zero(V);
   out.names = {"embed", "pos_embed", "bias"};
-  parts.push_back(drow(cache.embed.mat(), n) * WU);
-  parts.push_back(standard ? RowVecT<double>(drow(cache.pos_embed.mat(), pos) * WU) : zero);
-  RowVecT<double> bias = zero;
+  parts.push_back(through_ln(drow(cache.embed.mat(), n)) * WU);
+  parts.push_back(standard ? RowVecT<double>(through_ln(drow(cache.pos_embed.mat(), pos)) * WU) : zero);
+  RowVecT<double> bias = ln_bias;
   if (c.use_bias) {
     RowVecT<double> bo = RowVecT<double>::Zero(D);
     for (int l = 0; l < L; ++l) bo += p.blocks[l].b_O.vec().cast<double>();
-    bias = bo * WU + p.b_U.vec().cast<double>();
+    bias += through_ln(bo) * WU + p.b_U.vec().cast<double>();
   }
   parts.push_back(bias);
   for (int l = 0; l < L; ++l)
     for (int h = 0; h < H; ++h) {
       out.names.push_back(head_name(l, h));
-      parts.push_back(drow(cache.layers[l].result.slice(h), n) * WU);
+      parts.push_back(through_ln(drow(cache.layers[l].result.slice(h), n)) * WU);
+    }
+  if (c.d_mlp > 0)
+    for (int l = 0; l < L; ++l) {
+      out.names.push_back("MLP" + std::to_string(l));
+      parts.push_back(through_ln(drow(cache.layers[l].mlp_out.mat(), n)) * WU);
     }
   put_rows(out.parts, parts, V);
 
-  // Virtual heads: split every head of layer >= 1 by what its value input is made of.
+  // Virtual heads: split every head of layer >= 1 by what its value input is made of (linear
+  // only without ln1 and MLPs: with them the model has no such paths to list yet).
   std::vector<RowVecT<double>> paths;
-  for (int l2 = 1; l2 < L; ++l2) {
+  for (int l2 = 1; l2 < L && !c.has_norm_or_mlp(); ++l2) {
     const LayerParams<float>& w = p.blocks[l2];
     for (int h2 = 0; h2 < H; ++h2) {
       bool ablated = false;

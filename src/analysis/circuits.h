@@ -46,8 +46,14 @@ constexpr double kMaxCircuitBytes = 256.0 * (1 << 20);
 //                forward pass removed positions)
 //   "bias"       sum_l b_O^l W_U + b_U                         (zero without use_bias)
 //   "L{l}H{h}"   hook_result[l][h][batch_row, pos] W_U         (the head's whole contribution)
+//   "MLP{l}"     hook_mlp_out[l][batch_row, pos] W_U           (d_mlp > 0; after every head row)
+// With a final LayerNorm (LN, LNPre) its scale s at this position is frozen at the forward pass's
+// value (TransformerLens's ActivationCache.apply_ln_to_stack): each part x becomes
+// (x - mean(x)) / s diag(ln_final.w) W_U, and ln_final.b W_U joins "bias"; the rows still sum
+// to the logits.
 //
-// paths (virtual heads, one group per head in layer >= 1, pattern a = hook_pattern[l2][h2] row
+// paths (models without LayerNorm and MLPs only; empty otherwise) (virtual heads, one group per
+// head in layer >= 1, pattern a = hook_pattern[l2][h2] row
 // `pos` of batch_row; X = the rows 0..pos of batch_row):
 //   "L{l2}H{h2}<-embed"      (a . embed_X) W_V W_O W_U          token embeddings read through h2
 //   "L{l2}H{h2}<-pos_embed"  (a . W_pos[0..pos]) W_V W_O W_U    Standard only; zero otherwise
@@ -64,7 +70,7 @@ constexpr double kMaxCircuitBytes = 256.0 * (1 << 20);
 struct Attribution {
   int batch_row = 0, pos = 0, token = 0;
   Tensor<float> logits;                 // [V]     the forward pass's logits at (batch_row, pos)
-  std::vector<std::string> names;       // [P]     "embed", "pos_embed", "bias", then "L{l}H{h}" l-major
+  std::vector<std::string> names;       // [P]     "embed", "pos_embed", "bias", "L{l}H{h}" l-major, "MLP{l}"
   Tensor<float> parts;                  // [P, V]
   std::vector<std::string> path_names;  // [Q]     "L{l2}H{h2}<-..." as above
   std::vector<int> path_part;           // [Q]     row of `parts` (the head h2) each path belongs to
@@ -83,9 +89,9 @@ struct Attribution {
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
                         const Intervention& iv = Intervention(), int target = -1);
 
-// Throws std::invalid_argument ("<what>: splitting the logits ... this model has LayerNorm ...")
-// for a model with LayerNorm or MLPs, whose logits are not a sum of the residual stream's parts
-// times W_U: attribution and the IOI terms call it before they split.
+// Throws std::invalid_argument ("<what>: its terms read the logits as a sum ... this model has
+// LayerNorm ...") for a model with LayerNorm or MLPs, whose logits are not a sum of the residual
+// stream's parts times W_U: the IOI terms call it before they split.
 void require_linear_unembed(const Config& c, const std::string& what);
 
 // ---------------------------------------------------------------------------------------------

@@ -40,10 +40,12 @@ const char* kUsage =
     "usage:\n"
     "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
     "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
-    "  circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
+    "  circuitscope run MODEL (--text TEXT | --file FILE) [--top K] [--json] [--config CONFIG.json] [--no-processing]\n"
     "      Per-token loss and the top K next-token predictions for a text.\n"
-    "  circuitscope inspect MODEL.safetensors [--json]\n"
-    "      The config, tokenizer and parameter table of a model file.\n"
+    "  circuitscope inspect MODEL [--json] [--config CONFIG.json] [--no-processing]\n"
+    "      The config, tokenizer and parameter table of a model file (.safetensors, or a TransformerLens .pth).\n"
+    "      --config: the TransformerLens config.json beside the weights; --no-processing: the weights as written\n"
+    "      (from_pretrained_no_processing) instead of TransformerLens's fold_ln and centring.\n"
     "  circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
     "      Activation patching of every head (and every head at every position) on the logit difference.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
@@ -594,13 +596,22 @@ int cmd_icl(int argc, char** argv) {
   return 0;
 }
 
+// A model file with the TransformerLens options of run and inspect (--config, --no-processing).
+cs::ModelFile load_with_options(const std::string& path, Args& a) {
+  cs::LoadOptions o;
+  if (a.opts.count("--no-processing")) o.processing = cs::Processing::none();
+  if (a.opts.count("--config")) o.tl_config = read_file(a.opts["--config"]);
+  return cs::load_model_file(path, o);
+}
+
 int cmd_run(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}});
+  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false},
+                                      {"--config", true}, {"--no-processing", false}});
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
   if (a.opts.count("--text") == a.opts.count("--file")) throw UsageError("run needs exactly one of --text TEXT or --file FILE");
   const std::string text = a.opts.count("--text") ? a.opts["--text"] : read_file(a.opts["--file"]);
   const int top = a.opts.count("--top") ? to_int(a.opts["--top"], "--top", 1, 1000) : 3;
-  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  cs::ModelFile m = load_with_options(a.positional[0], a);
   std::vector<cs::Token> toks = m.tokenizer.encode(text, m.tokenizer.bos_id() >= 0);
   if (static_cast<int>(toks.size()) > m.cfg.n_ctx)
     throw std::runtime_error("the text has " + std::to_string(toks.size()) + " tokens but this model's context holds " +
@@ -708,9 +719,9 @@ int cmd_ioi(int argc, char** argv) {
 }
 
 int cmd_inspect(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--json", false}});
+  Args a = parse_args(argc, argv, 2, {{"--json", false}, {"--config", true}, {"--no-processing", false}});
   if (a.positional.size() != 1) throw UsageError("inspect takes one model file");
-  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  cs::ModelFile m = load_with_options(a.positional[0], a);
   json tensors = json::array();
   std::size_t total = 0;
   cs::for_each_param(m.params, [&](const std::string& name, const cs::Tensor<float>& t) {

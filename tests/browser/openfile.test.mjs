@@ -5,6 +5,8 @@
 //      view that offers it settles with it, its name in the model picker, and no page error;
 //  (b) a shipped model's file and the same model in TransformerLens layout (tests/js/tlens-fixture.mjs)
 //      open through the file input; the TransformerLens one shows the core's note and token ids;
+//  (b2) a TransformerLens .pth written by torch.save (Debian's python3-torch) opens when chosen
+//      together with its config.json, and is refused in words alone; a config.json alone too;
 //  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
 //      the drop hint shows while it is dragged;
 //  (d) corrupt files (truncated; metadata strings holding <img onerror> and <script>) give the
@@ -16,6 +18,7 @@
 // GET requests. Needs `npm run build`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -158,6 +161,55 @@ test('(b) a shipped model file and one in TransformerLens layout open through th
     await page.fill('cs-induction textarea', '5 6 7 8 9 5 6 7 8 9');
     await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 10);
     await visit(page, 'circuits', 'local:tl-char-2l');
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+// torch.save of the state dict in a TransformerLens safetensors file (what the hub's .pth are).
+function torchSave(safetensorsPath, pthPath) {
+  const py = `
+import json, sys, collections, numpy as np, torch
+raw = open(sys.argv[1], 'rb').read()
+n = int.from_bytes(raw[:8], 'little'); header = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+kinds = {'F32': np.float32, 'BOOL': np.bool_}
+sd = collections.OrderedDict()
+for name, e in header.items():
+    if name == '__metadata__': continue
+    b, end = e['data_offsets']
+    a = np.frombuffer(data[b:end], dtype=kinds[e['dtype']]).reshape(e['shape'])
+    sd[name] = torch.from_numpy(a.copy())
+sd['unembed.W_U'] = sd['unembed.W_U'].t().contiguous().t()  # a strided view, as a transposed weight saves
+torch.save(sd, sys.argv[2])`;
+  const r = spawnSync('/usr/bin/python3', ['-c', py, safetensorsPath, pthPath], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `torch.save failed (npm test installs python3-torch): ${r.stderr}`);
+}
+
+test('(b2) a TransformerLens .pth opens with its config.json, and is refused in words without it', async () => {
+  const st = path.join(tmp, 'tl-ioi.safetensors');
+  writeFileSync(st, toTransformerLens(readFileSync(path.join(site, 'models', 'ioi-2l1h.safetensors')), { metadata: null }));
+  const pth = path.join(tmp, 'model_final.pth');
+  torchSave(st, pth);
+  const config = path.join(tmp, 'config.json');
+  writeFileSync(config, JSON.stringify({ n_layers: 2, d_model: 32, n_heads: 1, d_head: 16, n_ctx: 5, d_vocab: 8,
+    normalization_type: null, positional_embedding_type: 'standard', attn_only: true, act_fn: null, eps: 1e-5, model_name: 'ioi' }));
+  const { context, page, problems, requests } = await openApp();
+  try {
+    assert.equal(await chooseFile(page, pth), 'failed');
+    assert.match(await status(page), /Could not open model_final\.pth: model file: the file holds no LayerNorm weights.*circuitscope will not guess which/);
+    assert.equal(await chooseFile(page, config), 'failed');
+    assert.match(await status(page), /Could not open config\.json alone: a config\.json describes a model/);
+    assert.equal(await chooseFile(page, [pth, config]), 'opened');
+    await settle(page);
+    assert.equal((await state(page)).model, 'local:model_final');
+    assert.match(await status(page), /TransformerLens state dict.*no normalization, as its metadata or config\.json says.*Read with config\.json\./);
+    const wrong = path.join(tmp, 'wrong config.json');
+    writeFileSync(wrong, JSON.stringify({ normalization_type: null, d_model: 64 }));
+    assert.equal(await chooseFile(page, [pth, wrong]), 'failed');
+    assert.match(await status(page), /config\.json says d_model is 64 but the tensors give 32: the config belongs to another model/);
+    await settle(page);
     assert.deepEqual(uploads(requests), []);
     assert.deepEqual(problems, []);
   } finally {

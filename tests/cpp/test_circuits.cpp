@@ -18,6 +18,7 @@ namespace {
 using cs::testing::all_option_configs;
 using cs::testing::config_name;
 using cs::testing::random_params;
+using cs::testing::norm_mlp_configs;
 using cs::testing::tiny_config;
 
 template <class M>
@@ -96,6 +97,34 @@ TEST(CircuitsAttribution, PartsAndPathsSumBackForEveryArchitecture) {
         for (int l2 = 1; l2 < c.n_layers; ++l2) expect_q += c.n_heads * (3 + l2 * c.n_heads);
         EXPECT_EQ(a.path_names.size(), expect_q) << what;
       }
+  }
+}
+
+// LayerNorm and MLPs: the final LayerNorm's scale frozen, every part centred and divided by it,
+// MLPs as parts of their own; the rows still sum to the logits (no virtual-head paths yet).
+TEST(CircuitsAttribution, FrozenFinalScaleAndMlpPartsSumBack) {
+  for (const Config& c : norm_mlp_configs()) {
+    const Params<float> p = random_params<float>(c, 12);
+    const int T = 5;
+    ActivationCache<float> cache;
+    forward(p, random_tokens(c, T, 6), 1, T, cache);
+    for (int t = 0; t < T; ++t) {
+      const Attribution a = attribution(p, cache, 0, t);
+      const std::string what = config_name(c) + " t" + std::to_string(t);
+      const int P = 3 + c.n_layers * c.n_heads + (c.d_mlp > 0 ? c.n_layers : 0);
+      ASSERT_EQ(a.parts.shape, (Shape{P, c.d_vocab})) << what;
+      if (c.d_mlp > 0) EXPECT_EQ(a.names.back(), "MLP" + std::to_string(c.n_layers - 1)) << what;
+      EXPECT_TRUE(a.path_names.empty()) << what;
+      expect_sums(a, what);
+      if (c.normalization == Norm::None || c.n_layers == 0) continue;
+      // A head's part is its output, centred, over the frozen scale, through diag(w) W_U.
+      RowVecT<double> x = Dm(cache.layers[0].result.slice(1)).row(t);
+      x = (x.array() - x.mean()) / static_cast<double>(cache.ln_final_scale.data[t]);
+      MatRM<double> WU = Dm(p.W_U.mat());
+      if (c.normalization == Norm::LN)
+        for (int d = 0; d < c.d_model; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
+      EXPECT_LT((trow(a.parts, 3 + 1) - x * WU).cwiseAbs().maxCoeff(), 1e-4) << what;
+    }
   }
 }
 

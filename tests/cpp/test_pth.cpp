@@ -495,8 +495,21 @@ TEST(PthRealFiles, TransformerLensStateDictLoads) {
   const PthFixture& f = pth_fixtures()[0];
   ASSERT_STREQ(f.name, "tl_attn_only");
   const Bytes pth = from_hex(f.hex);
-  const Bytes st = cs::pth_to_safetensors(pth.data(), pth.size());
-  const cs::ModelFile m = cs::load_model_bytes(st.data(), st.size());
+  // A .pth carries no metadata: without a config.json, LNPre and no normalization look the same.
+  try {
+    cs::load_model_bytes(pth.data(), pth.size());
+    ADD_FAILURE() << "a .pth without a config.json loaded";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("circuitscope will not guess which"), std::string::npos) << e.what();
+  }
+  // The .pth itself, with the TransformerLens config.json the hub ships beside it.
+  cs::LoadOptions o;
+  o.processing = cs::Processing::none();
+  o.tl_config = R"({"n_layers": 1, "d_model": 4, "n_heads": 2, "d_head": 2, "n_ctx": 3, "d_vocab": 5,
+                    "normalization_type": null, "attn_only": true, "act_fn": null, "eps": 1e-05,
+                    "positional_embedding_type": "standard", "model_name": "tiny"})";
+  const cs::ModelFile m = cs::load_model_bytes(pth.data(), pth.size(), o);
+  EXPECT_NE(m.info["note"].get<std::string>().find("as its metadata or config.json says"), std::string::npos);
   EXPECT_EQ(m.cfg.n_layers, 1);
   EXPECT_EQ(m.cfg.n_heads, 2);
   EXPECT_EQ(m.cfg.d_model, 4);
@@ -510,6 +523,33 @@ TEST(PthRealFiles, TransformerLensStateDictLoads) {
       ASSERT_EQ(want.size(), m.params.W_U.data.size() * 4);
       EXPECT_EQ(std::memcmp(want.data(), m.params.W_U.data.data(), want.size()), 0);
     }
+}
+
+// A config.json must describe the model the weights are, and nothing circuitscope does not run.
+TEST(PthRealFiles, ConfigJsonIsCheckedAgainstTheTensors) {
+  const Bytes pth = from_hex(pth_fixtures()[0].hex);
+  const auto refusal = [&](const std::string& config) {
+    cs::LoadOptions o;
+    o.tl_config = config;
+    try {
+      cs::load_model_bytes(pth.data(), pth.size(), o);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  EXPECT_NE(refusal(R"({"normalization_type": null, "d_model": 8})")
+                .find("config.json says d_model is 8 but the tensors give 4: the config belongs to another model"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"normalization_type": null, "parallel_attn_mlp": true})").find("sets parallel_attn_mlp"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"normalization_type": null, "eps": 1e-06})").find("sets eps"), std::string::npos);
+  EXPECT_NE(refusal(R"({"normalization_type": "LN"})").find("config.json says normalization_type is \"LN\", but the file "
+                                                           "holds no LayerNorm weights"),
+            std::string::npos);
+  EXPECT_NE(refusal("[1, 2]").find("the TransformerLens config.json is an array"), std::string::npos);
+  EXPECT_NE(refusal("{\"a\": ").find("the TransformerLens config.json is not valid JSON"), std::string::npos);
+  EXPECT_EQ(refusal(R"({"normalization_type": null, "positional_embedding_type": "shortformer"})"), "loaded");
 }
 
 // ------------------------------------------------------------------ hostile pickles

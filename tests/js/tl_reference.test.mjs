@@ -240,18 +240,10 @@ function compareAttribution(problems, m, ids, a, V) {
   for (const r of rowsWant.values()) scale = Math.max(scale, rms(r));
   const tol = RMS_REL * scale;
   let got;
-  // circuitscope splits the logits only for attention-only models without normalization; for the
-  // others it must refuse in words (the frozen-scale split is not computed yet), never answer.
-  const linear = m.config.normalization_type === 'none' && m.config.d_mlp === 0;
   try {
     got = m.attribution(a.pos, { tokens: ids });
   } catch (e) {
-    if (!linear && /splitting the logits into the paths that add up to them is done for attention-only models/.test(e.message)) return;
     problems.push(`attribution at pos ${a.pos}: ${e.message}`);
-    return;
-  }
-  if (!linear) {
-    problems.push(`attribution at pos ${a.pos}: answered for a model with LayerNorm or MLPs, whose split it does not compute`);
     return;
   }
   const gotRows = new Map();
