@@ -213,6 +213,36 @@ TEST(Train, SavedModelGivesIdenticalOutputs) {
   for (std::size_t l = 0; l < a.layers.size(); ++l) EXPECT_EQ(a.layers[l].pattern.data, b.layers[l].pattern.data);
 }
 
+// A recipe of the TransformerLens family (LayerNorm, GELU MLPs) trains, and its file (whose config
+// names normalization_type, d_mlp and act_fn) reads back as the same model.
+TEST(Train, LayerNormAndMlpRecipesTrainAndSave) {
+  nlohmann::json j = induction_recipe(2, "standard", false, 60, 5);
+  j["model"]["normalization_type"] = "LN";
+  j["model"]["d_mlp"] = 64;
+  j["model"]["act_fn"] = "gelu";
+  Trainer tr(recipe_from_json(j));
+  EXPECT_EQ(tr.params().cfg.normalization, Norm::LN);
+  Rng rng(4);
+  DataBatch d = tr.data().next(rng, 32);
+  const auto loss = [&](const Params<float>& p) {
+    ActivationCache<float> cache;
+    forward(p, d.batch.tokens, d.batch.B, d.batch.T, cache);
+    return loss_from_logits(cache, d.batch).loss;
+  };
+  const double before = loss(tr.params());
+  for (int s = 0; s < 60; ++s) tr.step();
+  const double after = loss(tr.params());
+  EXPECT_LT(after, before - 0.3) << "loss " << before << " -> " << after;
+  const std::vector<std::uint8_t> bytes = save_model_bytes(tr.model_file());
+  const ModelFile loaded = load_model_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(loaded.cfg, tr.params().cfg);
+  const nlohmann::json cfg = config_to_json(loaded.cfg);
+  EXPECT_EQ(cfg["normalization_type"], "LN");
+  EXPECT_EQ(cfg["d_mlp"], 64);
+  EXPECT_EQ(cfg["act_fn"], "gelu");
+  EXPECT_EQ(loss(loaded.params), after);
+}
+
 TEST(Train, DivergenceNamesTheStepAndTheTensor) {
   nlohmann::json j = induction_recipe(1, "standard", false, 50, 1);
   j["optimizer"] = {{"lr", 1e30}, {"grad_clip", 0}};
