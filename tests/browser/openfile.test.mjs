@@ -7,6 +7,8 @@
 //      open through the file input; the TransformerLens one shows the core's note and token ids;
 //  (b2) a TransformerLens .pth written by torch.save (Debian's python3-torch) opens when chosen
 //      together with its config.json, and is refused in words alone; a config.json alone too;
+//  (b3) a TransformerLens model with LayerNorm and GELU MLPs (tests/reference/make_models.py) opens
+//      and every view that offers it settles, with no page error;
 //  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
 //      the drop hint shows while it is dragged;
 //  (d) corrupt files (truncated; metadata strings holding <img onerror> and <script>) give the
@@ -210,6 +212,34 @@ test('(b2) a TransformerLens .pth opens with its config.json, and is refused in 
     assert.equal(await chooseFile(page, [pth, wrong]), 'failed');
     assert.match(await status(page), /config\.json says d_model is 64 but the tensors give 32: the config belongs to another model/);
     await settle(page);
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(b3) a TransformerLens model with LayerNorm and MLPs opens, and every view offering it settles', async () => {
+  const file = path.join(tmp, 'gelu 2l.safetensors');
+  const py = `
+import sys; sys.path.insert(0, sys.argv[1])
+import make_models
+cfg = {"n_layers": 2, "d_model": 32, "n_heads": 4, "d_head": 8, "n_ctx": 64, "d_vocab": 50, "d_mlp": 128,
+       "act_fn": "gelu", "normalization_type": "LN", "positional_embedding_type": "standard", "attn_only": False}
+make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 7), cfg)`;
+  const r = spawnSync('/usr/bin/python3', ['-c', py, path.join(root, 'tests', 'reference'), file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `make_models failed (npm test installs python3-torch): ${r.stderr}`);
+  const { context, page, problems, requests } = await openApp();
+  try {
+    assert.equal(await chooseFile(page, file), 'opened');
+    await settle(page);
+    assert.equal((await state(page)).model, 'local:gelu-2l');
+    assert.match(await status(page), /LayerNorm; MLPs of 128 \(gelu\).*processing was applied: fold_ln, center_writing_weights, center_unembed, fold_value_biases/);
+    await page.fill('cs-induction textarea', '5 6 7 8 9 5 6 7 8 9');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 10);
+    await settle(page);
+    await visit(page, 'circuits', 'local:gelu-2l');
+    await visit(page, 'induction', 'local:gelu-2l');
     assert.deepEqual(uploads(requests), []);
     assert.deepEqual(problems, []);
   } finally {
