@@ -251,7 +251,72 @@ export function generateCorpus({ seed = 1, flipsPerModel = 30 } = {}) {
   big('257 heads', { ...c0, n_layers: 1, n_heads: 64, d_model: 2 });
   big('0 layers', { ...c0, n_layers: 0 });
   transformerLensCases(cases, r);
+  pthCases(cases, r);
   return cases;
+}
+
+// ------------------------------------------------------------------ .pth files (torch.save's zip)
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+// A zip of STORED entries [{name, data, method?, size?}] (size: what the headers claim), as
+// torch.save lays one out without its alignment padding.
+export function storedZip(entries) {
+  const locals = [], centrals = [];
+  let offset = 0;
+  for (const e of entries) {
+    const name = Buffer.from(e.name, 'utf8'), data = Buffer.from(e.data);
+    const size = e.size ?? data.length, crc = crc32(data), method = e.method ?? 0;
+    const lh = Buffer.alloc(30);
+    lh.writeUInt32LE(0x04034b50, 0); lh.writeUInt16LE(20, 4); lh.writeUInt16LE(method, 8);
+    lh.writeUInt32LE(crc, 14); lh.writeUInt32LE(size, 18); lh.writeUInt32LE(size, 22); lh.writeUInt16LE(name.length, 26);
+    const ch = Buffer.alloc(46);
+    ch.writeUInt32LE(0x02014b50, 0); ch.writeUInt16LE(20, 4); ch.writeUInt16LE(20, 6); ch.writeUInt16LE(method, 10);
+    ch.writeUInt32LE(crc, 16); ch.writeUInt32LE(size, 20); ch.writeUInt32LE(size, 24); ch.writeUInt16LE(name.length, 28);
+    ch.writeUInt32LE(offset, 42);
+    locals.push(lh, name, data);
+    centrals.push(ch, name);
+    offset += 30 + name.length + data.length;
+  }
+  const cd = Buffer.concat(centrals);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0); end.writeUInt16LE(entries.length, 8); end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(cd.length, 12); end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...locals, cd, end]);
+}
+
+// A real torch.save file of a tiny TransformerLens model (tests/cpp/fixtures/pth/make_fixtures.py),
+// cut and flipped, and hostile archives and pickles: a pickle that calls os.system or
+// builtins.eval, 100,000-deep nesting, an entry named with "..", a compressed entry, and a few
+// bytes claiming a 3 GB entry. Each must be refused with a sentence; nothing runs.
+function pthCases(cases, r) {
+  const real = fs.readFileSync(path.join(ROOT, 'tests/cpp/fixtures/pth/tl_attn_only.pth'));
+  const add = (name, b) => cases.push({ name: `pth:${name}`, bytes: Buffer.from(b), text: '1 2 1 2' });
+  add('real, no config', real);
+  for (let k = 0; k < 12; ++k) add(`cut ${k}`, real.subarray(0, 1 + r.below(real.length - 1)));
+  for (let k = 0; k < 12; ++k) {
+    const b = Buffer.from(real);
+    b[r.below(b.length)] ^= 1 + r.below(255);
+    add(`flip ${k}`, b);
+  }
+  const pickle = (body) => Buffer.concat([Buffer.from([0x80, 0x02]), Buffer.from(body, 'latin1'), Buffer.from('.')]);
+  const archive = (pkl, extra = []) => storedZip([{ name: 'archive/data.pkl', data: pkl }, { name: 'archive/version', data: '3\n' }, ...extra]);
+  const str = (t) => { const n = Buffer.alloc(4); n.writeUInt32LE(t.length); return `X${n.toString('latin1')}${t}`; };
+  add('os.system', archive(pickle(`cos\nsystem\n${str('echo pwned')}\x85R`)));
+  add('builtins.eval', archive(pickle(`cbuiltins\neval\n${str('1+1')}\x85R`)));
+  add('nesting 100000', archive(pickle('('.repeat(100000) + ']'.repeat(100000))));
+  add('name with ..', storedZip([{ name: 'archive/../data.pkl', data: pickle('}') }]));
+  add('compressed entry', storedZip([{ name: 'archive/data.pkl', data: pickle('}'), method: 8 }]));
+  add('claims 3 GB', storedZip([{ name: 'archive/data.pkl', data: pickle('}'), size: 3 * 1024 ** 3 }]));
+  add('empty state dict', archive(pickle('}')));
 }
 
 // TransformerLens state dicts (tests/js/tlens-fixture.mjs) of two shipped models: valid ones in
