@@ -491,8 +491,15 @@ void config_json_hints(const std::string& text, TlHints& h) {
     const auto it = j.find(key);
     return it != j.end() && it->is_number() ? it->get<double>() : def;
   };
+  // The toy models' own config.json (NeelNanda/*) spells two of them its own way, as
+  // TransformerLens's convert_neel_model_config reads it: "normalization" (taken before
+  // "normalization_type") and "shortformer_pos" (a flag).
   if (j.contains("positional_embedding_type")) set_hint(h.pos, "positional_embedding_type", str("positional_embedding_type", "standard"), says);
-  if (j.contains("normalization_type")) set_hint(h.norm, "normalization_type", str("normalization_type", "None"), says);
+  else if (j.contains("shortformer_pos")) set_hint(h.pos, "positional_embedding_type", flag("shortformer_pos") ? "shortformer" : "standard", says);
+  if (j.contains("normalization")) set_hint(h.norm, "normalization_type", str("normalization", "None"), says);
+  else if (j.contains("normalization_type")) set_hint(h.norm, "normalization_type", str("normalization_type", "None"), says);
+  if (str("architecture", "") == "neel-solu-old")
+    bad("says architecture \"neel-solu-old\", whose weights TransformerLens converts on load; circuitscope does not run it");
   if (flag("attn_only")) {
     h.dims["d_mlp"] = 0;
   } else if (j.contains("act_fn") && !j["act_fn"].is_null()) {

@@ -550,6 +550,15 @@ TEST(PthRealFiles, ConfigJsonIsCheckedAgainstTheTensors) {
   EXPECT_NE(refusal("[1, 2]").find("the TransformerLens config.json is an array"), std::string::npos);
   EXPECT_NE(refusal("{\"a\": ").find("the TransformerLens config.json is not valid JSON"), std::string::npos);
   EXPECT_EQ(refusal(R"({"normalization_type": null, "positional_embedding_type": "shortformer"})"), "loaded");
+  // The toy models' own spelling (NeelNanda/*/config.json): "normalization" and "shortformer_pos".
+  EXPECT_EQ(refusal(R"({"normalization": null, "shortformer_pos": true, "attn_only": true, "act_fn": "solu_ln",
+                        "d_mlp": 2048, "n_layers": 1})"), "loaded");
+  cs::LoadOptions o;
+  o.tl_config = R"({"normalization": "LNPre", "normalization_type": null, "positional_embedding_type": "shortformer",
+                    "shortformer_pos": false})";
+  const cs::ModelFile m = cs::load_model_bytes(pth.data(), pth.size(), o);
+  EXPECT_EQ(m.cfg.normalization, cs::Norm::LNPre);         // "normalization" first, as TransformerLens reads it
+  EXPECT_EQ(m.cfg.pos_embed, cs::PosEmbed::Shortformer);  // positional_embedding_type before shortformer_pos
 }
 
 // ------------------------------------------------------------------ hostile pickles
