@@ -86,7 +86,7 @@ RepeatedTokens repeated_tokens(const ModelFile& m, long long seed) {
   RepeatedTokensSpec spec;
   spec.batch = 8;
   spec.seed = seed;
-  return make_repeated_tokens(resolve_repeated_tokens(spec, m.tokenizer, m.cfg.n_ctx));
+  return make_repeated_tokens(resolve_repeated_tokens(spec, m.tokenizer, m.cfg));
 }
 
 // Head scores of a char model on repeated random characters.

@@ -98,8 +98,10 @@ ProcessingReport process_weights(Params<float>& p, const Processing& want) {
       c.use_bias = true;  // LayerNorm's b lands in the biases
       if (c != p.cfg) p = with_config(p, c);
       fold_layer_norm(p);
-      c.normalization = Norm::LNPre;
-      p = with_config(p, c);
+      // LNPre has no LayerNorm tensors: drop them in place (no copy of the other weights).
+      p.cfg.normalization = Norm::LNPre;
+      p.ln_final_w = Tensor<float>(), p.ln_final_b = Tensor<float>();
+      for (LayerParams<float>& b : p.blocks) b.ln1_w = b.ln1_b = b.ln2_w = b.ln2_b = Tensor<float>();
       r.applied.push_back("fold_ln");
     }
   }

@@ -178,10 +178,12 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
   {
     // parts [3 + L H, V]; paths: sum over layers l2 >= 1 of H (3 + l2 H) rows of V, each a
     // mix over pos + 1 rows of D and a [D, V] product; as doubles and again as floats.
-    const double P = 3.0 + L * H, Q = H * (3.0 * (L > 0 ? L - 1 : 0) + H * (L * (L - 1.0) / 2));
+    const double P = 3.0 + L * H + (c.d_mlp > 0 ? L : 0);
+    const double Q = c.has_norm_or_mlp() ? 0.0 : H * (3.0 * (L > 0 ? L - 1 : 0) + H * (L * (L - 1.0) / 2));
     const double Dh = c.d_head;
     check_cost("attribution at position " + std::to_string(pos),
-               (P + Q) * (pos + 1.0) * D + (P + Q) * D * V + L * H * (D * Dh * V + Dh * V * D), (P + Q) * V * 12.0);
+               (P + Q) * (pos + 1.0) * D + (P + Q) * D * V + (Q > 0 ? L * H * (D * Dh * V + Dh * V * D) : 0.0),
+               (P + Q) * V * 12.0);
   }
   const int n = batch_row * T + pos;
   // With a final LayerNorm, its scale at this position is frozen at the value the forward pass

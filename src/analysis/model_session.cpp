@@ -28,7 +28,7 @@ SpectraTable spectra_table(const std::vector<Spectrum>& ss, int L, int H) {
 
 HeadScoresRun head_scores_run(const Params<float>& p, const Tokenizer& tok, const RepeatedTokensSpec& spec) {
   HeadScoresRun r;
-  r.spec = resolve_repeated_tokens(spec, tok, p.cfg.n_ctx);
+  r.spec = resolve_repeated_tokens(spec, tok, p.cfg);
   r.tokens = make_repeated_tokens(r.spec);
   r.scores = head_scores(p, r.tokens);
   return r;

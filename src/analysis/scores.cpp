@@ -1,5 +1,6 @@
 // Head scores, per-token loss, top-k predictions, ICL score and ablation (seed 004).
 #include "analysis/scores.h"
+#include "analysis/circuits.h"
 #include "checks.h"
 
 #include <algorithm>
@@ -52,6 +53,19 @@ RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const
   if (2 * r.L + 1 > n_ctx)
     throw std::invalid_argument("headScores: 2L + 1: " + std::to_string(2 * r.L + 1) +
                                 " tokens is longer than the model's context of " + std::to_string(n_ctx) + " tokens");
+  return r;
+}
+
+RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, const Config& c) {
+  RepeatedTokensSpec r = resolve_repeated_tokens(spec, tok, c.n_ctx);
+  if (spec.batch >= 0 || spec.L >= 0) return r;  // the caller's own choice is checked by forward()
+  const auto fits = [&] {
+    const double T = 2.0 * r.L + 1;
+    return forward_bytes(c, r.batch, T) <= kMaxForwardBytes &&
+           static_cast<double>(r.batch) * T * c.d_model * c.d_vocab <= kMaxCircuitWork;
+  };
+  while (!fits() && r.batch > 4) r.batch = std::max(4, r.batch / 2);
+  while (!fits() && r.L > 8) r.L = std::max(8, r.L / 2);
   return r;
 }
 

@@ -53,6 +53,12 @@ struct RepeatedTokensSpec {
   long long seed = -1;
 };
 RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, int n_ctx);
+// The same for a model of config c, sized so the batch's forward pass fits: when batch and L are
+// both left unset and the pass would need more than kMaxForwardBytes of activations or more than
+// kMaxCircuitWork multiply-adds in its unembed (a large vocabulary: 48k tokens x 512 wide is 2.5e7
+// a token), the batch shrinks first (to 4), then L (halving, to 8). A small model keeps 16 x the
+// whole context, as before.
+RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, const Config& c);
 RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& resolved);
 
 // Per-head scores, each [n_layers, n_heads]. Attention scores are averaged over rows and positions.

@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "analysis/scores.h"
+#include "analysis/circuits.h"
+#include "checks.h"
 #include "params.h"
 
 namespace cs {
@@ -242,6 +244,28 @@ TEST(RandomTokenPool, SkipsTheLeadingSpecialTokens) {
   const TokenPool w = random_token_pool(words);  // only the leading ones
   EXPECT_EQ(w.first, 2);
   EXPECT_EQ(w.n, 3);
+}
+
+// A model of a TransformerLens toy model's shape (48k tokens, 512 wide, 1,024 context): the
+// default batch would need gigabytes and minutes, so it shrinks until the pass fits; a small
+// model keeps 16 sequences over its whole context.
+TEST(RandomTokenPool, DefaultBatchIsSizedForTheModel) {
+  const Tokenizer ids = Tokenizer::build_ids(48262);
+  Config big;
+  big.n_layers = 2, big.n_heads = 8, big.d_model = 512, big.d_head = 64, big.n_ctx = 1024, big.d_vocab = 48262;
+  const RepeatedTokensSpec r = resolve_repeated_tokens(RepeatedTokensSpec(), ids, big);
+  EXPECT_EQ(r.batch, 4);
+  EXPECT_LE(forward_bytes(big, r.batch, 2.0 * r.L + 1), kMaxForwardBytes);
+  EXPECT_LE(r.batch * (2.0 * r.L + 1) * 512 * 48262, kMaxCircuitWork);
+  EXPECT_GE(r.L, 8);
+  RepeatedTokensSpec asked;
+  asked.batch = 16;  // a choice of the caller's own is kept
+  EXPECT_EQ(resolve_repeated_tokens(asked, ids, big).L, 511);
+  Config small = big;
+  small.d_vocab = 82, small.d_model = 64, small.n_ctx = 256;
+  const RepeatedTokensSpec q = resolve_repeated_tokens(RepeatedTokensSpec(), Tokenizer::build_ids(82), small);
+  EXPECT_EQ(q.batch, 16);
+  EXPECT_EQ(q.L, 82);  // min(n, (256 - 1) / 2)
 }
 
 TEST(RandomTokenPool, ResolveFillsEveryUnsetChoiceOnce) {
