@@ -28,8 +28,25 @@ std::vector<int> random_tokens(const Config& c, int T, std::uint64_t seed) {
   return t;
 }
 
-TEST(Forward, EigenMatchesPlainLoopOracle) {
+// Every config's logits and patterns against the oracle's loops, on one full context of random
+// tokens; config i draws its weights from seed seed0 + i.
+void expect_matches_oracle(const std::vector<Config>& configs, std::uint64_t seed0) {
   int n = 0;
+  for (const Config& c : configs) {
+    SCOPED_TRACE(testing::config_name(c));
+    Params<float> p = testing::random_params<float>(c, seed0 + n++);
+    std::vector<int> tok = random_tokens(c, c.n_ctx, n);
+    ActivationCache<float> cache;
+    forward(p, tok, 1, c.n_ctx, cache);
+    Oracle o = oracle_forward(p, tok, false);
+    for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cache.logits.data[i], o.logits[i], 1e-5, "logit");
+    for (int l = 0; l < c.n_layers; ++l)
+      for (std::size_t i = 0; i < o.patterns[l].size(); ++i)
+        expect_close(cache.layers[l].pattern.data[i], o.patterns[l][i], 1e-5, "pattern L" + std::to_string(l));
+  }
+}
+
+TEST(Forward, EigenMatchesPlainLoopOracle) {
   std::vector<Config> configs = testing::all_option_configs();
   // Plus a larger, more realistic shape.
   Config big;
@@ -42,18 +59,7 @@ TEST(Forward, EigenMatchesPlainLoopOracle) {
   big.smeared_keys = true;
   big.use_bias = true;
   configs.push_back(big);
-  for (const Config& c : configs) {
-    SCOPED_TRACE(testing::config_name(c));
-    Params<float> p = testing::random_params<float>(c, 50 + n++);
-    std::vector<int> tok = random_tokens(c, c.n_ctx, n);
-    ActivationCache<float> cache;
-    forward(p, tok, 1, c.n_ctx, cache);
-    Oracle o = oracle_forward(p, tok, false);
-    for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cache.logits.data[i], o.logits[i], 1e-5, "logit");
-    for (int l = 0; l < c.n_layers; ++l)
-      for (std::size_t i = 0; i < o.patterns[l].size(); ++i)
-        expect_close(cache.layers[l].pattern.data[i], o.patterns[l][i], 1e-5, "pattern L" + std::to_string(l));
-  }
+  expect_matches_oracle(configs, 50);
 }
 
 // LayerNorm (LN, LNPre) and MLPs against the oracle's loops, plus one wider shape with both.
@@ -62,19 +68,7 @@ TEST(Forward, NormalizationAndMlpMatchPlainLoopOracle) {
   Config big = testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LN, 64, Act::GELU);
   big.n_heads = 4, big.d_model = 32, big.d_head = 8, big.n_ctx = 40, big.d_vocab = 30, big.init_std = 0;
   configs.push_back(big);
-  int n = 0;
-  for (const Config& c : configs) {
-    SCOPED_TRACE(testing::config_name(c));
-    Params<float> p = testing::random_params<float>(c, 70 + n++);
-    std::vector<int> tok = random_tokens(c, c.n_ctx, n);
-    ActivationCache<float> cache;
-    forward(p, tok, 1, c.n_ctx, cache);
-    Oracle o = oracle_forward(p, tok, false);
-    for (std::size_t i = 0; i < o.logits.size(); ++i) expect_close(cache.logits.data[i], o.logits[i], 1e-5, "logit");
-    for (int l = 0; l < c.n_layers; ++l)
-      for (std::size_t i = 0; i < o.patterns[l].size(); ++i)
-        expect_close(cache.layers[l].pattern.data[i], o.patterns[l][i], 1e-5, "pattern L" + std::to_string(l));
-  }
+  expect_matches_oracle(configs, 70);
 }
 
 // What ln1 hands attention is centred, of mean square 1 (up to eps) before w and b: LNPre's output.
