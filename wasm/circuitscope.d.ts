@@ -204,7 +204,8 @@ export interface RunResult {
   /**
    * With {resid: true}: shape [n_layers + 1, T, d_model], axes ["stage", "pos", "d_model"]; stage 0
    * is blocks.0.hook_resid_pre (the embedding, plus W_pos for standard positions), stage l+1 is
-   * blocks.l.hook_resid_post (so the last stage times W_U (+ b_U) gives the logits).
+   * blocks.l.hook_resid_post (so, without normalization, the last stage times W_U (+ b_U) gives
+   * the logits; with it, ln_final of the last stage does).
    */
   resid?: Tagged;
   /** With {result: true}: blocks.l.attn.hook_result, shape [n_layers, n_heads, T, d_model], axes ["layer", "head", "pos", "d_model"]. */
@@ -226,6 +227,9 @@ export interface RunResult {
  * Direct logit attribution / path expansion of the logits at one position (Framework paper,
  * "Path Expansion of Logits"). Every row of `parts` sums with the others to `logits`; each head's
  * group of `paths` (virtual heads, one composition step deep) sums to that head's row of parts.
+ * With a final LayerNorm its scale at pos is frozen (TransformerLens's apply_ln_to_stack): each
+ * part is centred, divided by it and read through diag(ln_final.w) W_U; ln_final.b W_U is in
+ * "bias". Models with LayerNorm or MLPs have no paths yet (Q = 0).
  */
 export interface Attribution {
   pos: number;
@@ -233,7 +237,10 @@ export interface Attribution {
   token: number;
   /** The logits at pos: shape [d_vocab], axes ["d_vocab"]. */
   logits: Tagged;
-  /** Row names of parts (P = 3 + n_layers * n_heads): "embed", "pos_embed", "bias", then "L{l}H{h}". */
+  /**
+   * Row names of parts (P = 3 + n_layers * n_heads, + n_layers with MLPs): "embed", "pos_embed",
+   * "bias", then "L{l}H{h}", then "MLP{l}" (each MLP's output, b_out included).
+   */
   names: string[];
   /** shape [P, d_vocab], axes ["part", "d_vocab"] */
   parts: Tagged;
