@@ -388,9 +388,20 @@ els.copyBare.addEventListener('change', copyEmbed);
 
 async function openFiles(files) {
   document.body.dataset.openFile = 'opening';
+  delete document.body.dataset.openProgress;
   setStatus(`Opening ${files.map((f) => String(f?.name ?? 'the file').slice(0, 80)).join(' and ')}…`);
+  // A large file takes a moment to read: the status line counts the megabytes (and
+  // body[data-open-progress] the percentage, for tests).
+  const MB = 1024 * 1024;
+  const onProgress = (name, read, total) => {
+    const pct = Math.floor((100 * read) / total);
+    if (total < 8 * MB || String(pct) === document.body.dataset.openProgress) return;
+    document.body.dataset.openProgress = String(pct);
+    setStatus(read < total ? `Reading ${String(name).slice(0, 80)}: ${Math.round(read / MB)} of ${Math.round(total / MB)} MB (${pct}%)…`
+      : `Opening ${String(name).slice(0, 80)} (${Math.round(total / MB)} MB): the core is checking and loading it…`);
+  };
   try {
-    await openModelFiles(files);   // success: the cs-model-opened event below shows it
+    await openModelFiles(files, { onProgress });   // success: the cs-model-opened event below shows it
   } catch (e) {
     document.body.dataset.openFile = 'failed';
     setStatus(String(e?.message ?? e));

@@ -40,14 +40,30 @@ export async function openModelBytes(bytes, file, { firstView = false, config = 
   return { entry, message };
 }
 
-/** Reads a File's bytes (size checked first), or rejects with a sentence. */
-async function readBytes(file) {
+/**
+ * Reads a File's bytes (size checked first), or rejects with a sentence. onProgress(read, total)
+ * is called as the chunks arrive (a 200 MB file takes a moment to read).
+ */
+async function readBytes(file, onProgress) {
   if (file.size > MAX_FILE_BYTES) {
     throw new Error(`Could not open ${shownName(file.name)}: it is ${Math.round(file.size / MB)} MB, and the page opens model files of up to ${MAX_FILE_BYTES / MB} MB (the core's limit is 64 M weights, 256 MB as float32).`);
   }
   if (file.size === 0) throw new Error(`Could not open ${shownName(file.name)}: the file is empty.`);
   try {
-    return new Uint8Array(await file.arrayBuffer());
+    if (typeof file.stream !== 'function') return new Uint8Array(await file.arrayBuffer());
+    const out = new Uint8Array(file.size);
+    const reader = file.stream().getReader();
+    let read = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (read + value.length > out.length) throw new Error('the file grew while it was read');
+      out.set(value, read);
+      read += value.length;
+      onProgress?.(read, out.length);
+    }
+    if (read !== out.length) throw new Error(`only ${read} of its ${out.length} bytes could be read`);
+    return out;
   } catch (e) {
     throw new Error(`Could not read ${shownName(file.name)}: ${String(e?.message ?? e)}`);
   }
@@ -60,8 +76,9 @@ const isConfig = (file) => /\.json$/i.test(String(file?.name ?? ''));
  * writes it) and, optionally, the TransformerLens config.json the hub ships beside it, which says
  * what a state dict cannot (the core reads and checks it). Resolves to {entry, message} (the
  * message names the config and any file left unopened); rejects with a sentence.
+ * onProgress(name, read, total): bytes of the model file read so far.
  */
-export async function openModelFiles(files) {
+export async function openModelFiles(files, { onProgress } = {}) {
   const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
   if (!list.length) throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth), with its config.json if it has one.');
   const configs = list.filter(isConfig), models = list.filter((f) => !isConfig(f));
@@ -83,7 +100,10 @@ export async function openModelFiles(files) {
   const left = models.slice(1).map((f) => shownName(f.name));
   const extra = left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened.)` : '';
   const withConfig = config === undefined ? '' : ` Read with ${shownName(configs[0].name)}.`;
-  return openModelBytes(await readBytes(models[0]), models[0].name, { config, note: `${withConfig}${extra}` });
+  const bytes = await readBytes(models[0], onProgress && ((read, total) => onProgress(models[0].name, read, total)));
+  // Let the page show that the file was read before the core's (synchronous) load starts.
+  if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
+  return openModelBytes(bytes, models[0].name, { config, note: `${withConfig}${extra}` });
 }
 
 /** Opens one File (from a file input or a drop). */

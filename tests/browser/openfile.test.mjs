@@ -9,6 +9,7 @@
 //      together with its config.json, and is refused in words alone; a config.json alone too;
 //  (b3) a TransformerLens model with LayerNorm and GELU MLPs (tests/reference/make_models.py) opens
 //      and every view that offers it settles, with no page error;
+//  (b4) a 43 MB file shows its reading progress in the status line before it opens;
 //  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
 //      the drop hint shows while it is dragged;
 //  (d) corrupt files (truncated; metadata strings holding <img onerror> and <script>) give the
@@ -241,6 +242,36 @@ make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 7), cfg)
     await visit(page, 'circuits', 'local:gelu-2l');
     await visit(page, 'induction', 'local:gelu-2l');
     assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(b4) a large model file shows how much of it has been read before it opens', async () => {
+  const file = path.join(tmp, 'wide.safetensors');
+  const py = `
+import sys; sys.path.insert(0, sys.argv[1])
+import make_models
+cfg = {"n_layers": 1, "d_model": 512, "n_heads": 8, "d_head": 64, "n_ctx": 128, "d_vocab": 10000,
+       "normalization_type": "LN", "positional_embedding_type": "standard", "attn_only": True,
+       "std": {"W_E": 0.1, "W_pos": 0.1, "W_Q": 0.044, "W_K": 0.044, "W_V": 0.044, "W_O": 0.125, "W_U": 0.044}}
+make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 2), cfg)`;
+  const r = spawnSync('/usr/bin/python3', ['-c', py, path.join(root, 'tests', 'reference'), file], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `make_models failed (npm test installs python3-torch): ${r.stderr}`);
+  const { context, page, problems } = await openApp();
+  try {
+    await page.evaluate(() => {
+      window.__statuses = [];
+      new MutationObserver(() => window.__statuses.push(document.querySelector('#app-status').textContent))
+        .observe(document.querySelector('#app-status'), { childList: true, characterData: true, subtree: true });
+    });
+    assert.equal(await chooseFile(page, file), 'opened');
+    await settle(page);
+    const seen = await page.evaluate(() => window.__statuses);
+    assert.ok(seen.some((t) => /^Reading wide\.safetensors: \d+ of 43 MB \(\d+%\)…$/.test(t)), `no reading progress among: ${seen.slice(0, 5).join(' | ')}`);
+    assert.ok(seen.some((t) => /^Opening wide\.safetensors \(43 MB\): the core is checking and loading it…$/.test(t)), 'no loading message');
+    assert.match(await status(page), /^Opened wide\.safetensors as local:wide/);
     assert.deepEqual(problems, []);
   } finally {
     await context.close();
