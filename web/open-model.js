@@ -77,6 +77,8 @@ const isConfig = (file) => /\.json$/i.test(String(file?.name ?? ''));
  * what a state dict cannot (the core reads and checks it). Resolves to {entry, message} (the
  * message names the config and any file left unopened); rejects with a sentence.
  * onProgress(name, read, total): bytes of the model file read so far.
+ * @param {Iterable<File>} files
+ * @param {{onProgress?: (name: string, read: number, total: number) => void}} [options]
  */
 export async function openModelFiles(files, { onProgress } = {}) {
   const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
