@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <stdexcept>
+#include <vector>
 
 namespace cs {
 
@@ -184,12 +186,80 @@ std::string json_parse_problem(const std::string& text, const json::exception& e
   return "is not valid JSON";
 }
 
-json parse_json_text(const std::string& text, const std::string& what) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw std::invalid_argument(what + " " + json_parse_problem(text, e));
+namespace {
+
+// A SAX pass that stops at the first key an object holds twice; `where` is the path of keys to it.
+struct DuplicateKeys {
+  struct Object {
+    std::set<std::string> keys;
+    std::string current;
+  };
+  std::vector<Object> open;          // the objects being read, outermost first
+  std::vector<bool> in_object;       // per open container: object (true) or array
+  std::optional<std::string> found;  // the repeated key
+  std::vector<std::string> where;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) {
+    open.emplace_back();
+    in_object.push_back(true);
+    return true;
   }
+  bool key(std::string& k) {
+    Object& o = open.back();
+    if (!o.keys.insert(k).second) {
+      found = k;
+      for (std::size_t i = 0; i + 1 < open.size(); ++i) where.push_back(open[i].current);
+      return false;
+    }
+    o.current = k;
+    return true;
+  }
+  bool end_object() {
+    open.pop_back();
+    in_object.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    in_object.push_back(false);
+    return true;
+  }
+  bool end_array() {
+    in_object.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) { return false; }
+};
+
+}  // namespace
+
+std::optional<std::string> read_json(const char* b, const char* e, json& out) {
+  try {
+    out = json::parse(b, e);
+  } catch (const json::exception& ex) {
+    return json_parse_problem(std::string(b, e), ex);
+  }
+  DuplicateKeys sax;
+  json::sax_parse(b, e, &sax);
+  if (sax.found) {
+    std::string in;
+    for (const std::string& w : sax.where) in += (in.empty() ? "" : " > ") + ("\"" + printable_text(w, 60) + "\"");
+    return "has the key \"" + printable_text(*sax.found, 60) + "\" twice in one object" +
+           (in.empty() ? std::string() : " (in " + in + ")") + "; a key given twice has no one meaning";
+  }
+  return std::nullopt;
+}
+
+json parse_json_text(const std::string& text, const std::string& what) {
+  json j;
+  if (const auto problem = read_json(text, j)) throw std::invalid_argument(what + " " + *problem);
+  return j;
 }
 
 double forward_bytes(const Config& c, double batch, double len) {

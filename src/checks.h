@@ -3,6 +3,7 @@
 // memory a forward pass would need, and a scan of a forward pass for non-finite values.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -48,7 +49,16 @@ bool json_bool_or(const nlohmann::json& obj, const char* key, bool def, const st
 // Why `text` could not be parsed, in our words: "is not valid JSON (line 3, column 14)" or
 // "has a number too large to represent (1e400)". e is what nlohmann::json::parse threw.
 std::string json_parse_problem(const std::string& text, const nlohmann::json::exception& e);
-// Parses text; on failure throws std::invalid_argument(what + " " + json_parse_problem(...)),
+// Parses the JSON text [b, e) into `out`; nullopt when it reads, else why not, in our words:
+// json_parse_problem's sentences, or "has the key \"dtype\" twice in one object (in
+// \"embed.W_E\")". A key given twice is refused, never resolved: a reader that keeps the first
+// and one that keeps the last would see two different files. Every JSON a user hands the core
+// (model headers and their metadata, config.json, recipes, metrics) is read through this.
+std::optional<std::string> read_json(const char* b, const char* e, nlohmann::json& out);
+inline std::optional<std::string> read_json(const std::string& text, nlohmann::json& out) {
+  return read_json(text.data(), text.data() + text.size(), out);
+}
+// Parses text; on failure throws std::invalid_argument(what + " " + read_json's problem),
 // e.g. "recipe: not valid JSON (line 1, column 11)" for what = "recipe:".
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
 

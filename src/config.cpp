@@ -80,7 +80,7 @@ void Config::validate() const {
   range(n_ctx, "n_ctx", 1, kMaxCtx);
   range(d_vocab, "d_vocab", 1, kMaxVocab);
   range(d_mlp, "d_mlp", 0, kMaxMlp);
-  check(std::isfinite(init_std), "init_std must be a finite number");
+  check(std::isfinite(init_std) && init_std >= 0, "init_std must be a finite number, not negative (0: TransformerLens's default)");
   check(n_layers * n_heads <= kMaxTotalHeads,
         std::to_string(n_layers) + " layers of " + std::to_string(n_heads) + " heads make " +
             std::to_string(n_layers * n_heads) + " heads; circuitscope handles at most " +
@@ -144,8 +144,15 @@ Config config_from_json(const nlohmann::json& j) {
     c.normalization = norm_from_name(json_to_string(j["normalization_type"], "config: normalization_type"));
   if (j.contains("act_fn")) c.act_fn = act_from_name(json_to_string(j["act_fn"], "config: act_fn"));
   if (j.contains("pos_embed")) c.pos_embed = pos_embed_from_name(json_to_string(j["pos_embed"], "config: pos_embed"));
-  // float's range: a larger init_std would make every weight Inf.
-  c.init_std = static_cast<float>(json_number_or(j, "init_std", c.init_std, -1e30, 1e30, "config: "));
+  // Given, it is the weights' standard deviation: positive, within float's range (a larger one
+  // would make every weight Inf). Left out, it is TransformerLens's default (init_std 0 inside).
+  if (j.contains("init_std")) {
+    const double v = json_to_number(j["init_std"], "config: init_std", -1e30, 1e30);
+    if (!(v > 0))
+      throw std::invalid_argument("config: init_std must be a positive number (the initial weights' standard deviation); "
+                                  "leave it out for TransformerLens's default, 0.8 / sqrt(d_model)");
+    c.init_std = static_cast<float>(v);
+  }
   c.validate();
   return c;
 }

@@ -70,11 +70,9 @@ json parse_meta_json(const std::string& text, const std::string& what) {
   if (!depth_ok(text.data(), text.data() + text.size(), kMaxJsonDepth))
     fail("the " + what + " in __metadata__ nests JSON more than " + std::to_string(kMaxJsonDepth) +
          " levels deep; the file is corrupt");
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    fail("the " + what + " in __metadata__ " + json_parse_problem(text, e));
-  }
+  json j;
+  if (const auto problem = read_json(text, j)) fail("the " + what + " in __metadata__ " + *problem);
+  return j;
 }
 
 std::size_t itemsize(Dtype d) { return d == Dtype::F32 ? 4 : 2; }
@@ -327,11 +325,8 @@ Header parse_header(const std::uint8_t* data, std::size_t size) {
   if (!depth_ok(hb, he, kMaxJsonDepth))
     fail("the header nests JSON more than " + std::to_string(kMaxJsonDepth) +
          " levels deep; the file is corrupt or not a safetensors file");
-  try {
-    h.doc = json::parse(hb, he);
-  } catch (const json::exception& e) {
-    fail("the header " + json_parse_problem(std::string(hb, he), e) + "; the file is corrupt or not a safetensors file");
-  }
+  if (const auto problem = read_json(hb, he, h.doc))
+    fail("the header " + *problem + "; the file is corrupt or not a safetensors file");
   if (!h.doc.is_object())
     fail("the header is " + a_type(h.doc) + " in JSON, not an object; this is not a safetensors file");
   return h;
@@ -470,11 +465,7 @@ void config_json_hints(const std::string& text, TlHints& h) {
   if (text.size() > (16u << 20)) bad("is larger than 16 MB; a HookedTransformerConfig is a few kilobytes");
   if (!depth_ok(text.data(), text.data() + text.size(), kMaxJsonDepth)) bad("nests JSON too deeply");
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    bad(json_parse_problem(text, e));
-  }
+  if (const auto problem = read_json(text, j)) bad(*problem);
   if (!j.is_object()) bad("is " + a_type(j) + ", not an object of HookedTransformerConfig fields");
   const std::string says = "config.json says";
   const auto str = [&](const char* key, const char* null_as) -> std::string {
@@ -758,6 +749,12 @@ ModelFile load_circuitscope(const Header& h, const json& meta) {
   };
   const std::vector<Entry> entries =
       collect_entries(h.doc, m.params, h.section_size, ", config says ", unknown, [](const std::string&) { return false; });
+  // circuitscope writes F32 or F16, never BF16. F16 and BF16 take the same bytes, so a tensor
+  // relabelled from one to the other would load, with other values: refuse it instead.
+  for (const Entry& e : entries)
+    if (e.f.dtype == Stored::BF16)
+      fail("tensor " + e.name + " is stored as BF16, which circuitscope never writes (it saves F32 or F16); the file was "
+           "changed after it was saved. Save it again with circuitscope, in F32 or F16");
   check_layout(entries, h.section_size);
   read_values(entries, h.section);
   return m;

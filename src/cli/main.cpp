@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -186,8 +187,16 @@ Args parse_args(int argc, char** argv, int start, const std::map<std::string, bo
   return a;
 }
 
+// A number written plainly: an optional minus, digits, and for a fraction one point and an
+// exponent. std::stoi and std::stod would also take leading spaces, "+3", hex and "inf".
+bool plain_number(const std::string& s, bool fraction) {
+  static const std::regex whole("-?[0-9]+"), real("-?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?");
+  return std::regex_match(s, fraction ? real : whole);
+}
+
 int to_int(const std::string& s, const std::string& opt, int lo, int hi) {
   try {
+    if (!plain_number(s, false)) throw std::invalid_argument("");
     std::size_t used = 0;
     int v = std::stoi(s, &used);
     if (used != s.size() || v < lo || v > hi) throw std::out_of_range("");
@@ -233,11 +242,9 @@ std::string snapshot_path(const std::string& out, int step) {
 
 json read_recipe_json(const std::string& path) {
   const std::string text = read_file(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw std::runtime_error("recipe " + path + " " + cs::json_parse_problem(text, e));
-  }
+  json j;
+  if (const auto problem = cs::read_json(text, j)) throw std::runtime_error("recipe " + path + " " + *problem);
+  return j;
 }
 
 // Runs f, turning the core's "recipe: ...", "config: ...", "data: ..." errors into sentences that
@@ -471,6 +478,7 @@ int cmd_report(int argc, char** argv) {
 
 double to_double(const std::string& s, const std::string& opt, double lo, double hi) {
   try {
+    if (!plain_number(s, true)) throw std::invalid_argument("");
     std::size_t used = 0;
     double v = std::stod(s, &used);
     if (used != s.size() || !(v >= lo && v <= hi)) throw std::out_of_range("");
@@ -540,11 +548,7 @@ int cmd_icl(int argc, char** argv) {
     const std::string mpath = a.opts["--before-phase-change"];
     json mt;
     const std::string mtext = read_file(mpath);
-    try {
-      mt = json::parse(mtext);
-    } catch (const json::exception& e) {
-      throw std::runtime_error("metrics file " + mpath + " " + cs::json_parse_problem(mtext, e));
-    }
+    if (const auto problem = cs::read_json(mtext, mt)) throw std::runtime_error("metrics file " + mpath + " " + *problem);
     if (!mt.is_object() || !mt.contains("records") || !mt["records"].is_array())
       throw std::runtime_error(mpath + ": not a metrics file (it has no \"records\" list)");
     const auto pc = cs::phase_change(mt["records"]);

@@ -436,6 +436,71 @@ TEST(ModelFile, F16InfIsRejected) {
   }
 }
 
+// The load error of b ("" when it loads).
+std::string load_error(const Bytes& b) {
+  try {
+    load_model_bytes(b.data(), b.size());
+    return "";
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+}
+
+// A header's text with `extra` put just after its first '{' (or after the first '{' that
+// follows `after`).
+std::string insert_after(std::string text, const std::string& after, const std::string& extra) {
+  const std::size_t at = text.find('{', after.empty() ? 0 : text.find(after));
+  text.insert(at + 1, extra);
+  return text;
+}
+
+TEST(ModelFile, DuplicateKeysAreRefusedNotResolved) {
+  const Bytes valid = save_model_bytes(small_model());
+  const Parts p = split_file(valid);
+  const std::string h = p.header.dump();
+  ASSERT_EQ(load_error(raw_file(h, p.data)), "");
+  // A second, empty __metadata__ last: a parser keeping the last key reads a TransformerLens file.
+  {
+    std::string t = h;
+    t.insert(t.size() - 1, ",\"__metadata__\":{}");
+    const std::string e = load_error(raw_file(t, p.data));
+    EXPECT_NE(e.find("the header has the key \"__metadata__\" twice in one object; a key given twice has no one "
+                     "meaning; the file is corrupt"),
+              std::string::npos)
+        << e;
+  }
+  // A tensor's dtype given twice.
+  {
+    const std::string e = load_error(raw_file(insert_after(h, "\"embed.W_E\"", "\"dtype\":\"F16\","), p.data));
+    EXPECT_NE(e.find("the header has the key \"dtype\" twice in one object (in \"embed.W_E\")"), std::string::npos) << e;
+  }
+  // Inside a JSON string of the metadata: a config field given twice.
+  {
+    Parts q = p;
+    std::string c = q.header["__metadata__"]["config"].get<std::string>();
+    c.insert(1, "\"n_heads\":3,");
+    q.header["__metadata__"]["config"] = c;
+    const std::string e = load_error(join_file(q));
+    EXPECT_NE(e.find("the config in __metadata__ has the key \"n_heads\" twice in one object"), std::string::npos) << e;
+  }
+  // The same key in two different objects is not a duplicate.
+  EXPECT_EQ(load_error(raw_file(h, p.data)), "");
+  nlohmann::json j;
+  EXPECT_FALSE(read_json(std::string(R"({"a":{"x":1},"b":{"x":2},"c":[{"x":1},{"x":2}]})"), j).has_value());
+  const auto nested = read_json(std::string(R"({"a":[{"b":{"x":1,"x":1}}]})"), j);
+  ASSERT_TRUE(nested.has_value());
+  EXPECT_NE(nested->find("\"x\" twice in one object (in \"a\" > \"b\")"), std::string::npos) << *nested;
+}
+
+TEST(ModelFile, Bf16InACircuitscopeFileIsRefused) {
+  // F16 and BF16 take the same bytes: relabelled, the tensor would load with other values.
+  Parts p = split_file(save_model_bytes(small_model(), Dtype::F16));
+  ASSERT_EQ(p.header["blocks.0.attn.W_Q"]["dtype"], "F16");
+  p.header["blocks.0.attn.W_Q"]["dtype"] = "BF16";
+  const std::string e = load_error(join_file(p));
+  EXPECT_NE(e.find("tensor blocks.0.attn.W_Q is stored as BF16, which circuitscope never writes"), std::string::npos) << e;
+}
+
 TEST(ModelFile, OutputPathsThatAreNotRegularFilesAreRefused) {
   const ModelFile m = small_model();
   for (const char* path : {"/dev/null", "/tmp"}) {

@@ -69,12 +69,21 @@ test('train --seed: a bad value gets a sentence, before any training', () => {
   try {
     const rp = path.join(root, 'recipe.json');
     writeFileSync(rp, JSON.stringify(recipe));
-    for (const bad of ['-1', 'two', '1.5', '99999999999']) {
+    for (const bad of ['-1', 'two', '1.5', '99999999999', ' 3', '3 ', '+3', '0x10', '']) {
       const r = spawnSync(CLI, ['train', rp, '--out', path.join(root, 'x.safetensors'), '--seed', bad], { encoding: 'utf8' });
       assert.notEqual(r.status, 0, `--seed ${bad} was accepted`);
       assert.match(r.stderr, /--seed must be a whole number from 0 to 2147483647, not "/, `--seed ${bad}: ${r.stderr}`);
       assert.ok(!existsSync(path.join(root, 'x.safetensors')), `--seed ${bad} still wrote a model`);
     }
+    // A recipe's init_std is the weights' standard deviation: a negative or zero one is refused
+    // (it used to be read silently as "use the default").
+    for (const init of [-1, 0]) {
+      writeFileSync(rp, JSON.stringify({ ...recipe, model: { ...recipe.model, init_std: init } }));
+      const r = spawnSync(CLI, ['train', rp, '--out', path.join(root, 'x.safetensors')], { encoding: 'utf8' });
+      assert.notEqual(r.status, 0, `init_std ${init} was accepted`);
+      assert.match(r.stderr, /init_std must be a positive number/, `init_std ${init}: ${r.stderr}`);
+    }
+    writeFileSync(rp, JSON.stringify(recipe));
     const r = spawnSync(CLI, ['train', rp, '--seed'], { encoding: 'utf8' });
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /option --seed needs a value/);
