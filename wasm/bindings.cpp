@@ -26,6 +26,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("spectra", &Model::spectra)
       .function("composition", &Model::composition)
       .function("headScores", &Model::headScores)
+      .function("sampleText", &Model::sampleText)
       .function("topK", &Model::topK)
       .function("ablate", &Model::ablate)
       .function("ioi", &Model::ioi)

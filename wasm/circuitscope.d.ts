@@ -809,6 +809,14 @@ export interface LoadedModel {
   composition(options?: { samples?: number; seed?: number }): CompositionResult;
   /** Previous-token, duplicate-token, prefix-matching (induction) and copying scores. */
   headScores(options?: HeadScoreOptions): HeadScores;
+  /**
+   * Starting text for a model whose tokenizer does not read prose (word-level, token ids): a
+   * repeated segment R R of up to 12 distinct random tokens, each one the tokenizer reads back as
+   * itself (a word holding a space could never be typed), written as the tokenizer reads text;
+   * tokens is what tokenize(text) gives. Empty text when the context is too short.
+   * (cs::repeated_sample_text; display text, not a measurement.)
+   */
+  sampleText(options?: { seed?: number }): { text: string; tokens: Int32Array };
   /** The k (default 5) most probable next tokens at every position. */
   topK(tokens: TokensIn, k?: number): TopKResult;
   /**

@@ -743,6 +743,18 @@ val Model::headScores(const val& opts) const {
   return guarded([&] { return head_scores_js(session_->head_scores(repeated_tokens_spec(opts))); });
 }
 
+// cs::repeated_sample_text: {text, tokens} for a model whose tokenizer does not read prose.
+val Model::sampleText(const val& seed_js) const {
+  return guarded([&] {
+    const std::uint64_t seed = seed_js.isUndefined() || seed_js.isNull() ? 0 : to_seed(seed_js, "sampleText: seed");
+    const cs::SampleText t = cs::repeated_sample_text(session_->file().tokenizer, session_->config().n_ctx, seed);
+    val out = val::object();
+    out.set("text", t.text);
+    out.set("tokens", copy_out(t.tokens.data(), t.tokens.size(), "Int32Array"));
+    return out;
+  });
+}
+
 // The k most probable next tokens at every position of one sequence.
 val Model::topK(const val& ids_js, const val& k_js) const {
   return guarded([&] {
@@ -1012,12 +1024,9 @@ double Model::forwardBatch(const val& ids_js, int B, int T) {
 Trainer::Trainer(const std::string& recipe_json)
     : trainer_(guarded([&] {
         nlohmann::json j;
-        try {
-          j = nlohmann::json::parse(recipe_json);
-        } catch (const nlohmann::json::exception& e) {
-          // "is not valid JSON (line 2, column 9)": the user's position, not the library's text.
-          throw std::invalid_argument("recipe: not valid JSON: the recipe " + cs::json_parse_problem(recipe_json, e));
-        }
+        // "is not valid JSON (line 2, column 9)": the user's position, not the library's text.
+        if (const auto problem = cs::read_json(recipe_json, j))
+          throw std::invalid_argument("recipe: not valid JSON: the recipe " + *problem);
         return std::make_unique<cs::Trainer>(cs::recipe_from_json(j));
       })) {}
 

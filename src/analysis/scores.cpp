@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_set>
 #include <stdexcept>
 #include <string>
 
@@ -101,6 +102,44 @@ RepeatedTokens make_repeated_tokens(int B, int L, int first, int n, int bos, std
     for (int i = 0; i < L; ++i) row[1 + L + i] = row[1 + i];
   }
   return rt;
+}
+
+SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed) {
+  SampleText out;
+  const TokenPool pool = random_token_pool(tok);
+  const int L = std::min(12, (n_ctx - 1) / 2);
+  if (L < 2 || pool.n < 2) return out;
+  // A token can be typed when its text reads back as that one token.
+  const auto typable = [&tok](int id) {
+    try {
+      const std::vector<int> back = tok.encode_ids(tok.decode({id}), false);
+      return back.size() == 1 && back[0] == id;
+    } catch (const std::invalid_argument&) {  // its text holds a word the vocabulary lacks
+      return false;
+    }
+  };
+  // Distinct tokens by rejection: a few draws per token are enough unless most of the pool is
+  // untypable, and then the pool is scanned once in a seeded order.
+  Rng rng(seed);
+  std::vector<int> r;
+  std::unordered_set<int> seen;
+  for (int tries = 0; static_cast<int>(r.size()) < L && tries < 20 * L; ++tries) {
+    const int id = pool.first + rng.below(pool.n);
+    if (seen.insert(id).second && typable(id)) r.push_back(id);
+  }
+  if (static_cast<int>(r.size()) < L) {
+    const int start = rng.below(pool.n);
+    for (int i = 0; i < pool.n && static_cast<int>(r.size()) < L; ++i) {
+      const int id = pool.first + (start + i) % pool.n;
+      if (seen.insert(id).second && typable(id)) r.push_back(id);
+    }
+  }
+  if (r.size() < 2) return out;
+  std::vector<int> rr = r;
+  rr.insert(rr.end(), r.begin(), r.end());
+  out.text = tok.decode(rr);
+  out.tokens = tok.encode_ids(out.text, tok.bos_id() >= 0);
+  return out;
 }
 
 // Seed 004 (induction-heads paper, definitions of prefix matching and copying on repeated random tokens).

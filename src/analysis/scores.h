@@ -8,6 +8,7 @@
 // and the token after that earlier copy is at i - L + 1.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model.h"
@@ -60,6 +61,18 @@ RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const
 // whole context, as before.
 RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, const Config& c);
 RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& resolved);
+
+// Text for a model whose tokenizer does not read prose (word-level, token ids): the text boxes'
+// starting text. R + R, R of L = min(12, (n_ctx - 1) / 2) distinct tokens drawn (seeded) from the
+// random-token pool, keeping only tokens the tokenizer reads back as themselves (a word holding a
+// space or a comma could never be typed: it reads as other words), written as decode() writes
+// them. `tokens` is what tokenizing `text` gives (<BOS> first when the vocabulary has one). Empty
+// when L < 2 or fewer than 2 tokens of the pool can be typed. Display text, not a measurement.
+struct SampleText {
+  std::string text;
+  std::vector<int> tokens;
+};
+SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed);
 
 // Per-head scores, each [n_layers, n_heads]. Attention scores are averaged over rows and positions.
 struct HeadScores {

@@ -246,6 +246,39 @@ TEST(RandomTokenPool, SkipsTheLeadingSpecialTokens) {
   EXPECT_EQ(w.n, 3);
 }
 
+// The text boxes' starting text for a word or id vocabulary: every token in it can be typed, so
+// the text tokenizes back to the tokens it was written from (a word holding a space or a comma
+// used to make the page's own starting text fail to tokenize).
+TEST(SampleText, UsesOnlyTokensThatReadBackAsThemselves) {
+  std::vector<std::string> vocab = {"<BOS>"};
+  for (int i = 0; i < 40; ++i) vocab.push_back(i % 2 ? "w" + std::to_string(i) : "two words " + std::to_string(i));
+  vocab.push_back("a,b");
+  const Tokenizer words = Tokenizer::build_word(vocab);
+  for (std::uint64_t seed : {0ull, 1ull, 7ull}) {
+    const SampleText t = repeated_sample_text(words, 64, seed);
+    ASSERT_FALSE(t.text.empty());
+    EXPECT_EQ(t.tokens, words.encode_ids(t.text, true)) << t.text;
+    ASSERT_EQ(t.tokens.size(), 1u + 2 * 12) << t.text;  // <BOS> + R + R, L = 12
+    EXPECT_EQ(t.tokens[0], words.bos_id());
+    for (std::size_t i = 1; i < t.tokens.size(); ++i) {
+      EXPECT_EQ(words.token_text(t.tokens[i])[0], 'w') << "an untypable token in " << t.text;
+      if (i <= 12) EXPECT_EQ(t.tokens[i], t.tokens[i + 12]);
+    }
+    EXPECT_EQ(repeated_sample_text(words, 64, seed).text, t.text) << "the same seed, the same text";
+  }
+  EXPECT_NE(repeated_sample_text(words, 64, 0).text, repeated_sample_text(words, 64, 1).text);
+  // A short context takes a shorter segment; too short for two tokens twice, no text.
+  EXPECT_EQ(repeated_sample_text(words, 9, 0).tokens.size(), 1u + 2 * 4);
+  EXPECT_TRUE(repeated_sample_text(words, 4, 0).text.empty());
+  // Only one typable token: no segment of two distinct ones.
+  EXPECT_TRUE(repeated_sample_text(Tokenizer::build_word({"<BOS>", "x y", "z", "p q"}), 64, 0).text.empty());
+  // A token-id vocabulary: ids written as numbers, no <BOS>.
+  const Tokenizer ids = Tokenizer::build_ids(30);
+  const SampleText t = repeated_sample_text(ids, 64, 3);
+  EXPECT_EQ(t.tokens, ids.encode_ids(t.text, false)) << t.text;
+  EXPECT_EQ(t.tokens.size(), 24u);
+}
+
 // A model of a TransformerLens toy model's shape (48k tokens, 512 wide, 1,024 context): the
 // default batch would need gigabytes and minutes, so it shrinks until the pass fits; a small
 // model keeps 16 sequences over its whole context.
