@@ -151,6 +151,7 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
   // The host page: the iframe and the custom element, and no stylesheet.
   hostBody = `<p>An embedded figure:</p>${snippet}
 <p>A custom element:</p><cs-panel name="induction-tokens" model="char-2l"></cs-panel>
+<p>Another, of another model:</p><cs-panel id="second" name="induction-tokens" model="char-1l"></cs-panel>
 <script type="module" src="${server.url}panels/panel.js"></script>`;
   const { context, page, problems } = await openPage(hostUrl());
   try {
@@ -171,8 +172,12 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
     assert.ok(await hoverUntilTop5(frame.locator('.tok[data-pos="20"]'), '.ind-top li'), 'the embedded panel answers a hover with the top 5 next tokens');
     // (b) the custom element (under the iframe, which has settled), styled by the stylesheet it
     // linked itself.
-    const element = page.locator('body > cs-panel');
-    await page.waitForSelector('body > cs-panel[data-ready="true"]', { timeout: 60_000 });
+    const element = page.locator('body > cs-panel:not(#second)');
+    await page.waitForSelector('body > cs-panel:not(#second)[data-ready="true"]', { timeout: 60_000 });
+    await page.waitForSelector('body > cs-panel#second[data-ready="true"]', { timeout: 60_000 });
+    // Each element has its own state: two panels asking for two models show two models.
+    const models = await page.evaluate(() => [...document.querySelectorAll('body > cs-panel')].map((e) => /** @type {any} */ (e).state.model));
+    assert.deepEqual(models, ['char-2l', 'char-1l']);
     const style = await page.evaluate(() => {
       const tok = document.querySelector('body > cs-panel .tok');
       const section = document.querySelector('body > cs-panel section.cs-panel');
@@ -190,7 +195,7 @@ test('a panel\'s Embed button and a custom element both render, styled, on anoth
     assert.equal(style.radius, '6px');
     assert.match(style.tokens, /monospace/);
     assert.ok(style.height > 100, 'the panel has content');
-    assert.ok(await hoverUntilTop5(element.locator('.tok[data-pos="20"]'), 'body > cs-panel .ind-top li'), 'the custom element answers a hover with the top 5 next tokens');
+    assert.ok(await hoverUntilTop5(element.locator('.tok[data-pos="20"]'), 'body > cs-panel:not(#second) .ind-top li'), 'the custom element answers a hover with the top 5 next tokens');
 
     // The element's own Embed button gives the same kind of code, pointing at the site.
     // (The mouse leaves the token first: at the foot of the page, the details the hover shows

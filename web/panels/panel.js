@@ -16,7 +16,7 @@
 // (e.g. panels/induction/analysis.js), so a page with four panels still makes one call.
 import { el } from '../parts/dom.js';
 import { CsView } from '../views/common.js';
-import { store, getModel, siteUrl } from '../store.js';
+import { getModel, siteUrl } from '../store.js';
 import { TERMS } from './terms.js';
 
 const NAME = /^([a-z][a-z0-9]{0,20})-([a-z][a-z0-9-]{0,40})$/;
@@ -49,15 +49,15 @@ export function panelPath(name) {
  * Fills `section` with `panel` for the store's state: its heading, then what render() makes of
  * what query() returned (or, when the section already shows this panel and the panel has
  * update(), the same node updated in place). `modelName` is the model the panel shows (null for
- * panels without one). Returns the panel's data.
+ * panels without one); `st` the store of the view showing it (view.store). Returns the panel's data.
  */
-export async function showPanel(section, panel, modelName) {
-  const state = store.state;
+export async function showPanel(section, panel, modelName, st) {
+  const state = st.state;
   const model = panel.needsModel && modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
   const data = await panel.query({ model, modelName, state });
   if (section.csData === data) return data;   // a query that answers from its cache: nothing changed
   section.csData = data;
-  const ctx = { state, dispatch: (a) => store.dispatch(a) };
+  const ctx = { state, dispatch: (a) => st.dispatch(a) };
   if (section.csPanel === panel && section.csNode && panel.update?.(section.csNode, data, ctx)) return data;
   const id = `cs-panel-${panel.name}-h`;
   section.classList.add('cs-panel');
@@ -71,10 +71,10 @@ export async function showPanel(section, panel, modelName) {
 
 /**
  * <cs-panel name="VIEW-PART">: one panel alone (web/panels/VIEW/PART.js), for embeds and slides.
- * It reads and writes the page's store like any view and reads the same attributes a view reads
- * (model, snapshot, text, head; and patch, for the -patching panels); it leaves the store's view
- * alone (a page may hold panels of several views) and shows its view's default model when the
- * state names none.
+ * Alone on a host page it has a store of its own (CsView.store), filled from the same attributes
+ * a view reads (model, snapshot, text, head; and patch, for the -patching panels); in the app it
+ * reads and writes the page's store and leaves the store's view alone. It shows its view's
+ * default model when the state names none.
  */
 export class CsPanel extends CsView {
   static attributes = [...CsView.attributes, 'patch'];
@@ -94,7 +94,7 @@ export class CsPanel extends CsView {
     const name = this.getAttribute('name') ?? '';
     const panel = (await import(panelPath(name))).default;
     this._section ??= this.appendChild(el('section'));
-    await showPanel(this._section, panel, this.modelName);
+    await showPanel(this._section, panel, this.modelName, this.store);
     this.dataset.ready = 'true';
   }
 }

@@ -109,7 +109,7 @@ export class CsCircuits extends CsView {
       ? [`Showing ${name} at training ${snapshot.replace('step', 'step ')}. `, el('button', { type: 'button', onclick: () => this.dispatch({ type: 'snapshot', snapshot: null }) }, 'Use the final model')]
       : [`The final trained ${name}.`]));
     this.showHead(model, name);
-    const [qkData, , eigenData] = await Promise.all(PANELS.map((p, i) => showPanel(this.sections[i], p, name)));
+    const [qkData, , eigenData] = await Promise.all(PANELS.map((p, i) => showPanel(this.sections[i], p, name, this.store)));
     if (qkData.shape) this.dataset.qkShape = qkData.shape.join('x');
     if (eigenData.ov) this.dataset.ovCopying = String(eigenData.ov.copying);
     // An empty box (text "" in the link) is analysed as the default text, shown as the placeholder;

@@ -1,10 +1,10 @@
-// CsView, the base class of every <cs-*> view element: it reads the page's store (store.js),
+// CsView, the base class of every <cs-*> view element: it reads its store (the page's, store.js),
 // renders while it is the store's view, records the store version it rendered, and gives every
 // panel a PNG button and an Embed button (the embed code of that panel alone). A view or panel
 // on a page of its own links its stylesheet (views.css, beside this file) into the page itself,
 // so a host page needs no stylesheet of ours. Shared drawing lives in web/parts/, panels in
 // web/panels/.
-import { store, modelsFor } from '../store.js';
+import { store as pageStore, createStore, modelsFor } from '../store.js';
 import { el } from '../parts/dom.js';
 import { downloadPNG } from '../parts/download.js';
 import { embedCode } from '../embed-code.js';
@@ -50,7 +50,7 @@ async function embedPanel(view, panel, title) {
     view.dispatchEvent(new CustomEvent('cs-embed', { detail: { panel, title }, bubbles: true, composed: true }));
     return;
   }
-  const { code, note } = embedCode({ ...store.state, view: panel.split('-')[0] }, { panel, title });
+  const { code, note } = embedCode({ ...view.state, view: panel.split('-')[0] }, { panel, title });
   try {
     await navigator.clipboard.writeText(code);
     view.announce(`Embed code copied to the clipboard.${note}`);
@@ -62,11 +62,13 @@ async function embedPanel(view, panel, title) {
 
 /**
  * class MyView extends CsView { static view = 'mine'; render() {...} }  customElements.define('cs-my', MyView);
- * A view holds no state of its own: `this.state` is the page's store (store.js), render() reads
- * it (called after connect and after each change of the store, at most once per animation
- * frame, and only while the view is the store's view), and every control changes it with
- * `this.dispatch(action)` or `this.update({key: value})` (a 'set' action). Mounted alone in
- * another page, a view sets the store's view to its own and reads its attributes into it once.
+ * A view holds no state of its own: `this.state` is its store's (`this.store`: in the app, the
+ * page's one store, store.js), render() reads it (called after connect and after each change of
+ * the store, at most once per animation frame, and only while the view is the store's view), and
+ * every control changes it with `this.dispatch(action)` or `this.update({key: value})` (a 'set'
+ * action). Mounted alone in another page, a view or panel has a store of its own (two panels on
+ * one host page asking for two models show two models), sets its view and reads its attributes
+ * into it once.
  * `this.modelName` is the model the view shows: the state's, or the view's default from
  * models/index.json.
  */
@@ -82,14 +84,19 @@ export class CsView extends HTMLElement {
     this._unsubscribe = null;
     /** @type {(() => void) | null} */
     this._onTheme = null;
+    /** @type {ReturnType<typeof createStore> | null} */
+    this._store = null;
   }
 
-  get state() { return store.state; }
+  /** The store this element reads and writes: the page's in the app, its own when mounted alone. */
+  get store() { return (this._store ??= this.inApp ? pageStore : createStore()); }
+
+  get state() { return this.store.state; }
 
   get inApp() { return !!this.closest('[data-cs-app]'); }
 
   /** Whether the store shows this view (a view mounted alone always shows). */
-  get active() { return store.state.view === this.viewName; }
+  get active() { return this.state.view === this.viewName; }
 
   /** The view this element belongs to (a view's static `view`; a lone panel's, from its name). */
   get viewName() { return this.viewClass.view; }
@@ -100,10 +107,10 @@ export class CsView extends HTMLElement {
   /** The model this view shows: the state's, or the first models/index.json lists for the view. */
   get modelName() { return this.state.model ?? this._defaultModel ?? null; }
 
-  dispatch(action) { store.dispatch(action); }
+  dispatch(action) { this.store.dispatch(action); }
 
   /** A plain change of settings (a 'set' action). */
-  update(values) { store.dispatch({ type: 'set', values }); }
+  update(values) { this.store.dispatch({ type: 'set', values }); }
 
   connectedCallback() {
     linkStyles();
@@ -113,7 +120,7 @@ export class CsView extends HTMLElement {
       for (const a of this.viewClass.attributes) if (this.hasAttribute(a)) values[a] = this.getAttribute(a);
       if (Object.keys(values).length) this.update(values);
     }
-    this._unsubscribe ??= store.subscribe(() => this.requestRender());
+    this._unsubscribe ??= this.store.subscribe(() => this.requestRender());
     // A theme change (theme.js): the panels draw afresh, canvases reading the new colours.
     this._onTheme ??= () => {
       for (const s of this.querySelectorAll('section')) /** @type {any} */ (s).csData = undefined;
@@ -164,7 +171,7 @@ export class CsView extends HTMLElement {
 
   /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {
-    const version = (this._renderVersion = store.version);
+    const version = (this._renderVersion = this.store.version);
     const done = () => this.markRendered(version);
     try {
       const r = this.render?.();

@@ -83,9 +83,9 @@ export class CsIoi extends CsView {
     const s = this._sections;
     const kind = taskOf(model) ? 'templates' : 'symbolic';
     this.dataset.kind = kind;
-    await showPanel(s.architecture, architecture, name);
-    await showPanel(s.builder, kind === 'templates' ? sentence : sequence, name);
-    for (const [k, panel] of Object.entries(RESULTS)) await showPanel(s[k], panel, name);
+    await showPanel(s.architecture, architecture, name, this.store);
+    await showPanel(s.builder, kind === 'templates' ? sentence : sequence, name, this.store);
+    for (const [k, panel] of Object.entries(RESULTS)) await showPanel(s[k], panel, name, this.store);
     if (stale()) return;
     // The view is open (data-ready) once the sentence and its results are shown. The accuracy
     // (on the four splits of a template model, computed once per model and intervention: about
@@ -108,11 +108,11 @@ export class CsIoi extends CsView {
   async showSlow(section, mod, args, stale) {
     const wait = mod.prepare(args);
     if (!wait.value) {
-      await showPanel(section, { ...mod.default, query: () => mod.pending(args) }, args.modelName);
+      await showPanel(section, { ...mod.default, query: () => mod.pending(args) }, args.modelName, this.store);
       await wait.promise;
       if (stale()) return null;
     }
-    return showPanel(section, mod.default, args.modelName);
+    return showPanel(section, mod.default, args.modelName, this.store);
   }
 }
 

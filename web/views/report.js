@@ -25,7 +25,7 @@ export class CsReport extends CsView {
   async render() {
     this.classList.add('cs-view');
     if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
-    await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, null)));
+    await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, null, this.store)));
     this.dataset.ready = 'true';
   }
 }

@@ -57,7 +57,7 @@ export class CsTraining extends CsView {
   async draw() {
     this.classList.add('cs-view');
     if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
-    const [shown, snap, pca] = await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, this.modelName)));
+    const [shown, snap, pca] = await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, this.modelName, this.store)));
     const run = shown.run;
     this.dataset.charts = run.recs ? String(3 + (pca.metrics?.pca?.components?.length >= 2 ? 1 : 0)) : 'missing';
     this.dataset.phaseChange = run.pc ? String(run.pc.step) : '';
