@@ -98,6 +98,41 @@ for (const [view, model, box] of [['induction', 'char-2l', 'cs-induction textare
   });
 }
 
+// An emptied box stays empty: the view shows the empty text (no sample text in its place, which
+// what is typed next would join), the box says what it wants, and the link reopens it empty.
+test('edges: an emptied text box stays empty, with a placeholder, and its link reopens it empty', async () => {
+  for (const [view, box] of [['induction', 'cs-induction textarea'], ['circuits', 'cs-circuits textarea']]) {
+    const { context, page, problems } = await openPage(`v=2&view=${view}&model=char-2l`);
+    try {
+      await page.fill(box, '');
+      assert.ok(await settled(page), `${view}: did not settle on the empty text`);
+      const shown = async () => page.evaluate((b) => ({
+        value: /** @type {HTMLTextAreaElement} */ (document.querySelector(b)).value,
+        placeholder: /** @type {HTMLTextAreaElement} */ (document.querySelector(b)).placeholder,
+        sample: /Alice was beginning/.test(document.querySelector('#view-host > .view:not([hidden])')?.textContent ?? ''),
+      }), box);
+      const emptied = await shown();
+      assert.equal(emptied.value, '', `${view}: the box filled itself again`);
+      assert.ok(emptied.placeholder.length > 10, `${view}: an empty box says nothing of what to type`);
+      assert.equal(emptied.sample, false, `${view}: the view shows the sample text for an empty box`);
+      // The link is written a moment after typing stops.
+      const written = await page.waitForFunction(() => /[#&]text=(&|$)/.test(location.hash), null, { timeout: 5000 }).then(() => true, () => false);
+      assert.ok(written, `${view}: the link does not carry the empty text (${page.url()})`);
+      const link = page.url();
+      await page.goto('about:blank');
+      await page.goto(link);
+      assert.ok(await settled(page, 60_000), `${view}: the link did not settle`);
+      assert.deepEqual(await shown(), emptied, `${view}: the link reopens another text`);
+      await page.type(box, 'ab');
+      assert.ok(await settled(page));
+      assert.equal((await shown()).value, 'ab', `${view}: what is typed joins another text`);
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+  }
+});
+
 test('edges: the IOI view\'s name boxes with ioi-templates-1l2h', async (t) => {
   const { context, page, problems } = await openPage('v=2&view=ioi&model=ioi-templates-1l2h');
   try {

@@ -60,6 +60,7 @@ export class CsInduction extends CsView {
     const E = (this.els = {
       text: el('textarea', {
         id: 'ind-text', rows: 4, spellcheck: 'false', autocomplete: 'off', class: 'ind-text',
+        placeholder: PLACEHOLDER,
         oninput: () => { this.update({ text: E.text.value, pos: null }); this.renderNow(); },
       }),
       note: el('p', { class: 'note', role: 'status', 'aria-live': 'polite', hidden: true }),
@@ -118,7 +119,7 @@ export class CsInduction extends CsView {
     this.clearError();
     syncCut(this.els.cut, m.config, this.state.cut);
     renderNote(this.els.note, a, m.tokenizer.kind);
-    await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName))));
+    await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName, this.store))));
     await showPatching(this);
     const head = chosenHead(m, this.state);
     const ablate = [...(this.state.ablate || [])];
@@ -161,6 +162,8 @@ export class CsInduction extends CsView {
     const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
     this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${vocabularyText(m.tokenizer.kind, c.d_vocab)}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
     this.els.label.textContent = TEXT_LABEL[m.tokenizer.kind] ?? TEXT_LABEL.char;
+    this.els.text.placeholder = readsText(m.tokenizer.kind) ? PLACEHOLDER
+      : `Type tokens here, separated by spaces, e.g. ${tokenSample(m) || 'a few tokens, then the same tokens again'}`;
     // The default head is the strongest induction head by the random-token scores (0.3 s).
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
     return m;
@@ -178,7 +181,7 @@ async function showPatching(view) {
   const section = view.sections[PANELS.findIndex(([p]) => p === patchingPanel)];
   const show = async () => {
     if (view.state !== state || !view.isConnected) return;   // a later render shows its own state
-    await showPanel(section, patchingPanel, view.modelName);
+    await showPanel(section, patchingPanel, view.modelName, view.store);
     view.addPanelExports();   // its PNG and Embed buttons, when this is its first showing
     section.classList.remove('cs-stale');
     view.dataset.complete = 'true';
@@ -192,6 +195,7 @@ async function showPatching(view) {
 // The controls' actions and the note under them: plain functions of the view.
 
 /** What the text box reads, by the model's tokenizer (a file opened in the page may be word-level or token ids). */
+const PLACEHOLDER = 'Type or paste text here: a sentence, then the same sentence again, shows the induction head at work.';
 const TEXT_LABEL = {
   char: 'Text (character-level: every character is a token)',
   bpe: 'Text (sub-word: the model\'s byte-pair tokenizer cuts it into tokens; ␣ marks a space, ↵ a newline)',

@@ -55,7 +55,7 @@ export default definePanel({
   view: 'circuits',
 
   query({ model, state }) {
-    const text = state.text || defaultText(model);
+    const text = state.text ?? defaultText(model);   // an emptied box stays empty
     const target = state.target ?? null;
     const key = `${target}\u0000${text}`;
     const hit = cache.get(model);
