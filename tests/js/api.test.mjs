@@ -750,3 +750,30 @@ test('1,000 load / run / delete cycles leave the WASM heap flat', () => {
   for (let i = 0; i < 100; i++) assert.throws(() => cs.load(charBytes.subarray(0, 1000)));
   assert.equal(cs.memory().allocated, before.allocated, 'failed loads free what they allocated');
 });
+
+test('sampleText(): a word vocabulary with spaces and commas in some words still gets a starting text it can read', () => {
+  const vocab = ['<BOS>', ...Array.from({ length: 30 }, (_, i) => (i % 3 ? `w${i}` : `two words ${i}`)), 'a,b'];
+  const recipe = {
+    name: 'words', model: { n_layers: 1, n_heads: 2, d_model: 16, d_head: 8, n_ctx: 40 },
+    tokenizer: { kind: 'word', vocab }, data: { kind: 'repeated_segment', seq_len: 40 },
+    optimizer: { lr: 0.01 }, schedule: { kind: 'constant' }, steps: 1, batch_size: 2, seed: 1,
+  };
+  const tr = cs.trainer(recipe);
+  const m = cs.load(tr.save());
+  tr.delete();
+  try {
+    for (const seed of [0, 1, 2]) {
+      const { text, tokens } = m.sampleText({ seed });
+      assert.ok(text.length > 0, 'no starting text');
+      const back = m.tokenize(text);
+      assert.deepEqual(Array.from(back.ids), Array.from(tokens), `"${text}" does not read back as its tokens`);
+      assert.equal(tokens.length, 1 + 2 * 12);
+      for (const id of tokens.subarray(1)) assert.match(vocab[id], /^w\d+$/, `an untypable word in "${text}"`);
+    }
+    assert.deepEqual(m.sampleText({ seed: 5 }), m.sampleText({ seed: 5 }));
+    throwsReadable(() => m.sampleText({ seed: -1 }), /sampleText: seed/, 'a negative seed');
+    throwsReadable(() => m.sampleText({ bogus: 1 }), /sampleText: unknown option "bogus"/, 'unknown option');
+  } finally {
+    m.delete();
+  }
+});
