@@ -45,7 +45,7 @@ std::string sci(double x) {
 void check_cost(const std::string& what, double work, double bytes = 0) {
   if (work > kMaxCircuitWork)
     throw std::invalid_argument(what + " would take about " + sci(work) + " multiply-adds, more than the " +
-                                sci(kMaxCircuitWork) + " (a few seconds) circuitscope allows for one analysis");
+                                sci(kMaxCircuitWork) + " (about a second) circuitscope allows for one analysis");
   if (bytes > kMaxCircuitBytes)
     throw std::invalid_argument(what + " would need about " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
                                 " MB, more than the " + std::to_string(static_cast<long long>(kMaxCircuitBytes / (1 << 20))) +

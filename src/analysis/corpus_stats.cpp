@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -12,8 +13,24 @@ namespace cs {
 
 namespace {
 
-void check_stream(const std::vector<int>& stream, int V) {
+// The statistics are dense [V, V] tables, counted in double (8 bytes an entry) and kept in float,
+// about 16 V^2 bytes at once with the cosines' tables: refused before any is allocated when that
+// passes kMaxCorpusStatsBytes (a 50,000-token vocabulary would need 40 GB, and std::bad_alloc
+// was all a user saw).
+void check_vocabulary(int V) {
   if (V < 1) throw std::invalid_argument("corpus statistics: the vocabulary must have at least one token");
+  const double bytes = 16.0 * V * V;
+  if (bytes > kMaxCorpusStatsBytes) {
+    const int largest = static_cast<int>(std::sqrt(kMaxCorpusStatsBytes / 16.0));
+    throw std::invalid_argument("corpus statistics over a " + std::to_string(V) + "-token vocabulary are " + std::to_string(V) +
+                                " x " + std::to_string(V) + " tables, about " + std::to_string(static_cast<long long>(bytes / 1e6)) +
+                                " MB; circuitscope counts them for vocabularies of up to " + std::to_string(largest) +
+                                " tokens (" + std::to_string(static_cast<long long>(kMaxCorpusStatsBytes / (1 << 20))) + " MB)");
+  }
+}
+
+void check_stream(const std::vector<int>& stream, int V) {
+  check_vocabulary(V);
   if (stream.size() < 2) throw std::invalid_argument("corpus statistics: the token stream needs at least 2 tokens");
   for (std::size_t i = 0; i < stream.size(); ++i)
     if (stream[i] < 0 || stream[i] >= V)
@@ -45,6 +62,14 @@ Tensor<float> bigram_map(const std::vector<int>& stream, int V) {
 // Seed 002: interchangeability map Sigma_B = B^T B.
 Tensor<float> interchangeability_map(const Tensor<float>& bigram) {
   check_square(bigram, "the bigram map");
+  // V^3 multiply-adds in Eigen's double product: about 2 s at V = 2,048 (8.6e9); more is refused.
+  const double V = bigram.shape[0], work = V * V * V;
+  if (work > 1e10) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2g", work);
+    throw std::invalid_argument("the interchangeability map of a " + std::to_string(bigram.shape[0]) + "-token vocabulary takes " +
+                                buf + " multiply-adds (V^3); circuitscope computes it up to 1e10 (a 2,154-token vocabulary, about 2 s)");
+  }
   const MatRM<double> B = bigram.mat().cast<double>();
   Tensor<float> I(bigram.shape);
   I.mat() = (B.transpose() * B).cast<float>();
@@ -88,7 +113,7 @@ CorpusStats corpus_stats(const std::vector<int>& stream, int V, int window) {
 
 // Seed 002: the statistics of exactly the pairs a batch trains on (see the header).
 CorpusStats batch_stats(const Batch& b, int V, int window) {
-  if (V < 1) throw std::invalid_argument("corpus statistics: the vocabulary must have at least one token");
+  check_vocabulary(V);
   if (window < 1) throw std::invalid_argument("corpus statistics: the context window must be at least 1 token");
   const std::size_t n_pos = static_cast<std::size_t>(b.B) * b.T;
   if (b.tokens.size() != n_pos || b.targets.size() != n_pos || b.mask.size() != n_pos)

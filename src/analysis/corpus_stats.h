@@ -14,6 +14,10 @@
 
 namespace cs {
 
+// The most memory the statistics of one call may take (their [V, V] tables): vocabularies of up
+// to 2,896 tokens. Larger ones are refused with a sentence before anything is allocated.
+constexpr double kMaxCorpusStatsBytes = 128.0 * (1 << 20);
+
 struct CorpusStats {
   int V = 0;       // vocabulary size
   int window = 0;  // w of the context map

@@ -57,15 +57,17 @@ RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const
   return r;
 }
 
+double head_scores_work(const Config& c, const RepeatedTokensSpec& r) {
+  const double T = 2.0 * r.L + 1, D = c.d_model;
+  // The forward pass's unembed, then the copying score's v W_O W_U over the pool at 2L positions.
+  return r.batch * (T * D * c.d_vocab + 2.0 * r.L * D * r.n);
+}
+
 RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, const Config& c) {
   RepeatedTokensSpec r = resolve_repeated_tokens(spec, tok, c.n_ctx);
   if (spec.batch >= 0 || spec.L >= 0) return r;  // the caller's own choice is checked by forward()
-  const auto fits = [&] {
-    const double T = 2.0 * r.L + 1;
-    return forward_bytes(c, r.batch, T) <= kMaxForwardBytes &&
-           static_cast<double>(r.batch) * T * c.d_model * c.d_vocab <= kMaxCircuitWork;
-  };
-  while (!fits() && r.batch > 4) r.batch = std::max(4, r.batch / 2);
+  const auto fits = [&] { return head_scores_work(c, r) <= kMaxCircuitWork && forward_bytes(c, r.batch, 2.0 * r.L + 1) <= kMaxForwardBytes; };
+  while (!fits() && r.batch > 1) r.batch = std::max(1, r.batch / 2);
   while (!fits() && r.L > 8) r.L = std::max(8, r.L / 2);
   return r;
 }

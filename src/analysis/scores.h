@@ -54,12 +54,14 @@ struct RepeatedTokensSpec {
   long long seed = -1;
 };
 RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, int n_ctx);
-// The same for a model of config c, sized so the batch's forward pass fits: when batch and L are
-// both left unset and the pass would need more than kMaxForwardBytes of activations or more than
-// kMaxCircuitWork multiply-adds in its unembed (a large vocabulary: 48k tokens x 512 wide is 2.5e7
-// a token), the batch shrinks first (to 4), then L (halving, to 8). A small model keeps 16 x the
-// whole context, as before.
+// The same for a model of config c, sized so the scores fit: when batch and L are both left unset
+// and the forward pass would need more than kMaxForwardBytes of activations, or its unembed and
+// the copying score together more than kMaxCircuitWork multiply-adds (head_scores_work; a large
+// vocabulary: 48k tokens x 512 wide is 2.5e7 a token for each), the batch shrinks first (to 1),
+// then L (halving, to 8). A small model keeps 16 x the whole context, as before.
 RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const Tokenizer& tok, const Config& c);
+// The multiply-adds of the head scores of a resolved spec: unembed and copying score.
+double head_scores_work(const Config& c, const RepeatedTokensSpec& r);
 RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& resolved);
 
 // Text for a model whose tokenizer does not read prose (word-level, token ids): the text boxes'

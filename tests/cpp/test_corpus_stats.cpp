@@ -48,6 +48,30 @@ TEST(CorpusStats, InterchangeabilityIsBTransposeB) {
                 "B^T B");
 }
 
+// A vocabulary whose [V, V] tables would not fit is refused with a sentence before anything is
+// allocated (a 50,000-token model's statistics used to end in std::bad_alloc).
+TEST(CorpusStats, LargeVocabulariesAreRefusedBeforeAllocating) {
+  const std::vector<int> stream = {1, 2, 3, 1, 2, 3};
+  try {
+    corpus_stats(stream, 50001, 4);
+    FAIL() << "50,001 tokens were counted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "corpus statistics over a 50001-token vocabulary are 50001 x 50001 tables, about 40001 MB; "
+                                            "circuitscope counts them for vocabularies of up to 2896 tokens (128 MB)")) << e.what();
+  }
+  Batch b;
+  b.B = 1, b.T = 2, b.tokens = {1, 2}, b.targets = {2, 3}, b.mask = {1, 1};
+  EXPECT_THROW(batch_stats(b, 50001, 4), std::invalid_argument);
+  EXPECT_NO_THROW(corpus_stats(stream, 2896, 4));
+  // B^T B is V^3: refused past 1e10 multiply-adds.
+  try {
+    interchangeability_map(Tensor<float>({3000, 3000}));
+    FAIL() << "a 3,000-token interchangeability map was computed";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "the interchangeability map of a 3000-token vocabulary takes 2.7e+10 multiply-adds")) << e.what();
+  }
+}
+
 TEST(CorpusStats, ContextMapAveragesTheWindowBeforeEachOccurrence) {
   // w = 2. Occurrences (position: token, window before it):
   //   1: 1 {0}      2: 0 {0,1}    3: 2 {1,0}    4: 0 {0,2}    5: 1 {2,0}

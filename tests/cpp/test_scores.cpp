@@ -287,10 +287,12 @@ TEST(RandomTokenPool, DefaultBatchIsSizedForTheModel) {
   Config big;
   big.n_layers = 2, big.n_heads = 8, big.d_model = 512, big.d_head = 64, big.n_ctx = 1024, big.d_vocab = 48262;
   const RepeatedTokensSpec r = resolve_repeated_tokens(RepeatedTokensSpec(), ids, big);
-  EXPECT_EQ(r.batch, 4);
+  EXPECT_EQ(r.batch, 1);
+  EXPECT_EQ(r.L, 8);
   EXPECT_LE(forward_bytes(big, r.batch, 2.0 * r.L + 1), kMaxForwardBytes);
-  EXPECT_LE(r.batch * (2.0 * r.L + 1) * 512 * 48262, kMaxCircuitWork);
-  EXPECT_GE(r.L, 8);
+  // The unembed and the copying score, each about 2.5e7 multiply-adds a position.
+  EXPECT_LE(r.batch * ((2.0 * r.L + 1) * 512 * 48262 + 2.0 * r.L * 512 * r.n), kMaxCircuitWork);
+  EXPECT_DOUBLE_EQ(head_scores_work(big, r), r.batch * ((2.0 * r.L + 1) * 512 * 48262 + 2.0 * r.L * 512 * r.n));
   RepeatedTokensSpec asked;
   asked.batch = 16;  // a choice of the caller's own is kept
   EXPECT_EQ(resolve_repeated_tokens(asked, ids, big).L, 511);

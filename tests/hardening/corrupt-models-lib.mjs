@@ -133,6 +133,13 @@ export function buildModel(cfg, vocab, fill = (i) => ((i * 7919) % 13 - 6) / 20)
 
 // ------------------------------------------------------------------ the corpus
 const CHAR_VOCAB = ['<BOS>', '<UNK>', ...'abcdefghij ']
+/** A character vocabulary of V tokens: <BOS>, <UNK>, a..j, space, then CJK ideographs (U+4E00 on, then U+20000 on). */
+function largeVocabulary(V) {
+  const out = [...CHAR_VOCAB];
+  for (let cp = 0x4e00; out.length < V && cp <= 0x9fff; ++cp) out.push(String.fromCodePoint(cp));
+  for (let cp = 0x20000; out.length < V; ++cp) out.push(String.fromCodePoint(cp));
+  return out;
+}
 const INT_FIELDS = ['n_layers', 'n_heads', 'd_model', 'd_head', 'n_ctx', 'd_vocab'];
 const BAD_INTS = [0, -1, 2n ** 32n, 2n ** 32n + 2n, 2n ** 63n, 2n ** 64n - 1n, 1.5, 2.5, '2', null, true, [], raw('1e400'), raw('-1e400'), 1e300];
 
@@ -235,7 +242,7 @@ export function generateCorpus({ seed = 1, flipsPerModel = 30 } = {}) {
     }
   }
   // Legal but enormous (or overflowing) models, built whole.
-  const big = (name, cfg, fill) => cases.push({ name: `built:${name}`, bytes: buildModel(cfg, CHAR_VOCAB, fill), text: 'abc abc' });
+  const big = (name, cfg, fill, vocab = CHAR_VOCAB) => cases.push({ name: `built:${name}`, bytes: buildModel(cfg, vocab, fill), text: 'abc abc' });
   const c0 = { n_layers: 1, n_heads: 1, d_model: 1, d_head: 1, n_ctx: 8, pos_embed: 'none' };
   big('64 layers x 64 heads, n_ctx 8192', { ...c0, n_layers: 64, n_heads: 64, n_ctx: 8192 });
   big('16 layers x 16 heads, n_ctx 8192', { ...c0, n_layers: 16, n_heads: 16, n_ctx: 8192 });
@@ -250,6 +257,12 @@ export function generateCorpus({ seed = 1, flipsPerModel = 30 } = {}) {
   big('256 heads', { ...c0, n_layers: 16, n_heads: 16 });
   big('257 heads', { ...c0, n_layers: 1, n_heads: 64, d_model: 2 });
   big('0 layers', { ...c0, n_layers: 0 });
+  // Legal files of a large vocabulary: every call on them must answer or refuse within about a
+  // second (a [V, V] table or V^2 work is refused before it starts), never stall.
+  for (const V of [50_000, 60_000]) {
+    big(`${V.toLocaleString('en')}-token vocabulary, 2 layers x 4 heads, 64 wide`, { ...c0, n_layers: 2, n_heads: 4, d_model: 64, d_head: 16, n_ctx: 64, pos_embed: 'standard' },
+      undefined, largeVocabulary(V));
+  }
   transformerLensCases(cases, r);
   pthCases(cases, r);
   return cases;
@@ -481,8 +494,10 @@ export function judgeWasmCall(call, outcome) {
 }
 
 // Runs every case through the module; returns figures and failures. timeoutMs bounds each call
-// (a call past it ends the worker, counts as a failure and a new worker takes the next file).
-export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wasm/circuitscope.js'), timeoutMs = 20000, onProgress } = {}) {
+// (a call past it ends the worker, counts as a failure and a new worker takes the next file):
+// 5 s, five times the core's budget of about a second (kMaxCircuitWork) for a loaded machine; the
+// summary prints the slowest call, the figure to watch.
+export async function runCorpusWasm(cases, { wrapper = path.join(ROOT, 'build/wasm/circuitscope.js'), timeoutMs = 5000, onProgress } = {}) {
   const { Worker } = await import('node:worker_threads');
   const t0 = Date.now();
   const stats = {

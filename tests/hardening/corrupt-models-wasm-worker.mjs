@@ -17,7 +17,7 @@ let cs = null;
 let baseline = 0;
 
 // The calls made on a loaded model, in the page's order and with the page's options
-// (web/views/induction.js, circuits.js, panels/circuits/composition.js, ioi.js).
+// (web/views/induction.js, circuits.js, panels/circuits/*.js, panels/training/leading.js, ioi.js).
 function modelCalls(m, text) {
   const calls = [
     ['run', () => m.run(text, undefined, { textScores: true, topk: 5 })],
@@ -27,7 +27,12 @@ function modelCalls(m, text) {
     ['eigen', () => m.eigen(0, 0)],
     ['composition', () => m.composition({ samples: 100 })],
     ['attribution', () => m.attribution(-1, { tokens: text })],
+    ['sampleText', () => m.sampleText()],
+    ['spectra', () => m.spectra()],
+    ['posQk', () => m.posQk(0, 0, { k: 12 })],
+    ['corpusStats', () => m.corpusStats(text, { window: 8 })],
   ];
+  if (m.config.n_layers > 1) calls.push(['composedQk', () => m.composedQk(1, 0, { through: [0, 0], k: 12 })]);
   if (m.config.n_layers === 1) calls.push(['skipTrigrams', () => m.skipTrigrams(0, 0, { k: 15, maxBugs: 10 })]);
   calls.push(['ioiTask', () => m.ioiTask()]);
   calls.push(['ioiEvaluate', () => m.ioiEvaluate()]);
