@@ -214,6 +214,8 @@ const HOSTILE = `# Hostile <script>window.__pwned = 1</script>
 <div style="background:url(https://example.com/x.png)">styled</div>
 <img src="https://example.com/track.png">
 
+[plain http](http://example.com/page) ![up](../models/index.json) ![up again](img/../../README.md) ![fine](img/lesson.png)
+
 \`\`\`step
 link: #v=2&view=induction&text=%3Cscript%3Ewindow.__pwned%3D8%3C%2Fscript%3E
 \`\`\`
@@ -245,6 +247,10 @@ test('a hostile lesson file runs no script and leaves no active content in the p
     assert.deepEqual(active, [], 'no script, frame, style or form left');
     const images = await page.$$eval('cs-lesson img', (n) => n.map((x) => /** @type {HTMLImageElement} */ (x).src));
     assert.ok(images.every((src) => src.startsWith(`http://127.0.0.1:${server.port}/`)), `images only from the site: ${images}`);
+    const paths = await page.$$eval('cs-lesson img', (n) => n.map((x) => x.getAttribute('src')));
+    assert.deepEqual(paths, ['img/lesson.png'], 'no image by a path with ..');
+    assert.deepEqual(await page.$$eval('cs-lesson a[href]', (n) => n.map((x) => x.getAttribute('href')).filter((h) => /^http:/i.test(h))), [], 'no http: link');
+    assert.ok(await page.isVisible('cs-lesson a:text("plain http")') || await page.isVisible('cs-lesson :text("plain http")'), 'its text stays');
     const handlers = await page.$$eval('cs-lesson *', (n) => n.flatMap((x) => [...x.attributes].filter((a) => /^on/i.test(a.name) || /javascript:|data:/i.test(a.value)).map((a) => `${x.localName} ${a.name}`)));
     assert.deepEqual(handlers, [], 'no event handler or script URL left');
     assert.deepEqual(requests, [], 'no request left the page\'s origin');
