@@ -3,6 +3,7 @@
 // step's own state: the lesson, the step and the steps done are part of the link, so progress
 // lives in the link), the current step's text (render.js) and its check (checks.js), which
 // turns green once the reader has done the experiment and marks the step done in the store.
+// A lesson opened from the list opens its first step's own state.
 import { el } from '../parts/dom.js';
 import { store, linkOf, modelOf, getModel } from '../store.js';
 import { renderMarkdown } from './render.js';
@@ -12,7 +13,7 @@ import { MEASURES } from './measures.js';
 
 export const TAG = 'cs-lesson';
 
-/** The link of step `i` of the lesson shown: its own state, the lesson, the step, the steps done. */
+/** The link of step `i` of lesson `name`: its own state, the lesson, the step, the steps done. */
 function stepLink(name, lesson, i, state) {
   const st = lesson.steps[i];
   const s = st.state ? { ...st.state, ...Object.fromEntries(st.keep.filter((k) => state[k] !== null).map((k) => [k, state[k]])) } : state;
@@ -59,6 +60,16 @@ export class CsLesson extends HTMLElement {
     // A step's link is made when it is followed, so that it keeps what the reader has now.
     const step = /** @type {HTMLAnchorElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-step]'));
     if (step && this._lesson) step.href = stepLink(store.state.lesson, this._lesson, Number(step.dataset.step), store.state);
+    // A lesson of the list opens its first step (made now too); one not read yet, once it is.
+    const open = /** @type {HTMLAnchorElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-lesson]'));
+    if (open && !e.defaultPrevented && e.button === 0 && !e.ctrlKey && !e.metaKey && !e.shiftKey) {
+      const name = open.dataset.lesson;
+      if (read.has(name)) open.href = firstStepLink(name, read.get(name));
+      else {
+        e.preventDefault();
+        loadLesson(name).then((got) => { if (got.lesson) read.set(name, got.lesson); location.hash = got.lesson ? firstStepLink(name, got.lesson) : open.hash; });
+      }
+    }
     const a = /** @type {HTMLElement | null} */ (/** @type {HTMLElement} */ (e.target).closest?.('a[data-glossary]'));
     if (!a) return;
     e.preventDefault();
@@ -73,8 +84,16 @@ export class CsLesson extends HTMLElement {
     const got = name === 'index' ? { index: await lessonIndex() } : await loadLesson(name);
     if (seq !== this._seq) return;
     this._lesson = got.lesson ?? null;
+    if (got.lesson) read.set(name, got.lesson);
     const close = el('button', { type: 'button', class: 'cs-lesson-close', onclick: () => store.dispatch({ type: 'lesson', lesson: null }) }, 'Close lessons');
-    if (got.index) this.replaceChildren(close, ...indexView(got.index));
+    if (got.index) {
+      this.replaceChildren(close, ...indexView(got.index));
+      // Each lesson's link opens its first step: made as each lesson is read.
+      for (const a of this.querySelectorAll('a[data-lesson]')) {
+        const n = /** @type {HTMLAnchorElement} */ (a).dataset.lesson;
+        loadLesson(n).then((l) => { if (l.lesson && seq === this._seq) { read.set(n, l.lesson); /** @type {HTMLAnchorElement} */ (a).href = firstStepLink(n, l.lesson); } });
+      }
+    }
     else if (got.error) this.replaceChildren(close, el('p', { class: 'error', role: 'alert' }, got.error), el('p', {}, el('a', { href: `#${linkOf({ ...store.state, lesson: 'index', step: null, done: [] }).hash}` }, 'All lessons')));
     else this.replaceChildren(close, ...stepView(name, got.lesson, Math.min(step ?? 0, got.lesson.steps.length - 1), store.state).filter(Boolean));
     this.dataset.lesson = name;
@@ -125,6 +144,15 @@ export class CsLesson extends HTMLElement {
   }
 }
 
+/** Lessons read so far, by name, for their links to be made at once. @type {Map<string, any>} */
+const read = new Map();
+
+/** The link that opens lesson `name` at its first step. */
+function firstStepLink(name, lesson) {
+  const state = store.state;
+  return stepLink(name, lesson, 0, { ...state, done: state.lesson === name ? state.done : [], lessonText: null });
+}
+
 /** The list of lessons, and a box to paste one. */
 function indexView({ lessons, error }) {
   const area = el('textarea', { rows: 6, spellcheck: 'false', 'aria-label': 'A lesson in Markdown', placeholder: '# My lesson\n\n## First step\n...' });
@@ -138,7 +166,7 @@ function indexView({ lessons, error }) {
   return [
     el('h2', {}, 'Lessons'),
     error ? el('p', { class: 'error', role: 'alert' }, error) : el('ol', { class: 'cs-lesson-list' }, ...lessons.map((l) => el('li', {},
-      el('a', { href: `#${linkOf({ ...store.state, lesson: l.name, step: null, done: [] }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
+      el('a', { href: read.has(l.name) ? firstStepLink(l.name, read.get(l.name)) : `#${linkOf({ ...store.state, lesson: l.name, step: null, done: [], lessonText: null }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
       l.summary ? el('p', { class: 'muted' }, l.summary) : null))),
     el('details', { class: 'cs-lesson-paste' }, el('summary', {}, 'Paste a lesson'),
       el('p', { class: 'muted' }, 'A lesson file in the format the README describes. "Copy link" then carries the lesson itself (compressed), so students open it from the link alone.'), area, paste),
