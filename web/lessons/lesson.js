@@ -3,7 +3,9 @@
 // step's own state: the lesson, the step and the steps done are part of the link, so progress
 // lives in the link), the current step's text (render.js) and its check (checks.js), which
 // turns green once the reader has done the experiment and marks the step done in the store.
-// A lesson opened from the list opens its first step's own state.
+// A lesson opened from the list opens its first step's own state. The panel a step names is
+// outlined and scrolled into view as soon as its view shows it (the view may still be loading
+// when the step opens).
 import { el } from '../parts/dom.js';
 import { store, linkOf, modelOf, getModel } from '../store.js';
 import { renderMarkdown } from './render.js';
@@ -42,9 +44,9 @@ export class CsLesson extends HTMLElement {
     this.setAttribute('aria-label', 'Lesson');
     this._off = store.subscribe((s, prev) => {
       if (s.lesson !== prev.lesson || s.step !== prev.step || s.done !== prev.done || s.lessonText !== prev.lessonText) this.render();
-      else this.check();
+      else { this.check(); this.applyFocus(); }
     });
-    this._onRendered = () => this.check();
+    this._onRendered = () => { this.check(); this.applyFocus(); };
     document.getElementById('view-host')?.addEventListener('cs-rendered', this._onRendered);
     this.addEventListener('click', (e) => this.onClick(e));
     this.render();
@@ -53,6 +55,8 @@ export class CsLesson extends HTMLElement {
   disconnectedCallback() {
     this._off?.();
     clearInterval(this._poll);
+    this._watch?.disconnect();
+    this._watch = null;
     document.getElementById('view-host')?.removeEventListener('cs-rendered', this._onRendered);
   }
 
@@ -80,7 +84,7 @@ export class CsLesson extends HTMLElement {
     const seq = (this._seq = (this._seq ?? 0) + 1);
     const { lesson: name, step } = store.state;
     this.dataset.ready = 'false';
-    if (!name) { this.replaceChildren(); return; }
+    if (!name) { this.replaceChildren(); this._focus = null; this.applyFocus(); return; }
     const got = name === 'index' ? { index: await lessonIndex() } : await loadLesson(name);
     if (seq !== this._seq) return;
     this._lesson = got.lesson ?? null;
@@ -100,6 +104,8 @@ export class CsLesson extends HTMLElement {
     this.dataset.step = String(step ?? 0);
     this.dataset.ready = 'true';
     this._checked = null;
+    this._focus = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)]?.panel ?? null;
+    this.applyFocus();
     // A check on the in-page training run is read again every second: the run changes no setting.
     clearInterval(this._poll);
     const st = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)];
@@ -129,7 +135,23 @@ export class CsLesson extends HTMLElement {
     box.dataset.met = String(ok || wasDone);
     box.querySelectorAll('li').forEach((li, k) => { li.dataset.met = String(met[k]); });
     if (ok && !wasDone) store.dispatch({ type: 'set', values: { done: [...state.done, String(i)] } });
-    focusPanel(st.panel);
+  }
+
+  /**
+   * Outlines the step's panel (this._focus) if its view shows it; if not yet (the view is still
+   * loading, or another view is shown), watches the views until it does.
+   */
+  applyFocus() {
+    const found = focusPanel(this._focus);
+    if (found || !this._focus || !this.isConnected) {
+      this._watch?.disconnect();
+      this._watch = null;
+      return;
+    }
+    const host = document.getElementById('view-host');
+    if (!host || this._watch) return;
+    this._watch = new MutationObserver(() => this.applyFocus());
+    this._watch.observe(host, { childList: true, subtree: true, attributes: true, attributeFilter: ['hidden', 'data-panel'] });
   }
 
   async showTerm(id) {
@@ -198,15 +220,16 @@ function stepView(name, lesson, i, state) {
   ];
 }
 
-/** Outlines the panel a step points at and brings it into view. */
+/** Outlines the panel a step points at and brings it into view; whether the view shows it. */
 function focusPanel(name) {
   for (const p of document.querySelectorAll('.cs-lesson-focus')) if (/** @type {HTMLElement} */ (p).dataset.panel !== name) p.classList.remove('cs-lesson-focus');
-  if (!name) return;
+  if (!name) return false;
   const p = document.querySelector(`#view-host .view:not([hidden]) section.cs-panel[data-panel="${CSS.escape(name)}"]`);
   if (p && !p.classList.contains('cs-lesson-focus')) {
     p.classList.add('cs-lesson-focus');
     p.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
   }
+  return !!p;
 }
 
 if (!customElements.get(TAG)) customElements.define(TAG, CsLesson);
