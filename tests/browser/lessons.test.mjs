@@ -127,6 +127,47 @@ for (const { name } of lessons) {
   });
 }
 
+// A lesson opened from the list, in a page showing another view: it opens its first step's own
+// link (not the page's state), its panel is outlined once that view has loaded, and, opened
+// again from the list, it keeps the step done (with words for screen readers, not a tick only).
+test('a lesson opened from the list opens its first step, outlines its panel once loaded, and keeps its ticks', { timeout: 120_000 }, async () => {
+  const { context, page, errors } = await open('#v=2&view=induction&model=char-2l&lesson=index');
+  const ready = (name) => page.waitForFunction((n) => document.querySelector('cs-lesson')?.dataset.lesson === n && document.querySelector('cs-lesson').dataset.ready === 'true', name);
+  const state = () => page.evaluate(() => { const s = window.__cs.store.state; return { view: s.view, model: s.model, step: s.step, done: s.done }; });
+  try {
+    await settle(page);
+    await page.click('cs-lesson a[data-lesson="ioi-circuit"]');
+    await ready('ioi-circuit');
+    await settle(page);
+    assert.deepEqual(await state(), { view: 'ioi', model: 'ioi-1l1h', step: null, done: [] }, "the first step's link, not the page's state");
+    await page.waitForSelector('#view-host .view:not([hidden]) section.cs-lesson-focus[data-panel="ioi-prediction"]', { timeout: 10_000 });
+    assert.equal(await met(page), 'false');
+    await page.selectOption('#model-switch', 'ioi-1l2h');
+    await page.waitForSelector('.cs-lesson-check[data-met="true"]');
+    assert.doesNotMatch(await page.textContent('.cs-lesson-steps > li:nth-child(2)'), /done/);
+    assert.match(await page.textContent('.cs-lesson-steps > li:nth-child(1)'), /\(done\)/, 'a done step says so in words');
+    // Away to the list and back: the step is still done, and the lesson opens its first step again.
+    await page.click('.cs-lesson-crumbs a');
+    await ready('index');
+    await page.click('cs-lesson a[data-lesson="ioi-circuit"]');
+    await ready('ioi-circuit');
+    await settle(page);
+    assert.deepEqual(await state(), { view: 'ioi', model: 'ioi-1l1h', step: null, done: ['0'] }, 'the steps done are kept in the browser');
+    assert.deepEqual(await page.$$eval('.cs-lesson-steps > li', (l) => l.map((x) => x.dataset.done)), ['true', 'false', 'false', 'false']);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+  // A step's link opened in a fresh page: the panel is outlined once its view has loaded.
+  const fresh = await open('#v=2&view=ioi&model=ioi-1l2h&lesson=ioi-circuit&step=1');
+  try {
+    await fresh.page.waitForSelector('#view-host .view:not([hidden]) section.cs-lesson-focus[data-panel="ioi-heads"]', { timeout: 20_000 });
+    assert.deepEqual(fresh.errors, []);
+  } finally {
+    await fresh.context.close();
+  }
+});
+
 test('a glossary link in a lesson opens its entry beside the step', async () => {
   const { context, page, errors } = await open('#v=2&lesson=induction-heads');
   try {

@@ -136,3 +136,24 @@ test('quotes, lists and emphasis nested thousands deep are read to a bounded dep
   const shallow = parseLesson('# T\n\n## One\n\n> > quoted\n\n- a\n  - b\n\n*a **b** c*\n');
   assert.deepEqual(shallow.problems, [], 'ordinary nesting is no problem');
 });
+
+test('progress is kept per lesson in storage, merged with the link, and storage that fails changes nothing', async () => {
+  const P = await load('lessons/progress.js');
+  const mem = new Map();
+  const storage = { getItem: (k) => mem.get(k) ?? null, setItem: (k, v) => { mem.set(k, String(v)); } };
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), []);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['0', '2'], storage), ['0', '2']);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['1'], storage), ['0', '1', '2'], 'saving adds to what was kept');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), ['0', '1', '2']);
+  assert.deepEqual(P.savedDone('induction-heads', storage), [], 'each lesson its own');
+  assert.deepEqual(P.mergeDone(['3'], ['10', '1']), ['1', '3', '10']);
+  mem.set(P.storageKey('ioi-circuit'), '{"not": "a list"}');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), [], 'damaged storage reads as nothing');
+  mem.set(P.storageKey('ioi-circuit'), '["0", "x", 7, "999"]');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), ['0'], 'only step numbers');
+  const broken = { getItem: () => { throw new Error('SecurityError'); }, setItem: () => { throw new Error('QuotaExceededError'); } };
+  assert.deepEqual(P.savedDone('ioi-circuit', broken), []);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['1'], broken), ['1']);
+  assert.deepEqual(P.savedDone('ioi-circuit', null), []);
+  assert.deepEqual(P.savedDone('pasted', storage), [], 'a pasted lesson keeps its progress in its link only');
+});

@@ -1,17 +1,18 @@
 // <cs-lesson>: the lesson pane beside the view. It shows the store's lesson (state.lesson: a
 // lesson of the site, "pasted", or "index" for the list), its steps as links (each opens the
 // step's own state: the lesson, the step and the steps done are part of the link, so progress
-// lives in the link), the current step's text (render.js) and its check (checks.js), which
-// turns green once the reader has done the experiment and marks the step done in the store.
-// A lesson opened from the list opens its first step's own state. The panel a step names is
-// outlined and scrolled into view as soon as its view shows it (the view may still be loading
-// when the step opens).
+// lives in the link, and in this browser too: progress.js), the current step's text (render.js)
+// and its check (checks.js), which turns green once the reader has done the experiment and marks
+// the step done in the store. A lesson opened from the list opens its first step's own state.
+// The panel a step names is outlined and scrolled into view as soon as its view shows it (the
+// view may still be loading when the step opens).
 import { el } from '../parts/dom.js';
 import { store, linkOf, modelOf, getModel } from '../store.js';
 import { renderMarkdown } from './render.js';
 import { loadLesson, lessonIndex, pasteLesson, loadGlossary, PASTED } from './files.js';
 import { holds, measuresOf, measureKey } from './checks.js';
 import { MEASURES } from './measures.js';
+import { savedDone, saveDone, mergeDone } from './progress.js';
 
 export const TAG = 'cs-lesson';
 
@@ -88,7 +89,12 @@ export class CsLesson extends HTMLElement {
     const got = name === 'index' ? { index: await lessonIndex() } : await loadLesson(name);
     if (seq !== this._seq) return;
     this._lesson = got.lesson ?? null;
-    if (got.lesson) read.set(name, got.lesson);
+    if (got.lesson) {
+      read.set(name, got.lesson);
+      // The steps done kept in this browser join the link's (and the link's are kept).
+      const done = saveDone(name, [...store.state.done]);
+      if (done.join() !== mergeDone(store.state.done, []).join()) { store.dispatch({ type: 'set', values: { done } }); return; }
+    }
     const close = el('button', { type: 'button', class: 'cs-lesson-close', onclick: () => store.dispatch({ type: 'lesson', lesson: null }) }, 'Close lessons');
     if (got.index) {
       this.replaceChildren(close, ...indexView(got.index));
@@ -134,7 +140,11 @@ export class CsLesson extends HTMLElement {
     const wasDone = state.done.includes(String(i));
     box.dataset.met = String(ok || wasDone);
     box.querySelectorAll('li').forEach((li, k) => { li.dataset.met = String(met[k]); });
-    if (ok && !wasDone) store.dispatch({ type: 'set', values: { done: [...state.done, String(i)] } });
+    if (ok && !wasDone) {
+      const done = [...state.done, String(i)];
+      saveDone(state.lesson, done);
+      store.dispatch({ type: 'set', values: { done } });
+    }
   }
 
   /**
@@ -169,10 +179,10 @@ export class CsLesson extends HTMLElement {
 /** Lessons read so far, by name, for their links to be made at once. @type {Map<string, any>} */
 const read = new Map();
 
-/** The link that opens lesson `name` at its first step. */
+/** The link that opens lesson `name` at its first step, with the steps done kept in this browser. */
 function firstStepLink(name, lesson) {
   const state = store.state;
-  return stepLink(name, lesson, 0, { ...state, done: state.lesson === name ? state.done : [], lessonText: null });
+  return stepLink(name, lesson, 0, { ...state, done: mergeDone(savedDone(name), state.lesson === name ? state.done : []), lessonText: null });
 }
 
 /** The list of lessons, and a box to paste one. */
@@ -188,7 +198,7 @@ function indexView({ lessons, error }) {
   return [
     el('h2', {}, 'Lessons'),
     error ? el('p', { class: 'error', role: 'alert' }, error) : el('ol', { class: 'cs-lesson-list' }, ...lessons.map((l) => el('li', {},
-      el('a', { href: read.has(l.name) ? firstStepLink(l.name, read.get(l.name)) : `#${linkOf({ ...store.state, lesson: l.name, step: null, done: [], lessonText: null }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
+      el('a', { href: read.has(l.name) ? firstStepLink(l.name, read.get(l.name)) : `#${linkOf({ ...store.state, lesson: l.name, step: null, done: savedDone(l.name), lessonText: null }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
       l.summary ? el('p', { class: 'muted' }, l.summary) : null))),
     el('details', { class: 'cs-lesson-paste' }, el('summary', {}, 'Paste a lesson'),
       el('p', { class: 'muted' }, 'A lesson file in the format the README describes. "Copy link" then carries the lesson itself (compressed), so students open it from the link alone.'), area, paste),
@@ -206,8 +216,11 @@ function stepView(name, lesson, i, state) {
     i === 0 && lesson.intro.trim() ? el('div', { class: 'cs-lesson-intro' }, renderMarkdown(lesson.intro)) : null,
     lesson.problems.length ? el('details', { class: 'cs-lesson-problems' }, el('summary', {}, `This lesson file has ${lesson.problems.length} problem${lesson.problems.length > 1 ? 's' : ''}`),
       el('ul', {}, ...lesson.problems.map((p) => el('li', {}, p)))) : null,
-    el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => el('li', { dataset: { done: String(state.done.includes(String(j))) }, 'aria-current': j === i ? 'step' : null },
-      el('a', { href: stepLink(name, lesson, j, state), dataset: { step: j } }, s.title)))),
+    el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => {
+      const done = state.done.includes(String(j));
+      return el('li', { dataset: { done: String(done) }, 'aria-current': j === i ? 'step' : null },
+        el('a', { href: stepLink(name, lesson, j, state), dataset: { step: j } }, s.title, done ? el('span', { class: 'cs-lesson-sr' }, ' (done)') : null));
+    })),
     st ? el('section', { class: 'cs-lesson-step', 'aria-labelledby': 'cs-lesson-step-h' },
       el('h3', { id: 'cs-lesson-step-h' }, `${i + 1}. ${st.title}`),
       renderMarkdown(st.markdown),
