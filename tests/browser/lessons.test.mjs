@@ -237,6 +237,32 @@ test("a teacher's own lesson, pasted into the page, opens and its check works", 
   }
 });
 
+// A pasted lesson nested 5,000 deep, with a mistake: the page says so in words, above the steps
+// where the reader looks, and goes on working.
+test("a pasted lesson's problems show open, and nesting thousands deep is one of them, in words", async () => {
+  const { context, page, errors } = await open('#v=2');
+  try {
+    await settle(page);
+    await page.click('#open-lessons');
+    await page.click('.cs-lesson-paste summary');
+    await page.fill('.cs-lesson-paste textarea', `# Deep\n\n## One\n\n${'>'.repeat(5000)} very deep\n\n\`\`\`check\nwhen: secondLoss > 1\n\`\`\`\n\n## Two\n\nText.\n`);
+    await page.click('.cs-lesson-paste button');
+    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.lesson === 'pasted' && document.querySelector('cs-lesson').dataset.ready === 'true');
+    await page.waitForSelector('.cs-lesson-problems[role="alert"] li', { state: 'visible', timeout: 5_000 });
+    const said = await page.textContent('.cs-lesson-problems');
+    assert.match(said, /line 5: quotes and lists nest 5,000 deep/);
+    assert.match(said, /no measure "secondLoss"/);
+    assert.doesNotMatch(await page.textContent('cs-lesson'), /call stack/i);
+    assert.match(await page.textContent('.cs-lesson-step'), /very deep/);
+    await page.click('.cs-lesson-way a:text("Next")');
+    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.step === '1');
+    assert.ok(await page.isVisible('#view-host'), 'the page still shows its view');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
 // Every way a lesson file could try to run code or reach out. The page's policy refuses inline
 // code anyway; the sanitizer must also leave nothing of it in the page.
 const HOSTILE = `# Hostile <script>window.__pwned = 1</script>

@@ -213,9 +213,8 @@ function stepView(name, lesson, i, state) {
   return [
     el('p', { class: 'cs-lesson-crumbs' }, el('a', { href: `#${linkOf({ ...state, lesson: 'index', step: null }).hash}` }, 'All lessons')),
     el('h2', {}, lesson.title),
+    problemsView(lesson.problems, i === 0),
     i === 0 && lesson.intro.trim() ? el('div', { class: 'cs-lesson-intro' }, renderMarkdown(lesson.intro)) : null,
-    lesson.problems.length ? el('details', { class: 'cs-lesson-problems' }, el('summary', {}, `This lesson file has ${lesson.problems.length} problem${lesson.problems.length > 1 ? 's' : ''}`),
-      el('ul', {}, ...lesson.problems.map((p) => el('li', {}, p)))) : null,
     el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => {
       const done = state.done.includes(String(j));
       return el('li', { dataset: { done: String(done) }, 'aria-current': j === i ? 'step' : null },
@@ -231,6 +230,21 @@ function stepView(name, lesson, i, state) {
       st.link ? el('p', {}, el('a', { href: stepLink(name, lesson, i, state), class: 'cs-lesson-reset' }, 'Start this step again')) : null) : null,
     el('p', { class: 'cs-lesson-way' }, nav(i - 1, '← Previous'), nav(i + 1, 'Next →')),
   ];
+}
+
+const SHOWN_PROBLEMS = 12;
+
+/**
+ * A lesson file's problems, open under its title (an alert as the lesson opens, at its first
+ * step; a note after), the first SHOWN_PROBLEMS of them listed.
+ */
+function problemsView(problems, first) {
+  if (!problems.length) return null;
+  const n = problems.length;
+  return el('div', { class: 'cs-lesson-problems', role: first ? 'alert' : 'note' },
+    el('p', {}, `This lesson file has ${n.toLocaleString('en')} problem${n > 1 ? 's' : ''}; it opens as far as it can be read:`),
+    el('ul', {}, ...problems.slice(0, SHOWN_PROBLEMS).map((p) => el('li', {}, p)),
+      n > SHOWN_PROBLEMS ? el('li', {}, `and ${(n - SHOWN_PROBLEMS).toLocaleString('en')} more`) : null));
 }
 
 /** Outlines the panel a step points at and brings it into view; whether the view shows it. */
