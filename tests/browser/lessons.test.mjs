@@ -48,6 +48,10 @@ const met = (page) => page.$eval('.cs-lesson-check', (e) => e.dataset.met);
 // What a student does at each step, with the page's controls (never the store).
 const thumb = (name) => (p) => p.click(`cs-induction button[aria-label^="${name}:"]`);
 const ablate = (name) => (p) => p.click(`cs-induction button[aria-label="Ablate ${name}"]`);
+const ioiNames = (io, s) => async (p) => {
+  await p.fill('cs-ioi input[id^="cs-ioi-seq-"][id$="-io"]', io);
+  await p.fill('cs-ioi input[id^="cs-ioi-seq-"][id$="-s"]', s);
+};
 const STUDENT = {
   'induction-heads': [
     async (p) => { await p.fill('#ind-text', 'The quick brown fox jumps over'); await p.click('cs-induction button:text("Repeat my text")'); },
@@ -74,10 +78,19 @@ const STUDENT = {
   ],
   'ioi-circuit': [
     (p) => p.selectOption('#model-switch', 'ioi-1l2h'),
-    (p) => p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'),
-    (p) => p.check('cs-ioi input[id$="-nopos"]'),
+    async (p) => { await p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'); await settle(p); await ioiNames('C', 'D')(p); },
+    async (p) => { await p.check('cs-ioi input[id$="-nopos"]'); await settle(p); await ioiNames('C', 'D')(p); },
     (p) => p.selectOption('cs-ioi select[id$="-cut"]', 'q'),
   ],
+};
+
+// The control a step names, touched alone without looking at what it shows: a check must not be
+// met by that (a step with no possible wrong answer teaches nothing). By lesson, by step.
+const SHORTCUT = {
+  'ioi-circuit': {
+    1: (p) => p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'),
+    2: (p) => p.check('cs-ioi input[id$="-nopos"]'),
+  },
 };
 
 const lessons = JSON.parse(readFileSync(path.join(root, 'web', 'lessons', 'index.json'), 'utf8')).lessons;
@@ -99,6 +112,13 @@ for (const { name } of lessons) {
         await settle(page);
         await page.waitForTimeout(300);   // a check runs after the view settles
         assert.equal(await met(page), 'false', `step ${i + 1}'s check is not met before the experiment`);
+        if (SHORTCUT[name]?.[i]) {
+          const v = await page.evaluate(() => window.__cs.store.version);
+          await SHORTCUT[name][i](page);
+          await page.waitForFunction(VIEW_SETTLED, v + 1);
+          await page.waitForTimeout(300);
+          assert.equal(await met(page), 'false', `step ${i + 1}'s check is met by touching its control alone`);
+        }
         if (name === 'induction-heads' && i > 0) assert.match(await page.inputValue('#ind-text'), /^The quick brown fox/, 'the step kept the text the reader typed (keep: text)');
         await STUDENT[name][i](page);
         await page.waitForSelector('.cs-lesson-check[data-met="true"]', { timeout: 240_000 }).catch(async (e) => {
