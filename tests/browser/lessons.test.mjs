@@ -275,7 +275,8 @@ test("a pasted lesson's problems show open, and nesting thousands deep is one of
     assert.doesNotMatch(await page.textContent('cs-lesson'), /call stack/i);
     assert.match(await page.textContent('.cs-lesson-step'), /very deep/);
     await page.click('.cs-lesson-way a:text("Next")');
-    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.step === '1');
+    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.step === '1' && document.querySelector('cs-lesson').dataset.ready === 'true');
+    assert.equal(await page.getAttribute('.cs-lesson-problems', 'role'), 'note', 'shown at every step, announced once');
     assert.ok(await page.isVisible('#view-host'), 'the page still shows its view');
     assert.deepEqual(errors, []);
   } finally {

@@ -105,7 +105,12 @@ export class CsLesson extends HTMLElement {
       }
     }
     else if (got.error) this.replaceChildren(close, el('p', { class: 'error', role: 'alert' }, got.error), el('p', {}, el('a', { href: `#${linkOf({ ...store.state, lesson: 'index', step: null, done: [] }).hash}` }, 'All lessons')));
-    else this.replaceChildren(close, ...stepView(name, got.lesson, Math.min(step ?? 0, got.lesson.steps.length - 1), store.state).filter(Boolean));
+    else {
+      // The lesson's problems are an alert the first time it is shown, not at each step after.
+      const first = this._shown !== got.lesson;
+      this._shown = got.lesson;
+      this.replaceChildren(close, ...stepView(name, got.lesson, Math.min(step ?? 0, got.lesson.steps.length - 1), store.state, first).filter(Boolean));
+    }
     this.dataset.lesson = name;
     this.dataset.step = String(step ?? 0);
     this.dataset.ready = 'true';
@@ -206,14 +211,14 @@ function indexView({ lessons, error }) {
 }
 
 /** A step: the lesson's title, the steps as links, the step's text, its check, and the way on. */
-function stepView(name, lesson, i, state) {
+function stepView(name, lesson, i, state, first = false) {
   const st = lesson.steps[i];
   const nav = (j, label) => (j < 0 || j >= lesson.steps.length ? el('span', {}) : el('a', { class: 'cs-lesson-nav', href: stepLink(name, lesson, j, state), dataset: { step: j } }, label));
   const check = st?.check;
   return [
     el('p', { class: 'cs-lesson-crumbs' }, el('a', { href: `#${linkOf({ ...state, lesson: 'index', step: null }).hash}` }, 'All lessons')),
     el('h2', {}, lesson.title),
-    problemsView(lesson.problems, i === 0),
+    problemsView(lesson.problems, first),
     i === 0 && lesson.intro.trim() ? el('div', { class: 'cs-lesson-intro' }, renderMarkdown(lesson.intro)) : null,
     el('ol', { class: 'cs-lesson-steps' }, ...lesson.steps.map((s, j) => {
       const done = state.done.includes(String(j));
@@ -235,8 +240,9 @@ function stepView(name, lesson, i, state) {
 const SHOWN_PROBLEMS = 12;
 
 /**
- * A lesson file's problems, open under its title (an alert as the lesson opens, at its first
- * step; a note after), the first SHOWN_PROBLEMS of them listed.
+ * A lesson file's problems, open under its title (an alert when the lesson is first shown, a
+ * note after, so that moving between steps does not announce them again), the first
+ * SHOWN_PROBLEMS of them listed.
  */
 function problemsView(problems, first) {
   if (!problems.length) return null;
