@@ -112,7 +112,7 @@ const SHOWN_PROBLEMS = 5;
 function boundNesting(src, problems) {
   const deep = [];
   const lines = src.split('\n').map((line, i) => {
-    if (line.length < 2 * MAX_NESTING) return line;
+    if (line.length <= MAX_NESTING) return line;   // each marker is a character at least
     let depth = 0;
     let end = 0;
     let keep = 0;
@@ -147,8 +147,9 @@ function lex(src, problems) {
     if (!tooDeep(e)) throw e;
   }
   // The line with the most emphasis marks, to point at.
-  const counts = src.split('\n').map((l) => (l.match(/[*_~]/g) ?? []).length);
-  const most = counts.indexOf(Math.max(...counts));
+  let most = 0;
+  let marks = -1;
+  src.split('\n').forEach((l, i) => { const n = (l.match(/[*_~]/g) ?? []).length; if (n > marks) { marks = n; most = i; } });
   problems.push(`line ${most + 1}: the lesson nests emphasis (* _ ~) too deep to read, so its emphasis marks are shown as they are written`);
   return marked.lexer(plainEmphasis(src));
 }
