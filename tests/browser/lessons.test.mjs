@@ -1,10 +1,13 @@
 // The shipped lessons (web/lessons/*.md), followed as a student would in the whole app: for every
 // step, open it from the lesson's list of steps, see that its check is not yet met, do what the
-// step asks with the page's own controls, and wait for the check to turn green. Progress goes
-// into the link: reopening the last link shows every step done. Also: a teacher's own lesson,
-// written from the README's format alone, pasted into the page; a hostile lesson file (scripts,
-// event handlers, javascript: links, frames, styles) that must run nothing; the glossary links.
-// Screenshots go to test-artifacts/lesson-*.png.
+// step asks with the page's own controls (where a step names one control, touching it alone
+// must not pass), and wait for the check to turn green. Progress goes into the link: reopening
+// the last link shows every step done. Also: a lesson opened from the list (its first step's
+// state, its panel outlined once the view has loaded, its ticks kept in the browser and said in
+// words); a teacher's own lesson, written from the README's format alone, pasted into the page;
+// a pasted lesson's problems shown open (nesting 5,000 deep among them); a hostile lesson file
+// (scripts, event handlers, javascript: and http: links, frames, styles, images by ..) that must
+// run nothing; the glossary links. Screenshots go to test-artifacts/lesson-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';

@@ -1,8 +1,10 @@
 // The lesson format (web/lessons/format.js, checks.js, as built into build/site): the shipped
 // lessons read without a problem, every step opens a link the page reads and names a panel that
 // exists, every glossary link has its entry; conditions parse and decide as documented, and
-// mistakes give sentences with their line. The browser half (a student following every lesson,
-// hostile lessons) is tests/browser/lessons.test.mjs.
+// mistakes give sentences with their line; a step's link may be a whole URL of the page; nesting
+// thousands deep is bounded and said in words; progress kept in storage (progress.js) survives
+// storage that refuses. The browser half (a student following every lesson, hostile lessons) is
+// tests/browser/lessons.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
