@@ -1,10 +1,13 @@
 // The shipped lessons (web/lessons/*.md), followed as a student would in the whole app: for every
 // step, open it from the lesson's list of steps, see that its check is not yet met, do what the
-// step asks with the page's own controls, and wait for the check to turn green. Progress goes
-// into the link: reopening the last link shows every step done. Also: a teacher's own lesson,
-// written from the README's format alone, pasted into the page; a hostile lesson file (scripts,
-// event handlers, javascript: links, frames, styles) that must run nothing; the glossary links.
-// Screenshots go to test-artifacts/lesson-*.png.
+// step asks with the page's own controls (where a step names one control, touching it alone
+// must not pass), and wait for the check to turn green. Progress goes into the link: reopening
+// the last link shows every step done. Also: a lesson opened from the list (its first step's
+// state, its panel outlined once the view has loaded, its ticks kept in the browser and said in
+// words); a teacher's own lesson, written from the README's format alone, pasted into the page;
+// a pasted lesson's problems shown open (nesting 5,000 deep among them); a hostile lesson file
+// (scripts, event handlers, javascript: and http: links, frames, styles, images by ..) that must
+// run nothing; the glossary links. Screenshots go to test-artifacts/lesson-*.png.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -48,6 +51,10 @@ const met = (page) => page.$eval('.cs-lesson-check', (e) => e.dataset.met);
 // What a student does at each step, with the page's controls (never the store).
 const thumb = (name) => (p) => p.click(`cs-induction button[aria-label^="${name}:"]`);
 const ablate = (name) => (p) => p.click(`cs-induction button[aria-label="Ablate ${name}"]`);
+const ioiNames = (io, s) => async (p) => {
+  await p.fill('cs-ioi input[id^="cs-ioi-seq-"][id$="-io"]', io);
+  await p.fill('cs-ioi input[id^="cs-ioi-seq-"][id$="-s"]', s);
+};
 const STUDENT = {
   'induction-heads': [
     async (p) => { await p.fill('#ind-text', 'The quick brown fox jumps over'); await p.click('cs-induction button:text("Repeat my text")'); },
@@ -74,10 +81,19 @@ const STUDENT = {
   ],
   'ioi-circuit': [
     (p) => p.selectOption('#model-switch', 'ioi-1l2h'),
-    (p) => p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'),
-    (p) => p.check('cs-ioi input[id$="-nopos"]'),
+    async (p) => { await p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'); await settle(p); await ioiNames('C', 'D')(p); },
+    async (p) => { await p.check('cs-ioi input[id$="-nopos"]'); await settle(p); await ioiNames('C', 'D')(p); },
     (p) => p.selectOption('cs-ioi select[id$="-cut"]', 'q'),
   ],
+};
+
+// The control a step names, touched alone without looking at what it shows: a check must not be
+// met by that (a step with no possible wrong answer teaches nothing). By lesson, by step.
+const SHORTCUT = {
+  'ioi-circuit': {
+    1: (p) => p.selectOption('cs-ioi select[id$="-order"]', 'SIOS'),
+    2: (p) => p.check('cs-ioi input[id$="-nopos"]'),
+  },
 };
 
 const lessons = JSON.parse(readFileSync(path.join(root, 'web', 'lessons', 'index.json'), 'utf8')).lessons;
@@ -99,6 +115,13 @@ for (const { name } of lessons) {
         await settle(page);
         await page.waitForTimeout(300);   // a check runs after the view settles
         assert.equal(await met(page), 'false', `step ${i + 1}'s check is not met before the experiment`);
+        if (SHORTCUT[name]?.[i]) {
+          const v = await page.evaluate(() => window.__cs.store.version);
+          await SHORTCUT[name][i](page);
+          await page.waitForFunction(VIEW_SETTLED, v + 1);
+          await page.waitForTimeout(300);
+          assert.equal(await met(page), 'false', `step ${i + 1}'s check is met by touching its control alone`);
+        }
         if (name === 'induction-heads' && i > 0) assert.match(await page.inputValue('#ind-text'), /^The quick brown fox/, 'the step kept the text the reader typed (keep: text)');
         await STUDENT[name][i](page);
         await page.waitForSelector('.cs-lesson-check[data-met="true"]', { timeout: 240_000 }).catch(async (e) => {
@@ -126,6 +149,47 @@ for (const { name } of lessons) {
     }
   });
 }
+
+// A lesson opened from the list, in a page showing another view: it opens its first step's own
+// link (not the page's state), its panel is outlined once that view has loaded, and, opened
+// again from the list, it keeps the step done (with words for screen readers, not a tick only).
+test('a lesson opened from the list opens its first step, outlines its panel once loaded, and keeps its ticks', { timeout: 120_000 }, async () => {
+  const { context, page, errors } = await open('#v=2&view=induction&model=char-2l&lesson=index');
+  const ready = (name) => page.waitForFunction((n) => document.querySelector('cs-lesson')?.dataset.lesson === n && document.querySelector('cs-lesson').dataset.ready === 'true', name);
+  const state = () => page.evaluate(() => { const s = window.__cs.store.state; return { view: s.view, model: s.model, step: s.step, done: s.done }; });
+  try {
+    await settle(page);
+    await page.click('cs-lesson a[data-lesson="ioi-circuit"]');
+    await ready('ioi-circuit');
+    await settle(page);
+    assert.deepEqual(await state(), { view: 'ioi', model: 'ioi-1l1h', step: null, done: [] }, "the first step's link, not the page's state");
+    await page.waitForSelector('#view-host .view:not([hidden]) section.cs-lesson-focus[data-panel="ioi-prediction"]', { timeout: 10_000 });
+    assert.equal(await met(page), 'false');
+    await page.selectOption('#model-switch', 'ioi-1l2h');
+    await page.waitForSelector('.cs-lesson-check[data-met="true"]');
+    assert.doesNotMatch(await page.textContent('.cs-lesson-steps > li:nth-child(2)'), /done/);
+    assert.match(await page.textContent('.cs-lesson-steps > li:nth-child(1)'), /\(done\)/, 'a done step says so in words');
+    // Away to the list and back: the step is still done, and the lesson opens its first step again.
+    await page.click('.cs-lesson-crumbs a');
+    await ready('index');
+    await page.click('cs-lesson a[data-lesson="ioi-circuit"]');
+    await ready('ioi-circuit');
+    await settle(page);
+    assert.deepEqual(await state(), { view: 'ioi', model: 'ioi-1l1h', step: null, done: ['0'] }, 'the steps done are kept in the browser');
+    assert.deepEqual(await page.$$eval('.cs-lesson-steps > li', (l) => l.map((x) => x.dataset.done)), ['true', 'false', 'false', 'false']);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+  // A step's link opened in a fresh page: the panel is outlined once its view has loaded.
+  const fresh = await open('#v=2&view=ioi&model=ioi-1l2h&lesson=ioi-circuit&step=1');
+  try {
+    await fresh.page.waitForSelector('#view-host .view:not([hidden]) section.cs-lesson-focus[data-panel="ioi-heads"]', { timeout: 20_000 });
+    assert.deepEqual(fresh.errors, []);
+  } finally {
+    await fresh.context.close();
+  }
+});
 
 test('a glossary link in a lesson opens its entry beside the step', async () => {
   const { context, page, errors } = await open('#v=2&lesson=induction-heads');
@@ -196,6 +260,33 @@ test("a teacher's own lesson, pasted into the page, opens and its check works", 
   }
 });
 
+// A pasted lesson nested 5,000 deep, with a mistake: the page says so in words, above the steps
+// where the reader looks, and goes on working.
+test("a pasted lesson's problems show open, and nesting thousands deep is one of them, in words", async () => {
+  const { context, page, errors } = await open('#v=2');
+  try {
+    await settle(page);
+    await page.click('#open-lessons');
+    await page.click('.cs-lesson-paste summary');
+    await page.fill('.cs-lesson-paste textarea', `# Deep\n\n## One\n\n${'>'.repeat(5000)} very deep\n\n\`\`\`check\nwhen: secondLoss > 1\n\`\`\`\n\n## Two\n\nText.\n`);
+    await page.click('.cs-lesson-paste button');
+    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.lesson === 'pasted' && document.querySelector('cs-lesson').dataset.ready === 'true');
+    await page.waitForSelector('.cs-lesson-problems[role="alert"] li', { state: 'visible', timeout: 5_000 });
+    const said = await page.textContent('.cs-lesson-problems');
+    assert.match(said, /line 5: quotes and lists nest 5,000 deep/);
+    assert.match(said, /no measure "secondLoss"/);
+    assert.doesNotMatch(await page.textContent('cs-lesson'), /call stack/i);
+    assert.match(await page.textContent('.cs-lesson-step'), /very deep/);
+    await page.click('.cs-lesson-way a:text("Next")');
+    await page.waitForFunction(() => document.querySelector('cs-lesson')?.dataset.step === '1' && document.querySelector('cs-lesson').dataset.ready === 'true');
+    assert.equal(await page.getAttribute('.cs-lesson-problems', 'role'), 'note', 'shown at every step, announced once');
+    assert.ok(await page.isVisible('#view-host'), 'the page still shows its view');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
 // Every way a lesson file could try to run code or reach out. The page's policy refuses inline
 // code anyway; the sanitizer must also leave nothing of it in the page.
 const HOSTILE = `# Hostile <script>window.__pwned = 1</script>
@@ -213,6 +304,8 @@ const HOSTILE = `# Hostile <script>window.__pwned = 1</script>
 <math><mi xlink:href="javascript:alert(1)">x</mi></math>
 <div style="background:url(https://example.com/x.png)">styled</div>
 <img src="https://example.com/track.png">
+
+[plain http](http://example.com/page) ![up](../models/index.json) ![up again](img/../../README.md) ![fine](img/lesson.png)
 
 \`\`\`step
 link: #v=2&view=induction&text=%3Cscript%3Ewindow.__pwned%3D8%3C%2Fscript%3E
@@ -245,6 +338,10 @@ test('a hostile lesson file runs no script and leaves no active content in the p
     assert.deepEqual(active, [], 'no script, frame, style or form left');
     const images = await page.$$eval('cs-lesson img', (n) => n.map((x) => /** @type {HTMLImageElement} */ (x).src));
     assert.ok(images.every((src) => src.startsWith(`http://127.0.0.1:${server.port}/`)), `images only from the site: ${images}`);
+    const paths = await page.$$eval('cs-lesson img', (n) => n.map((x) => x.getAttribute('src')));
+    assert.deepEqual(paths, ['img/lesson.png'], 'no image by a path with ..');
+    assert.deepEqual(await page.$$eval('cs-lesson a[href]', (n) => n.map((x) => x.getAttribute('href')).filter((h) => /^http:/i.test(h))), [], 'no http: link');
+    assert.ok(await page.isVisible('cs-lesson a:text("plain http")') || await page.isVisible('cs-lesson :text("plain http")'), 'its text stays');
     const handlers = await page.$$eval('cs-lesson *', (n) => n.flatMap((x) => [...x.attributes].filter((a) => /^on/i.test(a.name) || /javascript:|data:/i.test(a.value)).map((a) => `${x.localName} ${a.name}`)));
     assert.deepEqual(handlers, [], 'no event handler or script URL left');
     assert.deepEqual(requests, [], 'no request left the page\'s origin');

@@ -1,8 +1,10 @@
 // The lesson format (web/lessons/format.js, checks.js, as built into build/site): the shipped
 // lessons read without a problem, every step opens a link the page reads and names a panel that
 // exists, every glossary link has its entry; conditions parse and decide as documented, and
-// mistakes give sentences with their line. The browser half (a student following every lesson,
-// hostile lessons) is tests/browser/lessons.test.mjs.
+// mistakes give sentences with their line; a step's link may be a whole URL of the page; nesting
+// thousands deep is bounded and said in words; progress kept in storage (progress.js) survives
+// storage that refuses. The browser half (a student following every lesson, hostile lessons) is
+// tests/browser/lessons.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -93,4 +95,67 @@ test('every panel lists its glossary terms (web/panels/terms.js), and every term
     assert.ok(terms.length > 0, panel);
     for (const [label, id] of terms) assert.ok(glossary.has(id), `${panel}: "${label}" links to glossary#${id}, which has no entry`);
   }
+});
+
+test("a step's link may be the full URL Copy link gives, of this page; another site's is a problem in words", () => {
+  const page = 'https://example.org/circuitscope/index.html?x=1#v=2&view=induction';
+  const lesson = (link) => parseLesson(`# T\n\n## One\n\n\`\`\`step\nlink: ${link}\n\`\`\`\n`, { page });
+  for (const link of ['https://example.org/circuitscope/#v=2&view=ioi&model=ioi-1l2h', 'https://example.org/circuitscope/index.html#v=2&view=ioi&model=ioi-1l2h', '#v=2&view=ioi&model=ioi-1l2h', 'v=2&view=ioi&model=ioi-1l2h']) {
+    const l = lesson(link);
+    assert.deepEqual(l.problems, [], link);
+    assert.equal(l.steps[0].state.view, 'ioi', link);
+    assert.equal(l.steps[0].state.model, 'ioi-1l2h', link);
+    assert.equal(l.steps[0].link, '#v=2&view=ioi&model=ioi-1l2h', link);
+  }
+  for (const [link, re] of [['https://other.example/circuitscope/#v=2&view=ioi', /line 6: the step's link is to another site \(https:\/\/other\.example\)/],
+    ['https://example.org/elsewhere/#v=2&view=ioi', /line 6: the step's link is to another page \(\/elsewhere\/\)/],
+    ['https://example.org/circuitscope/', /line 6: the step's link has no #v=/]]) {
+    const l = lesson(link);
+    assert.equal(l.steps[0].state, null, link);
+    assert.match(l.problems.join('\n'), re, link);
+    assert.doesNotMatch(l.problems.join('\n'), /undefined|Error/, link);
+  }
+});
+
+test('quotes, lists and emphasis nested thousands deep are read to a bounded depth, and the lesson says so in words', async () => {
+  const { marked } = await load('vendor/marked.mjs');
+  const deep = {
+    quotes: '>'.repeat(5000) + ' deep',
+    spaced: '> '.repeat(5000) + 'deep',
+    lists: '- '.repeat(5000) + 'deep',
+    mixed: '> 1. '.repeat(3000) + 'deep',
+    emphasis: '*a '.repeat(5000) + 'deep' + '*'.repeat(5000),
+  };
+  for (const [kind, body] of Object.entries(deep)) {
+    const lesson = parseLesson(`# T\n\n## One\n\n${body}\n\n## Two\n\ntext\n`);
+    assert.equal(lesson.steps.length, 2, kind);
+    const said = lesson.problems.join('\n');
+    assert.match(said, /line 5: .*nest/, `${kind}: ${said.slice(0, 200)}`);
+    assert.doesNotMatch(said, /call stack|RangeError/i, kind);
+    assert.match(lesson.steps[0].markdown, /deep/, kind);
+    assert.doesNotThrow(() => marked.parse(lesson.steps[0].markdown), kind);
+  }
+  const shallow = parseLesson('# T\n\n## One\n\n> > quoted\n\n- a\n  - b\n\n*a **b** c*\n');
+  assert.deepEqual(shallow.problems, [], 'ordinary nesting is no problem');
+});
+
+test('progress is kept per lesson in storage, merged with the link, and storage that fails changes nothing', async () => {
+  const P = await load('lessons/progress.js');
+  const mem = new Map();
+  const storage = { getItem: (k) => mem.get(k) ?? null, setItem: (k, v) => { mem.set(k, String(v)); } };
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), []);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['0', '2'], storage), ['0', '2']);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['1'], storage), ['0', '1', '2'], 'saving adds to what was kept');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), ['0', '1', '2']);
+  assert.deepEqual(P.savedDone('induction-heads', storage), [], 'each lesson its own');
+  assert.deepEqual(P.mergeDone(['3'], ['10', '1']), ['1', '3', '10']);
+  mem.set(P.storageKey('ioi-circuit'), '{"not": "a list"}');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), [], 'damaged storage reads as nothing');
+  mem.set(P.storageKey('ioi-circuit'), '["0", "x", 7, "999"]');
+  assert.deepEqual(P.savedDone('ioi-circuit', storage), ['0'], 'only step numbers');
+  const broken = { getItem: () => { throw new Error('SecurityError'); }, setItem: () => { throw new Error('QuotaExceededError'); } };
+  assert.deepEqual(P.savedDone('ioi-circuit', broken), []);
+  assert.deepEqual(P.saveDone('ioi-circuit', ['1'], broken), ['1']);
+  assert.deepEqual(P.savedDone('ioi-circuit', null), []);
+  assert.deepEqual(P.savedDone('pasted', storage), [], 'a pasted lesson keeps its progress in its link only');
 });

@@ -23,6 +23,15 @@ const inductionHead = (key) => ({
   },
 });
 const ioi = (key) => ({ view: 'ioi', get: (args) => { const r = ioiInput(args).result?.a; return r ? Number(r[key]) : null; } });
+// A head's entry of the core's per-head table (head_diff, head_sum: [layers, heads]).
+const ioiHead = (key) => ({
+  view: 'ioi', head: true,
+  get: (args, head) => {
+    const t = ioiInput(args).result?.a?.[key];
+    const [l, h] = headOf(head, args.state);
+    return t && l < t.shape[0] && h < t.shape[1] ? Number(t.data[l * t.shape[1] + h]) : null;
+  },
+});
 const eigen = (circuit) => ({
   view: 'circuits', head: true,
   get: ({ model, state }, head) => {
@@ -49,6 +58,8 @@ export const MEASURES = Object.freeze({
   logitDiff: { ...ioi('logit_diff'), about: 'IOI: logit(IO) - logit(S), in nats' },
   probIO: { ...ioi('prob_io'), about: 'IOI: the probability of the indirect object' },
   probS: { ...ioi('prob_s'), about: 'IOI: the probability of the subject' },
+  headDiff: { ...ioiHead('head_diff'), about: "IOI: a head's direct effect on logit(IO) - logit(S) (the heads table's difference)" },
+  headSum: { ...ioiHead('head_sum'), about: "IOI: a head's direct effect on logit(IO) + logit(S) (the heads table's sum)" },
   ovCopying: { ...eigen('ov'), about: "a head's OV copying score from its eigenvalues (near 1: copies tokens)" },
   qkMatching: { ...eigen('qk'), about: "a head's QK same-token score from its eigenvalues" },
   trainStep: { ...training('train-step'), about: 'the step the in-page training run has reached' },

@@ -1,7 +1,8 @@
 // Lesson Markdown to DOM, in three layers. marked makes the HTML with raw HTML in the lesson
 // shown as text (a lesson is Markdown: `<script>` in it reads as "<script>", and no tag a lesson
-// writes ever reaches a parser); DOMPurify cleans what marked made (links only to http(s), to this
-// page's own links (#v=...) and to the glossary; images only from the site); and the page's
+// writes ever reaches a parser); DOMPurify cleans what marked made (links only to https:, to this
+// page's own links (#v=...) and to the glossary; images only from the site, by a path that does
+// not climb out of the lessons' folder with ".."); and the page's
 // content security policy refuses whatever might still try. A lesson is text someone else wrote:
 // it never runs code in the page.
 import { Marked } from '../vendor/marked.mjs';
@@ -30,15 +31,19 @@ function hook() {
       if (glossary) {
         node.setAttribute('href', `#glossary-${glossary[1]}`);
         node.setAttribute('data-glossary', glossary[1]);
-      } else if (/^https?:\/\//i.test(href)) {
+      } else if (/^https:\/\//i.test(href)) {
         node.setAttribute('target', '_blank');
         node.setAttribute('rel', 'noopener noreferrer');
       } else if (!/^#v=\d/.test(href)) {
-        node.removeAttribute('href');   // anything else (a relative path, another scheme): text only
+        node.removeAttribute('href');   // anything else (http:, a relative path, another scheme): text only
       }
     }
-    // Images from the site itself only: the policy would refuse any other, with an error.
-    if (node.nodeName === 'IMG' && !/^(?![a-z][a-z0-9+.-]*:|\/\/)[\w./-]+$/i.test(node.getAttribute('src') ?? '')) node.remove();
+    // Images from the site itself only (the policy would refuse any other, with an error), and
+    // by a plain path: none with a ".." segment, which would reach files beside the lessons.
+    if (node.nodeName === 'IMG') {
+      const src = node.getAttribute('src') ?? '';
+      if (!/^(?![a-z][a-z0-9+.-]*:|\/\/)[\w./-]+$/i.test(src) || src.split('/').includes('..')) node.remove();
+    }
   });
 }
 
@@ -49,7 +54,9 @@ export function renderMarkdown(text) {
   try {
     html = /** @type {string} */ (markdown.parse(String(text ?? '')));
   } catch (e) {
-    html = `<p>This text could not be read as Markdown (${escapeHtml(String(e?.message ?? e).split('\n')[0])}).</p>`;
+    html = e instanceof RangeError
+      ? '<p>This text nests quotes, lists or emphasis too deep to be read as Markdown.</p>'
+      : `<p>This text could not be read as Markdown (${escapeHtml(String(e?.message ?? e).split('\n')[0])}).</p>`;
   }
   return /** @type {DocumentFragment} */ (/** @type {unknown} */ (DOMPurify.sanitize(html, PURIFY)));
 }
