@@ -84,15 +84,12 @@ export class CsView extends HTMLElement {
     this._unsubscribe = null;
     /** @type {(() => void) | null} */
     this._onTheme = null;
-    /** @type {ReturnType<typeof createStore> | null} */
-    this._store = null;
+    this._store = /** @type {ReturnType<typeof createStore> | null} */ (null);
   }
 
   /** The store this element reads and writes: the page's in the app, its own when mounted alone. */
   get store() { return (this._store ??= this.inApp ? pageStore : createStore()); }
-
   get state() { return this.store.state; }
-
   get inApp() { return !!this.closest('[data-cs-app]'); }
 
   /** Whether the store shows this view (a view mounted alone always shows). */
@@ -100,7 +97,6 @@ export class CsView extends HTMLElement {
 
   /** The view this element belongs to (a view's static `view`; a lone panel's, from its name). */
   get viewName() { return this.viewClass.view; }
-
   /** This element's class, typed (for its static fields). @returns {typeof CsView} */
   get viewClass() { return /** @type {typeof CsView} */ (this.constructor); }
 
@@ -108,7 +104,6 @@ export class CsView extends HTMLElement {
   get modelName() { return this.state.model ?? this._defaultModel ?? null; }
 
   dispatch(action) { this.store.dispatch(action); }
-
   /** A plain change of settings (a 'set' action). */
   update(values) { this.store.dispatch({ type: 'set', values }); }
 
