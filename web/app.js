@@ -388,6 +388,7 @@ els.copyBare.addEventListener('change', copyEmbed);
 
 async function openFiles(files) {
   document.body.dataset.openFile = 'opening';
+  showError('');
   delete document.body.dataset.openProgress;
   setStatus(`Opening ${files.map((f) => String(f?.name ?? 'the file').slice(0, 80)).join(' and ')}…`);
   // A large file takes a moment to read: the status line counts the megabytes (and
@@ -403,8 +404,10 @@ async function openFiles(files) {
   try {
     await openModelFiles(files, { onProgress });   // success: the cs-model-opened event below shows it
   } catch (e) {
+    // A refusal goes where people look (the alert box under the header, read out), not the grey line.
     document.body.dataset.openFile = 'failed';
-    setStatus(String(e?.message ?? e));
+    setStatus('');
+    showError(String(e?.message ?? e));
   }
 }
 

@@ -71,7 +71,12 @@ async function settle(page, timeout = 60_000) {
 }
 
 const state = (page) => page.evaluate(() => window.__cs.store.state);
-const status = (page) => page.textContent('#app-status');
+// What the page says: a refusal in the alert box (#app-error, role=alert), anything else in the
+// status line.
+const status = (page) => page.evaluate(() => {
+  const error = document.querySelector('#app-error');
+  return error && !error.hidden && error.textContent ? error.textContent : document.querySelector('#app-status').textContent;
+});
 
 /** Visits a view by its tab and checks it settles showing `name` (the picker's value, and in its text). */
 async function visit(page, view, name) {
@@ -332,8 +337,9 @@ test('(d) corrupt and hostile files: the loader\'s sentence, no script runs, the
       assert.equal(await chooseFile(page, file), 'failed', key);
       const said = await status(page);
       assert.match(said, /^Could not open .*safetensors: model file: /, `${key}: the loader's sentence: ${said}`);
+      assert.equal(await page.textContent('#app-error[role="alert"]:not([hidden])'), said, `${key}: the refusal is not in the alert box`);
       assert.equal(await page.evaluate(() => window.__pwned), undefined, `${key}: no script ran`);
-      assert.equal(await page.$$eval('img[src="x"], #app-status *', (e) => e.length), 0, `${key}: the sentence is text`);
+      assert.equal(await page.$$eval('img[src="x"], #app-status *, #app-error *', (e) => e.length), 0, `${key}: the sentence is text`);
       assert.deepEqual(await state(page), before, `${key}: the view is unchanged`);
     }
     assert.match(await status(page), /^Could not open <img src=x onerror=window.__pwned=3>\.safetensors: model file: /);
