@@ -964,7 +964,9 @@ test('training in the page: the IOI recipe advances, pauses, downloads a model t
     // The recipe's induction heads form near step 250 (seed 0; prefix matching 0.03 -> 0.85).
     assert.ok(ind.phaseChangeStep > 0 && ind.phaseChangeStep < 600, `a phase change inside the run (step ${ind.phaseChangeStep})`);
     assert.ok(ind.phaseChangeSeconds > 0 && ind.phaseChangeSeconds < ind.trainSeconds, 'the phase change comes before the end of the run');
-    assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Phase change at step ${ind.phaseChangeStep}`));
+    assert.match(await page.$eval('cs-training .cs-train-status', (e) => e.textContent), new RegExp(`Phase change at step ${ind.phaseChangeStep}.*the head that formed first; the head strongest at the end`));
+    // The head named after training is said to be the strongest at the end, another moment.
+    await page.waitForFunction(() => /at the end of training \(step 600\), the strongest prefix-matching head is L\dH\d/.test(document.querySelector('cs-training')?.textContent ?? ''), null, { timeout: 30_000 });
     assert.deepEqual(await page.$$eval('cs-training .cs-train-chart figure.cs-uplot[data-marker]', (fs) => fs.map((f) => [f.querySelector('.cs-uplot-title').textContent, f.dataset.marker])),
       [['Prefix-matching (induction) score per head', String(ind.phaseChangeStep)]], 'the live prefix-matching chart marks the phase change');
 

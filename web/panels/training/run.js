@@ -140,7 +140,7 @@ async function markPhaseChange(run) {
   run.phase = { ...pc, seconds: rec.seconds };
   host(run).dataset.phaseChangeStep = String(pc.step);
   host(run).dataset.phaseChangeSeconds = rec.seconds.toFixed(2);
-  run.refs.status.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${pc.layer}H${pc.head}, passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)}.`);
+  run.refs.status.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${pc.layer}H${pc.head}, passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)}. (That is the head that formed first; the head strongest at the end, named below, may be another.)`);
   scheduleDraw(run);
 }
 
@@ -206,7 +206,7 @@ async function checkTrained(run, bytes) {
         const ev = m.ioiEvaluate();
         out.textContent = `The trained model (${bytes.length} bytes) opens in the page: ${fmt(100 * ev.accuracy, 0)}% of the 60 IOI sequences right.`;
       } else {
-        out.textContent = `The trained model (${bytes.length} bytes) opens in the page: strongest prefix-matching head ${strongestHead(m.headScores({ batch: 8 }))}.`;
+        out.textContent = `The trained model (${bytes.length} bytes) opens in the page: at the end of training (step ${run.lastStep ?? 0}), the strongest prefix-matching head is ${strongestHead(m.headScores({ batch: 8 }))}.`;
       }
       host(run).dataset.trainedLoaded = 'true';
     } finally {
