@@ -206,7 +206,8 @@ void layer_norm_backward(const T* dy, const T* x, const T* scale, const T* w, in
     std::fill(dw, dw + D, T(0));
     std::fill(db, db + D, T(0));
   }
-  std::vector<T> xhat(D), g(D);
+  // xhat and g are recomputed in the second pass rather than kept: no allocation per call, as the
+  // Workspace promises for a training step (the same expressions, so the same values).
   for (int n = 0; n < N; ++n) {
     const T* xr = x + static_cast<std::size_t>(n) * D;
     const T* dyr = dy + static_cast<std::size_t>(n) * D;
@@ -217,18 +218,22 @@ void layer_norm_backward(const T* dy, const T* x, const T* scale, const T* w, in
     const T inv = T(1) / scale[n];
     T mg = 0, mgx = 0;
     for (int d = 0; d < D; ++d) {
-      xhat[d] = (xr[d] - mean) * inv;
-      g[d] = w ? dyr[d] * w[d] : dyr[d];
-      mg += g[d];
-      mgx += g[d] * xhat[d];
+      const T xhat = (xr[d] - mean) * inv;
+      const T g = w ? dyr[d] * w[d] : dyr[d];
+      mg += g;
+      mgx += g * xhat;
       if (w) {
-        dw[d] += dyr[d] * xhat[d];
+        dw[d] += dyr[d] * xhat;
         db[d] += dyr[d];
       }
     }
     mg /= T(D);
     mgx /= T(D);
-    for (int d = 0; d < D; ++d) dxr[d] += (g[d] - mg - xhat[d] * mgx) * inv;
+    for (int d = 0; d < D; ++d) {
+      const T xhat = (xr[d] - mean) * inv;
+      const T g = w ? dyr[d] * w[d] : dyr[d];
+      dxr[d] += (g - mg - xhat * mgx) * inv;
+    }
   }
 }
 

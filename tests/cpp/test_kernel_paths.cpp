@@ -121,6 +121,40 @@ TEST(KernelPaths, AReusedCacheGivesWhatAFreshOneGives) {
   }
 }
 
+// A warm training step of config c: how many times it allocated.
+long warm_step_allocations(const Config& c) {
+  Params<float> p = init_params<float>(c, 5);
+  Params<float> g = make_params<float>(c);
+  AdamW opt(p, OptimConfig{});
+  Batch batch = testing::random_batch(c, 4, 64, 6, true);
+  ActivationCache<float> cache;
+  LossResult loss;
+  auto step = [&] {
+    forward(p, batch.tokens, batch.B, batch.T, cache);
+    loss_from_logits(cache, batch, loss);
+    backward(p, cache, batch, g);
+    clip_grad_norm(g, 1.0);
+    opt.step(p, g, 1e-3, 0.9);
+  };
+  step();
+  step();
+  const long before = g_allocations.load();
+  step();
+  return g_allocations.load() - before;
+}
+
+// LayerNorm (LN, LNPre) and MLP blocks keep the promise too.
+TEST(KernelPaths, NormAndMlpTrainingStepsDoNotAllocateOnceWarm) {
+  for (const Norm norm : {Norm::LN, Norm::LNPre}) {
+    Config c;
+    c.n_layers = 2, c.n_heads = 2, c.d_model = 16, c.d_head = 8, c.n_ctx = 64, c.d_vocab = 20;
+    c.normalization = norm;
+    c.d_mlp = 32;
+    c.act_fn = Act::GELU;
+    EXPECT_EQ(warm_step_allocations(c), 0) << "normalization " << static_cast<int>(norm);
+  }
+}
+
 TEST(KernelPaths, TrainingStepDoesNotAllocateOnceWarm) {
   // The reference model's shape, smaller: forward, loss, backward, clipping and AdamW.
   Config c;
