@@ -27,6 +27,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("composition", &Model::composition)
       .function("headScores", &Model::headScores)
       .function("sampleText", &Model::sampleText)
+      .function("defaultHead", &Model::defaultHead)
       .function("topK", &Model::topK)
       .function("ablate", &Model::ablate)
       .function("ioi", &Model::ioi)

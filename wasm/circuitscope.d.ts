@@ -817,6 +817,12 @@ export interface LoadedModel {
    * (cs::repeated_sample_text; display text, not a measurement.)
    */
   sampleText(options?: { seed?: number }): { text: string; tokens: Int32Array };
+  /**
+   * The head every view shows when the state names none: the strongest induction head, the
+   * largest prefix-matching score of headScores() with its defaults (computed once per model and
+   * kept; the first in layer-then-head order on a tie). Null for a model without attention layers.
+   */
+  defaultHead(): { layer: number; head: number; name: string; prefix_matching: number } | null;
   /** The k (default 5) most probable next tokens at every position. */
   topK(tokens: TokensIn, k?: number): TopKResult;
   /**

@@ -161,6 +161,7 @@ const MODEL_CALLS = {
   // longest L that fits, <BOS>, batch 16, seed 0) and returns the values it used.
   headScores: [['L', 'batch', 'seed', 'first', 'n', 'bos'], 0, (o) => [o]],
   sampleText: [['seed'], 0, (o) => [o.seed ?? 0]],
+  defaultHead: [null, 0, () => []],
   ioiSequences: [null, 0, (_, split) => [split]],
   ioiEvaluate: [null, 0, (_, intervention, split) => [intervention, split]],
   ioiTask: [null, 0, () => []],

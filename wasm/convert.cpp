@@ -743,6 +743,21 @@ val Model::headScores(const val& opts) const {
   return guarded([&] { return head_scores_js(session_->head_scores(repeated_tokens_spec(opts))); });
 }
 
+// ModelSession::default_head: {layer, head, name, prefix_matching}, or null without attention layers.
+val Model::defaultHead() const {
+  return guarded([&] {
+    const auto h = session_->default_head();
+    if (!h) return val::null();
+    const cs::Config& c = session_->config();
+    val out = val::object();
+    out.set("layer", h->first);
+    out.set("head", h->second);
+    out.set("name", "L" + std::to_string(h->first) + "H" + std::to_string(h->second));
+    out.set("prefix_matching", session_->head_scores(cs::RepeatedTokensSpec()).scores.prefix_matching.data[h->first * c.n_heads + h->second]);
+    return out;
+  });
+}
+
 // cs::repeated_sample_text: {text, tokens} for a model whose tokenizer does not read prose.
 val Model::sampleText(const val& seed_js) const {
   return guarded([&] {

@@ -342,6 +342,19 @@ export function parseHead(s) {
 
 export const headName = (l, h) => `L${l}H${h}`;
 
+/**
+ * [layer, head] a view or panel shows: the state's head when the model has it, else the core's
+ * one default (model.defaultHead(): the strongest induction head); null without attention layers.
+ */
+export function shownHead(model, head) {
+  const c = model.config;
+  if (!c.n_layers) return null;
+  const sel = parseHead(head);
+  if (sel && sel[0] < c.n_layers && sel[1] < c.n_heads) return sel;
+  const d = model.defaultHead();
+  return d ? [d.layer, d.head] : null;
+}
+
 /** "L0H1>L1H2.k" -> {from: [0, 1], to: [1, 2], input: 'k'}; an end of * is null (every head). */
 export function parseCut(s) {
   const m = typeof s === 'string' && /^(L\d+H\d+|\*)>(L\d+H\d+|\*)\.([qkv])$/.exec(s);

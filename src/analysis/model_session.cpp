@@ -123,7 +123,20 @@ Attribution ModelSession::attribution(const std::vector<int>& ids, int pos, cons
 }
 
 HeadScoresRun ModelSession::head_scores(const RepeatedTokensSpec& spec) const {
-  return head_scores_run(file_.params, file_.tokenizer, spec);
+  const bool unset = spec.L < 0 && spec.batch < 0 && spec.first < 0 && spec.n < 0 && spec.bos < 0 && spec.seed < 0;
+  if (!unset) return head_scores_run(file_.params, file_.tokenizer, spec);
+  if (!default_scores_) default_scores_ = std::make_shared<const HeadScoresRun>(head_scores_run(file_.params, file_.tokenizer, spec));
+  return *default_scores_;
+}
+
+std::optional<std::pair<int, int>> ModelSession::default_head() const {
+  const Config& c = file_.cfg;
+  if (c.n_layers == 0) return std::nullopt;
+  const Tensor<float>& pm = head_scores(RepeatedTokensSpec()).scores.prefix_matching;
+  int best = 0;
+  for (int i = 1; i < c.n_layers * c.n_heads; ++i)
+    if (pm.data[i] > pm.data[best]) best = i;
+  return std::make_pair(best / c.n_heads, best % c.n_heads);
 }
 
 TopK ModelSession::top_k(const std::vector<int>& ids, int k) const {

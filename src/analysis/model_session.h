@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,7 +110,12 @@ class ModelSession {
   double forward_batch(const std::vector<int>& ids, int B, int T);
 
   Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv, int target = -1) const;
+  // With every choice of spec unset (the default batch), computed once per session and kept.
   HeadScoresRun head_scores(const RepeatedTokensSpec& spec) const;
+  // The head every view and panel shows when the state names none (one rule, here): the strongest
+  // induction head, the largest prefix-matching score of the default head scores (seed 004; the
+  // first in layer-then-head order on a tie); nullopt for a model without attention layers.
+  std::optional<std::pair<int, int>> default_head() const;
   TopK top_k(const std::vector<int>& ids, int k) const;  // [1, T, k]
   // ids row-major [B, T].
   AblationResult ablate(const std::vector<int>& ids, int B, const Intervention& iv, int icl_early, int icl_late) const;
@@ -163,6 +169,7 @@ class ModelSession {
   std::vector<int> names_;     // the template task's name tokens (what ioi_names reads); empty for symbolic
   std::vector<int> name_ids_;  // names_, or the symbolic names
   mutable std::shared_ptr<const AblationReference> reference_;  // with_ablation_reference's, made once
+  mutable std::shared_ptr<const HeadScoresRun> default_scores_;  // head_scores({})'s, made once
 };
 
 }  // namespace cs

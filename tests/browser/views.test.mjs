@@ -91,10 +91,13 @@ async function openUrl(url, { missing = [] } = {}) {
     window.__violations = [];
     document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
   });
-  // Every change of the page's one state, as the store's actions ('set' actions as their values).
+  // Every change of the state shown, as the store's actions ('set' actions as their values): the
+  // app's one store, or on a page of one view or panel, that element's own.
   await page.evaluate(async () => {
     window.__events = [];
-    const { store } = await import('/store.js');
+    const lone = document.body.hasAttribute('data-cs-app') ? null : document.querySelector('main > *');
+    if (lone) await customElements.whenDefined(lone.localName);
+    const store = lone ? /** @type {any} */ (lone).store : (await import('/store.js')).store;
     store.subscribe((_state, _prev, action) => window.__events.push(action.type === 'set' ? action.values : action));
   });
   const check = async (t) => {
@@ -536,10 +539,10 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
     await page.waitForFunction((w) => document.querySelector('cs-circuits .cs-heat-wrap canvas').width > w, before);
     await page.selectOption('cs-circuits select[id$="-top"]', '40');
     // A 1-layer IOI model shows skip-trigrams.
-    await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'ioi-1l2h' }));
+    await page.evaluate(() => /** @type {any} */ (document.querySelector('cs-circuits')).store.dispatch({ type: 'model', model: 'ioi-1l2h' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '8x8');
     await page.waitForFunction(() => [...document.querySelectorAll('cs-circuits caption')].some((c) => c.textContent === 'Top skip-trigrams'));
-    await page.evaluate(async () => (await import('/store.js')).store.dispatch({ type: 'model', model: 'char-2l' }));
+    await page.evaluate(() => /** @type {any} */ (document.querySelector('cs-circuits')).store.dispatch({ type: 'model', model: 'char-2l' }));
     await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.qkShape === '82x82');
     await page.screenshot({ path: path.join(artifacts, 'views-circuits.png'), fullPage: true });
     await check(t);
@@ -1000,7 +1003,9 @@ test('a panel mounts alone: <cs-panel name="report-claims"> on a page of its own
       const claims = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8')).claims;
       assert.equal(await page.$$eval('cs-panel tbody tr', (rs) => rs.length), claims.length);
     }
-    assert.equal(await page.evaluate(async () => (await import('/store.js')).store.state.view), 'induction', 'a panel alone leaves the store\'s view as it was');
+    // Alone on a page, the panel has a store of its own, and leaves its view as it was.
+    assert.deepEqual(await page.evaluate(async () => [/** @type {any} */ (document.querySelector('cs-panel')).store.state.view,
+      /** @type {any} */ (document.querySelector('cs-panel')).store === (await import('/store.js')).store]), ['induction', false]);
     await check(t);
   } finally {
     await context.close();
@@ -1072,6 +1077,46 @@ test('induction panels mount alone: the enlarged pattern and the token strip', a
       }
       if (name === 'induction-heads') assert.equal(await page.$$eval('cs-panel canvas.ind-thumb', (e) => e.length), 8);
       if (name === 'induction-scores') assert.equal(await page.$$eval('cs-panel .ind-scores tbody tr', (e) => e.length), 8);
+      await check(t);
+    } finally {
+      await context.close();
+    }
+  }
+});
+
+// One rule for the head a view opens on (the core's defaultHead()): Induction, Circuits and a
+// lone panel all show the same head of char-2l, the strongest induction head.
+test('one default head: Induction, Circuits and a panel alone open on the core\'s defaultHead()', async (t) => {
+  const want = await (async () => {
+    const { context, page } = await openApp('#v=2&view=induction&model=char-2l');
+    try {
+      await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+      const r = await page.evaluate(async () => {
+        const { getModel } = await import('/store.js');
+        const m = await getModel('char-2l');
+        return { core: m.defaultHead().name, shown: /** @type {any} */ (document.querySelector('cs-induction')).lastResult?.head };
+      });
+      assert.equal(r.shown, r.core, 'Induction opens on another head than the core\'s default');
+      return r.core;
+    } finally {
+      await context.close();
+    }
+  })();
+  {
+    const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l');
+    try {
+      await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+      assert.equal(await page.inputValue('cs-circuits select[id$="-head"]'), want, 'Circuits opens on another head');
+      await check(t);
+    } finally {
+      await context.close();
+    }
+  }
+  {
+    const { context, page, check } = await openView('cs-panel', { name: 'induction-pattern', model: 'char-2l' });
+    try {
+      await page.waitForSelector('cs-panel[data-ready="true"]', { timeout: 60_000 });
+      assert.match(await page.getAttribute('cs-panel canvas.ind-big', 'aria-label'), new RegExp(`^Attention pattern of ${want} `), 'a lone panel names another head');
       await check(t);
     } finally {
       await context.close();

@@ -777,3 +777,21 @@ test('sampleText(): a word vocabulary with spaces and commas in some words still
     m.delete();
   }
 });
+
+test('defaultHead(): the strongest induction head of the default head scores, the same object every time; null without layers', () => {
+  const d = char.defaultHead();
+  const hs = char.headScores();
+  const pm = Array.from(hs.prefix_matching.data);
+  const best = pm.indexOf(Math.max(...pm));
+  const H = char.config.n_heads;
+  assert.deepEqual({ layer: d.layer, head: d.head, name: d.name }, { layer: Math.floor(best / H), head: best % H, name: `L${Math.floor(best / H)}H${best % H}` });
+  assert.equal(d.prefix_matching, pm[best]);
+  assert.deepEqual(char.defaultHead(), d, 'the same head every call');
+  assert.deepEqual(Array.from(char.headScores().prefix_matching.data), pm, 'the kept default scores are the ones computed');
+  const zero = cs.load(readFileSync(path.join(root, 'models/char-0l.safetensors')));
+  try {
+    assert.equal(zero.defaultHead(), null);
+  } finally {
+    zero.delete();
+  }
+});

@@ -137,7 +137,7 @@ export class CsCircuits extends CsView {
       }));
       r.head.dataset.key = key;
     }
-    const [l, h] = chosenHead(cfg, this.state.head);
+    const [l, h] = chosenHead(model, this.state.head);
     r.head.value = headName(l, h);
     r.status.textContent = `${headName(l, h)} of ${name}: ${model.tokenizer.vocab.length} tokens. Hover a cell for its value; the tables list the largest and smallest entries.`;
   }

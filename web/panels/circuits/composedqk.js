@@ -47,7 +47,7 @@ export default definePanel({
   query({ model, state }) {
     const cfg = model.config;
     if (!cfg.n_layers) return NONE;
-    const [l, h] = chosenHead(cfg, state.head);
+    const [l, h] = chosenHead(model, state.head);
     const through = throughHead(cfg, l, state.through);
     const input = state.compose === 'q' ? 'q' : 'k';
     const zoom = Number(state.zoom ?? 12);

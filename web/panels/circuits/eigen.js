@@ -51,7 +51,7 @@ export default definePanel({
 
   query({ model, state }) {
     if (!model.config.n_layers) return NONE;
-    const [l, h] = chosenHead(model.config, state.head);
+    const [l, h] = chosenHead(model, state.head);
     const e = eigenOf(model, l, h);
     if (!named.has(e)) named.set(e, { ov: e.ov, qk: e.qk, name: `L${l}H${h}` });
     return named.get(e);   // the same object while the head stays, so nothing redraws

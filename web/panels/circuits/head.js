@@ -1,8 +1,8 @@
-// What the Circuits panels share: the head the state names (the store's parseHead, defaulting to
-// the last layer's first head), and the core calls of one head, made once per (model, head,
-// sort, top) however many panels read them.
+// What the Circuits panels share: the head the state names (the store's shownHead, defaulting to
+// the core's default head, the same in every view), and the core calls of one head, made once
+// per (model, head, sort, top) however many panels read them.
 import { tokenSample } from '../sample.js';
-import { parseHead } from '../../store.js';
+import { shownHead } from '../../store.js';
 import { el } from '../../parts/dom.js';
 import { fmt, showToken, readsText } from '../../parts/format.js';
 
@@ -13,12 +13,9 @@ export const NONE = Object.freeze({ none: true });
 /** A vocabulary entry made visible (parts/format.js: space ␣, newline ↵, tab ⇥), as the token strip shows it. */
 export { showToken };
 
-/** [layer, head] of state.head in a model of this config (its last layer's head 0 when unnamed or absent). */
-export function chosenHead(cfg, head) {
-  let [l, h] = parseHead(head) ?? [cfg.n_layers - 1, 0];
-  if (!(l >= 0 && l < cfg.n_layers)) l = Math.max(0, cfg.n_layers - 1);
-  if (!(h >= 0 && h < cfg.n_heads)) h = 0;
-  return [l, h];
+/** [layer, head] of state.head in this model, else the core's default head (store.js shownHead; [0, 0] without layers). */
+export function chosenHead(model, head) {
+  return shownHead(model, head) ?? [0, 0];
 }
 
 /** The state's table order as the core's options: sort none | row | col | both, top N (0: all). */

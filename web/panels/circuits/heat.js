@@ -70,7 +70,7 @@ export function circuitPanel({ kind, title, explain, rowName, colName }) {
       const cfg = model.config;
       const zoom = Number(state.zoom ?? 12);
       if (!cfg.n_layers) return NONE;
-      const [l, h] = chosenHead(cfg, state.head);
+      const [l, h] = chosenHead(model, state.head);
       const circuit = circuitOf(model, kind, l, h, tableOrder(state));
       if (last?.circuit === circuit && last.zoom === zoom) return last;
       const rows = Array.from(circuit.rows), cols = Array.from(circuit.cols);

@@ -14,7 +14,7 @@ export default definePanel({
 
   query({ model, state }) {
     if (model.config.n_layers !== 1) return NONE;
-    const [l, h] = chosenHead(model.config, state.head);
+    const [l, h] = chosenHead(model, state.head);
     const t = trigramsOf(model, l, h);
     if (!cache.has(t)) cache.set(t, { t, vocab: model.tokenizer.vocab });
     return cache.get(t);

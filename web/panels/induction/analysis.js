@@ -7,8 +7,8 @@
 //
 // Also here: the model's head scores on repeated random tokens (headScores(), about 0.3 s, computed
 // once per model off the first paint) and the head a state shows (chosenHead: the state's, else
-// the strongest induction head by those scores, as the core's argmax names it).
-import { headName, parseHead, interventionOf, siteUrl } from '../../store.js';
+// the core's default head, model.defaultHead(), the strongest induction head by those scores).
+import { headName, parseHead, interventionOf, shownHead } from '../../store.js';
 import { fmt, showToken, readsText } from '../../parts/format.js';
 import { tokenSample } from '../sample.js';
 
@@ -120,8 +120,8 @@ export function randomScores(model) {
     let out;
     try {
       const scores = model.headScores();
-      const { argmax } = await import(siteUrl('wasm/circuitscope.js'));
-      out = { scores, strongest: model.config.n_layers ? argmax(scores.prefix_matching).index : null };
+      const d = model.defaultHead();
+      out = { scores, strongest: d ? [d.layer, d.head] : null };
     } catch (e) {
       out = { error: e.message, strongest: null };
     }
@@ -138,20 +138,15 @@ export function knownScores(model) {
 }
 
 /**
- * The head the state shows, [layer, head]: the state's if the model has it, else the strongest
- * induction head (once the random-token scores are known), else the last head; null for a model
- * without attention layers.
+ * The head the state shows, [layer, head]: the state's if the model has it, else the core's
+ * default head (store.js shownHead: the strongest induction head); null for a model without
+ * attention layers.
  */
 export function chosenHead(model, state) {
-  const c = model.config;
-  if (!c.n_layers) return null;
-  const sel = parseHead(state.head);
-  if (sel && sel[0] < c.n_layers && sel[1] < c.n_heads) return sel;
-  return knownScores(model)?.strongest ?? [c.n_layers - 1, c.n_heads - 1];
+  return shownHead(model, state.head);
 }
 
-/** chosenHead() once the default head is known (waits for the random-token scores when it matters). */
+/** chosenHead(), for the panels that awaited it (the default head no longer waits for anything). */
 export async function settledHead(model, state) {
-  if (!parseHead(state.head) && model.config.n_layers) await randomScores(model);
   return chosenHead(model, state);
 }
