@@ -10,8 +10,11 @@
 //
 //   node tests/hardening/corrupt-models-wasm.mjs --all              the full corpus
 //   node tests/hardening/corrupt-models-wasm.mjs --sample 300       a seeded sample
-//   options: --seed N (default 1)  --timeout S (per call, default 20)  --messages (list every
-//            distinct refusal, numbers written N, with its count)
+//   node tests/hardening/corrupt-models-wasm.mjs --all --only built:   the legal models built whole
+//                                                                      (large vocabularies among them)
+//   options: --seed N (default 1)  --timeout S (per call, default 5)  --only PREFIX (cases whose
+//            name starts with it)  --messages (list every distinct refusal, numbers written N,
+//            with its count)
 import path from 'node:path';
 import fs from 'node:fs';
 import { ROOT, generateCorpus, runCorpusWasm, sample } from './corrupt-models-lib.mjs';
@@ -24,6 +27,8 @@ const opt = (name, def) => {
 const seed = Number(opt('--seed', 1));
 let cases = generateCorpus({ seed });
 if (!args.includes('--all')) cases = sample(cases, Number(opt('--sample', 300)), seed);
+const only = opt('--only', null);
+if (only !== null) cases = cases.filter((c) => c.name.startsWith(only));
 const wrapper = path.join(ROOT, 'build/wasm/circuitscope.js');
 if (!fs.existsSync(wrapper)) {
   console.error(`corrupt-models-wasm: ${path.relative(ROOT, wrapper)} is missing; build it first (bash scripts/build.sh wasm)`);
@@ -31,7 +36,7 @@ if (!fs.existsSync(wrapper)) {
 }
 const t0 = Date.now();
 const stats = await runCorpusWasm(cases, {
-  wrapper, timeoutMs: 1000 * Number(opt('--timeout', 20)),
+  wrapper, timeoutMs: 1000 * Number(opt('--timeout', 5)),
   onProgress: (i, n) => { if (i % 250 === 0 || i === n) process.stderr.write(`  ${i}/${n} files (${((Date.now() - t0) / 1000).toFixed(0)} s)\n`); },
 });
 if (args.includes('--messages')) {
