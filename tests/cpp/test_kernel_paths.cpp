@@ -161,25 +161,10 @@ TEST(KernelPaths, TrainingStepDoesNotAllocateOnceWarm) {
   c.n_layers = 2, c.n_heads = 4, c.d_model = 32, c.d_head = 8, c.n_ctx = 64, c.d_vocab = 20;
   c.pos_embed = PosEmbed::Shortformer;
   c.smeared_keys = true;
-  Params<float> p = init_params<float>(c, 5);
-  Params<float> g = make_params<float>(c);
-  AdamW opt(p, OptimConfig{});
-  Batch batch = testing::random_batch(c, 4, 64, 6, true);
-  ActivationCache<float> cache;
-  LossResult loss;
-  auto step = [&] {
-    forward(p, batch.tokens, batch.B, batch.T, cache);
-    loss_from_logits(cache, batch, loss);
-    backward(p, cache, batch, g);
-    clip_grad_norm(g, 1.0);
-    opt.step(p, g, 1e-3, 0.9);
-  };
-  step();
-  step();
-  const long before = g_allocations.load();
-  step();
-  const long during = g_allocations.load() - before;
+  const long during = warm_step_allocations(c);
   EXPECT_EQ(during, 0) << "a warm training step allocated " << during << " times";
+  Params<float> p = init_params<float>(c, 5);
+  Batch batch = testing::random_batch(c, 4, 64, 6, true);
   // The counter itself works: a fresh cache allocates.
   ActivationCache<float> fresh;
   const long b2 = g_allocations.load();
