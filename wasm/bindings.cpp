@@ -28,6 +28,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("headScores", &Model::headScores)
       .function("sampleText", &Model::sampleText)
       .function("defaultHead", &Model::defaultHead)
+      .function("findRepeat", &Model::findRepeat)
       .function("topK", &Model::topK)
       .function("ablate", &Model::ablate)
       .function("ioi", &Model::ioi)

@@ -150,6 +150,12 @@ export interface RunOptions {
    * keystroke.
    */
   textScores?: boolean;
+  /**
+   * With textScores: the repeated block described (`repeat`, its stripe and copy losses) is the
+   * longest one with a copy holding this token position, e.g. the token the user picked; the
+   * longest of all when none holds it or when left out (findRepeat() chooses the same block).
+   */
+  repeatAt?: number;
 }
 
 /** A block of tokens that occurs twice: first copy [a, a + r), second copy [a + d, a + d + r). */
@@ -823,6 +829,12 @@ export interface LoadedModel {
    * kept; the first in layer-then-head order on a tie). Null for a model without attention layers.
    */
   defaultHead(): { layer: number; head: number; name: string; prefix_matching: number } | null;
+  /**
+   * The repeated block run(ids, undefined, {textScores: true, repeatAt: at}) describes, without a
+   * forward pass: the longest block occurring twice without overlap (over the tokens after a
+   * leading <BOS>) with a copy holding position `at`, else the longest; null below 4 tokens.
+   */
+  findRepeat(ids: Int32Array | ArrayLike<number>, options?: { at?: number }): Repeat | null;
   /** The k (default 5) most probable next tokens at every position. */
   topK(tokens: TokensIn, k?: number): TopKResult;
   /**

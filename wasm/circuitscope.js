@@ -162,6 +162,7 @@ const MODEL_CALLS = {
   headScores: [['L', 'batch', 'seed', 'first', 'n', 'bos'], 0, (o) => [o]],
   sampleText: [['seed'], 0, (o) => [o.seed ?? 0]],
   defaultHead: [null, 0, () => []],
+  findRepeat: [['at'], 1, (o, ids) => [toInt32(ids, 'findRepeat'), o.at ?? -1]],
   ioiSequences: [null, 0, (_, split) => [split]],
   ioiEvaluate: [null, 0, (_, intervention, split) => [intervention, split]],
   ioiTask: [null, 0, () => []],
@@ -242,12 +243,12 @@ function wrap(handle) {
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt'], 'run');
       const ids = tokens(input, 'run');
       const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
       const out = call(() => handle.run(ids, intervention, {
         resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
-        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false),
+        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false), repeatAt: o.repeatAt ?? -1,
       }));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };

@@ -598,6 +598,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     o.result = opt_bool(opts, "result", false);
     o.topk = opt_int(opts, "topk", 0, "run: topk");
     o.text_scores = opt_bool(opts, "textScores", false);
+    o.repeat_at = opt_int(opts, "repeatAt", -1, "run: repeatAt");
     const bool want_patterns = opt_bool(opts, "patterns", true), want_logits = opt_bool(opts, "logits", true);
     const val into = opt(opts, "into");
     const cs::RunExtras x = session_->run(ids, iv, o);
@@ -755,6 +756,16 @@ val Model::defaultHead() const {
     out.set("name", "L" + std::to_string(h->first) + "H" + std::to_string(h->second));
     out.set("prefix_matching", session_->head_scores(cs::RepeatedTokensSpec()).scores.prefix_matching.data[h->first * c.n_heads + h->second]);
     return out;
+  });
+}
+
+// cs::find_repeat over ids (a leading <BOS> left out): the repeated block holding position `at`
+// (else the longest), as run({textScores, repeatAt}) chooses it, without a forward pass.
+val Model::findRepeat(const val& ids_js, const val& at_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "findRepeat: token ids");
+    const int at = at_js.isUndefined() || at_js.isNull() ? -1 : to_int(at_js, "findRepeat: at");
+    return repeat_js(cs::find_repeat(ids, cs::text_scores_from(ids, session_->file().tokenizer.bos_id()), at));
   });
 }
 

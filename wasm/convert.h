@@ -52,6 +52,7 @@ class Model {
   val headScores(const val& options) const;
   val sampleText(const val& seed) const;
   val defaultHead() const;
+  val findRepeat(const val& ids, const val& at) const;
   val topK(const val& ids, const val& k) const;
   val ablate(const val& ids, const val& batch, const val& intervention, const val& early, const val& late) const;
   val ioi(const val& ids, const val& intervention) const;

@@ -25,6 +25,8 @@
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28); target: the
 //            token id whose logit the path expansion explains; through: the earlier head of the
 //            composed QK circuit ("L0H1"), compose: its input (k | q)
+//   hsort    Induction's head-score table: the column its rows are sorted by, highest first
+//            (prefix | previous | stripe | rprefix | rcopy; absent = in head order)
 //   patch    activation patching in the IOI and Induction views (their -patching panels): denoise
 //            (each head's output from the clean run into the corrupted one) | noise (the other
 //            way); absent = off. The corrupted input is the core's standard corruption of the
@@ -87,6 +89,7 @@ export const DEFAULT_STATE = Object.freeze({
   sort: null,         // Circuits: how the tables' rows and columns are ordered (null: token)
   top: null,          // Circuits: rows and columns shown (null: 40)
   zoom: null,         // Circuits: cell size in pixels (null: 12)
+  hsort: null,        // Induction: the head-score table's sort column (null: head order)
   patch: null,        // IOI, Induction: activation patching, 'denoise' | 'noise' (null: off)
   target: null,       // Circuits: the token id the path expansion explains (null: the prediction)
   through: null,      // Circuits: the earlier head of the composed QK circuit (null: the previous layer's H0)
@@ -154,6 +157,7 @@ const FIELDS = new Map(Object.entries({
   sort: oneOf('sort', ['token', 'row', 'col', 'both']),
   top: oneOf('top', ['all', '80', '40', '20', '10']),
   zoom: integer('zoom', 3, 28),
+  hsort: oneOf('hsort', ['prefix', 'previous', 'stripe', 'rprefix', 'rcopy']),
   patch: oneOf('patch', ['denoise', 'noise']),
   target: integer('target', 0, 999_999),
   through: matching('through', HEAD_RE, 'a head such as L0H1'),

@@ -69,7 +69,7 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   x.mean_loss = mean_token_loss(x.loss, from, T);
   x.first_copy_loss = x.second_copy_loss = std::numeric_limits<double>::quiet_NaN();
   if (o.text_scores) {
-    x.text_scores = text_scores(cache, from);
+    x.text_scores = text_scores(cache, from, o.repeat_at);
     if (const auto& r = x.text_scores->repeat) {
       x.first_copy_loss = mean_token_loss(x.loss, r->a, r->a + r->r);
       x.second_copy_loss = mean_token_loss(x.loss, r->a + r->d, r->a + r->d + r->r);

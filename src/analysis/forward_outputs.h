@@ -31,6 +31,7 @@ struct RunOptions {
   bool resid = false, result = false;
   int topk = 0;              // 0: none
   bool text_scores = false;
+  int repeat_at = -1;        // text scores: the repeated block holding this position (find_repeat)
 };
 struct RunExtras {
   std::vector<float> loss;                 // [T], position_losses

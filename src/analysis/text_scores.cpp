@@ -10,9 +10,10 @@ namespace cs {
 
 // For every distance d, the runs of equal tokens ids[i] == ids[i + d]; a run of length `run`
 // ending at i gives a block of r = min(run, d) tokens (the copies may not overlap).
-std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from) {
+std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from, int at) {
   const int T = static_cast<int>(ids.size());
-  std::optional<Repeat> best;
+  std::optional<Repeat> best, holding;  // the longest, and the longest with a copy holding `at`
+  auto holds = [at](int a, int d, int r) { return (at >= a && at < a + r) || (at >= a + d && at < a + d + r); };
   for (int d = 1; d < T; ++d) {
     int run = 0;
     for (int i = std::max(0, from); i + d < T; ++i) {
@@ -20,19 +21,20 @@ std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from) {
         ++run;
         const int r = std::min(run, d);
         if (r >= 4 && (!best || r > best->r)) best = Repeat{i + 1 - r, d, r};
+        if (r >= kHeldRepeatMin && at >= 0 && (!holding || r > holding->r) && holds(i + 1 - r, d, r)) holding = Repeat{i + 1 - r, d, r};
       } else {
         run = 0;
       }
     }
   }
-  return best;
+  return holding ? holding : best;
 }
 
 int text_scores_from(const std::vector<int>& tokens, int bos_id) {
   return bos_id >= 0 && !tokens.empty() && tokens[0] == bos_id ? 1 : 0;
 }
 
-TextScores text_scores(const ActivationCache<float>& cache, int from) {
+TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
   if (cache.n_batch != 1) throw std::invalid_argument("text scores: expected the cache of one sequence");
   const int T = cache.n_pos;
   const std::vector<int>& ids = cache.tokens;
@@ -40,7 +42,7 @@ TextScores text_scores(const ActivationCache<float>& cache, int from) {
   const int H = L > 0 ? cache.layers[0].pattern.shape[1] : 0;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   TextScores out;
-  out.repeat = T > 0 ? find_repeat(ids, from) : std::nullopt;
+  out.repeat = T > 0 ? find_repeat(ids, from, at) : std::nullopt;
   out.previous_token.resize({L, H});
   out.prefix_matching.resize({L, H});
   out.stripe.resize({L, H});

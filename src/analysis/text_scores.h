@@ -19,8 +19,12 @@ struct Repeat {
 };
 
 // The longest such block over ids[from ..] (the earliest start and smallest distance among equals),
-// or nothing below 4 tokens. O(T^2).
-std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from);
+// or nothing below 4 tokens. With `at` >= 0, the longest among the blocks of at least
+// kHeldRepeatMin tokens one of whose copies holds position `at` (the token the user picked: the
+// block just inserted, or another the user points at), and the longest of all when no such block
+// holds it. O(T^2).
+constexpr int kHeldRepeatMin = 8;  // the induction view compares the copies of blocks this long
+std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from, int at = -1);
 
 struct TextScores {
   // Mean attention from query q to q - 1, over q = from + 1 .. T - 1 (NaN without such q).
@@ -32,12 +36,13 @@ struct TextScores {
   // a + d + r) to the token after its first copy, q - d + 1 (only when that is before q, i.e. d > 1).
   // NaN when there is no repeat.
   Tensor<float> stripe;           // [n_layers, n_heads]
-  std::optional<Repeat> repeat;   // find_repeat(tokens, from)
+  std::optional<Repeat> repeat;   // find_repeat(tokens, from, at)
 };
 
 // Seed 004's scores on the text of a one-sequence forward pass (cache.n_batch == 1). `from` is 1
 // when the sequence starts with a <BOS> that the scores leave out, else 0 (text_scores_from).
-TextScores text_scores(const ActivationCache<float>& cache, int from);
+// The stripe is that of find_repeat(tokens, from, at).
+TextScores text_scores(const ActivationCache<float>& cache, int from, int at = -1);
 // 1 when tokens start with bos_id (>= 0), else 0.
 int text_scores_from(const std::vector<int>& tokens, int bos_id);
 

@@ -1,5 +1,5 @@
 // Link integrity as a property: random sequences of real user actions in the page (switch view,
-// switch model, pick a snapshot or head, ablate, cut (and its ablation kind), type text, pick an IOI template, order,
+// switch model, pick a snapshot or head, sort the head scores, ablate, cut (and its ablation kind), type text, pick an IOI template, order,
 // names, place or object, switch activation patching, change how the Circuits tables are shown),
 // then "Copy link", open the link in a fresh browser context and check that the reopened page has
 // the same state, shows no "could not be read", and looks the same (a screenshot of the view,
@@ -102,6 +102,11 @@ async function possibleActions(page, r) {
     const text = randomText(r);
     out.push({ name: `text=${JSON.stringify(text.slice(0, 30))}`, run: (p) => p.fill('cs-induction textarea', text) });
     out.push({ name: 'repeat', run: (p) => p.click('cs-induction button:text-is("Repeat my text")') });
+    const sorts = await page.$$eval('cs-induction .ind-sort', (bs) => bs.length);
+    if (sorts) {
+      const k = r.int(sorts);
+      out.push({ name: `hsort#${k}`, run: (p) => p.click(`cs-induction .ind-sort >> nth=${k}`) });
+    }
     await select('patch', 'cs-induction select[id$="-patch"]');
   } else if (view === 'ioi') {
     await select('order', 'cs-ioi select[id$="-order"]');

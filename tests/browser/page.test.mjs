@@ -163,6 +163,42 @@ test('induction view: a repeated random sequence lowers the second copy\'s loss 
   }
 });
 
+test('induction view: "Insert a repeated random sequence" picks the inserted block, and the cards describe it rather than a longer repeat', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    await waitForInduction(page);
+    // A prose block of 99 characters twice: the longest repeat, longer than any insertion fits.
+    const prose = 'It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of fo';
+    await page.fill('cs-induction textarea', prose + prose);
+    await waitForText(page, prose + prose);
+    const described = () => page.evaluate(() => {
+      const v = document.querySelector('cs-induction');
+      return { text: document.querySelector('cs-induction .ind-repeat p').textContent, repeat: v.lastResult.repeat ?? null,
+        second: document.querySelector('cs-induction .ind-card.second strong').textContent, pos: v.state.pos };
+    });
+    const before = await described();
+    assert.equal(prose.length, 99);
+    assert.match(before.text, /^The longest repeated block: 99 tokens/);
+    await page.click('cs-induction button:text-is("Insert a repeated random sequence")');
+    await page.waitForFunction(() => /holding the picked token/.test(document.querySelector('cs-induction .ind-repeat p')?.textContent ?? ''));
+    const after = await described();
+    const text = await page.evaluate(() => document.querySelector('cs-induction').state.text);
+    // The block inserted: " R R " after the prose, R of 8 to 40 characters (27 here: what fits).
+    const m = / (\S+) (\S+) $/.exec(text);
+    assert.ok(m && m[1] === m[2], `the insertion is a block typed twice (${JSON.stringify(text.slice(-60))})`);
+    const r = Number(/: (\d+) tokens/.exec(after.text)[1]);
+    assert.ok(r >= m[1].length && r < 99, `the cards describe the inserted block (${r} tokens), not the 99-token prose repeat`);
+    assert.equal(after.pos, text.length - 1, 'the inserted block\'s last token is picked (token k is character k - 1, after <BOS>)');
+    assert.notEqual(after.second, before.second, 'the second-copy card\'s number moved');
+    // Unpicking the token goes back to the longest block.
+    await page.evaluate(() => document.querySelector('cs-induction').update({ pos: null }));
+    await page.waitForFunction(() => /^The longest repeated block: 99 tokens/.test(document.querySelector('cs-induction .ind-repeat p').textContent));
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
 test('induction view: char-1l shows no induction stripe', async (t) => {
   if (!siteModels().includes('char-1l')) {
     t.skip('char-1l is not in this build of the site (models/char-1l.safetensors missing)');

@@ -773,6 +773,19 @@ test('export: the token strip is in the per-token loss PNG; head scores download
       assert.equal(Number(r[col('copying_random')]), core.copying[i]);
       assert.ok(Number.isFinite(Number(r[col('prefix_matching_text')])));
     });
+    // A column's heading sorts the rows by it, highest first, through the store; pressed again,
+    // the heads go back in order.
+    const shownOrder = () => page.$$eval('cs-induction .ind-scores tbody tr', (trs) => trs.map((tr) => tr.cells[0].textContent));
+    await page.click('cs-induction .ind-sort:has-text("Copying")');
+    await page.waitForFunction(() => document.querySelector('cs-induction').store.state.hsort === 'rcopy');
+    await page.waitForFunction(() => document.querySelector('cs-induction .ind-scores th[aria-sort="descending"]'));
+    const byCopying = rows.slice(1).map((r) => [r[0], Number(r[col('copying_random')])]).sort((x, y) => y[1] - x[1]).map((x) => x[0]);
+    assert.deepEqual(await shownOrder(), byCopying);
+    assert.notDeepEqual(byCopying, rows.slice(1).map((r) => r[0]), 'the copying column does not already follow head order');
+    await page.click('cs-induction .ind-sort:has-text("Copying")');
+    await page.waitForFunction(() => document.querySelector('cs-induction').store.state.hsort === null);
+    await page.waitForFunction(() => !document.querySelector('cs-induction .ind-scores th[aria-sort="descending"]'));
+    assert.deepEqual(await shownOrder(), rows.slice(1).map((r) => r[0]));
     await check(t);
   } finally {
     await context.close();

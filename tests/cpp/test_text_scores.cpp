@@ -45,6 +45,34 @@ TEST(FindRepeat, FindsTheLongestNonOverlappingBlock) {
   EXPECT_EQ(o->a, 0);
 }
 
+TEST(FindRepeat, PrefersTheBlockHoldingTheGivenPosition) {
+  // A long block (10..21 twice, at 1 and 13), two other tokens (25, 26), a block of 8 (30..37
+  // twice, at 27 and 35) and one of 5 (50..54 twice, at 43 and 48): with no position, the long
+  // one; with a position in either copy of the 8-token block, that block; a position in no block,
+  // or in a block shorter than kHeldRepeatMin (the 5-token one), falls back to the longest.
+  std::vector<int> ids{0};
+  auto twice = [&](int lo, int hi) { for (int k = 0; k < 2; ++k) for (int t = lo; t < hi; ++t) ids.push_back(t); };
+  twice(10, 22);
+  ids.push_back(3);
+  ids.push_back(4);
+  twice(30, 38);
+  twice(50, 55);
+  ASSERT_EQ(ids.size(), 53u);
+  const auto longest = find_repeat(ids, 1);
+  ASSERT_TRUE(longest.has_value());
+  EXPECT_EQ(longest->a, 1);
+  EXPECT_EQ(longest->r, 12);
+  for (int at : {27, 34, 35, 42}) {
+    const auto r = find_repeat(ids, 1, at);
+    ASSERT_TRUE(r.has_value()) << at;
+    EXPECT_EQ(r->a, 27) << at;
+    EXPECT_EQ(r->d, 8) << at;
+    EXPECT_EQ(r->r, 8) << at;
+  }
+  EXPECT_EQ(find_repeat(ids, 1, 5)->a, 1);     // inside the long block's first copy
+  for (int at : {25, 26, 45, 50, 999}) EXPECT_EQ(find_repeat(ids, 1, at)->r, 12) << at;
+}
+
 TEST(TextScores, HandBuiltHeadsScoreOne) {
   const std::vector<int> ids{0, 5, 6, 7, 8, 9, 3, 5, 6, 7, 8, 9};
   const int T = static_cast<int>(ids.size());

@@ -140,7 +140,13 @@ export async function soak(page, { count, seed = 1, onStep = async () => {} }) {
   return { interactions: count, unsettled, slowest: times.slice(0, 5) };
 }
 
-/** Opens every view with every model it offers and every snapshot of that model once. */
+/**
+ * Opens every view with every model it offers and every snapshot of that model once, and the IOI
+ * view of each model also with a mean-ablated cut: the core then makes the model's ablation
+ * reference (every head's output over 256 of the task's sequences, about 20 MB for
+ * ioi-templates-2l), which it keeps for the model's life. Without that visit, whether a soak had
+ * picked a mean or resample ablation on that model would decide whether 20 MB more were kept.
+ */
 export async function warmUp(page) {
   const index = await page.evaluate(async () => (await import('/store.js')).getModelIndex());
   const manifest = await page.evaluate(async () => (await fetch('/models/manifest.json')).json()).catch(() => ({}));
@@ -152,6 +158,15 @@ export async function warmUp(page) {
         await page.evaluate(([view, model, snapshot]) => {
           window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view, model, snapshot } });
         }, [view, m.name, snapshot]);
+        await settled(page, 30_000);
+        visits++;
+      }
+      if (view === 'ioi') {
+        await page.evaluate((model) => {
+          window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view: 'ioi', model, snapshot: null, abl: 'mean', cut: ['*>*.q'] } });
+        }, m.name);
+        await settled(page, 30_000);
+        await page.evaluate(() => window.__cs.store.dispatch({ type: 'set', values: { abl: 'zero', cut: [] } }));
         await settled(page, 30_000);
         visits++;
       }

@@ -152,6 +152,23 @@ test('run({textScores}) gives the induction view\'s scores and repeat, fast', ()
       close(r.text_scores.stripe.data[i], w.stripe, 1e-5, `${text}: stripe ${i}`);
     });
   }
+  // repeatAt: the block holding a position (here an 8-character block typed twice after the
+  // sentence), the same block findRepeat() gives; its stripe and copy losses are that block's.
+  const text = `${TEXT} qzxwvkjq qzxwvkjq`;
+  const ids = char.tokenize(text).ids;
+  const at = ids.length - 2;
+  const held = char.findRepeat(ids, { at });
+  assert.ok(held && held.r >= 8 && held.r < findRepeat(ids, 1).r && at >= held.a + held.d && at < held.a + held.d + held.r, JSON.stringify(held));
+  assert.deepEqual(char.findRepeat(ids), findRepeat(ids, 1), 'without a position: the longest');
+  assert.deepEqual(char.findRepeat(ids, { at: 3 }), findRepeat(ids, 1), 'a position in the sentence: the sentence');
+  const rh = char.run(ids, undefined, { textScores: true, repeatAt: at });
+  assert.deepEqual(rh.repeat, held);
+  const wantHeld = textScores(rh.patterns.data, ids, ids.length, L, H, held, 1);
+  wantHeld.forEach((w, i) => close(rh.text_scores.stripe.data[i], w.stripe, 1e-5, `held block: stripe ${i}`));
+  const meanLoss = (from, to) => { let t = 0; for (let i = from; i < to; i++) t += rh.loss.data[i - 1]; return t / (to - from); };
+  close(rh.second_copy_loss, meanLoss(held.a + held.d, held.a + held.d + held.r), 1e-5, 'second copy loss of the held block');
+  close(rh.first_copy_loss, meanLoss(held.a, held.a + held.r), 1e-5, 'first copy loss of the held block');
+  assert.throws(() => char.findRepeat(ids, { at: 1.5 }), /findRepeat: at/);
   // The induction head scores high on the stripe of the repeated sentence.
   const r = char.run(TEXT, undefined, { textScores: true });
   assert.ok(Math.max(...r.text_scores.stripe.data) > 0.2);

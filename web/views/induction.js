@@ -33,7 +33,7 @@ import headsPanel from '../panels/induction/heads.js';
 import patternPanel, { hoverRow } from '../panels/induction/pattern.js';
 import scoresPanel from '../panels/induction/scores.js';
 import patchingPanel from '../panels/induction/patching.js';
-import { analyse, chosenHead, knownScores, randomScores, repeatOf, SAMPLE, sampleFor } from '../panels/induction/analysis.js';
+import { analyse, chosenHead, knownScores, positionAt, randomScores, repeatOf, SAMPLE, sampleFor } from '../panels/induction/analysis.js';
 import { tokenSample } from '../panels/sample.js';
 import { tokenSpans } from '../parts/token-strip.js';
 
@@ -259,12 +259,14 @@ function insertRandom(view) {
   const text = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
   const ta = view.els.text;
   const at = ta.selectionStart ?? text.length;
-  const L = Math.max(8, Math.min(40, Math.floor((contextChars(view) - text.length) / 2)));
+  const L = Math.max(8, Math.min(40, Math.floor((contextChars(view) - text.length - 3) / 2)));   // " R R " fits when it can
   let r = '';
   for (let i = 0; i < L; i++) r += pool[Math.floor(Math.random() * pool.length)];
   // A word or token-id vocabulary: the core's repeated random segment (already twice).
   const ins = view.model && !readsText(view.model.tokenizer.kind) ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
-  view.update({ text: text.slice(0, at) + ins + text.slice(at), pos: null });
+  // The inserted block's second copy's last token is picked, so the cards describe this repeat.
+  const next = text.slice(0, at) + ins + text.slice(at);
+  view.update({ text: next, pos: view.model ? positionAt(view.model, next, at + ins.trimEnd().length - 1) : null });
   requestAnimationFrame(() => { ta.focus(); ta.setSelectionRange(at + ins.length, at + ins.length); });
 }
 

@@ -31,22 +31,18 @@ export function analyse(model, state) {
   const c = model.config;
   const text = state.text ?? sampleFor(model);
   // The panels of one render ask with the same state: answered without tokenizing again.
-  const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${text}`;
+  const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${state.pos ?? ''}|${text}`;
   if (s.last && s.last.sk === sk) return s.last;
-  let { ids, begins, ends } = model.tokenize(text);
+  const { ids, begins, ends, bos, truncated } = shownTokens(model, text);
   const vocab = model.tokenizer.vocab;
-  const bos = vocab[0] === '<BOS>' && ids.length && ids[0] === 0 && ends[0] === 0 ? 1 : 0;
-  let truncated = 0;
-  if (ids.length > c.n_ctx) {
-    const from = ids.length - (c.n_ctx - bos);
-    truncated = from - bos;
-    const cut = (a) => { const o = new Int32Array(c.n_ctx); if (bos) o[0] = a[0]; o.set(a.subarray(from), bos); return o; };
-    ids = cut(ids); begins = cut(begins); ends = cut(ends);
-  }
   const intervention = interventionOf(state, c);
   const ablating = Object.keys(intervention).length > 0;
   const ikey = JSON.stringify(intervention);
-  const key = `${ids.join(',')}|${ikey}`;
+  // The repeated block the cards describe: the one holding the picked token, else the longest
+  // (the core's rule, findRepeat); the pass is run again only when that block changes.
+  const at = state.pos ?? -1;
+  const repeatKey = ids.length ? JSON.stringify(model.findRepeat(ids, { at })) : '';
+  const key = `${ids.join(',')}|${ikey}|${repeatKey}`;
   if (s.last && s.last.key === key && s.last.text === text) { s.last.sk = sk; return s.last; }
   s.last = null;   // the buffers are overwritten below
   let run = null;
@@ -55,7 +51,7 @@ export function analyse(model, state) {
     const b = (s.buffers ??= buffersFor(c));
     // The core scores every head on this text (text_scores, with the repeated block it finds)
     // and gives the top 5 next tokens at every position, in the same call.
-    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, textScores: true, topk: TOP_K });
+    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, textScores: true, repeatAt: at, topk: TOP_K });
     // The clean pass is read for its losses and every token's probability (so the hover can say
     // what each of the top 5 had without the ablation), never its patterns.
     clean = ablating ? model.run(ids, undefined, { patterns: false, into: b.clean, topk: c.d_vocab }) : run;
@@ -66,6 +62,31 @@ export function analyse(model, state) {
     repeat: run ? run.repeat : null, vocab, unk: vocab.indexOf('<UNK>'), scores: headRows(c, run),
   };
   return s.last;
+}
+
+/**
+ * The tokens the view runs on: the text's, its last n_ctx when longer (a leading <BOS> kept).
+ * {ids, begins, ends, bos (1 when it starts with <BOS>), truncated (tokens left out)}.
+ */
+function shownTokens(model, text) {
+  const c = model.config;
+  let { ids, begins, ends } = model.tokenize(text);
+  const bos = model.tokenizer.vocab[0] === '<BOS>' && ids.length && ids[0] === 0 && ends[0] === 0 ? 1 : 0;
+  let truncated = 0;
+  if (ids.length > c.n_ctx) {
+    const from = ids.length - (c.n_ctx - bos);
+    truncated = from - bos;
+    const cut = (a) => { const o = new Int32Array(c.n_ctx); if (bos) o[0] = a[0]; o.set(a.subarray(from), bos); return o; };
+    ids = cut(ids); begins = cut(begins); ends = cut(ends);
+  }
+  return { ids, begins, ends, bos, truncated };
+}
+
+/** The position (as the view numbers its tokens) of the token holding `text`'s UTF-16 offset, or null. */
+export function positionAt(model, text, offset) {
+  const { ids, begins, ends } = shownTokens(model, text);
+  for (let k = 0; k < ids.length; k++) if (begins[k] <= offset && offset < ends[k]) return k;
+  return null;
 }
 
 // Float32Arrays that run() fills instead of allocating, sized for the model's whole context.
