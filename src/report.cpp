@@ -1166,6 +1166,48 @@ ReportFigures measure_report(const std::string& models_dir) {
   return f;
 }
 
+// The outcome of a verdict this file wrote (see report.h).
+std::string claim_outcome(const std::string& verdict) {
+  bool yes = false, no = false, partly = false, measured = false;
+  auto starts = [](const std::string& s, const char* w) { return s.rfind(w, 0) == 0; };
+  std::size_t at = 0;
+  while (at <= verdict.size()) {
+    std::size_t end = verdict.find("; ", at);
+    if (end == std::string::npos) end = verdict.size();
+    std::string part = verdict.substr(at, end - at);
+    at = end + 2;
+    // "char-2l: reproduced on ...", "bump (a rise over 0.005 nats): reproduced ...": the verdict
+    // after the label (a part whose label holds no verdict word).
+    const std::size_t colon = part.find(": ");
+    if (colon != std::string::npos && !starts(part, "partly") && !starts(part, "not ") && !starts(part, "reproduced") &&
+        !starts(part, "solved"))
+      part = part.substr(colon + 2);
+    if (part.find("partly") != std::string::npos) partly = true;
+    else if (starts(part, "not ") || starts(part, "does not") || starts(part, "memorised")) no = true;
+    else if (starts(part, "reproduced") || starts(part, "solved") || starts(part, "appears")) yes = true;
+    else if (starts(part, "measured only") || starts(part, "shown")) measured = true;
+  }
+  if (partly || (yes && no)) return "partly";
+  if (no) return "not reproduced";
+  if (yes) return "reproduced";
+  if (measured) return "measured";
+  throw std::logic_error("report: the verdict \"" + verdict + "\" has no outcome");
+}
+
+json report_summary(const json& claims) {
+  int n[4] = {0, 0, 0, 0};
+  const char* kinds[4] = {"reproduced", "partly", "not reproduced", "measured"};
+  for (const auto& c : claims)
+    for (int k = 0; k < 4; ++k)
+      if (c["outcome"] == kinds[k]) ++n[k];
+  const int total = static_cast<int>(claims.size());
+  std::string sentence = std::to_string(n[0]) + " of " + std::to_string(total) + " claims reproduced; " + std::to_string(n[1]) +
+                         " partly (on some random seeds, or one part of the claim and not another); " + std::to_string(n[2]) +
+                         " not reproduced at these models' scale (each row says what was measured instead); " + std::to_string(n[3]) +
+                         " measured and shown without a threshold.";
+  return {{"total", total}, {"reproduced", n[0]}, {"partly", n[1]}, {"not_reproduced", n[2]}, {"measured", n[3]}, {"sentence", sentence}};
+}
+
 json report_json(const ReportFigures& f) {
   json claims = json::array();
   write_ioi_claims(f, claims);
@@ -1181,7 +1223,8 @@ json report_json(const ReportFigures& f) {
   write_repeat_claim(f.subword_repeat, claims, "-bpe");
   write_copying_claims(f.subword_copying, claims, "-bpe");
   write_leading_terms_claim(f.subword_leading_terms, claims, "-bpe");
-  return {{"claims", claims}, {"char_scores", char_scores}};
+  for (auto& c : claims) c["outcome"] = claim_outcome(c["verdict"].get<std::string>());
+  return {{"claims", claims}, {"char_scores", char_scores}, {"summary", report_summary(claims)}};
 }
 
 json build_report(const std::string& models_dir) { return report_json(measure_report(models_dir)); }
@@ -1194,8 +1237,9 @@ std::string report_markdown(const json& report) {
       "Each row is a claim of one of the source documents (the papers this project was built from, numbered\n"
       "000 to 004) that these small models can test, with the figure the source gives, the figure measured here,\n"
       "and the verdict by the threshold stated in `src/report.cpp`. \"Random seeds\" are training runs that differ\n"
-      "only in their random initialisation and data order.\n\n"
-      "| claim | source | source's figure | measured | verdict |\n|---|---|---|---|---|\n";
+      "only in their random initialisation and data order.\n\n";
+  if (report.contains("summary")) out += report["summary"]["sentence"].get<std::string>() + "\n\n";
+  out += "| claim | source | source's figure | measured | verdict |\n|---|---|---|---|---|\n";
   auto esc = [](std::string s) {
     std::string o;
     for (char c : s) {

@@ -202,6 +202,11 @@ ReportFigures measure_report(const std::string& models_dir);
 // {"claims": [{id, seed, claim, seed_figure, measured, verdict, view}], "char_scores": {...}}
 // from the figures alone.
 nlohmann::json report_json(const ReportFigures& figures);
+// A claim's outcome from the verdict the report wrote: "reproduced", "partly" (a verdict
+// "partly: ...", or one part of a claim reproduced and another not, e.g. "bump: reproduced on 3
+// of 3 seeds; turn: not reproduced (0 of 3 seeds)"), "not reproduced", or "measured" ("measured
+// only", "shown": no threshold). Throws std::logic_error for a verdict with none of them.
+std::string claim_outcome(const std::string& verdict);
 // report_json(measure_report(models_dir)).
 nlohmann::json build_report(const std::string& models_dir);
 // The same as Markdown (REPORT.md).

@@ -1146,7 +1146,15 @@ test('report: the claims of models/report.json, each linking to its view', async
       t.diagnostic('models/report.json is missing from the site: only the "not available" message is checked');
       assert.match(await page.$eval('cs-report [data-missing="report"]', (e) => e.textContent), /not available/);
     } else {
-      const claims = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8')).claims;
+      const report = JSON.parse(readFileSync(path.join(site, 'models', 'report.json'), 'utf8'));
+      const claims = report.claims;
+      // The headline is the core's count of each outcome, not a count of "reproduced" alone.
+      const headline = await page.$eval('cs-report .cs-note', (e) => e.textContent);
+      assert.ok(headline.startsWith(report.summary.sentence), headline);
+      assert.match(headline, /\d+ of \d+ claims reproduced; \d+ partly .*; \d+ not reproduced .*; \d+ measured/);
+      const marks = await page.$$eval('cs-report tbody tr td:nth-child(5)', (ts) => ts.map((x) => x.textContent.slice(0, 1)));
+      const MARK = { reproduced: '✓', partly: '◐', 'not reproduced': '✗', measured: '–' };
+      assert.deepEqual(marks, claims.map((c) => MARK[c.outcome]));
       const rows = await page.$$eval('cs-report tbody tr', (rs) => rs.map((r) => ({ id: r.dataset.id, text: r.textContent, href: r.querySelector('a')?.getAttribute('href') })));
       t.diagnostic(`report: ${rows.length} claims`);
       assert.equal(rows.length, claims.length);

@@ -22,7 +22,16 @@ test('every claim has its seed, figures, verdict and a view link', () => {
       assert.ok(c[k].length > 0, `${c.id}: empty ${k}`);
     }
     assert.match(c.view, /^#view=(induction|ioi|circuits|training)&model=[a-z0-9-]+/, c.id);
+    assert.ok(['reproduced', 'partly', 'not reproduced', 'measured'].includes(c.outcome), `${c.id}: outcome ${c.outcome}`);
   }
+  // The headline counts each outcome (the Reproduction view shows its sentence).
+  const count = (o) => report.claims.filter((c) => c.outcome === o).length;
+  const sum = report.summary;
+  assert.deepEqual([sum.reproduced, sum.partly, sum.not_reproduced, sum.measured, sum.total],
+    [count('reproduced'), count('partly'), count('not reproduced'), count('measured'), report.claims.length]);
+  assert.ok(sum.sentence.startsWith(`${sum.reproduced} of ${sum.total} claims reproduced; ${sum.partly} partly`), sum.sentence);
+  // A claim reproduced on every seed for one of its parts and on none for another is "partly".
+  assert.ok(report.claims.some((c) => c.outcome === 'partly' && /: reproduced on 3 of 3 seeds; .*: not reproduced/.test(c.verdict)));
   const md = readFileSync('models/REPORT.md', 'utf8');
   for (const c of report.claims) assert.ok(md.includes(c.measured.replaceAll('|', '\\|')), `${c.id} is not in REPORT.md`);
 });

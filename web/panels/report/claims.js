@@ -19,13 +19,13 @@ export function viewLink(view) {
   return error ? null : `#${encodeState(state)}`;
 }
 
-// Verdicts: reproduced (and the extensions' "solved", "appears", "shown") get a tick, "not ..."
-// and "does not ..." a cross, anything else ("measured only") neither.
-function verdictClass(verdict) {
-  if (/^(not|does not|memorised)/i.test(verdict) || /: not /i.test(verdict)) return ['cs-verdict-not', '✗'];
-  if (/^(reproduced|solved|appears|shown)/i.test(verdict)) return ['cs-verdict-reproduced', '✓'];
-  return ['cs-verdict-neutral', '–'];
-}
+// The core's outcome of each verdict (circuitscope report: claim_outcome): a tick, half a tick,
+// a cross, or neither for a figure measured without a threshold.
+const OUTCOMES = {
+  reproduced: ['cs-verdict-reproduced', '✓'], partly: ['cs-verdict-partly', '◐'],
+  'not reproduced': ['cs-verdict-not', '✗'], measured: ['cs-verdict-neutral', '–'],
+};
+const outcomeClass = (outcome) => OUTCOMES[outcome] ?? OUTCOMES.measured;
 
 const SEEDS = {
   '000': 'framework, one layer', '001': 'minimal IOI circuit', '002': 'gradient leading terms',
@@ -41,18 +41,17 @@ export default definePanel({
 
   async query() {
     const report = await getJSON(SRC);
-    return { claims: Array.isArray(report?.claims) ? report.claims : null };
+    return { claims: Array.isArray(report?.claims) ? report.claims : null, summary: typeof report?.summary?.sentence === 'string' ? report.summary.sentence : '' };
   },
 
-  render({ claims }) {
+  render({ claims, summary }) {
     if (!claims) {
       return el('p', { class: 'cs-unavailable', role: 'status', dataset: { missing: 'report' } },
         `The report is not available yet: ${SRC} has not been generated. Run \`circuitscope report\` after training the model zoo, then rebuild the site.`);
     }
-    const reproduced = claims.filter((c) => /^reproduced/i.test(String(c.verdict))).length;
     const rows = claims.map((c) => {
       const verdict = String(c.verdict ?? '');
-      const [cls, mark] = verdictClass(verdict);
+      const [cls, mark] = outcomeClass(c.outcome);
       const view = viewLink(c.view);
       return el('tr', { dataset: { id: String(c.id ?? '') } },
         el('td', {}, String(c.claim ?? '')),
@@ -62,9 +61,9 @@ export default definePanel({
         el('td', { class: cls }, `${mark} ${verdict}`),
         el('td', {}, view ? el('a', { href: view, 'aria-label': `Open the view for: ${String(c.claim ?? '')}` }, 'open view') : ''));
     });
-    const csv = claims.map(({ id, seed, claim, seed_figure, measured, verdict, view }) => ({ id, seed, claim, seed_figure, measured, verdict, view }));
+    const csv = claims.map(({ id, seed, claim, seed_figure, measured, verdict, outcome, view }) => ({ id, seed, claim, seed_figure, measured, verdict, outcome, view }));
     return el('div', {},
-      el('p', { class: 'cs-note', role: 'status' }, `${reproduced} of ${claims.length} claims reproduced. Each row links to the view that shows it.`),
+      el('p', { class: 'cs-note', role: 'status' }, `${summary} Each row links to the view that shows it.`),
       el('div', { class: 'cs-scroll' }, el('table', { class: 'cs-table cs-report-table' },
         el('thead', {}, el('tr', {}, ['claim', 'source', "source's figure", 'measured here', 'verdict', 'see it'].map((h) => el('th', { scope: 'col' }, h)))),
         el('tbody', {}, rows))),
