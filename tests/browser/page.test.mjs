@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { VIEW_SETTLED } from './settled.mjs';
 import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, KEYSTROKE_TEXT } from './chromium.mjs';
 import { startServer } from '../../scripts/serve.mjs';
 
@@ -193,6 +194,44 @@ test('induction view: "Insert a repeated random sequence" picks the inserted blo
     // Unpicking the token goes back to the longest block.
     await page.evaluate(() => document.querySelector('cs-induction').update({ pos: null }));
     await page.waitForFunction(() => /^The longest repeated block: 99 tokens/.test(document.querySelector('cs-induction .ind-repeat p').textContent));
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('induction view: one composition path into the shown head is cut from the Cut composition menu, and a link reopens it', async () => {
+  const { context, page, problems } = await openPage();
+  try {
+    await waitForInduction(page);
+    const prose = 'the cat sat on the mat and then it sat again. ';
+    await page.fill('cs-induction textarea', prose + prose);
+    await waitForText(page, prose + prose);
+    const head = await page.evaluate(() => document.querySelector('cs-induction').lastResult.head);
+    const paths = await page.$$eval('#ind-cut optgroup option', (os) => os.map((o) => o.value));
+    // char-2l: 4 heads of layer 0, each into the query, key or value of the shown layer-1 head.
+    assert.equal(paths.length, 4 * 3);
+    assert.ok(paths.every((v) => new RegExp(`^L0H[0-3]>${head}\\.[qkv]$`).test(v)), paths.join(' '));
+    const second = () => page.$eval('cs-induction .ind-card.second strong', (e) => e.textContent);
+    const clean = await second();
+    // The key path from each layer-0 head in turn: at least one of them carries the copying.
+    const seen = [];
+    for (const v of paths.filter((x) => x.endsWith('.k'))) {
+      await page.selectOption('#ind-cut', v);
+      await page.waitForFunction((v) => document.querySelector('.ind-cut-sign')?.textContent === `cut in force: ${v}`, v);
+      await page.waitForFunction(VIEW_SETTLED, { complete: true });
+      assert.deepEqual(await page.evaluate(() => document.querySelector('cs-induction').state.cut), [v]);
+      seen.push([v, await second()]);
+    }
+    assert.ok(seen.some(([, x]) => x !== clean), `cutting one key path changes the second copy's loss (${clean}; ${JSON.stringify(seen)})`);
+    const last = seen.at(-1)[0];
+    const hash = await page.evaluate(() => location.hash);
+    assert.match(hash, new RegExp(`cut=${encodeURIComponent(last).replace('.', '\\.')}`));
+    const fresh = await context.newPage();
+    await fresh.goto(page.url());
+    await waitForInduction(fresh);
+    await fresh.waitForFunction((v) => document.querySelector('#ind-cut')?.value === v, last);
+    await fresh.close();
     assert.deepEqual(problems, []);
   } finally {
     await context.close();

@@ -117,7 +117,7 @@ export class CsInduction extends CsView {
       return;
     }
     this.clearError();
-    syncCut(this.els.cut, m.config, this.state.cut);
+    syncCut(this.els.cut, m.config, this.state.cut, chosenHead(m, this.state));
     renderNote(this.els.note, a, m.tokenizer.kind);
     await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName, this.store))));
     await showPatching(this);
@@ -205,21 +205,39 @@ const TEXT_LABEL = {
 
 /**
  * "Cut composition": every path from layer 0 into the query, key or value of layer 1 (the
- * store's cut "*>*.q", as the IOI view's), for models of two or more layers. {field, select, sign}.
+ * store's cut "*>*.q", as the IOI view's), or one path into the shown head's query, key or value
+ * from one head of an earlier layer ("L0H1>L1H1.k"), for models of two or more layers.
+ * {field, select, sign}.
  */
 function cutControl(onCut) {
-  const select = el('select', { id: 'ind-cut', onchange: () => onCut(select.value ? [`*>*.${select.value}`] : []) },
-    el('option', { value: '' }, 'nothing'),
-    ...['q', 'k', 'v'].map((x) => el('option', { value: x }, `${x.toUpperCase()}-composition (layer 0 → ${{ q: 'query', k: 'key', v: 'value' }[x]} of layer 1)`)));
+  const select = el('select', { id: 'ind-cut', onchange: () => onCut(!select.value ? [] : /^[qkv]$/.test(select.value) ? [`*>*.${select.value}`] : [select.value]) });
   const sign = el('strong', { class: 'ind-cut-sign', hidden: true });
-  return { select, sign, field: el('span', { class: 'ind-cut' }, el('label', { for: 'ind-cut' }, 'Cut composition'), select, sign) };
+  return { select, sign, shape: '', field: el('span', { class: 'ind-cut' }, el('label', { for: 'ind-cut' }, 'Cut composition'), select, sign) };
 }
 
+const INPUTS = { q: 'query', k: 'key', v: 'value' };
+
 /** Shows the state's cut: the select (when it is one of its own) and a sign while any cut is in force. */
-function syncCut(c, config, cut) {
-  const own = cut.length === 1 ? /^\*>\*\.([qkv])$/.exec(cut[0]) : null;
+function syncCut(c, config, cut, head) {
+  const shape = `${config.n_layers}x${config.n_heads}|${head}`;
+  if (c.shape !== shape) {   // the single paths are those into the shown head
+    c.shape = shape;
+    const [l1, h1] = head ?? [0, 0];
+    const into = head ? headName(l1, h1) : '';
+    const paths = [];
+    for (let l = 0; l < l1; l++) {
+      for (let h = 0; h < config.n_heads; h++) {
+        for (const x of ['q', 'k', 'v']) paths.push(el('option', { value: `${headName(l, h)}>${into}.${x}` }, `${headName(l, h)} → ${INPUTS[x]} of ${into}`));
+      }
+    }
+    c.select.replaceChildren(el('option', { value: '' }, 'nothing'),
+      ...['q', 'k', 'v'].map((x) => el('option', { value: x }, `${x.toUpperCase()}-composition (layer 0 → ${INPUTS[x]} of layer 1)`)),
+      ...(paths.length ? [el('optgroup', { label: `One path into ${into}` }, ...paths)] : []));
+  }
+  const whole = cut.length === 1 ? /^\*>\*\.([qkv])$/.exec(cut[0]) : null;
+  const one = cut.length === 1 && [...c.select.options].some((o) => o.value === cut[0]) ? cut[0] : '';
   c.select.disabled = config.n_layers < 2;
-  c.select.value = own ? own[1] : '';
+  c.select.value = whole ? whole[1] : one;
   const sign = cut.length ? `cut in force: ${cut.join(', ')}` : '';
   if (c.sign.textContent !== sign) c.sign.textContent = sign;
   c.sign.hidden = !sign;

@@ -167,7 +167,3 @@ export function chosenHead(model, state) {
   return shownHead(model, state.head);
 }
 
-/** chosenHead(), for the panels that awaited it (the default head no longer waits for anything). */
-export async function settledHead(model, state) {
-  return chosenHead(model, state);
-}

@@ -7,7 +7,7 @@ import { headGrid, setHeadGrid, headCells } from '../../parts/head-grid.js';
 import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, settledHead, tokenText, unchangedRows } from './analysis.js';
+import { analyse, chosenHead, tokenText, unchangedRows } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 
 const memo = new WeakMap();   // model -> the last data
@@ -19,7 +19,7 @@ export default definePanel({
 
   async query({ model, state }) {
     const a = analyse(model, state);
-    const head = await settledHead(model, state);
+    const head = chosenHead(model, state);
     const selected = head ? headName(...head) : null;
     const ablate = (state.ablate || []).join();
     const last = memo.get(model);

@@ -7,7 +7,7 @@ import { el } from '../../parts/dom.js';
 import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, settledHead, tokenText, unchangedRows, repeatOf } from './analysis.js';
+import { analyse, chosenHead, tokenText, unchangedRows, repeatOf } from './analysis.js';
 import { HOVER } from './tokens.js';
 import { fmt } from '../../parts/format.js';
 
@@ -20,7 +20,7 @@ export default definePanel({
 
   async query({ model, state }) {
     const a = analyse(model, state);
-    const head = await settledHead(model, state);
+    const head = chosenHead(model, state);
     const name = head ? headName(...head) : null;
     const ablated = !!name && (state.ablate || []).includes(name);
     const pos = state.pos ?? null;

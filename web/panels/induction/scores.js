@@ -7,7 +7,7 @@
 import { el } from '../../parts/dom.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, randomScores, settledHead, repeatOf } from './analysis.js';
+import { analyse, randomScores, chosenHead, repeatOf } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 import { downloadCSV } from '../../parts/download.js';
 
@@ -21,7 +21,7 @@ export default definePanel({
   async query({ model, state }) {
     const a = analyse(model, state);
     const random = await randomScores(model);
-    const head = await settledHead(model, state);
+    const head = chosenHead(model, state);
     const selected = head ? headName(...head) : null;
     const sort = state.hsort ?? null;
     const last = memo.get(model);
