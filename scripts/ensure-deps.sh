@@ -27,6 +27,7 @@ need_file /usr/include/gtest/gtest.h libgtest-dev
 need_file "/usr/lib/*/cmake/GTest/GTestConfig.cmake" libgtest-dev
 need_file /usr/src/googletest/CMakeLists.txt googletest # built to WASM from source
 need_file /usr/include/benchmark/benchmark.h libbenchmark-dev
+need_file /usr/share/unicode/UnicodeData.txt unicode-data  # the tokenizer's Unicode tables (scripts/gen_unicode.py)
 need_file /usr/bin/chromium chromium
 need_file /usr/lib/python3/dist-packages/torch/__init__.py python3-torch  # the float64 TransformerLens reference (tests/reference/)
 

@@ -173,6 +173,9 @@ std::string json_parse_problem(const std::string& text, const json::exception& e
       if (text[i] == '\n') ++line, col = 1;
       else ++col;
     }
+    if (std::string(pe->what()).find("surrogate") != std::string::npos)
+      return "holds a lone surrogate (half of a UTF-16 pair, \\uD800 to \\uDFFF, without its other half), which is not a "
+             "character (line " + std::to_string(line) + ", column " + std::to_string(col) + ")";
     if (at >= text.size()) return "is not valid JSON (it ends too early, at line " + std::to_string(line) + ")";
     return "is not valid JSON (line " + std::to_string(line) + ", column " + std::to_string(col) + ")";
   }

@@ -1,5 +1,6 @@
 // Tokenizer: strict UTF-8 decoding, character- and word-level vocabularies, spans in UTF-16 units.
 #include "tokenizer.h"
+#include "tokenizer/utf8.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,100 +11,6 @@
 namespace cs {
 
 namespace {
-
-// One decoded code point: its value, where its bytes are, and where it sits in UTF-16 units.
-struct CodePoint {
-  std::uint32_t cp = 0;
-  std::size_t byte_begin = 0;
-  std::size_t byte_len = 0;
-  int u16_begin = 0;
-  int u16_end = 0;
-};
-
-// Strict UTF-8: rejects stray continuation bytes, truncated sequences, overlong forms,
-// surrogates (U+D800..U+DFFF) and values above U+10FFFF. Returns the byte index of the first
-// bad byte, or npos when the whole string is valid.
-std::size_t decode_utf8(const std::string& s, std::vector<CodePoint>* out) {
-  const std::size_t n = s.size();
-  std::size_t i = 0;
-  long long u16 = 0;
-  while (i < n) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    std::uint32_t cp = 0;
-    std::size_t len = 0;
-    std::uint32_t min_cp = 0;
-    if (b0 < 0x80) {
-      cp = b0;
-      len = 1;
-    } else if (b0 >= 0xC2 && b0 <= 0xDF) {
-      cp = b0 & 0x1Fu;
-      len = 2;
-      min_cp = 0x80;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      cp = b0 & 0x0Fu;
-      len = 3;
-      min_cp = 0x800;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      cp = b0 & 0x07u;
-      len = 4;
-      min_cp = 0x10000;
-    } else {
-      return i;  // continuation byte out of place, 0xC0/0xC1 (overlong) or 0xF5..0xFF
-    }
-    for (std::size_t k = 1; k < len; ++k) {
-      if (i + k >= n) return i + k;  // truncated sequence: the byte that is missing
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0u) != 0x80u) return i + k;
-      cp = (cp << 6) | (b & 0x3Fu);
-    }
-    if (len > 1 && cp < min_cp) return i;               // overlong encoding
-    if (cp >= 0xD800 && cp <= 0xDFFF) return i;         // UTF-16 surrogate
-    if (cp > 0x10FFFF) return i;                        // beyond Unicode
-    const int units = cp >= 0x10000 ? 2 : 1;
-    if (u16 + units > 0x7FFFFFFF) return i;             // spans are ints; text this long is unusable
-    if (out) {
-      CodePoint c;
-      c.cp = cp;
-      c.byte_begin = i;
-      c.byte_len = len;
-      c.u16_begin = static_cast<int>(u16);
-      c.u16_end = static_cast<int>(u16 + units);
-      out->push_back(c);
-    }
-    u16 += units;
-    i += len;
-  }
-  return std::string::npos;
-}
-
-std::vector<CodePoint> decode_or_throw(const std::string& text) {
-  std::vector<CodePoint> cps;
-  cps.reserve(text.size());
-  const std::size_t bad = decode_utf8(text, &cps);
-  if (bad != std::string::npos)
-    throw std::invalid_argument("text is not valid UTF-8 at byte " + std::to_string(bad));
-  return cps;
-}
-
-std::string encode_utf8(std::uint32_t cp) {
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
 
 bool is_space(std::uint32_t cp) {
   return cp == ' ' || cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f';

@@ -29,6 +29,8 @@
 #include "kernels/gemm.h"
 #include "model.h"
 #include "report.h"
+#include "tokenizer/hf.h"
+#include "tokenizer/utf8.h"
 #include "train.h"
 
 namespace {
@@ -59,6 +61,8 @@ const char* kUsage =
     "      The in-context-learning score (loss at token B minus token A) on held-out text, with its standard error.\n"
     "  circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
     "      Cosines of the learned tables with their gradient leading terms over the first steps from small weights.\n"
+    "  circuitscope tokenize --tokenizer TOKENIZER.json (--text TEXT | --jsonl FILE) [--special]\n"
+    "      Token ids, byte and UTF-16 ranges of texts under a Hugging Face tokenizer.json.\n"
     "  circuitscope help [COMMAND]\n"
     "\n"
     "Every command takes --kernel NAME (or the environment variable CS_KERNEL): the matrix-product\n"
@@ -153,6 +157,13 @@ const std::map<std::string, std::string> kHelp = {
      "  --before-phase-change METRICS scores only two of the files: the last whose step comes before the\n"
      "  phase change of the run in METRICS (a NAME.metrics.json; best head's prefix matching passes half its\n"
      "  final value) and the one with the largest step.\n"},
+    {"tokenize",
+     "circuitscope tokenize --tokenizer TOKENIZER.json (--text TEXT | --jsonl FILE) [--special]\n"
+     "  Reads a Hugging Face tokenizer.json (byte-pair models such as GPT-2's and GPT-NeoX's) and\n"
+     "  tokenizes the text, or every line of FILE (each a JSON string), printing one JSON line per text:\n"
+     "  {\"ids\", \"bytes\" (each token's [begin, end) in the text's UTF-8), \"spans\" (the same in UTF-16\n"
+     "  units, widened to whole characters), \"decoded\" (the ids decoded again)}, or {\"error\"} for a\n"
+     "  text that cannot be tokenized. --special adds the post-processor's special tokens.\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -751,6 +762,58 @@ int cmd_inspect(int argc, char** argv) {
   return 0;
 }
 
+// One text's tokens as a JSON line for `tokenize`.
+json tokenize_line(const cs::hf::Tokenizer& t, const std::string& text, bool special) {
+  const cs::hf::Encoding e = t.encode(text, special);
+  json bytes = json::array(), spans = json::array();
+  for (const auto& [b, en] : e.bytes) bytes.push_back({b, en});
+  for (const auto& [b, en] : cs::utf16_spans(text, e.bytes)) spans.push_back({b, en});
+  return {{"ids", e.ids}, {"bytes", bytes}, {"spans", spans}, {"decoded", t.decode(e.ids)}};
+}
+
+int cmd_tokenize(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--tokenizer", true}, {"--text", true}, {"--jsonl", true}, {"--special", false}});
+  if (!a.positional.empty()) throw UsageError("tokenize takes no file names; give the tokenizer with --tokenizer");
+  if (!a.opts.count("--tokenizer")) throw UsageError("tokenize needs --tokenizer TOKENIZER.json");
+  if (a.opts.count("--text") == a.opts.count("--jsonl")) throw UsageError("tokenize needs one of --text TEXT or --jsonl FILE");
+  const std::string path = a.opts["--tokenizer"];
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > cs::hf::kMaxFileBytes)
+    throw std::runtime_error(path + " is " + std::to_string(bytes >> 20) + " MB; circuitscope reads tokenizer files of up to " +
+                             std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
+  const auto tok = cs::hf::Tokenizer::from_text(read_file(path));
+  const bool special = a.opts.count("--special") > 0;
+  if (a.opts.count("--text")) {
+    std::cout << tokenize_line(*tok, a.opts["--text"], special).dump() << "\n";
+    return 0;
+  }
+  std::ifstream in(a.opts["--jsonl"], std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + a.opts["--jsonl"]);
+  std::string line;
+  long long n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    json out;
+    json text;
+    if (const auto problem = cs::read_json(line, text)) {
+      out = {{"error", "Line " + std::to_string(n) + " " + *problem}};
+    } else if (!text.is_string()) {
+      out = {{"error", "Line " + std::to_string(n) + " is not a JSON string"}};
+    } else {
+      try {
+        out = tokenize_line(*tok, text.get_ref<const std::string&>(), special);
+      } catch (const std::invalid_argument& e) {
+        std::string why = e.what();
+        if (!why.empty()) why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+        out = {{"error", "Line " + std::to_string(n) + ": " + why}};
+      }
+    }
+    std::cout << out.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  }
+  return 0;
+}
+
 int cmd_patch(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {{"--text", true}, {"--kind", true}, {"--seed", true}, {"--noise", false}, {"--heads-only", false}, {"--json", false}});
@@ -836,6 +899,7 @@ int main(int argc, char** argv) {
     if (cmd == "ioi") return cmd_ioi(argc, argv);
     if (cmd == "leading") return cmd_leading(argc, argv);
     if (cmd == "icl") return cmd_icl(argc, argv);
+    if (cmd == "tokenize") return cmd_tokenize(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const UsageError& e) {
