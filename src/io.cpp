@@ -876,7 +876,14 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const Loa
   }
   if (ours && !opts.tl_config.empty())
     fail("a TransformerLens config.json was given with a circuitscope model file, which carries its own config");
-  return ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta, opts);
+  ModelFile m = ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta, opts);
+  if (!opts.tokenizer_json.empty()) {
+    if (m.tokenizer.kind() != Tokenizer::Kind::Ids)
+      throw std::invalid_argument(std::string("tokenizer.json: the model file carries its own tokenizer (") + m.tokenizer.kind_name() +
+                                  ", " + std::to_string(m.tokenizer.size()) + " tokens); a tokenizer.json is only for files without one");
+    m.tokenizer = Tokenizer::build_hf(opts.tokenizer_json, m.cfg.d_vocab, opts.bos_token);
+  }
+  return m;
 }
 
 void check_output_path(const std::string& path) {

@@ -35,6 +35,11 @@ struct LoadOptions {
   // the weights), or empty: its normalization_type, positional_embedding_type and act_fn say what
   // the tensors cannot, and its dimensions must match them.
   std::string tl_config;
+  // A Hugging Face tokenizer.json (its text) for a file that carries no tokenizer of its own (a
+  // TransformerLens state dict): the model then reads typed text (Tokenizer::build_hf), and a file
+  // saved from it carries the tokenizer. bos_token: the token put first, "" for "<|endoftext|>".
+  std::string tokenizer_json;
+  std::string bos_token;
 };
 
 // Metadata keys: "format" = "circuitscope", "format_version" = "1", "config", "tokenizer", "info".

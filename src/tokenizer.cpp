@@ -1,5 +1,6 @@
 // Tokenizer: strict UTF-8 decoding, character- and word-level vocabularies, spans in UTF-16 units.
 #include "tokenizer.h"
+#include "tokenizer/hf.h"
 #include "tokenizer/utf8.h"
 
 #include <algorithm>
@@ -330,6 +331,40 @@ Tokenizer Tokenizer::build_ids(int size) {
   return t;
 }
 
+Tokenizer Tokenizer::build_hf(const std::string& tokenizer_json, int d_vocab, const std::string& bos_token) {
+  Tokenizer t;
+  t.kind_ = Kind::Hf;
+  t.hf_ = hf::Tokenizer::from_text(tokenizer_json);
+  t.hf_text_ = std::make_shared<const std::string>(tokenizer_json);
+  if (t.hf_->size() > d_vocab)
+    throw std::invalid_argument("tokenizer.json: it has " + std::to_string(t.hf_->size()) + " tokens but the model's embedding has " +
+                                std::to_string(d_vocab) + " rows; it is not this model's tokenizer");
+  t.vocab_.reserve(static_cast<std::size_t>(d_vocab));
+  for (int i = 0; i < d_vocab; ++i) {
+    std::string shown = i < t.hf_->size() ? t.hf_->display(i) : std::string();
+    t.vocab_.push_back(shown.empty() ? "<unused " + std::to_string(i) + ">" : shown);
+  }
+  t.hf_bos_ = bos_token;
+  const std::string bos = bos_token.empty() ? "<|endoftext|>" : bos_token;
+  t.bos_ = t.hf_->find(bos);
+  if (!bos_token.empty() && t.bos_ < 0)
+    throw std::invalid_argument("tokenizer.json: the bos_token " + bos_token + " is not one of its tokens");
+  t.unk_ = -1;
+  return t;
+}
+
+std::string Tokenizer::description() const {
+  const std::string n = std::to_string(size());
+  switch (kind_) {
+    case Kind::Char: return "character-level vocabulary of " + n + " tokens";
+    case Kind::Bpe: return "sub-word (byte-pair) vocabulary of " + n + " tokens";
+    case Kind::Word: return "word-level vocabulary of " + n + " tokens";
+    case Kind::Hf: return "Hugging Face tokenizer.json vocabulary of " + n + " tokens (" + hf_->summary()["model"].get<std::string>() + ")";
+    case Kind::Ids: break;
+  }
+  return "token-id vocabulary of " + n + " (the file carries no tokenizer)";
+}
+
 const std::string& Tokenizer::token_text(int id) const {
   if (id < 0 || id >= size())
     throw std::out_of_range("tokenizer: token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -340,6 +375,7 @@ const std::string& Tokenizer::token_text(int id) const {
 int Tokenizer::bos_id() const { return bos_; }
 
 int Tokenizer::find(const std::string& text) const {
+  if (kind_ == Kind::Hf) return hf_->find(text);
   if (kind_ == Kind::Ids) {
     const int id = parse_id(text.size() > 1 && text[0] == '#' ? text.substr(1) : std::string(), size());
     return id >= 0 && text == vocab_[static_cast<std::size_t>(id)] ? id : -1;
@@ -350,6 +386,17 @@ int Tokenizer::find(const std::string& text) const {
 
 std::vector<Token> Tokenizer::encode(const std::string& text, bool add_bos) const {
   if (kind_ == Kind::Ids) return encode_ids_text(text, add_bos);
+  if (kind_ == Kind::Hf) {
+    if (add_bos && bos_ < 0)
+      throw std::invalid_argument("tokenizer: this tokenizer.json has no <|endoftext|> token to put first; name its bos_token");
+    const hf::Encoding e = hf_->encode(text);
+    const auto spans = utf16_spans(text, e.bytes);
+    std::vector<Token> out;
+    out.reserve(e.ids.size() + 1);
+    if (add_bos) out.push_back(Token{bos_, 0, 0});
+    for (std::size_t i = 0; i < e.ids.size(); ++i) out.push_back(Token{e.ids[i], spans[i].first, spans[i].second});
+    return out;
+  }
   std::vector<Token> out;
   if (add_bos) {
     if (bos_ < 0)
@@ -481,6 +528,14 @@ std::vector<int> Tokenizer::encode_ids(const std::string& text, bool add_bos) co
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  if (kind_ == Kind::Hf) {
+    std::vector<int> kept;
+    for (int id : ids) {
+      token_text(id);  // throws for an id outside the vocabulary
+      if (id != bos_ && id < hf_->size()) kept.push_back(id);
+    }
+    return hf_->decode(kept);
+  }
   std::string out;
   bool first = true;
   for (int id : ids) {
@@ -562,6 +617,11 @@ std::vector<Token> Tokenizer::encode_ids_text(const std::string& text, bool add_
 
 nlohmann::json Tokenizer::to_json() const {
   nlohmann::json j{{"kind", kind_name()}, {"vocab", vocab_}};
+  if (kind_ == Kind::Hf) {
+    j["tokenizer_json"] = *hf_text_;
+    j["bos_token"] = hf_bos_;
+    j["summary"] = hf_->summary();
+  }
   if (kind_ == Kind::Bpe) {
     nlohmann::json m = nlohmann::json::array();
     for (const auto& [a, b] : merges_) m.push_back({a, b});
@@ -577,6 +637,13 @@ Tokenizer Tokenizer::from_json(const nlohmann::json& j) {
   if (!j.contains("kind") || !j["kind"].is_string())
     throw std::invalid_argument("tokenizer: \"kind\" must be the string \"char\", \"bpe\", \"word\" or \"ids\"");
   const std::string kind = j["kind"].get<std::string>();
+  if (kind == "hf") {
+    // The vocabulary's length is the model's d_vocab; its entries are recomputed from the file.
+    if (!j.contains("tokenizer_json") || !j["tokenizer_json"].is_string() || !j.contains("vocab") || !j["vocab"].is_array())
+      throw std::invalid_argument("tokenizer: an \"hf\" tokenizer needs \"tokenizer_json\" (the file's text) and \"vocab\"");
+    const std::string bos = j.contains("bos_token") && j["bos_token"].is_string() ? j["bos_token"].get<std::string>() : "";
+    return build_hf(j["tokenizer_json"].get<std::string>(), static_cast<int>(j["vocab"].size()), bos);
+  }
   if (kind != "char" && kind != "word" && kind != "ids" && kind != "bpe")
     throw std::invalid_argument("tokenizer: kind must be \"char\", \"bpe\", \"word\" or \"ids\", not \"" + printable(kind) + "\"");
   for (auto it = j.begin(); it != j.end(); ++it)

@@ -6,12 +6,17 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <unordered_map>
 #include <vector>
 
 namespace cs {
+
+namespace hf {
+class Tokenizer;
+}
 
 struct Token {
   int id = 0;
@@ -29,7 +34,9 @@ class Tokenizer {
   // Ids: token i is written "#i" in the vocabulary; text is decimal ids separated by white space
   // or commas (a leading "#" is allowed); there is no <BOS> and no <UNK>.
   // Bpe: characters as in Char, then merged tokens (see build_bpe).
-  enum class Kind { Char, Word, Ids, Bpe };
+  // Hf: a Hugging Face tokenizer.json (tokenizer/hf.h), e.g. GPT-2's or GPT-NeoX's, for a model
+  // from TransformerLens.
+  enum class Kind { Char, Word, Ids, Bpe, Hf };
 
   // Character-level vocabulary: "<BOS>" (id 0), "<UNK>" (id 1), then every distinct Unicode
   // code point of `corpus` (UTF-8) in code-point order, capped at max_chars by frequency
@@ -52,11 +59,26 @@ class Tokenizer {
   // size is below 1.
   static Tokenizer build_ids(int size);
 
+  // A tokenizer.json's text for a model whose embedding has d_vocab rows: ids the file does not use
+  // (d_vocab may be larger, as GPT-NeoX pads it) are "<unused N>". The <BOS> TransformerLens puts
+  // first is the tokenizer's "<|endoftext|>" (GPT-2's and GPT-NeoX's bos_token) when it has one;
+  // bos_token names another. Throws std::invalid_argument with hf::Tokenizer's sentences, or when
+  // the file has more tokens than d_vocab.
+  static Tokenizer build_hf(const std::string& tokenizer_json, int d_vocab, const std::string& bos_token = "");
+
   Kind kind() const { return kind_; }
   const char* kind_name() const {
-    return kind_ == Kind::Char ? "char" : kind_ == Kind::Word ? "word" : kind_ == Kind::Bpe ? "bpe" : "ids";
+    return kind_ == Kind::Char ? "char" : kind_ == Kind::Word ? "word" : kind_ == Kind::Bpe ? "bpe" : kind_ == Kind::Hf ? "hf" : "ids";
   }
+  // Whether any typed text becomes tokens (char, bpe, hf). A word-level tokenizer reads only its
+  // own words and a token-id one only ids, so the page gives those a sample from the core instead.
+  bool reads_text() const { return kind_ == Kind::Char || kind_ == Kind::Bpe || kind_ == Kind::Hf; }
+  // The vocabulary in words, as the page and CLI name it: "character-level vocabulary of 82
+  // tokens", "sub-word (byte-pair) vocabulary of 2048 tokens", "GPT-2-style byte-level
+  // vocabulary of 50257 tokens (tokenizer.json)", ...
+  std::string description() const;
   int size() const { return static_cast<int>(vocab_.size()); }
+  // Each token's text; for hf, as a page draws it (hf::Tokenizer::display: "␣the", "<0xE2>").
   const std::vector<std::string>& vocab() const { return vocab_; }
   const std::string& token_text(int id) const;  // throws std::out_of_range with a sentence
   int bos_id() const;                           // -1 if the vocabulary has no <BOS>
@@ -96,6 +118,9 @@ class Tokenizer {
   std::vector<std::pair<int, int>> merges_;                 // Bpe
   std::unordered_map<std::uint64_t, int> merge_rank_;       // Bpe: (left << 32 | right) -> merge index
   std::vector<int> merge_made_;                             // Bpe: the token each merge makes
+  std::shared_ptr<const hf::Tokenizer> hf_;                 // Hf
+  std::shared_ptr<const std::string> hf_text_;              // Hf: the tokenizer.json, saved with the model
+  std::string hf_bos_;                                      // Hf: the bos_token asked for, or ""
   void build_index();
   std::vector<Token> encode_ids_text(const std::string& text, bool add_bos) const;
   void check_merges_and_index();

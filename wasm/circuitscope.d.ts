@@ -52,10 +52,17 @@ export interface LoadOptions {
    * its dimensions must match the tensors, and a setting circuitscope does not run is refused.
    */
   config?: string | Record<string, unknown>;
+  /**
+   * A Hugging Face tokenizer.json's text (GPT-2's, GPT-NeoX's, ...) for a file that carries no
+   * tokenizer (a TransformerLens state dict): the model then reads typed text. Saved with the model.
+   */
+  tokenizer?: string;
+  /** The token put first; default "<|endoftext|>", TransformerLens's BOS for GPT-2 and GPT-NeoX tokenizers. */
+  bosToken?: string;
 }
 
 /**
- * The tokenizer as stored in the model file: kind "char", "word", "bpe" or "ids" and its
+ * The tokenizer as stored in the model file: kind "char", "word", "bpe", "hf" or "ids" and its
  * vocabulary. "bpe" (byte-pair, sub-word): "<BOS>", "<UNK>", single characters, then merged
  * tokens such as " the" (a leading space is part of the token), with `merges`. "ids" is for files
  * without a tokenizer (TransformerLens state dicts): text is token ids separated by spaces
@@ -63,7 +70,16 @@ export interface LoadOptions {
  */
 export interface TokenizerJson {
   kind: string;
+  /** Each token's text; for "hf", as drawn ("␣the", "<0xE2>" for one byte of a character). */
   vocab: string[];
+  /** Whether any typed text becomes tokens (char, bpe, hf); word and ids models read only their words or ids. */
+  reads_text: boolean;
+  /** The vocabulary in words, e.g. "sub-word (byte-pair) vocabulary of 2048 tokens". */
+  description: string;
+  /** The id tokenize() puts first (<BOS>, or <|endoftext|> for "hf"), -1 when there is none. */
+  bos_id?: number;
+  /** "hf" only: what the tokenizer.json configures (normalizer, pre_tokenizer, model, ...). */
+  summary?: Record<string, unknown>;
   /** "bpe" only: the merges in order, each a pair of earlier ids; merge k made id vocab.length - merges.length + k. */
   merges?: [number, number][];
   [key: string]: unknown;

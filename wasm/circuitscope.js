@@ -211,7 +211,7 @@ function wrap(handle) {
   const config = parsed.config;
   const tokenizer = parsed.tokenizer;
   const vocab = tokenizer.vocab ?? [];
-  const bosId = vocab.indexOf('<BOS>');
+  const bosId = typeof tokenizer.bos_id === 'number' ? tokenizer.bos_id : -1;
   let alive = true;
   /** @type {{tokens: Int32Array, intervention: any} | null} */
   let last = null;  // the last run()'s
@@ -511,8 +511,8 @@ async function sharedInstance(options) {
 /** Opens a model file with a shared, lazily initialised module. */
 /** @param {Uint8Array | ArrayBuffer} bytes @param {InitOptions & LoadOptions} options @returns {Promise<LoadedModel>} */
 export async function load(bytes, options = {}) {
-  const { processing, config } = options;
-  return (await sharedInstance(options)).load(bytes, { processing, config });
+  const { processing, config, tokenizer, bosToken } = options;
+  return (await sharedInstance(options)).load(bytes, { processing, config, tokenizer, bosToken });
 }
 
 /** Starts a training run with the shared, lazily initialised module. */

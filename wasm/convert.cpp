@@ -532,7 +532,8 @@ val step_metrics_js(const cs::StepMetrics& m) {
 
 // options: {processing: "default" | "none"} (how a TransformerLens file is read:
 // from_pretrained's processing, or from_pretrained_no_processing's none), {config}: a
-// TransformerLens config.json (text or object) read beside the weights.
+// TransformerLens config.json (text or object) read beside the weights, {tokenizer}: a Hugging
+// Face tokenizer.json's text for a file without a tokenizer, {bosToken}: its <BOS>.
 Model::Model(const val& bytes, const val& options)
     : session_(guarded([&] {
         cs::LoadOptions opts;
@@ -551,6 +552,13 @@ Model::Model(const val& bytes, const val& options)
             opts.tl_config = val::global("JSON").call<std::string>("stringify", cfg);
           if (!cfg.isUndefined() && !cfg.isNull() && opts.tl_config.empty())
             throw std::invalid_argument("load: options.config must be a TransformerLens config.json's text or its object");
+          const val tok = options["tokenizer"];
+          if (tok.isString()) opts.tokenizer_json = tok.as<std::string>();
+          else if (!tok.isUndefined() && !tok.isNull())
+            throw std::invalid_argument("load: options.tokenizer must be a Hugging Face tokenizer.json's text");
+          const val bos = options["bosToken"];
+          if (bos.isString()) opts.bos_token = bos.as<std::string>();
+          else if (!bos.isUndefined() && !bos.isNull()) throw std::invalid_argument("load: options.bosToken must be a token's text");
         }
         std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
         return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size(), opts));
@@ -1174,6 +1182,8 @@ std::string Trainer::config() const {
     nlohmann::json j;
     j["config"] = cs::config_to_json(r.model);
     j["tokenizer"] = trainer_->tokenizer().to_json();
+    j["tokenizer"]["reads_text"] = trainer_->tokenizer().reads_text();
+    j["tokenizer"]["description"] = trainer_->tokenizer().description();
     j["recipe"] = r.source;
     j["steps"] = r.steps;
     j["batch_size"] = r.batch_size;

@@ -425,7 +425,7 @@ async function showOpened({ entry, message, view }) {
     if (target !== s.view) store.dispatch({ type: 'view', view: target, model: entry.name });
     else store.dispatch({ type: 'model', model: entry.name });
     // Text typed for a character or sub-word model is not text for a word or token-id vocabulary.
-    if (store.state.text !== null && !readsText(entry.model.tokenizer.kind)) store.dispatch({ type: 'set', values: { text: null } });
+    if (store.state.text !== null && !readsText(entry.model.tokenizer)) store.dispatch({ type: 'set', values: { text: null } });
   }
   setStatus(message);
   document.body.dataset.openFile = 'opened';

@@ -79,7 +79,7 @@ export function registerLocal(file, model, { size = 0 } = {}) {
   const entry = Object.freeze({
     name, file: String(file).slice(0, 200), size, local: true, model, views: Object.freeze(views),
     title: `${name} (local file)`,
-    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}`,
+    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${vocabularyText(model.tokenizer)}`,
   });
   models.set(name, entry);
   for (const fn of [...listeners]) fn(entry);

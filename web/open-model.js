@@ -1,6 +1,7 @@
 // Opening a model file in the page: Files (the header's file picker, files dropped on the page: a
-// model file with, optionally, its TransformerLens config.json) or bytes (a model trained in the
-// Training view) go through the core's loader (load(bytes, {config})),
+// model file with, optionally, its TransformerLens config.json and its Hugging Face tokenizer.json)
+// or bytes (a model trained in the Training view) go through the core's loader (load(bytes,
+// {config, tokenizer})),
 // and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
 // nothing here fetches. A file over MAX_FILE_BYTES is refused before it is read; a file the
 // loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
@@ -18,11 +19,15 @@ const layers = (c) => (c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' 
  * view that offers it (IOI for an IOI model, else Induction); otherwise the app decides. Resolves to {entry, message}; rejects with an Error whose message is
  * a sentence for the page ("Could not open x.safetensors: model file: ...").
  */
-export async function openModelBytes(bytes, file, { firstView = false, config = undefined, note: extraNote = '' } = {}) {
+export async function openModelBytes(bytes, file, { firstView = false, config = undefined, tokenizer = undefined, note: extraNote = '' } = {}) {
   const cs = await getModule();
   let model;
   try {
-    model = cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), config === undefined ? undefined : { config });
+    /** @type {{config?: string, tokenizer?: string}} */
+    const options = {};
+    if (config !== undefined) options.config = config;
+    if (tokenizer !== undefined) options.tokenizer = tokenizer;
+    model = cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), options);
   } catch (e) {
     throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
   }
@@ -35,7 +40,7 @@ export async function openModelBytes(bytes, file, { firstView = false, config = 
   }
   const c = model.config;
   const note = typeof model.info?.note === 'string' ? ` ${model.info.note}` : '';
-  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer.kind, c.d_vocab)}). It stays in this page: nothing is uploaded.${note}${extraNote}`;
+  const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer)}). It stays in this page: nothing is uploaded.${note}${extraNote}`;
   document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: firstView ? entry.views[0] : null } }));
   return { entry, message };
 }
@@ -69,12 +74,28 @@ async function readBytes(file, onProgress) {
   }
 }
 
-const isConfig = (file) => /\.json$/i.test(String(file?.name ?? ''));
+const isJson = (file) => /\.json$/i.test(String(file?.name ?? ''));
+// Hugging Face names its tokenizer file tokenizer.json; any other .json is a TransformerLens config.
+const isTokenizer = (file) => /(^|[^a-z0-9])tokenizer\.json$/i.test(String(file?.name ?? ''));
+const isConfig = (file) => isJson(file) && !isTokenizer(file);
+// The largest tokenizer.json the core reads (hf::kMaxFileBytes).
+const MAX_TOKENIZER_BYTES = 64 * MB;
+
+/** A chosen JSON file's text, or a sentence saying why it cannot be read. */
+async function jsonText(file, limit, why) {
+  if (file.size > limit) throw new Error(`Could not open ${shownName(file.name)}: ${why}, this one is ${Math.round(file.size / MB)} MB.`);
+  try {
+    return await file.text();
+  } catch (e) {
+    throw new Error(`Could not read ${shownName(file.name)}: ${String(e?.message ?? e)}`);
+  }
+}
 
 /**
  * Opens Files chosen or dropped together: one model file (.safetensors, or a .pth as torch.save
  * writes it) and, optionally, the TransformerLens config.json the hub ships beside it, which says
- * what a state dict cannot (the core reads and checks it). Resolves to {entry, message} (the
+ * what a state dict cannot (the core reads and checks it), and a Hugging Face tokenizer.json (a
+ * .json file of that name), with which the model reads typed text. Resolves to {entry, message} (the
  * message names the config and any file left unopened); rejects with a sentence.
  * onProgress(name, read, total): bytes of the model file read so far.
  * @param {Iterable<File>} files
@@ -83,29 +104,29 @@ const isConfig = (file) => /\.json$/i.test(String(file?.name ?? ''));
 export async function openModelFiles(files, { onProgress } = {}) {
   const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
   if (!list.length) throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth), with its config.json if it has one.');
-  const configs = list.filter(isConfig), models = list.filter((f) => !isConfig(f));
+  const configs = list.filter(isConfig), tokenizers = list.filter(isTokenizer), models = list.filter((f) => !isJson(f));
   if (!models.length) {
+    if (!configs.length) throw new Error(`Could not open ${shownName(tokenizers[0].name)} alone: a tokenizer.json says how a model reads text, so choose it together with the model's weights (a .pth or .safetensors file).`);
     throw new Error(`Could not open ${shownName(configs[0].name)} alone: a config.json describes a model, so choose it together with the model's weights (a .pth or .safetensors file).`);
+  }
+  if (tokenizers.length > 1) {
+    throw new Error(`Could not open ${shownName(models[0].name)}: ${tokenizers.length} tokenizer.json files were chosen with it; choose the one that belongs to it.`);
   }
   if (configs.length > 1) {
     throw new Error(`Could not open ${shownName(models[0].name)}: ${configs.length} .json files were chosen with it (${configs.map((f) => shownName(f.name)).join(', ')}); choose the one config.json that belongs to it.`);
   }
-  let config;
-  if (configs.length) {
-    if (configs[0].size > 16 * MB) throw new Error(`Could not open ${shownName(configs[0].name)}: a TransformerLens config.json is a few kilobytes, this one is ${Math.round(configs[0].size / MB)} MB.`);
-    try {
-      config = await configs[0].text();
-    } catch (e) {
-      throw new Error(`Could not read ${shownName(configs[0].name)}: ${String(e?.message ?? e)}`);
-    }
-  }
+  const config = configs.length ? await jsonText(configs[0], 16 * MB, 'a TransformerLens config.json is a few kilobytes') : undefined;
+  const tokenizer = tokenizers.length
+    ? await jsonText(tokenizers[0], MAX_TOKENIZER_BYTES, `circuitscope reads tokenizer files of up to ${MAX_TOKENIZER_BYTES / MB} MB`)
+    : undefined;
   const left = models.slice(1).map((f) => shownName(f.name));
   const extra = left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened.)` : '';
-  const withConfig = config === undefined ? '' : ` Read with ${shownName(configs[0].name)}.`;
+  const read = [...configs.slice(0, 1), ...tokenizers].map((f) => shownName(f.name));
+  const withConfig = read.length ? ` Read with ${read.join(' and ')}.` : '';
   const bytes = await readBytes(models[0], onProgress && ((read, total) => onProgress(models[0].name, read, total)));
   // Let the page show that the file was read before the core's (synchronous) load starts.
   if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
-  return openModelBytes(bytes, models[0].name, { config, note: `${withConfig}${extra}` });
+  return openModelBytes(bytes, models[0].name, { config, tokenizer, note: `${withConfig}${extra}` });
 }
 
 /** Opens one File (from a file input or a drop). */

@@ -43,9 +43,9 @@ const char* kUsage =
     "usage:\n"
     "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
     "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
-    "  circuitscope run MODEL (--text TEXT | --file FILE) [--top K] [--json] [--config CONFIG.json] [--no-processing]\n"
+    "  circuitscope run MODEL (--text TEXT | --file FILE) [--top K] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      Per-token loss and the top K next-token predictions for a text.\n"
-    "  circuitscope inspect MODEL [--json] [--config CONFIG.json] [--no-processing]\n"
+    "  circuitscope inspect MODEL [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      The config, tokenizer and parameter table of a model file (.safetensors, or a TransformerLens .pth).\n"
     "      --config: the TransformerLens config.json beside the weights; --no-processing: the weights as written\n"
     "      (from_pretrained_no_processing) instead of TransformerLens's fold_ln and centring.\n"
@@ -92,10 +92,12 @@ const std::map<std::string, std::string> kHelp = {
      "  avx512 kernels give the same bits as each other; portable (the page's arithmetic) rounds\n"
      "  differently, so its runs differ from theirs by float rounding that grows over training.\n"},
     {"run",
-     "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json]\n"
+     "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Tokenizes the text (a <BOS> token first), runs the model and prints, for every token,\n"
      "  the loss of predicting it and the model's top K guesses for the next token.\n"
-     "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"},
+     "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"
+     "  --tokenizer TOKENIZER.json: for a file saved from TransformerLens, which carries no tokenizer, the\n"
+     "  Hugging Face tokenizer to read the text with (its <BOS> is <|endoftext|>, or --bos TOKEN).\n"},
     {"sweep",
      "circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
      "  Trains an IOI recipe once per seed 0..N-1 (default 10), measures each model's accuracy and\n"
@@ -165,7 +167,7 @@ const std::map<std::string, std::string> kHelp = {
      "  units, widened to whole characters), \"decoded\" (the ids decoded again)}, or {\"error\"} for a\n"
      "  text that cannot be tokenized. --special adds the post-processor's special tokens.\n"},
     {"inspect",
-     "circuitscope inspect MODEL.safetensors [--json]\n"
+     "circuitscope inspect MODEL.safetensors [--json] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
 };
 
@@ -611,17 +613,30 @@ int cmd_icl(int argc, char** argv) {
   return 0;
 }
 
-// A model file with the TransformerLens options of run and inspect (--config, --no-processing).
+// A tokenizer.json's text, refused before reading when it is larger than the core reads.
+std::string read_tokenizer_file(const std::string& path) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > cs::hf::kMaxFileBytes)
+    throw std::runtime_error(path + " is " + std::to_string(bytes >> 20) + " MB; circuitscope reads tokenizer files of up to " +
+                             std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
+  return read_file(path);
+}
+
+// A model file with the TransformerLens options of run and inspect (--config, --no-processing,
+// --tokenizer, --bos).
 cs::ModelFile load_with_options(const std::string& path, Args& a) {
   cs::LoadOptions o;
   if (a.opts.count("--no-processing")) o.processing = cs::Processing::none();
   if (a.opts.count("--config")) o.tl_config = read_file(a.opts["--config"]);
+  if (a.opts.count("--tokenizer")) o.tokenizer_json = read_tokenizer_file(a.opts["--tokenizer"]);
+  if (a.opts.count("--bos")) o.bos_token = a.opts["--bos"];
   return cs::load_model_file(path, o);
 }
 
 int cmd_run(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false},
-                                      {"--config", true}, {"--no-processing", false}});
+                                      {"--config", true}, {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
   if (a.opts.count("--text") == a.opts.count("--file")) throw UsageError("run needs exactly one of --text TEXT or --file FILE");
   const std::string text = a.opts.count("--text") ? a.opts["--text"] : read_file(a.opts["--file"]);
@@ -734,7 +749,7 @@ int cmd_ioi(int argc, char** argv) {
 }
 
 int cmd_inspect(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--json", false}, {"--config", true}, {"--no-processing", false}});
+  Args a = parse_args(argc, argv, 2, {{"--json", false}, {"--config", true}, {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
   if (a.positional.size() != 1) throw UsageError("inspect takes one model file");
   cs::ModelFile m = load_with_options(a.positional[0], a);
   json tensors = json::array();
@@ -744,13 +759,20 @@ int cmd_inspect(int argc, char** argv) {
     total += t.size();
   });
   if (a.opts.count("--json")) {
-    json out = {{"config", cs::config_to_json(m.cfg)}, {"tokenizer", m.tokenizer.to_json()}, {"info", m.info},
+    json tj = m.tokenizer.to_json();
+    tj.erase("tokenizer_json");  // the file itself: its summary says what it configures
+    json out = {{"config", cs::config_to_json(m.cfg)}, {"tokenizer", tj}, {"info", m.info},
                 {"tensors", tensors}, {"n_params", total}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
   std::printf("config:\n%s\n", cs::config_to_json(m.cfg).dump(2).c_str());
   std::printf("tokenizer: %s, %d tokens\n", m.tokenizer.kind_name(), m.tokenizer.size());
+  if (m.tokenizer.kind() == cs::Tokenizer::Kind::Hf) {
+    const json tj = m.tokenizer.to_json();
+    std::printf("tokenizer.json: %s\n", tj["summary"].dump().c_str());
+    if (m.tokenizer.bos_id() >= 0) std::printf("<BOS> put first: id %d\n", m.tokenizer.bos_id());
+  }
   if (m.info.contains("source") && m.info["source"].is_string() && m.info.contains("note") && m.info["note"].is_string())
     std::printf("source: %s\nnote: %s\n", m.info["source"].get<std::string>().c_str(), m.info["note"].get<std::string>().c_str());
   if (m.info.contains("step")) std::printf("trained steps: %s\n", m.info["step"].dump().c_str());
@@ -776,13 +798,7 @@ int cmd_tokenize(int argc, char** argv) {
   if (!a.positional.empty()) throw UsageError("tokenize takes no file names; give the tokenizer with --tokenizer");
   if (!a.opts.count("--tokenizer")) throw UsageError("tokenize needs --tokenizer TOKENIZER.json");
   if (a.opts.count("--text") == a.opts.count("--jsonl")) throw UsageError("tokenize needs one of --text TEXT or --jsonl FILE");
-  const std::string path = a.opts["--tokenizer"];
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > cs::hf::kMaxFileBytes)
-    throw std::runtime_error(path + " is " + std::to_string(bytes >> 20) + " MB; circuitscope reads tokenizer files of up to " +
-                             std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
-  const auto tok = cs::hf::Tokenizer::from_text(read_file(path));
+  const auto tok = cs::hf::Tokenizer::from_text(read_tokenizer_file(a.opts["--tokenizer"]));
   const bool special = a.opts.count("--special") > 0;
   if (a.opts.count("--text")) {
     std::cout << tokenize_line(*tok, a.opts["--text"], special).dump() << "\n";

@@ -9,6 +9,9 @@
 //      together with its config.json, and is refused in words alone; a config.json alone too;
 //  (b3) a TransformerLens model with LayerNorm and GELU MLPs (tests/reference/make_models.py) opens
 //      and every view that offers it settles, with no page error;
+//  (b5) a TransformerLens state dict with GPT-2's vocabulary opens with a tokenizer.json beside
+//      it and reads typed text with it (␣ for a space); a tokenizer.json alone or a broken one
+//      is refused in words;
 //  (b4) a 43 MB file shows its reading progress in the status line before it opens;
 //  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
 //      the drop hint shows while it is dragged;
@@ -22,13 +25,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchChromium, startCspProxy, trainInPage } from './chromium.mjs';
 import { VIEW_SETTLED } from './settled.mjs';
-import { toTransformerLens } from '../js/tlens-fixture.mjs';
+import { toTransformerLens, writeSafetensors } from '../js/tlens-fixture.mjs';
+import { gpt2TokenizerJson } from '../js/hf-tokenizer-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -161,7 +165,7 @@ test('(b) a shipped model file and one in TransformerLens layout open through th
     const s = await state(page);
     assert.equal(s.model, 'local:tl-char-2l');
     assert.match(await status(page), /TransformerLens state dict.*token ids separated by spaces/);
-    assert.match(await page.textContent('cs-induction .ind-status'), /ids-level vocabulary of 82\. A TransformerLens state dict/);
+    assert.match(await page.textContent('cs-induction .ind-status'), /token-id vocabulary of 82 \(the file carries no tokenizer\)\. A TransformerLens state dict/);
     assert.match(await page.textContent('cs-induction label[for="ind-text"]'), /token ids separated by spaces/);
     const text = await page.inputValue('cs-induction textarea');
     assert.match(text, /^(\d+ )+\d+$/, `token-id sample text: ${text}`);
@@ -218,6 +222,47 @@ test('(b2) a TransformerLens .pth opens with its config.json, and is refused in 
     assert.equal(await chooseFile(page, [pth, wrong]), 'failed');
     assert.match(await status(page), /config\.json says d_model is 64 but the tensors give 32: the config belongs to another model/);
     await settle(page);
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('(b5) a TransformerLens file opens with its tokenizer.json and reads typed text with it', async () => {
+  const [V, D, H, Dh, C] = [50257, 16, 2, 8, 64];
+  let seed = 3;
+  const t = (name, shape) => {
+    const f = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < f.length; i++) f[i] = ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 0.2;
+    return { name, dtype: 'F32', shape, bytes: new Uint8Array(f.buffer) };
+  };
+  const model = path.join(tmp, 'tl-gpt2.safetensors');
+  writeFileSync(model, writeSafetensors([t('embed.W_E', [V, D]), t('pos_embed.W_pos', [C, D]), t('blocks.0.attn.W_Q', [H, D, Dh]),
+    t('blocks.0.attn.W_K', [H, D, Dh]), t('blocks.0.attn.W_V', [H, D, Dh]), t('blocks.0.attn.W_O', [H, Dh, D]),
+    t('unembed.W_U', [D, V])], { format: 'pt', normalization_type: 'None' }));
+  const tok = path.join(tmp, 'tokenizer.json');
+  const json = JSON.stringify(gpt2TokenizerJson());
+  writeFileSync(tok, json);
+  const broken = path.join(tmp, 'broken', 'tokenizer.json');
+  mkdirSync(path.dirname(broken), { recursive: true });
+  writeFileSync(broken, json.slice(0, 5000));
+  const { context, page, problems, requests } = await openApp();
+  try {
+    assert.equal(await chooseFile(page, tok), 'failed');
+    assert.match(await status(page), /Could not open tokenizer\.json alone: a tokenizer\.json says how a model reads text/);
+    assert.equal(await chooseFile(page, [model, broken]), 'failed');
+    assert.match(await status(page), /Could not open tl-gpt2\.safetensors: tokenizer\.json: is not valid JSON/);
+    assert.equal(await chooseFile(page, [model, tok]), 'opened');
+    await settle(page);
+    assert.equal((await state(page)).model, 'local:tl-gpt2');
+    assert.match(await status(page), /Hugging Face tokenizer\.json vocabulary of 50257 tokens.*Read with tokenizer\.json\./);
+    assert.match(await page.textContent('cs-induction label[for="ind-text"]'), /Hugging Face tokenizer/);
+    await page.fill('cs-induction textarea', 'Hello world, hello world');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 6);
+    const r = await page.evaluate(() => document.querySelector('cs-induction').lastResult);
+    assert.deepEqual(r.ids, [50256, 15496, 995, 11, 23748, 995]);
+    assert.match(await page.textContent('cs-induction .ind-tokens'), /␣world/);
     assert.deepEqual(uploads(requests), []);
     assert.deepEqual(problems, []);
   } finally {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "tokenizer.h"
 #include "tokenizer/hf.h"
 #include "tokenizer/utf8.h"
 
@@ -50,6 +51,12 @@ json byte_level(const std::vector<std::pair<std::string, std::string>>& merges, 
           {"decoder", {{"type", "ByteLevel"}}},
           {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"vocab", vocab}, {"merges", ms}}}};
 }
+
+}  // namespace
+
+json byte_level_for_tests() { return byte_level({}); }
+
+namespace {
 
 std::vector<std::string> piece_texts(const Tokenizer& t, const std::string& text) {
   std::vector<std::string> out;
@@ -243,3 +250,46 @@ TEST(Utf8, LossyDecodingReplacesEachMaximalInvalidSubpart) {
 
 }  // namespace
 }  // namespace cs::hf
+
+namespace cs {
+namespace {
+
+using nlohmann::json;
+using testing::contains;
+using testing::invalid_argument_message;
+
+// The model-facing tokenizer of kind "hf": a tokenizer.json padded to the model's d_vocab, with
+// TransformerLens's <BOS>, spans in UTF-16, and the file carried through to_json / from_json.
+TEST(TokenizerHf, ReadsTextPadsTheVocabularyAndRoundTrips) {
+  json j = hf::byte_level_for_tests();
+  j["added_tokens"] = json::array({{{"id", 256}, {"content", "<|endoftext|>"}, {"special", true}, {"normalized", false}}});
+  const std::string text = j.dump();
+  const Tokenizer t = Tokenizer::build_hf(text, 260);
+  EXPECT_EQ(t.kind(), Tokenizer::Kind::Hf);
+  EXPECT_STREQ(t.kind_name(), "hf");
+  EXPECT_TRUE(t.reads_text());
+  EXPECT_FALSE(Tokenizer::build_ids(3).reads_text());
+  EXPECT_EQ(t.size(), 260);
+  EXPECT_EQ(t.bos_id(), 256);
+  EXPECT_EQ(t.token_text(' '), "\u2423");
+  EXPECT_EQ(t.token_text(258), "<unused 258>");
+  const std::string euro = "\xE2\x82\xAC";
+  const std::vector<Token> toks = t.encode("a " + euro, true);
+  ASSERT_EQ(toks.size(), 6u);  // <BOS>, a, space, the euro sign's three bytes
+  EXPECT_EQ(toks[0].id, 256);
+  EXPECT_EQ(toks[1].begin, 0);
+  EXPECT_EQ(toks[1].end, 1);
+  EXPECT_EQ(toks[3].begin, 2);  // each byte of the euro sign spans the whole character
+  EXPECT_EQ(toks[5].end, 3);
+  EXPECT_EQ(t.decode(t.encode_ids("a " + euro, true)), "a " + euro);
+  const Tokenizer back = Tokenizer::from_json(t.to_json());
+  EXPECT_EQ(back.kind(), Tokenizer::Kind::Hf);
+  EXPECT_EQ(back.size(), 260);
+  EXPECT_EQ(back.encode_ids("a " + euro, true), t.encode_ids("a " + euro, true));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { Tokenizer::build_hf(text, 200); }),
+                       "it has 257 tokens but the model's embedding has 200 rows"));
+  EXPECT_TRUE(contains(invalid_argument_message([&] { Tokenizer::build_hf(text, 300, "<s>"); }), "the bos_token <s> is not one of its tokens"));
+}
+
+}  // namespace
+}  // namespace cs

@@ -4,9 +4,9 @@
 //   showToken(s)         a token's text made visible: every space as ␣, newline as ↵, tab as ⇥,
 //                        other control characters as \u…; so a sub-word token's leading space
 //                        shows (" the" is "␣the"). Its real text goes in a tooltip: tokenTitle(s).
-//   readsText(kind)      whether a tokenizer kind reads typed text as it is (char, bpe), rather
-//                        than words or ids separated by spaces
-//   vocabularyText(kind, n)  how a model's vocabulary is described ("char-level vocabulary of 82",
+//   readsText(tokenizer) whether the model reads typed text as it is (the core's reads_text:
+//                        char, bpe, hf), rather than words or ids separated by spaces
+//   vocabularyText(tokenizer)  how a model's vocabulary is described (the core's description:
 //                        "sub-word (byte-pair) vocabulary of 2048 tokens")
 // No imports (local-models.js, which store.js imports, uses it).
 export const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : '–');
@@ -20,8 +20,8 @@ export const showToken = (s) => String(s).replace(INVISIBLE, (c) => SHOWN[c] ?? 
 /** A token's real text for a tooltip: quoted, with escapes (JSON), e.g. "\" the\"" or "\"\\n\"". */
 export const tokenTitle = (s) => JSON.stringify(String(s));
 
-/** Whether a tokenizer of this kind reads typed text as it is (characters or byte-pair sub-words). */
-export const readsText = (kind) => kind === 'char' || kind === 'bpe';
+/** Whether the model reads typed text as it is: the core's reads_text of its tokenizer. */
+export const readsText = (tokenizer) => tokenizer.reads_text === true;
 
-/** The words for a model's vocabulary, by its tokenizer kind and size. */
-export const vocabularyText = (kind, n) => (kind === 'bpe' ? `sub-word (byte-pair) vocabulary of ${n} tokens` : `${kind}-level vocabulary of ${n}`);
+/** The words for a model's vocabulary: the core's description of its tokenizer. */
+export const vocabularyText = (tokenizer) => String(tokenizer.description);

@@ -160,9 +160,9 @@ export class CsInduction extends CsView {
     this.dataset.model = key;
     const c = m.config;
     const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
-    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${vocabularyText(m.tokenizer.kind, c.d_vocab)}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
+    this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${vocabularyText(m.tokenizer)}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
     this.els.label.textContent = TEXT_LABEL[m.tokenizer.kind] ?? TEXT_LABEL.char;
-    this.els.text.placeholder = readsText(m.tokenizer.kind) ? PLACEHOLDER
+    this.els.text.placeholder = readsText(m.tokenizer) ? PLACEHOLDER
       : `Type tokens here, separated by spaces, e.g. ${tokenSample(m) || 'a few tokens, then the same tokens again'}`;
     // The default head is the strongest induction head by the random-token scores (0.3 s).
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
@@ -200,6 +200,7 @@ const TEXT_LABEL = {
   char: 'Text (character-level: every character is a token)',
   bpe: 'Text (sub-word: the model\'s byte-pair tokenizer cuts it into tokens; ␣ marks a space, ↵ a newline)',
   word: 'Text (word-level: words of the model\'s vocabulary, separated by spaces)',
+  hf: 'Text (the model\'s Hugging Face tokenizer cuts it into byte-level tokens; ␣ marks a space, <0xE2> one byte of a character)',
   ids: 'Text (token ids separated by spaces, e.g. "12 7 7 3": this model file carries no tokenizer)',
 };
 
@@ -258,7 +259,7 @@ function renderNote(node, a, kind) {
 const contextChars = (view) => (view.model ? view.model.config.n_ctx - 1 : 255);
 
 function repeatText(view) {
-  const chars = !view.model || readsText(view.model.tokenizer.kind);   // text as typed (characters, sub-words)
+  const chars = !view.model || readsText(view.model.tokenizer);   // text as typed (characters, sub-words)
   let base = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
   const max = Math.floor(contextChars(view) / 2);
   let note = '';
@@ -281,7 +282,7 @@ function insertRandom(view) {
   let r = '';
   for (let i = 0; i < L; i++) r += pool[Math.floor(Math.random() * pool.length)];
   // A word or token-id vocabulary: the core's repeated random segment (already twice).
-  const ins = view.model && !readsText(view.model.tokenizer.kind) ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
+  const ins = view.model && !readsText(view.model.tokenizer) ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
   // The inserted block's second copy's last token is picked, so the cards describe this repeat.
   const next = text.slice(0, at) + ins + text.slice(at);
   view.update({ text: next, pos: view.model ? positionAt(view.model, next, at + ins.trimEnd().length - 1) : null });

@@ -15,7 +15,7 @@ import { tokenSample } from '../sample.js';
 export const SAMPLE = 'Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing to do. ' +
   'Alice was beginning to get very tired of sitting by her sister on the bank';
 /** The text shown for a model when the state has none: SAMPLE (character or byte-pair vocabulary), or for a word or token-id vocabulary a repeated random segment (sample.js). */
-export const sampleFor = (model) => (readsText(model.tokenizer.kind) ? SAMPLE : tokenSample(model));
+export const sampleFor = (model) => (readsText(model.tokenizer) ? SAMPLE : tokenSample(model));
 export const TOP_K = 5;            // next-token predictions shown for a hovered token
 export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
 

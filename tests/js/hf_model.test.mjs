@@ -1,0 +1,99 @@
+// A TransformerLens state dict (which carries no tokenizer) opened in the WASM module with a
+// Hugging Face tokenizer.json beside it: typed text is tokenized as @huggingface/tokenizers does
+// (with TransformerLens's <|endoftext|> first), the tokenizer is saved with the model, and a wrong
+// or broken tokenizer.json is refused in a sentence without harming the module.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import { root, cs } from './module.mjs';
+import { writeSafetensors } from './tlens-fixture.mjs';
+import { gpt2TokenizerJson, GPT2_EOT } from './hf-tokenizer-files.mjs';
+import { rng as seeded } from '../rng.mjs';
+
+// An attention-only one-layer TransformerLens state dict with GPT-2's vocabulary and small widths.
+function tlFile(vocab) {
+  const rng = seeded(7).next;
+  const [D, H, Dh, C] = [16, 2, 8, 64];
+  const t = (name, shape) => {
+    const f = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < f.length; i++) f[i] = (rng() - 0.5) * 0.2;
+    return { name, dtype: 'F32', shape, bytes: new Uint8Array(f.buffer) };
+  };
+  return writeSafetensors([t('embed.W_E', [vocab, D]), t('pos_embed.W_pos', [C, D]), t('blocks.0.attn.W_Q', [H, D, Dh]),
+    t('blocks.0.attn.W_K', [H, D, Dh]), t('blocks.0.attn.W_V', [H, D, Dh]), t('blocks.0.attn.W_O', [H, Dh, D]),
+    t('unembed.W_U', [D, vocab])], { format: 'pt', normalization_type: 'None' });
+}
+
+const gpt2 = gpt2TokenizerJson();
+const gpt2Text = JSON.stringify(gpt2);
+const peer = new HfTokenizer(gpt2, {});
+// GPT-NeoX pads its embedding past the tokenizer's ids; the extra rows are unused tokens.
+const file = tlFile(GPT2_EOT + 1 + 3);
+
+test('a TransformerLens file opened with tokenizer.json reads typed text as Hugging Face tokenizes it', async () => {
+  const m = (await cs()).load(file, { tokenizer: gpt2Text });
+  try {
+    const tok = m.tokenizer;
+    assert.equal(tok.kind, 'hf');
+    assert.equal(tok.reads_text, true);
+    assert.match(tok.description, /tokenizer\.json vocabulary of 50260 tokens \(BPE \(50257 tokens, 50000 merges\)\)/);
+    assert.equal(tok.vocab.length, 50260);
+    assert.equal(tok.vocab[262], '␣the');
+    assert.equal(tok.vocab[50259], '<unused 50259>');
+    assert.equal(tok.summary?.pre_tokenizer, 'ByteLevel');
+    for (const text of ['Hello world, hello world', "I'm  here\n\n\tok 2024 ½", 'naïve café – 東京 🙂 <|endoftext|>x']) {
+      const t = m.tokenize(text);
+      const want = [GPT2_EOT, ...peer.encode(text, { add_special_tokens: false }).ids];
+      assert.deepEqual([...t.ids], want, JSON.stringify(text));
+      // Spans: the <BOS> is empty; the others cover the text in order.
+      assert.equal(t.begins[0], 0);
+      assert.equal(t.ends[0], 0);
+      assert.equal(t.begins[1], 0);
+      assert.equal(t.ends[t.ends.length - 1], text.length);
+      for (let i = 2; i < t.ids.length; i++) assert.ok(t.begins[i] >= t.begins[i - 1] && t.begins[i] <= t.ends[i - 1]);
+    }
+    // The tokenizer travels with a saved file: it reopens reading text, without the option.
+    const again = (await cs()).load(m.save());
+    try {
+      assert.equal(again.tokenizer.kind, 'hf');
+      assert.deepEqual([...again.tokenize('Hello world').ids], [GPT2_EOT, 15496, 995]);
+    } finally {
+      again.delete();
+    }
+  } finally {
+    m.delete();
+  }
+});
+
+test('bosToken names the token put first, and an unknown one is refused', async () => {
+  const c = await cs();
+  const m = c.load(file, { tokenizer: gpt2Text, bosToken: 'Hello' });
+  try {
+    assert.equal(m.tokenize('x').ids[0], 15496);
+  } finally {
+    m.delete();
+  }
+  assert.throws(() => c.load(file, { tokenizer: gpt2Text, bosToken: '<s>' }), /the bos_token <s> is not one of its tokens/);
+});
+
+test('a wrong or broken tokenizer.json is refused in a sentence and the module keeps working', async () => {
+  const c = await cs();
+  assert.throws(() => c.load(tlFile(1000), { tokenizer: gpt2Text }),
+    /it has 50257 tokens but the model's embedding has 1000 rows; it is not this model's tokenizer/);
+  assert.throws(() => c.load(file, { tokenizer: gpt2Text.slice(0, 1000) }), /tokenizer\.json: is not valid JSON/);
+  const unigram = structuredClone(gpt2);
+  unigram.model.type = 'Unigram';
+  assert.throws(() => c.load(file, { tokenizer: JSON.stringify(unigram) }), /the model is "Unigram"; circuitscope reads byte-pair \(BPE\) tokenizers only/);
+  assert.throws(() => c.load(file, { tokenizer: 12 }), /options\.tokenizer must be a Hugging Face tokenizer\.json's text/);
+  // A circuitscope model carries its own tokenizer.
+  const own = readFileSync(path.join(root, 'models', 'char-2l.safetensors'));
+  assert.throws(() => c.load(own, { tokenizer: gpt2Text }), /the model file carries its own tokenizer \(char/);
+  const m = c.load(file, { tokenizer: gpt2Text });
+  try {
+    assert.deepEqual([...m.tokenize(' the').ids], [GPT2_EOT, 262]);
+  } finally {
+    m.delete();
+  }
+});
