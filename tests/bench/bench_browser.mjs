@@ -14,14 +14,21 @@
 //   workers     the reference model's training step in the page's training worker on 1 and on 2
 //               Web Workers sharing each batch (data-parallel), ms per step (each sample the
 //               mean over the 10 steps between two of the worker's reports) and the speed-up.
+//   tokenize    a Hugging Face tokenizer.json (GPT-2's, tests/js/hf-tokenizer-files.mjs) encoding
+//               prose in the page's WebAssembly core (model.tokenize of a TransformerLens file
+//               opened with it: ids and UTF-16 spans) and in @huggingface/tokenizers, the same
+//               text in the same page: ms per encode for a typed paragraph (1 KB) and a chapter
+//               (100 KB), after a warm-up, and whether the ids agree.
 // Nothing here asserts a time.
-//   node tests/bench/bench_browser.mjs [--keystrokes N] [--worker-steps N] [--json]
+//   node tests/bench/bench_browser.mjs [--keystrokes N] [--worker-steps N] [--tokenize-reps N] [--only PART] [--json]
 // CIRCUITSCOPE_SITE=dir serves another folder (default build/site); CHROMIUM=path another browser.
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
+import { tlVocabFixture } from '../js/tlens-fixture.mjs';
+import { gpt2TokenizerJson } from '../js/hf-tokenizer-files.mjs';
 import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, trainInPage, KEYSTROKE_TEXT } from '../browser/chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -56,6 +63,55 @@ async function keystrokes(browser, url, count) {
     const frame = await keystrokeTimes(page, { count, phase: 'frame' });
     const random = await keystrokeTimes(page, { count, phase: 'random' });
     return { model: 'char-2l', tokens: frame.T, viewport: '1280x720', frame_aligned: stats(frame.times), random_phase: stats(random.times) };
+  } finally {
+    await context.close();
+  }
+}
+
+// The files the tokenize bench needs, served to the page from memory under /__bench/.
+async function tokenizing(browser, url, reps) {
+  const files = {
+    'model.safetensors': { body: Buffer.from(tlVocabFixture(50257)), contentType: 'application/octet-stream' },
+    'tokenizer.json': { body: JSON.stringify(gpt2TokenizerJson()), contentType: 'application/json' },
+    'tokenizers.mjs': { body: readFileSync(path.join(root, 'node_modules', '@huggingface', 'tokenizers', 'dist', 'tokenizers.min.mjs')), contentType: 'text/javascript' },
+    'text.txt': { body: readFileSync(path.join(root, 'models', 'corpus', 'gutenberg-valid.txt'), 'utf8').slice(0, 100_000), contentType: 'text/plain' },
+  };
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.route('**/__bench/*', (route) => route.fulfill({ status: 200, ...files[new URL(route.request().url()).pathname.split('/').pop()] }));
+    await page.goto(`${url}#v=1&view=training`);
+    return await page.evaluate(async (reps) => {
+      const [{ init }, { Tokenizer }] = await Promise.all([import('./wasm/circuitscope.js'), import('./__bench/tokenizers.mjs')]);
+      const get = (name) => fetch(`./__bench/${name}`);
+      const [cs, bytes, json, all] = await Promise.all([init(), get('model.safetensors').then((r) => r.arrayBuffer()), get('tokenizer.json').then((r) => r.text()), get('text.txt').then((r) => r.text())]);
+      let t0 = performance.now();
+      const model = cs.load(new Uint8Array(bytes), { tokenizer: json });
+      const loadOurs = performance.now() - t0;
+      t0 = performance.now();
+      const hf = new Tokenizer(JSON.parse(json), {});
+      const loadTheirs = performance.now() - t0;
+      const time = (fn) => {
+        for (let i = 0; i < 3; i++) fn();
+        const ts = [];
+        for (let i = 0; i < reps; i++) {
+          const t = performance.now();
+          fn();
+          ts.push(performance.now() - t);
+        }
+        return ts.sort((a, b) => a - b)[Math.floor(ts.length / 2)];
+      };
+      const out = { load_ms: { wasm: loadOurs, tokenizers_js: loadTheirs }, texts: [] };
+      for (const size of [1000, 100_000]) {
+        const text = all.slice(0, size);
+        const ours = Array.from(model.tokenize(text).ids).slice(1);   // without the <BOS> put first
+        const theirs = hf.encode(text, { add_special_tokens: false }).ids;
+        out.texts.push({ chars: text.length, tokens: theirs.length, same_ids: JSON.stringify(ours) === JSON.stringify(theirs),
+          wasm_ms: time(() => model.tokenize(text)), tokenizers_js_ms: time(() => hf.encode(text, { add_special_tokens: false })) });
+      }
+      model.delete();
+      return out;
+    }, reps);
   } finally {
     await context.close();
   }
@@ -121,6 +177,10 @@ async function workerScaling(browser, url, steps) {
 async function main() {
   const count = intArg('--keystrokes', 30, 20);
   const json = process.argv.includes('--json');
+  const o = process.argv.indexOf('--only');
+  const only = o < 0 ? null : process.argv[o + 1];
+  if (only !== null && !['keystroke', 'tokenize', 'training', 'workers'].includes(only)) throw new Error('--only takes keystroke, tokenize, training or workers');
+  const want = (part) => only === null || only === part;
   if (!existsSync(path.join(site, 'index.html'))) throw new Error(`${path.relative(root, site) || site}/index.html is missing: run \`npm run build\` first`);
   const server = await startServer({ root: site, port: 0 });
   const browser = await launchChromium();
@@ -130,9 +190,10 @@ async function main() {
       chromium: browser.version(),
       site: path.relative(root, site) || site,
       machine: { cpus: os.cpus().length, load_average_1min: { before: round(loadBefore), after: null } },
-      keystroke: await keystrokes(browser, server.url, count),
-      training: await training(browser, server.url),
-      workers: await workerScaling(browser, server.url, intArg('--worker-steps', 60, EVERY)),
+      keystroke: want('keystroke') ? await keystrokes(browser, server.url, count) : null,
+      tokenize: want('tokenize') ? await tokenizing(browser, server.url, intArg('--tokenize-reps', 15, 3)) : null,
+      training: want('training') ? await training(browser, server.url) : null,
+      workers: want('workers') ? await workerScaling(browser, server.url, intArg('--worker-steps', 60, EVERY)) : null,
       targets: { keystroke_median_ms: TARGET_KEYSTROKE_MS, phase_change_seconds: TARGET_PHASE_CHANGE_S },
     };
     // Other work on the machine lengthens every time here: say how busy it was.
@@ -146,17 +207,32 @@ async function main() {
     const t = result.training;
     const m = result.machine;
     console.log(`circuitscope in the browser (Chromium ${result.chromium}, ${result.site}; ${m.cpus} CPUs, load average ${m.load_average_1min.before} before, ${m.load_average_1min.after} after)`);
-    console.log(`keystroke to rendered, induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
-    console.log(`  keystroke as a frame begins:          ${line(k.frame_aligned)} (target: median <= ${TARGET_KEYSTROKE_MS} ms)`);
-    console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
-    console.log(`in-browser training, ${t.recipe} (${t.steps} steps, Web Worker):`);
-    console.log(`  ${t.steps_per_second} steps/s; the run took ${t.train_seconds} s from Start`);
+    if (k) {
+      console.log(`keystroke to rendered, induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
+      console.log(`  keystroke as a frame begins:          ${line(k.frame_aligned)} (target: median <= ${TARGET_KEYSTROKE_MS} ms)`);
+      console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
+    }
+    if (result.tokenize) {
+      const z = result.tokenize;
+      console.log(`tokenizer.json (GPT-2's) encoding prose, WebAssembly core vs @huggingface/tokenizers, same page (opening it: ${z.load_ms.wasm.toFixed(0)} ms with the model vs ${z.load_ms.tokenizers_js.toFixed(0)} ms):`);
+      for (const x of z.texts) {
+        console.log(`  ${x.chars} characters (${x.tokens} tokens): ${x.wasm_ms.toFixed(2)} ms vs ${x.tokenizers_js_ms.toFixed(2)} ms (medians); ids ${x.same_ids ? 'identical' : 'DIFFER'}`);
+      }
+    }
+    if (t) {
+      console.log(`in-browser training, ${t.recipe} (${t.steps} steps, Web Worker):`);
+      console.log(`  ${t.steps_per_second} steps/s; the run took ${t.train_seconds} s from Start`);
+    }
     const w = result.workers;
-    console.log(`training step of the reference model in the page's worker: 1 worker ${line(w.one_worker)}; ` +
-      `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}x`);
-    console.log(t.phase_change_step === null
-      ? '  no phase change recorded'
-      : `  phase change at step ${t.phase_change_step}, ${t.phase_change_seconds} s after Start (target: <= ${TARGET_PHASE_CHANGE_S} s)`);
+    if (w) {
+      console.log(`training step of the reference model in the page's worker: 1 worker ${line(w.one_worker)}; ` +
+        `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}x`);
+    }
+    if (t) {
+      console.log(t.phase_change_step === null
+        ? '  no phase change recorded'
+        : `  phase change at step ${t.phase_change_step}, ${t.phase_change_seconds} s after Start (target: <= ${TARGET_PHASE_CHANGE_S} s)`);
+    }
   } finally {
     await browser.close();
     await server.close();

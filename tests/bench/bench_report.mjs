@@ -156,6 +156,12 @@ if (browser) {
     console.log(`reference model's training step in the page's worker (${w.steps} steps, a sample per ${w.steps_per_sample ?? 1}): 1 worker ${line(w.one_worker)}; ` +
       `2 workers ${line(w.two_workers)}; speed-up ${w.speedup}×`);
   }
+  if (browser.tokenize) {
+    for (const x of browser.tokenize.texts) {
+      console.log(`tokenizer.json (GPT-2's), ${x.chars} characters of prose (${x.tokens} tokens): WebAssembly core ${f(x.wasm_ms)} ms, ` +
+        `@huggingface/tokenizers ${f(x.tokenizers_js_ms)} ms in the same page (${f(x.tokenizers_js_ms / x.wasm_ms)}x); ids ${x.same_ids ? 'identical' : 'DIFFER'}`);
+    }
+  }
   const tr = browser.training;
   console.log(`in-browser training of ${tr.recipe} (${tr.steps} steps, Web Worker): ${f(tr.steps_per_second)} steps/s; ` +
     (tr.phase_change_step != null

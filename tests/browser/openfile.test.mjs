@@ -31,7 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launchChromium, startCspProxy, trainInPage } from './chromium.mjs';
 import { VIEW_SETTLED } from './settled.mjs';
-import { toTransformerLens, writeSafetensors } from '../js/tlens-fixture.mjs';
+import { tlVocabFixture, toTransformerLens } from '../js/tlens-fixture.mjs';
 import { gpt2TokenizerJson } from '../js/hf-tokenizer-files.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -230,17 +230,8 @@ test('(b2) a TransformerLens .pth opens with its config.json, and is refused in 
 });
 
 test('(b5) a TransformerLens file opens with its tokenizer.json and reads typed text with it', async () => {
-  const [V, D, H, Dh, C] = [50257, 16, 2, 8, 64];
-  let seed = 3;
-  const t = (name, shape) => {
-    const f = new Float32Array(shape.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < f.length; i++) f[i] = ((seed = (seed * 16807) % 2147483647) / 2147483647 - 0.5) * 0.2;
-    return { name, dtype: 'F32', shape, bytes: new Uint8Array(f.buffer) };
-  };
   const model = path.join(tmp, 'tl-gpt2.safetensors');
-  writeFileSync(model, writeSafetensors([t('embed.W_E', [V, D]), t('pos_embed.W_pos', [C, D]), t('blocks.0.attn.W_Q', [H, D, Dh]),
-    t('blocks.0.attn.W_K', [H, D, Dh]), t('blocks.0.attn.W_V', [H, D, Dh]), t('blocks.0.attn.W_O', [H, Dh, D]),
-    t('unembed.W_U', [D, V])], { format: 'pt', normalization_type: 'None' }));
+  writeFileSync(model, tlVocabFixture(50257, 3));
   const tok = path.join(tmp, 'tokenizer.json');
   const json = JSON.stringify(gpt2TokenizerJson());
   writeFileSync(tok, json);

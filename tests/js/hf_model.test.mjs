@@ -8,23 +8,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { root, cs } from './module.mjs';
-import { writeSafetensors } from './tlens-fixture.mjs';
+import { tlVocabFixture as tlFile } from './tlens-fixture.mjs';
 import { gpt2TokenizerJson, GPT2_EOT } from './hf-tokenizer-files.mjs';
-import { rng as seeded } from '../rng.mjs';
-
-// An attention-only one-layer TransformerLens state dict with GPT-2's vocabulary and small widths.
-function tlFile(vocab) {
-  const rng = seeded(7).next;
-  const [D, H, Dh, C] = [16, 2, 8, 64];
-  const t = (name, shape) => {
-    const f = new Float32Array(shape.reduce((a, b) => a * b, 1));
-    for (let i = 0; i < f.length; i++) f[i] = (rng() - 0.5) * 0.2;
-    return { name, dtype: 'F32', shape, bytes: new Uint8Array(f.buffer) };
-  };
-  return writeSafetensors([t('embed.W_E', [vocab, D]), t('pos_embed.W_pos', [C, D]), t('blocks.0.attn.W_Q', [H, D, Dh]),
-    t('blocks.0.attn.W_K', [H, D, Dh]), t('blocks.0.attn.W_V', [H, D, Dh]), t('blocks.0.attn.W_O', [H, Dh, D]),
-    t('unembed.W_U', [D, vocab])], { format: 'pt', normalization_type: 'None' });
-}
 
 const gpt2 = gpt2TokenizerJson();
 const gpt2Text = JSON.stringify(gpt2);

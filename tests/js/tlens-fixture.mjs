@@ -77,6 +77,22 @@ export function writeSafetensors(tensors, metadata) {
   return new Uint8Array(Buffer.concat([len, Buffer.from(text), ...tensors.map((t) => t.bytes)]));
 }
 
+// A one-layer attention-only TransformerLens state dict with a vocabulary of `vocab` tokens (GPT-2's
+// 50,257, say) and small widths (d_model 16, 2 heads of 8, n_ctx 64), random weights from `seed`:
+// a stand-in for a hub model that needs its tokenizer.json, small enough for every test.
+export function tlVocabFixture(vocab, seed = 7) {
+  const [D, H, Dh, C] = [16, 2, 8, 64];
+  let s = seed;
+  const t = (name, shape) => {
+    const f = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    for (let i = 0; i < f.length; i++) f[i] = ((s = (s * 16807) % 2147483647) / 2147483647 - 0.5) * 0.2;
+    return { name, dtype: 'F32', shape, bytes: new Uint8Array(f.buffer) };
+  };
+  return writeSafetensors([t('embed.W_E', [vocab, D]), t('pos_embed.W_pos', [C, D]), t('blocks.0.attn.W_Q', [H, D, Dh]),
+    t('blocks.0.attn.W_K', [H, D, Dh]), t('blocks.0.attn.W_V', [H, D, Dh]), t('blocks.0.attn.W_O', [H, Dh, D]),
+    t('unembed.W_U', [D, vocab])], { format: 'pt', normalization_type: 'None' });
+}
+
 // The tensors of a circuitscope file (bytes) in TransformerLens's layout. Options: dtype ('F32',
 // 'F16', 'BF16'), metadata (default {format: 'pt'}; null for none), biases and buffers (default
 // true), positionalEmbeddingType (written to the metadata when given).
