@@ -1,5 +1,6 @@
 // The WASM boundary's conversions and the page's two handles (see convert.h).
 #include "convert.h"
+#include "tokenizer/hf.h"
 
 #include "checks.h"
 
@@ -553,6 +554,11 @@ Model::Model(const val& bytes, const val& options)
           if (!cfg.isUndefined() && !cfg.isNull() && opts.tl_config.empty())
             throw std::invalid_argument("load: options.config must be a TransformerLens config.json's text or its object");
           const val tok = options["tokenizer"];
+          // A string's UTF-8 is at least as many bytes as its UTF-16 length: refuse a huge one
+          // before it is copied into the module's memory, which never shrinks.
+          if (tok.isString() && tok["length"].as<double>() > static_cast<double>(cs::hf::kMaxFileBytes))
+            throw std::invalid_argument("tokenizer.json: the file is over " + std::to_string(cs::hf::kMaxFileBytes >> 20) +
+                                        " MB; circuitscope reads tokenizer files of up to " + std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
           if (tok.isString()) opts.tokenizer_json = tok.as<std::string>();
           else if (!tok.isUndefined() && !tok.isNull())
             throw std::invalid_argument("load: options.tokenizer must be a Hugging Face tokenizer.json's text");
@@ -1184,6 +1190,7 @@ std::string Trainer::config() const {
     j["tokenizer"] = trainer_->tokenizer().to_json();
     j["tokenizer"]["reads_text"] = trainer_->tokenizer().reads_text();
     j["tokenizer"]["description"] = trainer_->tokenizer().description();
+    j["tokenizer"]["bos_id"] = trainer_->tokenizer().bos_id();
     j["recipe"] = r.source;
     j["steps"] = r.steps;
     j["batch_size"] = r.batch_size;

@@ -254,6 +254,12 @@ test('(b5) a TransformerLens file opens with its tokenizer.json and reads typed 
     const r = await page.evaluate(() => document.querySelector('cs-induction').lastResult);
     assert.deepEqual(r.ids, [50256, 15496, 995, 11, 23748, 995]);
     assert.match(await page.textContent('cs-induction .ind-tokens'), /␣world/);
+    // Tokens holding part of a character's bytes are drawn as those bytes, not the character again.
+    await page.fill('cs-induction textarea', 'a 🙂 東京');
+    await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 8);
+    const strip = await page.textContent('cs-induction .ind-tokens');
+    assert.match(strip, /<0xE6>/);
+    assert.equal(strip.split('東').length - 1, 0, `東 is split into byte tokens: ${strip}`);
     assert.deepEqual(uploads(requests), []);
     assert.deepEqual(problems, []);
   } finally {

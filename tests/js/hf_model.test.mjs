@@ -72,6 +72,10 @@ test('a wrong or broken tokenizer.json is refused in a sentence and the module k
   unigram.model.type = 'Unigram';
   assert.throws(() => c.load(file, { tokenizer: JSON.stringify(unigram) }), /the model is "Unigram"; circuitscope reads byte-pair \(BPE\) tokenizers only/);
   assert.throws(() => c.load(file, { tokenizer: 12 }), /options\.tokenizer must be a Hugging Face tokenizer\.json's text/);
+  // A tokenizer.json over the core's 64 MB is refused before it is copied into the module.
+  const heap = c.memory().heapSize;
+  assert.throws(() => c.load(file, { tokenizer: ' '.repeat(65 * 2 ** 20) }), /circuitscope reads tokenizer files of up to 64 MB/);
+  assert.equal(c.memory().heapSize, heap, 'the refused tokenizer grew the WebAssembly memory');
   // A circuitscope model carries its own tokenizer.
   const own = readFileSync(path.join(root, 'models', 'char-2l.safetensors'));
   assert.throws(() => c.load(own, { tokenizer: gpt2Text }), /the model file carries its own tokenizer \(char/);

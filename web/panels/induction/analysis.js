@@ -71,7 +71,8 @@ export function analyse(model, state) {
 function shownTokens(model, text) {
   const c = model.config;
   let { ids, begins, ends } = model.tokenize(text);
-  const bos = model.tokenizer.vocab[0] === '<BOS>' && ids.length && ids[0] === 0 && ends[0] === 0 ? 1 : 0;
+  const bosId = model.tokenizer.bos_id ?? -1;   // the core's: <BOS>, or <|endoftext|> for a tokenizer.json
+  const bos = bosId >= 0 && ids.length && ids[0] === bosId && ends[0] === 0 ? 1 : 0;
   let truncated = 0;
   if (ids.length > c.n_ctx) {
     const from = ids.length - (c.n_ctx - bos);

@@ -68,6 +68,14 @@ export default definePanel({
   update,
 });
 
+// The text a token stands for: its span of the typed text, or, for a byte-level token that holds
+// only some of a character's bytes (its span is shared with a neighbour's), the tokenizer's own
+// drawing of it ("<0xE6>").
+function shownText(a, i) {
+  const partial = (i > a.bos && a.begins[i] < a.ends[i - 1]) || (i + 1 < a.T && a.ends[i] > a.begins[i + 1]);
+  return partial ? String(a.vocab[a.ids[i]] ?? `#${a.ids[i]}`) : a.text.slice(a.begins[i], a.ends[i]);
+}
+
 function update(node, data, ctx) {
   const t = node.csTokens;
   t.data = data;
@@ -78,7 +86,7 @@ function update(node, data, ctx) {
   const cleanLoss = a.ablating && a.clean ? a.clean.loss.data : null;
   setTokens(t.strip, a.T, (i, tok) => {
     if (i < a.bos) { tok.text = 'BOS'; tok.cls = 'tok bos'; tok.key = 'bos'; return; }
-    const s = a.text.slice(a.begins[i], a.ends[i]);
+    const s = shownText(a, i);
     const unk = a.ids[i] === a.unk;
     const newline = s.includes('\n');   // a character model's newline, or a sub-word token holding one
     tok.text = showTok(s);
@@ -89,7 +97,7 @@ function update(node, data, ctx) {
     tok.br = newline;
   }, (i) => {
     if (i < a.bos) return { title: '<BOS>: the start token (many heads rest their attention here)', label: null };
-    const s = a.text.slice(a.begins[i], a.ends[i]);
+    const s = shownText(a, i);
     const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
       (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
     return { title: label, label };
