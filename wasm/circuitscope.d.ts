@@ -179,6 +179,8 @@ export interface Repeat {
   a: number;
   d: number;
   r: number;
+  /** Chosen because one of its copies holds the position asked for (repeatAt / findRepeat's at); false for the longest block. */
+  held: boolean;
 }
 
 /**

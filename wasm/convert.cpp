@@ -331,6 +331,7 @@ val repeat_js(const std::optional<cs::Repeat>& r) {
   o.set("a", r->a);
   o.set("d", r->d);
   o.set("r", r->r);
+  o.set("held", r->held);
   return o;
 }
 

@@ -21,7 +21,7 @@ std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from, int at)
         ++run;
         const int r = std::min(run, d);
         if (r >= 4 && (!best || r > best->r)) best = Repeat{i + 1 - r, d, r};
-        if (r >= kHeldRepeatMin && at >= 0 && (!holding || r > holding->r) && holds(i + 1 - r, d, r)) holding = Repeat{i + 1 - r, d, r};
+        if (r >= kHeldRepeatMin && at >= 0 && (!holding || r > holding->r) && holds(i + 1 - r, d, r)) holding = Repeat{i + 1 - r, d, r, true};
       } else {
         run = 0;
       }

@@ -16,6 +16,7 @@ namespace cs {
 // [a + d, a + d + r).
 struct Repeat {
   int a = 0, d = 0, r = 0;
+  bool held = false;  // chosen because one of its copies holds the position asked for (`at`)
 };
 
 // The longest such block over ids[from ..] (the earliest start and smallest distance among equals),

@@ -516,6 +516,9 @@ void Reader::read_model(Tokenizer& t, const json& m, bool byte_level) {
   }
   const auto ms = m.find("merges");
   if (ms == m.end() || !ms->is_array()) refuse("the model has no \"merges\" list");
+  if (ms->size() > static_cast<std::size_t>(kMaxVocab))
+    refuse("the model has " + std::to_string(ms->size()) + " merges; a vocabulary of at most " + std::to_string(kMaxVocab) +
+           " tokens needs fewer");
   b.merges.reserve(ms->size());
   int rank = 0;
   for (const json& mj : *ms) {

@@ -62,14 +62,18 @@ TEST(FindRepeat, PrefersTheBlockHoldingTheGivenPosition) {
   ASSERT_TRUE(longest.has_value());
   EXPECT_EQ(longest->a, 1);
   EXPECT_EQ(longest->r, 12);
+  EXPECT_FALSE(longest->held);
   for (int at : {27, 34, 35, 42}) {
     const auto r = find_repeat(ids, 1, at);
     ASSERT_TRUE(r.has_value()) << at;
     EXPECT_EQ(r->a, 27) << at;
     EXPECT_EQ(r->d, 8) << at;
     EXPECT_EQ(r->r, 8) << at;
+    EXPECT_TRUE(r->held) << at;
   }
   EXPECT_EQ(find_repeat(ids, 1, 5)->a, 1);     // inside the long block's first copy
+  EXPECT_TRUE(find_repeat(ids, 1, 5)->held);
+  EXPECT_FALSE(find_repeat(ids, 1, 999)->held);  // no block holds it: the longest
   for (int at : {25, 26, 45, 50, 999}) EXPECT_EQ(find_repeat(ids, 1, at)->r, 12) << at;
 }
 

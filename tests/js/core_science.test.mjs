@@ -50,7 +50,7 @@ function findRepeat(ids, from) {
       if (ids[i] === ids[i + d]) {
         run += 1;
         const r = Math.min(run, d);
-        if (r >= 4 && (!best || r > best.r)) best = { a: i + 1 - r, d, r };
+        if (r >= 4 && (!best || r > best.r)) best = { a: i + 1 - r, d, r, held: false };
       } else run = 0;
     }
   }
@@ -158,9 +158,10 @@ test('run({textScores}) gives the induction view\'s scores and repeat, fast', ()
   const ids = char.tokenize(text).ids;
   const at = ids.length - 2;
   const held = char.findRepeat(ids, { at });
-  assert.ok(held && held.r >= 8 && held.r < findRepeat(ids, 1).r && at >= held.a + held.d && at < held.a + held.d + held.r, JSON.stringify(held));
+  assert.ok(held && held.held && held.r >= 8 && held.r < findRepeat(ids, 1).r && at >= held.a + held.d && at < held.a + held.d + held.r, JSON.stringify(held));
   assert.deepEqual(char.findRepeat(ids), findRepeat(ids, 1), 'without a position: the longest');
-  assert.deepEqual(char.findRepeat(ids, { at: 3 }), findRepeat(ids, 1), 'a position in the sentence: the sentence');
+  // A position in the sentence: the sentence's block, now chosen because it holds the position.
+  assert.deepEqual(char.findRepeat(ids, { at: 3 }), { ...findRepeat(ids, 1), held: true }, 'a position in the sentence: the sentence');
   const rh = char.run(ids, undefined, { textScores: true, repeatAt: at });
   assert.deepEqual(rh.repeat, held);
   const wantHeld = textScores(rh.patterns.data, ids, ids.length, L, H, held, 1);

@@ -39,9 +39,10 @@ export function analyse(model, state) {
   const ablating = Object.keys(intervention).length > 0;
   const ikey = JSON.stringify(intervention);
   // The repeated block the cards describe: the one holding the picked token, else the longest
-  // (the core's rule, findRepeat); the pass is run again only when that block changes.
+  // (the core's rule, findRepeat); the pass is run again only when that block changes. With no
+  // token picked the block follows from the ids alone, which the key already holds.
   const at = state.pos ?? -1;
-  const repeatKey = ids.length ? JSON.stringify(model.findRepeat(ids, { at })) : '';
+  const repeatKey = ids.length && at >= 0 ? JSON.stringify(model.findRepeat(ids, { at })) : '';
   const key = `${ids.join(',')}|${ikey}|${repeatKey}`;
   if (s.last && s.last.key === key && s.last.text === text) { s.last.sk = sk; return s.last; }
   s.last = null;   // the buffers are overwritten below

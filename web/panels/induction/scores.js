@@ -46,14 +46,15 @@ export default definePanel({
   update,
 });
 
-// The sortable columns: the store's hsort value, the heading and the value of a head's row.
-/** @type {[string, string, string, (x: any, i: number, rs: any) => number | undefined][]} */
+// The sortable columns: the store's hsort value, the heading, its second line, the value of a
+// head's row, and the column's name in the CSV.
+/** @type {[string, string, string, (x: any, i: number, rs: any) => number | undefined, string][]} */
 const COLUMNS = [
-  ['prefix', 'Prefix matching', 'this text', (x) => x.prefix],
-  ['previous', 'Previous token', 'this text', (x) => x.previous],
-  ['stripe', 'Induction stripe', 'this text, repeated block', (x) => x.stripe],
-  ['rprefix', 'Prefix matching', 'random tokens', (x, i, rs) => rs?.scores?.prefix_matching.data[i]],
-  ['rcopy', 'Copying', 'random tokens, OV', (x, i, rs) => rs?.scores?.copying.data[i]],
+  ['prefix', 'Prefix matching', 'this text', (x) => x.prefix, 'prefix_matching_text'],
+  ['previous', 'Previous token', 'this text', (x) => x.previous, 'previous_token_text'],
+  ['stripe', 'Induction stripe', 'this text, repeated block', (x) => x.stripe, 'induction_stripe_text'],
+  ['rprefix', 'Prefix matching', 'random tokens', (x, i, rs) => rs?.scores?.prefix_matching.data[i], 'prefix_matching_random'],
+  ['rcopy', 'Copying', 'random tokens, OV', (x, i, rs) => rs?.scores?.copying.data[i], 'copying_random'],
 ];
 
 /** A column heading whose button sorts the table by it (or, when it already does, puts it back in head order). */
@@ -80,11 +81,10 @@ function order({ a, random: rs, sort }) {
  */
 function scoreRows({ a, random: rs }) {
   const hasRepeat = !!repeatOf(a);
-  const head = ['head', 'layer', 'head_index', 'prefix_matching_text', 'previous_token_text', ...(hasRepeat ? ['induction_stripe_text'] : []),
-    'prefix_matching_random', 'copying_random'];
-  const random = (k, i) => (rs?.scores ? rs.scores[k].data[i] : '');
-  return [head, ...a.scores.map((x, i) => [x.name, x.layer, x.head, x.prefix, x.previous, ...(hasRepeat ? [x.stripe] : []),
-    random('prefix_matching', i), random('copying', i)])];
+  const cols = COLUMNS.filter(([key]) => key !== 'stripe' || hasRepeat);
+  const value = (col, x, i) => { const v = col[3](x, i, rs); return v === undefined ? '' : v; };
+  return [['head', 'layer', 'head_index', ...cols.map((col) => col[4])],
+    ...a.scores.map((x, i) => [x.name, x.layer, x.head, ...cols.map((col) => value(col, x, i))])];
 }
 
 function update(node, data, ctx) {

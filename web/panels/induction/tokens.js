@@ -232,9 +232,7 @@ function summary(node, t, a) {
   if (!r) { data('firstLoss', undefined); data('secondLoss', undefined); return; }
   const first = a.run.first_copy_loss;
   const second = a.run.second_copy_loss;
-  const pos = t.data.pos;
-  const holds = pos !== null && ((pos >= r.a && pos < r.a + r.r) || (pos >= r.a + r.d && pos < r.a + r.d + r.r));
-  set('repeatText', t.repeatText, `${holds ? 'The repeated block holding the picked token' : 'The longest repeated block'}: ${r.r} tokens (the second copy starts ${r.d} tokens after the first). Mean loss per token:`);
+  set('repeatText', t.repeatText, `${r.held ? 'The repeated block holding the picked token' : 'The longest repeated block'}: ${r.r} tokens (the second copy starts ${r.d} tokens after the first). Mean loss per token:`);
   set('first', t.cards.first, `${fmt(first, 3)} nats`);
   set('second', t.cards.second, `${fmt(second, 3)} nats`);
   set('diff', t.cards.diff, `${fmt(second - first, 3)} nats`);
