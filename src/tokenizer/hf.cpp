@@ -62,6 +62,21 @@ const std::string& type_of(const json& j, const std::string& stage) {
   return it->get_ref<const std::string&>();
 }
 
+// A normalizer or pre_tokenizer that was read, for the summary: its type, or
+// "Sequence(A, B, ...)" with the stages under list_key ("normalizers" or "pretokenizers").
+std::string describe_stage(const json& j, const char* list_key) {
+  if (j.is_null()) return "none";
+  const std::string& type = j["type"].get_ref<const std::string&>();
+  if (type != "Sequence") return type;
+  std::string s = "Sequence(";
+  bool first = true;
+  for (const json& n : j[list_key]) {
+    s += (first ? "" : ", ") + describe_stage(n, list_key);
+    first = false;
+  }
+  return s + ")";
+}
+
 bool flag(const json& j, const char* key, bool def, const std::string& stage) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return def;
@@ -132,19 +147,6 @@ std::unique_ptr<Normalizer> read_normalizer(const json& j, int depth) {
     return seq;
   }
   refuse("the normalizer \"" + type + "\" is not one circuitscope implements (it implements NFC, NFD, NFKC, NFKD and Sequence)");
-}
-
-std::string describe_normalizer(const json& j) {
-  if (j.is_null()) return "none";
-  const std::string& type = j["type"].get_ref<const std::string&>();
-  if (type != "Sequence") return type;
-  std::string s = "Sequence(";
-  bool first = true;
-  for (const json& n : j["normalizers"]) {
-    s += (first ? "" : ", ") + describe_normalizer(n);
-    first = false;
-  }
-  return s + ")";
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -447,19 +449,6 @@ std::unique_ptr<PreTokenizer> read_pre(const json& j, int depth, PreInfo& info) 
   refuse("the pre-tokenizer \"" + type + "\" is not one circuitscope implements (it implements ByteLevel, Digits, Split and Sequence)");
 }
 
-std::string describe_pre(const json& j) {
-  if (j.is_null()) return "none";
-  const std::string& type = j["type"].get_ref<const std::string&>();
-  if (type != "Sequence") return type;
-  std::string s = "Sequence(";
-  bool first = true;
-  for (const json& n : j["pretokenizers"]) {
-    s += (first ? "" : ", ") + describe_pre(n);
-    first = false;
-  }
-  return s + ")";
-}
-
 // ----------------------------------------------------------------------------------------------
 // Added tokens: found leftmost, longest first, before and after normalization.
 // ----------------------------------------------------------------------------------------------
@@ -680,8 +669,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(const json& j) {
     for (const Char& c : cs) a.pattern.push_back(c.cp);
     if (a.pattern.empty()) refuse("the added token " + json(a.content).dump() + " normalizes to nothing");
   }
-  t->summary_ = {{"normalizer", describe_normalizer(norm)},
-                 {"pre_tokenizer", describe_pre(pre)},
+  t->summary_ = {{"normalizer", describe_stage(norm, "normalizers")},
+                 {"pre_tokenizer", describe_stage(pre, "pretokenizers")},
                  {"model", "BPE (" + std::to_string(t->bpe_.vocab.size()) + " tokens, " + std::to_string(t->bpe_.n_merges) + " merges)"},
                  {"added_tokens", t->added_.size()},
                  {"post_processor", post.is_null() ? "none" : post["type"].get<std::string>()},
@@ -977,23 +966,23 @@ std::string Tokenizer::display(int id) const {
 }
 
 std::string Tokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
-  std::vector<const std::string*> toks;
-  toks.reserve(ids.size());
+  // `tokenizers` without a decoder joins the tokens with spaces; ByteLevel joins their bytes and
+  // decodes them as UTF-8, lossily.
+  const bool spaced = decoder_ == Decoder::None;
+  std::string out;
+  bool first = true;
   for (int id : ids) {
-    const std::string& t = token(id);
+    const std::string& t = token(id);  // throws for an id outside the vocabulary, skipped or not
     if (skip_special && is_special(id)) continue;
-    toks.push_back(&t);
+    if (spaced) {
+      if (!first) out += ' ';
+      out += t;
+    } else {
+      out += token_bytes(id);
+    }
+    first = false;
   }
-  if (decoder_ == Decoder::None) {
-    // `tokenizers` without a decoder joins the tokens with spaces.
-    std::string s;
-    for (std::size_t i = 0; i < toks.size(); ++i) s += (i ? " " : "") + *toks[i];
-    return s;
-  }
-  std::string bytes;
-  for (int id : ids)
-    if (!(skip_special && is_special(id))) bytes += token_bytes(id);
-  return decode_utf8_lossy(bytes);
+  return spaced ? out : decode_utf8_lossy(out);
 }
 
 }  // namespace cs::hf

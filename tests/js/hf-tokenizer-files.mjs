@@ -12,6 +12,8 @@
 //                         the Rust crate both give such a token the id written in added_tokens).
 //   writeTokenizerFile(obj, dir, name): writes one pretty-printed (as `tokenizer.save()` does) and
 //                         returns its path.
+//   BYTE_TO_UNICODE, UNICODE_TO_BYTE: GPT-2's byte <-> character table (the ByteLevel alphabet),
+//                         also used by hf_corrupt.test.mjs.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,6 +59,20 @@ function bpeModel(vocab, merges) {
 }
 
 const byteLevel = (addPrefixSpace, trimOffsets) => ({ type: 'ByteLevel', add_prefix_space: addPrefixSpace, trim_offsets: trimOffsets, use_regex: true });
+
+// GPT-2's byte <-> character table (the ByteLevel alphabet), computed as GPT-2's encoder.py does:
+// printable Latin-1 bytes stand for themselves, the other 68 bytes for the characters U+0100
+// onwards, in byte order. BYTE_TO_UNICODE[b] is byte b's character (a space is 'Ġ', U+0120);
+// UNICODE_TO_BYTE maps each of the 256 characters back to its byte.
+export const BYTE_TO_UNICODE = (() => {
+  const chars = [];
+  for (let b = 0, n = 0; b < 256; b++) {
+    const keep = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    chars.push(String.fromCodePoint(keep ? b : 256 + n++));
+  }
+  return chars;
+})();
+export const UNICODE_TO_BYTE = new Map(BYTE_TO_UNICODE.map((c, b) => [c, b]));
 
 export const GPT2_EOT = 50256;
 // The NeoX-style file's non-special added tokens (runs of spaces), id -> content.

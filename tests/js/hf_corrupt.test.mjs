@@ -8,17 +8,12 @@ import assert from 'node:assert/strict';
 import { cs } from './module.mjs';
 import { tlVocabFixture } from './tlens-fixture.mjs';
 import { rng } from '../rng.mjs';
+import { BYTE_TO_UNICODE } from './hf-tokenizer-files.mjs';
 
-// GPT-2's byte characters: printable Latin-1 bytes stand for themselves, the others for U+0100 on.
-const byteChars = [];
-for (let b = 0, n = 0; b < 256; b++) {
-  const keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-  byteChars.push(String.fromCodePoint(keep ? b : 256 + n++));
-}
-const G = byteChars[32];
+const G = BYTE_TO_UNICODE[32];
 
 function small() {
-  const vocab = Object.fromEntries(byteChars.map((c, i) => [c, i]));
+  const vocab = Object.fromEntries(BYTE_TO_UNICODE.map((c, i) => [c, i]));
   const merges = [[G, 't'], ['h', 'e'], [`${G}t`, 'he'], ['i', 'n'], [G, 'a']];
   let id = 256;
   for (const [a, b] of merges) if (!(a + b in vocab)) vocab[a + b] = id++;

@@ -27,7 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Tokenizer, ByteLevelPreTokenizer, DigitsPreTokenizer, SequencePreTokenizer } from '@huggingface/tokenizers';
 import { root } from './module.mjs';
-import { gpt2TokenizerJson, neoxTokenizerJson, writeTokenizerFile, GPT2_EOT, NEOX_SPACE_TOKENS } from './hf-tokenizer-files.mjs';
+import { gpt2TokenizerJson, neoxTokenizerJson, writeTokenizerFile, GPT2_EOT, NEOX_SPACE_TOKENS, UNICODE_TO_BYTE } from './hf-tokenizer-files.mjs';
 import { texts, badTexts } from './hf-texts.mjs';
 
 // CS_HF_CLI=PATH runs another binary (another build directory) in place of build/native/circuitscope.
@@ -49,18 +49,6 @@ const FILES = {
   'NeoX-style': { json: neoxTokenizerJson },
 };
 for (const [name, f] of Object.entries(FILES)) f.file = writeTokenizerFile(f.json(), tmp, `${name}.tokenizer.json`);
-
-// GPT-2's byte <-> character table (the ByteLevel alphabet), computed as GPT-2's encoder.py does.
-const UNICODE_TO_BYTE = (() => {
-  const bs = [];
-  for (let b = 0x21; b <= 0x7E; b++) bs.push(b);
-  for (let b = 0xA1; b <= 0xAC; b++) bs.push(b);
-  for (let b = 0xAE; b <= 0xFF; b++) bs.push(b);
-  const cs = bs.slice();
-  let n = 0;
-  for (let b = 0; b < 256; b++) if (!bs.includes(b)) { bs.push(b); cs.push(256 + n++); }
-  return new Map(bs.map((b, i) => [String.fromCharCode(cs[i]), b]));
-})();
 
 const RUST_BYTELEVEL = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+|\p{White_Space}+(?![^\p{White_Space}])|\p{White_Space}+/gu;
 const RUST_DIGITS = /[^\p{N}]+|\p{N}/gu;
