@@ -17,7 +17,9 @@ export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 
 build_native() {
   echo "== native build (build/native)"
-  if [[ ! -f build/native/CMakeCache.txt ]]; then
+  # A configure that stopped early (e.g. Eigen missing) leaves CMakeCache.txt but no Makefile:
+  # configure again until the Makefile exists.
+  if [[ ! -f build/native/Makefile ]]; then
     cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release
   fi
   cmake --build build/native -j"$JOBS"
@@ -25,7 +27,7 @@ build_native() {
 
 build_wasm() {
   echo "== WebAssembly build (build/wasm)"
-  if [[ ! -f build/wasm/CMakeCache.txt ]]; then
+  if [[ ! -f build/wasm/Makefile ]]; then
     emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release
   fi
   cmake --build build/wasm -j"$JOBS"
