@@ -87,7 +87,7 @@ keep_snapshots bpe-0l 3000
 icl_at() {
   local r=$1
   "$CLI" icl "models/snapshots/$r/step3000.safetensors" "models/$r.safetensors" --file models/corpus/gutenberg-valid.txt \
-    --early 25 --late 250 --windows 32768 --kernel auto --json >"models/$r.icl.json"
+    --early 25 --late 250 --windows 32768 --unpaired --kernel auto --json >"models/$r.icl.json"
 }
 icl_at bpe-2l &
 icl_at bpe-1l-smeared
@@ -106,7 +106,7 @@ bpe_seed_runs() {
   for r in bpe-2l bpe-1l-smeared bpe-1l; do
     "$CLI" icl "models/seeds/snapshots/$r.seed$n"/step*.safetensors "models/seeds/$r.seed$n.safetensors" \
       --before-phase-change "models/seeds/bpe-2l.seed$n.metrics.json" --file models/corpus/gutenberg-valid.txt \
-      --early 25 --late 250 --windows 32768 --kernel auto --json >"models/seeds/$r.seed$n.icl.json"
+      --early 25 --late 250 --windows 32768 --unpaired --kernel auto --json >"models/seeds/$r.seed$n.icl.json"
     rm -rf "models/seeds/snapshots/$r.seed$n"
   done
 }

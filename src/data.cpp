@@ -186,9 +186,9 @@ class IoiTemplates : public DataSource {
 class TextWindows : public DataSource {
  public:
   TextWindows(std::vector<int> ids, int T, double repeat_fraction, double random_fraction, double span_fraction,
-              double periodic_fraction, int bos, int unk, int random_vocab)
+              double periodic_fraction, int bos, int unk, int random_vocab, bool uniform_placement)
       : ids_(std::move(ids)), T_(T), frac_(repeat_fraction), random_frac_(random_fraction), span_frac_(span_fraction),
-        periodic_frac_(periodic_fraction), bos_(bos) {
+        periodic_frac_(periodic_fraction), bos_(bos), uniform_placement_(uniform_placement) {
     if (static_cast<int>(ids_.size()) < T_ + 1)
       throw std::invalid_argument("data: the text is shorter than one window of " + std::to_string(T_) + " tokens");
     // The characters random rows draw from: those of the text, without the special tokens.
@@ -237,8 +237,7 @@ class TextWindows : public DataSource {
         // in running text): copying predicts the second copy, the text around it does not.
         int L = 6 + g.below(15);
         if (2 * L + 2 < T_) {
-          int s1 = 1 + g.below(T_ - 2 * L);
-          int s2 = s1 + L + g.below(T_ - s1 - 2 * L + 1);
+          auto [s1, s2] = place_copies(L, g);
           for (int i = 0; i < L; ++i) row[s1 + i] = row[s2 + i] = alphabet_[g.below(static_cast<int>(alphabet_.size()))];
           for (int t = s2; t + 1 < s2 + L; ++t) repeated[t] = 1;
         }
@@ -247,8 +246,7 @@ class TextWindows : public DataSource {
         // Repeat a stretch of this window later in it: [s1, s1+L) -> [s2, s2+L).
         int L = 8 + g.below(std::max(1, T_ / 4 - 8));
         if (2 * L + 1 < T_) {
-          int s1 = 1 + g.below(T_ - 2 * L);
-          int s2 = s1 + L + g.below(T_ - s1 - 2 * L + 1);
+          auto [s1, s2] = place_copies(L, g);
           for (int i = 0; i < L; ++i) row[s2 + i] = row[s1 + i];
           for (int t = s2; t + 1 < s2 + L; ++t) repeated[t] = 1;
         }
@@ -258,11 +256,24 @@ class TextWindows : public DataSource {
  private:
   // The period of a periodic row: 10 to 100 tokens, at most half the row.
   int period(Rng& g) const { return 10 + g.below(std::max(1, std::min(100, T_ / 2) - 10 + 1)); }
+  // Where the two copies of L tokens go, [s1, s1+L) and [s2, s2+L), s2 >= s1 + L, inside
+  // positions 1..T-1. By default the first copy's start is uniform and the second follows it, so
+  // second copies (the tokens copying predicts) crowd the end of the row; with uniform placement
+  // the second copy's start is uniform over where it can go and the first is placed before it.
+  std::pair<int, int> place_copies(int L, Rng& g) const {
+    if (uniform_placement_) {
+      const int s2 = 1 + L + g.below(T_ - 2 * L);
+      return {1 + g.below(s2 - L), s2};
+    }
+    const int s1 = 1 + g.below(T_ - 2 * L);
+    return {s1, s1 + L + g.below(T_ - s1 - 2 * L + 1)};
+  }
 
   std::vector<int> ids_;
   int T_;
   double frac_, random_frac_, span_frac_, periodic_frac_;
   int bos_;
+  bool uniform_placement_ = false;
   std::vector<int> alphabet_;
 };
 
@@ -313,8 +324,16 @@ std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const T
     if (!(rfrac >= 0 && rfrac <= 1)) throw std::invalid_argument("data: random_fraction must be between 0 and 1");
     if (!(pfrac >= 0 && pfrac <= 1)) throw std::invalid_argument("data: periodic_fraction must be between 0 and 1");
     const int random_vocab = get_int(spec, "random_vocab", 0, 0, kMaxVocab);
+    std::string placement = "after_first";
+    if (spec.contains("copy_placement")) {
+      if (!spec["copy_placement"].is_string() ||
+          (spec["copy_placement"] != "after_first" && spec["copy_placement"] != "uniform"))
+        throw std::invalid_argument("data: copy_placement must be \"after_first\" or \"uniform\", got " +
+                                    json_value_words(spec["copy_placement"]));
+      placement = spec["copy_placement"].get<std::string>();
+    }
     return std::make_unique<TextWindows>(tok.encode_ids(ss.str(), false), T, frac, rfrac, sfrac, pfrac, tok.bos_id(),
-                                         tok.unk_id(), random_vocab);
+                                         tok.unk_id(), random_vocab, placement == "uniform");
   }
   throw std::invalid_argument("data: unknown kind \"" + printable_text(kind) + "\" (repeated_segment, periodic, ioi_symbolic, ioi_templates, text)");
 }

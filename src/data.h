@@ -46,11 +46,14 @@ Tokenizer ioi_symbolic_tokenizer(const std::vector<std::string>& names = {"A", "
 //   {"kind":"ioi_templates",...}: sentence-template IOI (see ioi_templates.h), rows drawn from the
 //       templates and name pairs that are not held out, loss on the final name only.
 //   {"kind":"text","path":file (or "text":the text itself),"seq_len":T,"repeat_fraction":f,"random_fraction":g,
-//    "periodic_fraction":p,"span_fraction":s,"random_vocab":N}: windows of the text (char or bpe tokenizer). A
+//    "periodic_fraction":p,"span_fraction":s,"random_vocab":N,"copy_placement":"after_first"|"uniform"}: windows of the text (char or bpe tokenizer). A
 //       fraction g of rows are random tokens of the text (only its N most frequent, when N > 0) repeated with a
 //       random period, a fraction p of the others a stretch of
 //       the text repeated the same way; of the remaining windows, a fraction s get a random string written
 //       twice into them and (drawn independently) a fraction f a stretch of the window repeated later in it.
+//       copy_placement "uniform" draws the second copy's start uniformly over where it fits (the tokens
+//       copying predicts spread evenly over positions); the default draws the first copy's start
+//       uniformly and the second after it, which crowds second copies towards the end of the row.
 std::unique_ptr<DataSource> make_data_source(const nlohmann::json& spec, const Tokenizer& tok);
 
 }  // namespace cs

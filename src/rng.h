@@ -9,6 +9,9 @@ namespace cs {
 class Rng {
  public:
   explicit Rng(std::uint64_t seed = 0) : state_(seed) {}
+  // The whole state, for a training checkpoint: a generator set to it draws what this one would.
+  std::uint64_t state() const { return state_; }
+  void set_state(std::uint64_t s) { state_ = s; }
   std::uint64_t next_u64() {
     std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

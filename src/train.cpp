@@ -1,10 +1,13 @@
 // Training: recipes, AdamW, OneCycle, gradient clipping and the step-wise Trainer.
 #include "train.h"
 
+#include "io.h"
+
 #include "checks.h"
 #include "ioi_templates.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <exception>
 #include <functional>
 #if !defined(__EMSCRIPTEN__)
@@ -232,6 +235,15 @@ double schedule_beta1(const Schedule& s, double beta1, int step, int total) {
 
 AdamW::AdamW(const Params<float>& like, const OptimConfig& cfg)
     : cfg_(cfg), m_(make_params<float>(like.cfg)), v_(make_params<float>(like.cfg)) {}
+
+void AdamW::restore(const Params<float>& m, const Params<float>& v, int t, double b2_pow) {
+  if (!(m.cfg == m_.cfg) || !(v.cfg == v_.cfg)) throw std::invalid_argument("checkpoint: the optimiser's moments are for another model");
+  if (t < 0 || !(b2_pow > 0 && b2_pow <= 1)) throw std::invalid_argument("checkpoint: the optimiser's step count is damaged");
+  m_ = m;
+  v_ = v;
+  t_ = t;
+  b2_pow_ = b2_pow;
+}
 
 void AdamW::step(Params<float>& p, const Params<float>& g, double lr, double beta1) {
   ++t_;
@@ -620,6 +632,84 @@ StepMetrics Trainer::step_parallel(int shards) {
   std::vector<const ShardResult*> results;
   for (const ShardResult& r : shard_results_) results.push_back(&r);
   return finish_step(results);
+}
+
+Trainer::Checkpoint Trainer::checkpoint() const {
+  if (pending_) throw std::logic_error("Trainer::checkpoint: a step begun by begin_step is not finished");
+  Checkpoint c;
+  c.model = model_file();
+  c.adam_m = opt_.m();
+  c.adam_v = opt_.v();
+  c.state = {{"step", done_}, {"adam_t", opt_.t()}, {"b2_pow", opt_.b2_pow()}, {"rng", rng_.state()},
+             {"start_loss", start_loss_}, {"last_loss", last_loss_}, {"recipe", recipe_.source}};
+  return c;
+}
+
+void Trainer::restore(const Checkpoint& c) {
+  if (pending_) throw std::logic_error("Trainer::restore: a step begun by begin_step is not finished");
+  const nlohmann::json& s = c.state;
+  for (const char* k : {"step", "adam_t", "b2_pow", "rng", "start_loss", "last_loss", "recipe"})
+    if (!s.is_object() || !s.contains(k)) throw std::invalid_argument(std::string("checkpoint: its state has no \"") + k + "\"");
+  nlohmann::json mine = recipe_.source, theirs = s["recipe"];
+  if (mine.is_object()) mine.erase("steps");
+  if (theirs.is_object()) theirs.erase("steps");
+  if (mine != theirs)
+    throw std::invalid_argument("checkpoint: it was made by another recipe (or the same with another seed or other settings); "
+                                "resume it with the recipe that made it");
+  if (!(c.model.cfg == params_.cfg)) throw std::invalid_argument("checkpoint: its weights are for another model");
+  if (!s["step"].is_number_integer() || !s["adam_t"].is_number_integer() || !s["rng"].is_number_unsigned() ||
+      !s["b2_pow"].is_number() || !s["start_loss"].is_number() || !s["last_loss"].is_number())
+    throw std::invalid_argument("checkpoint: its state is damaged");
+  const int step = s["step"].get<int>();
+  if (step < 0 || step > recipe_.steps)
+    throw std::invalid_argument("checkpoint: it is at step " + std::to_string(step) + ", past this recipe's " + std::to_string(recipe_.steps) +
+                                " steps");
+  opt_.restore(c.adam_m, c.adam_v, s["adam_t"].get<int>(), s["b2_pow"].get<double>());
+  params_ = c.model.params;
+  rng_.set_state(s["rng"].get<std::uint64_t>());
+  done_ = step;
+  start_loss_ = s["start_loss"].get<double>();
+  last_loss_ = s["last_loss"].get<double>();
+}
+
+void save_checkpoint(const std::string& dir, const Trainer::Checkpoint& c) {
+  namespace fs = std::filesystem;
+  const std::string tmp = dir + ".saving", old = dir + ".old";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) throw std::runtime_error("cannot create the checkpoint folder " + tmp + " (" + ec.message() + ")");
+  ModelFile model = c.model;
+  model.info["checkpoint"] = c.state;
+  save_model_file(tmp + "/model.safetensors", model, Dtype::F32);
+  ModelFile m{c.model.cfg, c.model.tokenizer, c.adam_m, {{"checkpoint_part", "adam_m"}}};
+  save_model_file(tmp + "/adam_m.safetensors", m, Dtype::F32);
+  m.params = c.adam_v;
+  m.info = {{"checkpoint_part", "adam_v"}};
+  save_model_file(tmp + "/adam_v.safetensors", m, Dtype::F32);
+  fs::remove_all(old, ec);
+  if (fs::exists(dir)) fs::rename(dir, old, ec);
+  if (ec) throw std::runtime_error("cannot replace the checkpoint " + dir + " (" + ec.message() + ")");
+  fs::rename(tmp, dir, ec);
+  if (ec) throw std::runtime_error("cannot write the checkpoint " + dir + " (" + ec.message() + ")");
+  fs::remove_all(old, ec);
+}
+
+Trainer::Checkpoint load_checkpoint(const std::string& dir) {
+  Trainer::Checkpoint c;
+  try {
+    c.model = load_model_file(dir + "/model.safetensors");
+    ModelFile m = load_model_file(dir + "/adam_m.safetensors"), v = load_model_file(dir + "/adam_v.safetensors");
+    if (!c.model.info.contains("checkpoint") || !c.model.info["checkpoint"].is_object())
+      throw std::invalid_argument("its model.safetensors is a model, not a checkpoint");
+    c.state = c.model.info["checkpoint"];
+    c.model.info.erase("checkpoint");
+    c.adam_m = std::move(m.params);
+    c.adam_v = std::move(v.params);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint " + dir + ": " + e.what());
+  }
+  return c;
 }
 
 ModelFile Trainer::model_file() const {

@@ -77,6 +77,12 @@ class AdamW {
   // p <- p - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
   void step(Params<float>& p, const Params<float>& g, double lr, double beta1);
   int t() const { return t_; }
+  // The moments and step count, for a checkpoint; restore throws std::invalid_argument unless the
+  // moments have the parameters' shapes.
+  const Params<float>& m() const { return m_; }
+  const Params<float>& v() const { return v_; }
+  double b2_pow() const { return b2_pow_; }
+  void restore(const Params<float>& m, const Params<float>& v, int t, double b2_pow);
 
  private:
   OptimConfig cfg_;
@@ -160,6 +166,20 @@ class Trainer {
   DataSource& data() { return *data_; }
   ModelFile model_file() const;  // config, tokenizer, weights and training info
 
+  // Everything the next step depends on (the weights, AdamW's moments and step count, the random
+  // generator, the loss the runaway check compares with), so a run resumed from it continues bit
+  // for bit: the same weights after N more steps as the run that never stopped. `state` holds the
+  // counters and the recipe as given; a caller may add its own keys (the CLI keeps its metrics).
+  struct Checkpoint {
+    ModelFile model;
+    Params<float> adam_m, adam_v;
+    nlohmann::json state = nlohmann::json::object();
+  };
+  Checkpoint checkpoint() const;
+  // Throws std::invalid_argument, in a sentence, when the checkpoint was made by another recipe
+  // (the recipes as given must be equal but for "steps") or does not fit this model.
+  void restore(const Checkpoint& c);
+
  private:
   Recipe recipe_;
   Tokenizer tok_;
@@ -182,5 +202,12 @@ class Trainer {
   double last_loss_ = 0;
   double start_loss_ = 0;  // the first step's loss, at least ln d_vocab
 };
+
+// A checkpoint as a folder of three model files (model.safetensors: the weights, with the state
+// in its info under "checkpoint"; adam_m.safetensors and adam_v.safetensors: the moments, float32).
+// save_checkpoint writes to a temporary folder beside `dir` and renames it, so an interrupted save
+// leaves the previous checkpoint whole. load_checkpoint's errors name the folder.
+void save_checkpoint(const std::string& dir, const Trainer::Checkpoint& c);
+Trainer::Checkpoint load_checkpoint(const std::string& dir);
 
 }  // namespace cs

@@ -128,6 +128,8 @@ TopK top_k_predictions(const ActivationCache<float>& cache, int k);
 struct IclEstimate {
   double mean = 0, se = 0;
   int n = 0;
+  int blocks = 0, block = 0;  // icl_from_blocks: the standard error's blocks and pairs per block (0: over the values)
+  double late_loss = 0, early_loss = 0;  // icl_paired: the mean losses the difference is of
 };
 IclEstimate icl_estimate(const Tensor<float>& per_token, int early, int late);
 // Per-row differences, appended to `out` (for an estimate pooled over several batches).

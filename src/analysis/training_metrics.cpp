@@ -18,7 +18,7 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   EvalSpec s;
   if (!j.is_object()) throw std::invalid_argument("recipe: \"eval\" must be an object");
   for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* known[] = {"every", "valid_path", "batch", "icl_early", "icl_late", "icl_windows", "repeat_len", "seed"};
+    static const char* known[] = {"every", "valid_path", "batch", "icl_early", "icl_late", "icl_windows", "icl_pairs", "repeat_len", "seed"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return it.key() == k; }) == std::end(known))
       throw std::invalid_argument("recipe: unknown field \"" + it.key() + "\" in eval");
   }
@@ -32,6 +32,7 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   s.icl_early = get("icl_early", 20);
   s.icl_late = get("icl_late", 200);
   s.icl_windows = get("icl_windows", 0);
+  s.icl_pairs = get("icl_pairs", 0);
   s.repeat_len = get("repeat_len", 0);
   s.seed = static_cast<std::uint64_t>(get("seed", 1));
   if (j.contains("valid_path")) {
@@ -42,6 +43,10 @@ EvalSpec eval_spec_from_json(const nlohmann::json& j, const std::string& base_di
   if (s.icl_early < 0 || s.icl_late <= s.icl_early) throw std::invalid_argument("recipe: eval needs 0 <= icl_early < icl_late");
   if (s.icl_windows < 0 || s.icl_windows > 1000000) throw std::invalid_argument("recipe: eval.icl_windows must be 0..1000000");
   if (s.icl_windows > 0 && s.valid_path.empty()) throw std::invalid_argument("recipe: eval.icl_windows needs eval.valid_path");
+  if (s.icl_pairs < 0 || s.icl_pairs > 1000000) throw std::invalid_argument("recipe: eval.icl_pairs must be 0..1000000");
+  if (s.icl_pairs > 0 && s.valid_path.empty()) throw std::invalid_argument("recipe: eval.icl_pairs needs eval.valid_path");
+  if (s.icl_pairs > 0 && s.icl_windows > 0)
+    throw std::invalid_argument("recipe: eval has both icl_pairs (paired windows) and icl_windows (the earlier unpaired ones); keep one");
   return s;
 }
 
@@ -63,6 +68,176 @@ std::vector<Batch> icl_window_batches(const std::vector<int>& ids, int bos, int 
       w.insert(w.end(), ids.begin() + start, ids.begin() + start + L - 1);
     }
     out.push_back(next_token_batch(w, nb, L));
+  }
+  return out;
+}
+
+nlohmann::json eval_record_json(const EvalRecord& r) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  return {{"step", r.step}, {"train_loss", num(r.train_loss)}, {"valid_loss", num(r.valid_loss)}, {"icl", num(r.icl)},
+          {"icl_se", num(r.icl_se)}, {"repeated_loss", num(r.repeated_loss)}, {"prefix_matching", r.prefix_matching},
+          {"copying", r.copying}, {"previous_token", r.previous_token}, {"per_token", r.per_token}};
+}
+
+EvalRecord eval_record_from_json(const nlohmann::json& j) {
+  auto num = [&](const char* k) {
+    if (!j.contains(k)) throw std::invalid_argument(std::string("a metrics record has no \"") + k + "\"");
+    if (j[k].is_null()) return std::nan("");
+    if (!j[k].is_number()) throw std::invalid_argument(std::string("a metrics record's \"") + k + "\" is not a number");
+    return j[k].get<double>();
+  };
+  auto floats = [&](const char* k) {
+    if (!j.contains(k) || !j[k].is_array()) throw std::invalid_argument(std::string("a metrics record's \"") + k + "\" is not a list");
+    std::vector<float> out;
+    for (const auto& x : j[k]) {
+      if (!x.is_number()) throw std::invalid_argument(std::string("a metrics record's \"") + k + "\" holds a value that is not a number");
+      out.push_back(x.get<float>());
+    }
+    return out;
+  };
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) throw std::invalid_argument("a metrics record has no step");
+  EvalRecord r;
+  r.step = j["step"].get<int>();
+  r.train_loss = num("train_loss");
+  r.valid_loss = num("valid_loss");
+  r.icl = num("icl");
+  r.icl_se = num("icl_se");
+  r.repeated_loss = num("repeated_loss");
+  r.prefix_matching = floats("prefix_matching");
+  r.copying = floats("copying");
+  r.previous_token = floats("previous_token");
+  r.per_token = floats("per_token");
+  return r;
+}
+
+IclPairedWindows icl_paired_windows(const std::vector<int>& ids, int bos, int early, int late, int windows, int batch) {
+  if (early < 0 || late <= early) throw std::invalid_argument("ICL windows: need 0 <= early < late");
+  if (windows < 1 || batch < 1) throw std::invalid_argument("ICL windows: need at least one window and a batch of at least 1");
+  const long long n = static_cast<long long>(ids.size());
+  if (n < late + 1)
+    throw std::invalid_argument("ICL windows: the text has " + std::to_string(n) + " tokens, fewer than one window of " +
+                                std::to_string(late + 1));
+  IclPairedWindows w;
+  w.early_index = early;
+  w.late_index = late;
+  w.pairs = windows;
+  // Targets x_r = late + r * (n - 1 - late) / (windows - 1): the first and last tokens that can be scored, evenly between.
+  const long long room = n - 1 - late;
+  auto target = [&](int r) { return late + (windows > 1 ? static_cast<long long>(r) * room / (windows - 1) : 0); };
+  const double spacing = windows > 1 ? static_cast<double>(room) / (windows - 1) : 1.0;
+  w.block = std::max(1, static_cast<int>(std::ceil(2.0 * (late + 1) / std::max(spacing, 1e-9))));
+  auto window = [&](std::vector<int>& out, long long x, int before) {
+    out.push_back(bos >= 0 ? bos : ids[static_cast<std::size_t>(x - before)]);
+    out.insert(out.end(), ids.begin() + (x - before), ids.begin() + x + 1);
+  };
+  for (int first = 0; first < windows; first += batch) {
+    const int nb = std::min(batch, windows - first);
+    std::vector<int> lw, ew;
+    lw.reserve(static_cast<std::size_t>(nb) * (late + 2));
+    ew.reserve(static_cast<std::size_t>(nb) * (early + 2));
+    for (int r = first; r < first + nb; ++r) {
+      window(lw, target(r), late);
+      window(ew, target(r), early);
+    }
+    w.late.push_back(next_token_batch(lw, nb, late + 2));
+    w.early.push_back(next_token_batch(ew, nb, early + 2));
+  }
+  return w;
+}
+
+IclEstimate icl_from_blocks(const std::vector<double>& d, int block) {
+  IclEstimate e = icl_from_differences(d);
+  if (block < 1) throw std::invalid_argument("ICL: a block holds at least one pair");
+  const int nblocks = e.n / block;
+  if (nblocks < 2) return e;
+  std::vector<double> means(static_cast<std::size_t>(nblocks), 0.0);
+  for (int b = 0; b < nblocks; ++b) {
+    for (int i = 0; i < block; ++i) means[b] += d[static_cast<std::size_t>(b) * block + i];
+    means[b] /= block;
+  }
+  const IclEstimate m = icl_from_differences(means);
+  e.se = m.se;
+  e.blocks = nblocks;
+  e.block = block;
+  return e;
+}
+
+IclEstimate icl_paired(const Params<float>& p, const IclPairedWindows& w) {
+  if (w.late_index + 2 > p.cfg.n_ctx)
+    throw std::invalid_argument("ICL: the score needs windows of " + std::to_string(w.late_index + 2) +
+                                " tokens but this model's context holds " + std::to_string(p.cfg.n_ctx));
+  std::vector<double> late, early;
+  late.reserve(static_cast<std::size_t>(w.pairs));
+  early.reserve(static_cast<std::size_t>(w.pairs));
+  ActivationCache<float> c;
+  auto last_losses = [&](const Batch& b, int index, std::vector<double>& out) {
+    forward(p, b.tokens, b.B, b.T, c);
+    check_output_finite(c);
+    const Tensor<float> pt = per_token_loss(c);
+    for (int r = 0; r < b.B; ++r) out.push_back(pt.data[static_cast<std::size_t>(r) * pt.shape[1] + index]);
+  };
+  for (std::size_t i = 0; i < w.late.size(); ++i) {
+    last_losses(w.late[i], w.late_index, late);
+    last_losses(w.early[i], w.early_index, early);
+  }
+  std::vector<double> d(late.size());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = late[i] - early[i];
+  IclEstimate e = icl_from_blocks(d, w.block);
+  double sl = 0, se = 0;
+  for (std::size_t i = 0; i < d.size(); ++i) sl += late[i], se += early[i];
+  e.late_loss = sl / d.size();
+  e.early_loss = se / d.size();
+  return e;
+}
+
+int icl_last_index(int n_ctx, int trained_len) {
+  const int len = trained_len > 0 ? std::min(n_ctx, trained_len) : n_ctx;
+  return len - 12;
+}
+
+void check_icl_index(int late, int n_ctx, int trained_len) {
+  const int last = icl_last_index(n_ctx, trained_len);
+  if (late <= last) return;
+  throw std::invalid_argument("the ICL score's late token " + std::to_string(late) + " is past the last position it may use in this model (" +
+                              std::to_string(last) + ": 12 below " +
+                              (trained_len > 0 && trained_len < n_ctx ? "the " + std::to_string(trained_len) + "-token windows it was trained on"
+                                                                      : "its context of " + std::to_string(n_ctx)) +
+                              ", where positions are learned); use a smaller late token");
+}
+
+int trained_window(const nlohmann::json& info) {
+  if (!info.is_object() || !info.contains("recipe") || !info["recipe"].is_object()) return 0;
+  const auto& r = info["recipe"];
+  if (!r.contains("data") || !r["data"].is_object() || !r["data"].contains("seq_len") || !r["data"]["seq_len"].is_number_integer())
+    return 0;
+  return r["data"]["seq_len"].get<int>();
+}
+
+std::vector<double> position_norms(const Params<float>& p) {
+  std::vector<double> out;
+  if (p.W_pos.data.empty()) return out;
+  const int N = p.W_pos.shape[0], D = p.W_pos.shape[1];
+  for (int t = 0; t < N; ++t) {
+    double s = 0;
+    for (int d = 0; d < D; ++d) {
+      const double v = p.W_pos.data[static_cast<std::size_t>(t) * D + d];
+      s += v * v;
+    }
+    out.push_back(std::sqrt(s));
+  }
+  return out;
+}
+
+std::vector<int> collapsed_positions(const std::vector<double>& norms) {
+  std::vector<int> out;
+  const int n = static_cast<int>(norms.size());
+  for (int t = 0; t < n; ++t) {
+    std::vector<double> around;
+    for (int u = std::max(0, t - 8); u <= std::min(n - 1, t + 8); ++u)
+      if (u != t) around.push_back(norms[static_cast<std::size_t>(u)]);
+    if (around.empty()) continue;
+    std::nth_element(around.begin(), around.begin() + around.size() / 2, around.end());
+    if (norms[static_cast<std::size_t>(t)] < kCollapsedPositionRatio * around[around.size() / 2]) out.push_back(t);
   }
   return out;
 }
@@ -101,6 +276,14 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
     valid_ = next_token_batch(rows, spec.batch, T_);
     if (spec.icl_windows > 0 && spec.icl_late < T_ - 1)
       icl_batches_ = icl_window_batches(ids, tok.bos_id(), std::min(T_, spec.icl_late + 2), spec.icl_windows, spec.batch);
+    if (spec.icl_pairs > 0) {
+      try {
+        check_icl_index(spec.icl_late, c.n_ctx, T_);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("recipe: eval.icl_late: ") + e.what());
+      }
+      icl_pairs_ = icl_paired_windows(ids, tok.bos_id(), spec.icl_early, spec.icl_late, spec.icl_pairs, spec.batch);
+    }
   } else {
     DataBatch all = train_data.all();
     if (all.batch.B > 0) {
@@ -130,7 +313,11 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
   LossResult lr = loss_from_logits(cache, valid_);
   r.valid_loss = lr.loss;
   Tensor<float> pt = per_token_loss(cache);
-  if (!icl_batches_.empty()) {
+  if (icl_pairs_) {
+    const IclEstimate e = icl_paired(p, *icl_pairs_);
+    r.icl = e.mean;
+    r.icl_se = e.se;
+  } else if (!icl_batches_.empty()) {
     const IclEstimate e = icl_over_batches(p, icl_batches_, spec_.icl_early, spec_.icl_late);
     r.icl = e.mean;
     r.icl_se = e.se;
@@ -163,10 +350,16 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
 
 nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>& records, int n_components) {
   nlohmann::json out;
-  out["icl_indices"] = {{"early", spec.icl_early}, {"late", spec.icl_late},
-                        {"windows", spec.icl_windows > 0 ? spec.icl_windows : spec.batch},
-                        {"note", "ICL score = loss at token index late minus loss at token index early (the paper uses 500 and 50), "
-                                 "averaged over the windows; icl_se is its standard error over them"}};
+  if (spec.icl_pairs > 0)
+    out["icl_indices"] = {{"early", spec.icl_early}, {"late", spec.icl_late}, {"windows", spec.icl_pairs}, {"paired", true},
+                          {"note", "ICL score on paired windows (icl_paired): each of `windows` held-out tokens predicted after the `late` "
+                                   "tokens before it minus after the `early` tokens before it (the paper uses 500 and 50), averaged; "
+                                   "icl_se is its standard error over blocks of consecutive pairs"}};
+  else
+    out["icl_indices"] = {{"early", spec.icl_early}, {"late", spec.icl_late},
+                          {"windows", spec.icl_windows > 0 ? spec.icl_windows : spec.batch},
+                          {"note", "ICL score = loss at token index late minus loss at token index early (the paper uses 500 and 50), "
+                                   "averaged over the windows; icl_se is its standard error over them"}};
   out["every"] = spec.every;
   nlohmann::json recs = nlohmann::json::array();
   for (const auto& r : records)

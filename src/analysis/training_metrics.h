@@ -23,6 +23,8 @@ namespace cs {
 // need n_ctx > 500; n_ctx 256 models use 20 and 200). icl_windows: with valid_path, the ICL score
 // and its standard error come from W evenly spaced windows of the held-out text (overlapping when
 // the text is short), run `batch` at a time; 0 (the default) scores the validation batch itself.
+// icl_pairs: with valid_path, the ICL score on P paired windows instead (icl_paired_windows below;
+// icl_late at most 12 below the training window); not with icl_windows.
 // repeat_len: length L of the random segment
 // for the head scores ([BOS] R R, 2L+1 <= n_ctx); 0 chooses the largest that fits.
 struct EvalSpec {
@@ -31,6 +33,7 @@ struct EvalSpec {
   int batch = 8;
   int icl_early = 20, icl_late = 200;
   int icl_windows = 0;
+  int icl_pairs = 0;  // > 0: the ICL score on this many paired windows (icl_paired_windows) of valid_path
   int repeat_len = 0;
   std::uint64_t seed = 1;
 };
@@ -44,6 +47,45 @@ std::vector<Batch> icl_window_batches(const std::vector<int>& ids, int bos, int 
 // standard error over the rows. One definition for the trainer's metrics and `circuitscope icl`.
 IclEstimate icl_over_batches(const Params<float>& p, const std::vector<Batch>& batches, int early, int late);
 
+// The ICL score on paired windows, the estimator the report, `circuitscope icl` and the page use:
+// `windows` target tokens of `ids`, evenly spaced from index `late` on, each predicted twice, once
+// as the last token of a window <BOS> + the `late` tokens before it + the target (per-token index
+// `late`) and once of a window <BOS> + the `early` tokens before it + the target (index `early`).
+// Each pair's difference compares the same token with more and with less context, so what makes
+// one token harder than another cancels. Neighbouring late windows share most of their text, so
+// the standard error comes from blocks of consecutive pairs whose targets span at least twice a
+// late window of text (IclEstimate::block pairs each; the last partial block counts in the mean but
+// not in the spread).
+struct IclPairedWindows {
+  std::vector<Batch> late, early;  // batches of at most `batch` rows, pair r in row r % batch of batch r / batch
+  int early_index = 0, late_index = 0;
+  int pairs = 0;
+  int block = 1;  // pairs per block of the standard error
+};
+// Throws std::invalid_argument when the text is shorter than one late window or the indices are out of order.
+IclPairedWindows icl_paired_windows(const std::vector<int>& ids, int bos, int early, int late, int windows, int batch);
+IclEstimate icl_paired(const Params<float>& p, const IclPairedWindows& w);
+// The mean of `d` and its standard error from blocks of `block` consecutive values (the values'
+// own spread when there are fewer than two whole blocks).
+IclEstimate icl_from_blocks(const std::vector<double>& d, int block);
+// The largest per-token index the ICL score may use in a model: n_ctx - 12, or 12 below the window
+// length the model was trained on (the recipe its file records) when that is shorter: rows of W_pos
+// past what training reached hold no learned position, and the last trained rows are where it
+// collapses (bpe-2l's rows 249-254). `trained_len` is 0 when the file records no recipe.
+int icl_last_index(int n_ctx, int trained_len);
+// The window length the file's recorded recipe trained on (data.seq_len), or 0.
+int trained_window(const nlohmann::json& info);
+// Throws std::invalid_argument, in a sentence, when per-token index `late` is past icl_last_index.
+void check_icl_index(int late, int n_ctx, int trained_len);
+
+// The L2 norm of every row of W_pos (empty for a model without learned positions), and the rows
+// that have collapsed: a norm below kCollapsedPositionRatio times the median of the rows within 8
+// of it. A collapsed row is a position the model barely tells apart from <BOS>-free content; the
+// heads that find the previous token by position stop doing so just after it.
+constexpr double kCollapsedPositionRatio = 0.7;
+std::vector<double> position_norms(const Params<float>& p);
+std::vector<int> collapsed_positions(const std::vector<double>& norms);
+
 struct EvalRecord {
   int step = 0;
   double train_loss = 0;           // mean training loss over the steps since the last record
@@ -54,6 +96,12 @@ struct EvalRecord {
   std::vector<float> prefix_matching, copying, previous_token;  // [n_layers * n_heads]
   std::vector<float> per_token;    // the validation set's per-token losses, flattened [B * (T-1)]
 };
+
+// A record as JSON and back (NaN, e.g. step 0's train_loss, as null): what a training checkpoint
+// keeps of the metrics recorded so far. eval_record_from_json throws std::invalid_argument on a
+// damaged record.
+nlohmann::json eval_record_json(const EvalRecord& r);
+EvalRecord eval_record_from_json(const nlohmann::json& j);
 
 class Evaluator {
  public:
@@ -66,6 +114,7 @@ class Evaluator {
   int T_ = 0, first_ = 0, n_ = 0, bos_ = 0, L_ = 0;
   Batch valid_;
   std::vector<Batch> icl_batches_;  // icl_windows > 0: the ICL score's windows
+  std::optional<IclPairedWindows> icl_pairs_;  // icl_pairs > 0
   bool has_icl_ = false;
 };
 

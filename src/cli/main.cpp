@@ -41,7 +41,7 @@ const char* kUsage =
     "circuitscope: train, run and inspect attention-only transformers\n"
     "\n"
     "usage:\n"
-    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
+    "  circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N] [--checkpoint DIR] [--resume DIR] [--stop-after N]\n"
     "      Train a model from a recipe; writes the model (and any snapshots the recipe asks for).\n"
     "  circuitscope run MODEL (--text TEXT | --file FILE) [--top K] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      Per-token loss and the top K next-token predictions for a text.\n"
@@ -57,7 +57,7 @@ const char* kUsage =
     "      Accuracy on the 60 symbolic IOI sequences, optionally with a composition cut.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
-    "  circuitscope icl MODEL.safetensors [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--json]\n"
+    "  circuitscope icl MODEL.safetensors [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--unpaired] [--json]\n"
     "      The in-context-learning score (loss at token B minus token A) on held-out text, with its standard error.\n"
     "  circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
     "      Cosines of the learned tables with their gradient leading terms over the first steps from small weights.\n"
@@ -73,7 +73,7 @@ const char* kUsage =
 
 const std::map<std::string, std::string> kHelp = {
     {"train",
-     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N]\n"
+     "circuitscope train RECIPE.json [--out FILE] [--steps N] [--seed N] [--no-snapshots] [--log-every N] [--f16] [--threads N] [--checkpoint DIR] [--checkpoint-every N] [--resume DIR] [--stop-after N]\n"
      "  Trains the model a recipe describes (architecture, tokenizer, data, optimizer, schedule,\n"
      "  steps, batch_size, seed) and writes it as a safetensors model file.\n"
      "  --out FILE      where to write the model (default: the recipe's \"output\")\n"
@@ -86,6 +86,13 @@ const std::map<std::string, std::string> kHelp = {
      "  --threads N     split each batch's rows across N threads (data-parallel: each computes its\n"
      "                  rows' gradient, the gradients are summed in a fixed order, one optimiser step);\n"
      "                  the same run as with 1 thread up to the order of summation (default 1)\n"
+     "  --checkpoint DIR keep the run resumable in the folder DIR (the weights, the optimiser's moments,\n"
+     "                  the random generator and the metrics so far), rewritten every --checkpoint-every\n"
+     "                  steps (default 500) and when --stop-after stops the run\n"
+     "  --resume DIR    continue the run kept in DIR (made by the same recipe, seed and settings; --steps\n"
+     "                  may differ): it continues bit for bit, to the same model and metrics as a run that\n"
+     "                  never stopped; it keeps checkpointing to DIR unless --checkpoint names another\n"
+     "  --stop-after N  stop after N steps, with a checkpoint, to resume later (long runs in parts)\n"
      "  Snapshots listed in the recipe are written as float16 files DIR/snapshots/NAME/stepN.safetensors\n"
      "  beside the model DIR/NAME.safetensors; a recipe with \"eval\" also writes DIR/NAME.metrics.json.\n"
      "  Same recipe, same seed, same build and kernel: the same weights, bit for bit. The avx2 and\n"
@@ -149,13 +156,20 @@ const std::map<std::string, std::string> kHelp = {
      "  --json prints the curve (every head) as JSON; --out FILE also writes it there (the report reads\n"
      "  models/char-1l.leading.json). Deterministic for a recipe, its options and the kernel.\n"},
     {"icl",
-     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--before-phase-change METRICS] [--json]\n"
-     "  The in-context-learning score (induction-heads seed, 004) on held-out text: the loss at token B\n"
-     "  (default 500) minus the loss at token A (default 50), averaged over N evenly spaced windows of the\n"
-     "  text (default 1000; they overlap when the text is short), with its standard error over the windows.\n"
-     "  Each window is <BOS> and B+1 tokens. The same definition as the training metrics' icl and icl_se.\n"
-     "  Several models (e.g. a run's snapshots) are scored on the same windows. --json prints\n"
-     "  [{model, step (the training step the file records, if any), icl, se, windows, early, late}].\n"
+     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--before-phase-change METRICS] [--unpaired] [--json]\n"
+     "  The in-context-learning score (induction-heads seed, 004) on held-out text, on paired windows: N\n"
+     "  target tokens spread evenly over the text (default 1000), each predicted once with the B tokens\n"
+     "  before it (default 500) and once with the A tokens before it (default 50), both after <BOS>; the\n"
+     "  score is the mean of loss with B minus loss with A, so the same tokens are compared. Its standard\n"
+     "  error comes from blocks of consecutive pairs that span twice a window of text (neighbouring windows\n"
+     "  share text). B may be at most n_ctx - 12, or 12 below the window the recipe in the file trained\n"
+     "  on when that is shorter. Several models (e.g. a run's snapshots) are scored on the same windows.\n"
+     "  --json prints [{model, step (the training step the file records, if any), icl, se, windows, block,\n"
+     "  blocks, late_loss, early_loss, early, late, collapsed_positions}] (collapsed_positions: rows of\n"
+     "  W_pos under 0.7 times the median norm of the rows within 8 of them).\n"
+     "  --unpaired: the earlier definition, which the sub-word rows of models/REPORT.md still use until\n"
+     "  their seeds are retrained: N evenly spaced windows of <BOS> and B+1 tokens, loss at token B minus\n"
+     "  token A of each window, standard error over the windows.\n"
      "  --before-phase-change METRICS scores only two of the files: the last whose step comes before the\n"
      "  phase change of the run in METRICS (a NAME.metrics.json; best head's prefix matching passes half its\n"
      "  final value) and the one with the largest step.\n"},
@@ -287,7 +301,8 @@ void write_text(const std::string& path, const std::string& text) {
 
 int cmd_train(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--out", true}, {"--steps", true}, {"--seed", true}, {"--no-snapshots", false},
-                                      {"--log-every", true}, {"--f16", false}, {"--threads", true}});
+                                      {"--log-every", true}, {"--f16", false}, {"--threads", true}, {"--checkpoint", true},
+                                      {"--checkpoint-every", true}, {"--resume", true}, {"--stop-after", true}});
   if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
   const std::string recipe_path = a.positional[0];
   json j = read_recipe_json(recipe_path);
@@ -304,6 +319,15 @@ int cmd_train(int argc, char** argv) {
   // Refuse a bad output path before training, not after.
   cs::check_output_path(out);
   for (int s : r.snapshots) cs::check_output_path(snapshot_path(out, s));
+  // Checkpoints: --checkpoint DIR every --checkpoint-every steps (default 500) and when the run
+  // stops; --resume DIR continues a run from its checkpoint (and keeps checkpointing there unless
+  // --checkpoint says where); --stop-after N stops after N more steps, at a checkpoint.
+  const std::string resume = a.opts.count("--resume") ? a.opts["--resume"] : "";
+  const std::string ckpt_dir = a.opts.count("--checkpoint") ? a.opts["--checkpoint"] : resume;
+  const int ckpt_every = a.opts.count("--checkpoint-every") ? to_int(a.opts["--checkpoint-every"], "--checkpoint-every", 1, 10000000) : 500;
+  const int stop_after = a.opts.count("--stop-after") ? to_int(a.opts["--stop-after"], "--stop-after", 1, 10000000) : 0;
+  if (stop_after > 0 && ckpt_dir.empty()) throw UsageError("--stop-after needs --checkpoint DIR, where the run is kept to resume");
+  if (!ckpt_dir.empty()) cs::check_output_path(ckpt_dir + "/model.safetensors.part");
   cs::Trainer tr = with_recipe(recipe_path, [&] { return cs::Trainer(r); });
   std::printf("training %s: %d layers, %d heads, d_model %d, d_vocab %d, %zu parameters, %d steps of batch %d (kernel %s)\n",
               r.name.c_str(), r.model.n_layers, r.model.n_heads, r.model.d_model, tr.tokenizer().size(),
@@ -320,8 +344,17 @@ int cmd_train(int argc, char** argv) {
     cs::ModelFile f = tr.model_file();
     cs::save_model_file(snapshot_path(out, step), f, cs::Dtype::F16);
   };
+  std::optional<cs::Trainer::Checkpoint> resumed;
+  if (!resume.empty()) {
+    resumed = cs::load_checkpoint(resume);
+    with_recipe(recipe_path, [&] {
+      tr.restore(*resumed);
+      return 0;
+    });
+    std::printf("resumed from %s at step %d\n", resume.c_str(), tr.steps_done());
+  }
   for (int s : r.snapshots)
-    if (s == 0) save_snapshot(0);
+    if (s == 0 && !resumed) save_snapshot(0);
   // Metrics recorded during training, written beside the model as NAME.metrics.json.
   std::unique_ptr<cs::Evaluator> evaluator;
   std::vector<cs::EvalRecord> records;
@@ -333,11 +366,32 @@ int cmd_train(int argc, char** argv) {
       evaluator = with_recipe(recipe_path, [&] {
         return std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data());
       });
-      records.push_back(evaluator->evaluate(tr.params(), 0, std::nan("")));
+      if (!resumed) records.push_back(evaluator->evaluate(tr.params(), 0, std::nan("")));
     }
   }
   double ema = -1;
-  for (int s = 0; s < r.steps; ++s) {
+  if (resumed) {
+    // The CLI's own part of the checkpoint: the metrics so far and the running losses.
+    const json& st = resumed->state;
+    try {
+      if (evaluator)
+        for (const auto& rec : st.at("records")) records.push_back(cs::eval_record_from_json(rec));
+      loss_sum = st.at("loss_sum").get<double>();
+      loss_n = st.at("loss_n").get<int>();
+      ema = st.at("ema").get<double>();
+    } catch (const std::exception& e) {
+      throw std::runtime_error("checkpoint " + resume + ": its training log is damaged (" + e.what() + ")");
+    }
+  }
+  auto save_ckpt = [&] {
+    cs::Trainer::Checkpoint c = tr.checkpoint();
+    json recs = json::array();
+    for (const auto& rec : records) recs.push_back(cs::eval_record_json(rec));
+    c.state.update({{"records", recs}, {"loss_sum", loss_sum}, {"loss_n", loss_n}, {"ema", ema}});
+    cs::save_checkpoint(ckpt_dir, c);
+  };
+  const int first_step = tr.steps_done();
+  for (int s = first_step; s < r.steps; ++s) {
     cs::StepMetrics m = tr.step_parallel(std::min(threads, r.batch_size));
     ema = ema < 0 ? m.loss : 0.95 * ema + 0.05 * m.loss;
     loss_sum += m.loss;
@@ -356,6 +410,11 @@ int cmd_train(int argc, char** argv) {
     }
     for (int snap : r.snapshots)
       if (snap == m.step && snap != r.steps) save_snapshot(snap);
+    if (!ckpt_dir.empty() && m.step != r.steps && (m.step % ckpt_every == 0 || (stop_after > 0 && m.step - first_step == stop_after))) save_ckpt();
+    if (stop_after > 0 && m.step - first_step == stop_after && m.step != r.steps) {
+      std::printf("stopped at step %d of %d; continue with --resume %s\n", m.step, r.steps, ckpt_dir.c_str());
+      return 0;
+    }
   }
   cs::save_model_file(out, tr.model_file(), dtype);
   if (evaluator) {
@@ -539,7 +598,8 @@ int cmd_leading(int argc, char** argv) {
 
 int cmd_icl(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true}, {"--json", false},
-                                      {"--before-phase-change", true}});
+                                      {"--before-phase-change", true}, {"--unpaired", false}});
+  const bool unpaired = a.opts.count("--unpaired") > 0;
   if (a.positional.empty()) throw UsageError("icl takes one or more model files");
   if (!a.opts.count("--file")) throw UsageError("icl needs --file TEXT, the held-out text to score");
   const int windows = a.opts.count("--windows") ? to_int(a.opts["--windows"], "--windows", 1, 1000000) : 1000;
@@ -589,25 +649,49 @@ int cmd_icl(int argc, char** argv) {
   }
   json out = json::array();
   std::string tok_json;
-  std::vector<cs::Batch> batches;
+  std::optional<cs::IclPairedWindows> pairs;
+  std::vector<cs::Batch> batches;  // --unpaired
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
     const cs::ModelFile m = loaded[i] ? std::move(*loaded[i]) : cs::load_model_file(path);
-    if (late + 2 > m.cfg.n_ctx)
+    if (unpaired && late + 2 > m.cfg.n_ctx)
       throw std::runtime_error(path + ": the score needs windows of " + std::to_string(late + 2) + " tokens but this model's context holds " +
                                std::to_string(m.cfg.n_ctx) + "; use a smaller --late");
+    if (!unpaired) try {
+        cs::check_icl_index(late, m.cfg.n_ctx, cs::trained_window(m.info));
+      } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(path + ": " + e.what() + " (--late)");
+      }
     const std::string tj = m.tokenizer.to_json().dump();
-    if (batches.empty()) {
+    if (tok_json.empty()) {
       tok_json = tj;
-      batches = cs::icl_window_batches(m.tokenizer.encode_ids(text, false), m.tokenizer.bos_id(), late + 2, windows, batch);
+      const std::vector<int> ids = m.tokenizer.encode_ids(text, false);
+      if (unpaired)
+        batches = cs::icl_window_batches(ids, m.tokenizer.bos_id(), late + 2, windows, batch);
+      else
+        pairs = cs::icl_paired_windows(ids, m.tokenizer.bos_id(), early, late, windows, batch);
     } else if (tj != tok_json) {
       throw std::runtime_error(path + ": its tokenizer differs from the first model's, so the windows would differ");
     }
-    const cs::IclEstimate e = cs::icl_over_batches(m.params, batches, early, late);
+    const cs::IclEstimate e = unpaired ? cs::icl_over_batches(m.params, batches, early, late) : cs::icl_paired(m.params, *pairs);
+    const std::vector<int> collapsed = cs::collapsed_positions(cs::position_norms(m.params));
     json row = {{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}, {"early", early}, {"late", late}};
+    if (!unpaired)
+      row.update({{"paired", true}, {"block", e.block}, {"blocks", e.blocks}, {"late_loss", e.late_loss}, {"early_loss", e.early_loss},
+                  {"collapsed_positions", collapsed}});
     if (step_of(m) >= 0) row["step"] = step_of(m);
     out.push_back(row);
-    if (!a.opts.count("--json")) std::printf("%s  ICL %+.4f +- %.4f nats (%d windows, loss at token %d minus token %d)\n", path.c_str(), e.mean, e.se, e.n, late, early);
+    if (!a.opts.count("--json") && unpaired) {
+      std::printf("%s  ICL %+.4f +- %.4f nats (%d unpaired windows, loss at token %d minus token %d)\n", path.c_str(), e.mean, e.se, e.n, late, early);
+    } else if (!a.opts.count("--json")) {
+      std::printf("%s  ICL %+.4f +- %.4f nats (%d paired windows, %d blocks; loss %.4f with %d tokens of context minus %.4f with %d)\n",
+                  path.c_str(), e.mean, e.se, e.n, e.blocks, e.late_loss, late, e.early_loss, early);
+      if (!collapsed.empty()) {
+        std::string rows;
+        for (int t : collapsed) rows += (rows.empty() ? "" : ", ") + std::to_string(t);
+        std::printf("  collapsed W_pos rows (norm under %.1f of their neighbours'): %s\n", cs::kCollapsedPositionRatio, rows.c_str());
+      }
+    }
   }
   if (a.opts.count("--json")) std::printf("%s\n", out.dump(1).c_str());
   return 0;
@@ -699,12 +783,19 @@ int cmd_run(int argc, char** argv) {
     json j = s;
     return j.dump();
   };
+  // Pads to 12 characters, not bytes: a token drawn with ␣ or another non-ASCII character keeps
+  // the columns aligned (one column per code point; combining marks and wide characters aside).
+  auto padded = [](const std::string& s) {
+    int cols = 0;
+    for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
+    return s + std::string(static_cast<std::size_t>(std::max(0, 12 - cols)), ' ');
+  };
   std::printf("%4s  %-12s %8s   top %d next-token predictions\n", "pos", "token", "loss", top);
   double sum = 0;
   for (int t = 0; t < T; ++t) {
     std::string l = t == 0 ? "" : (std::ostringstream() << std::fixed << std::setprecision(3) << lr.per_token[t - 1]).str();
     if (t > 0) sum += lr.per_token[t - 1];
-    std::printf("%4d  %-12s %8s  ", t, show(m.tokenizer.token_text(ids[t])).c_str(), l.c_str());
+    std::printf("%4d  %s %8s  ", t, padded(show(m.tokenizer.token_text(ids[t]))).c_str(), l.c_str());
     for (auto& [id, p] : tops[t]) std::printf(" %s %.2f", show(m.tokenizer.token_text(id)).c_str(), p);
     std::printf("\n");
   }

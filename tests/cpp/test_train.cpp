@@ -414,6 +414,34 @@ TEST(Data, RandomSpansInProse) {
   }
 }
 
+// copy_placement "uniform": the second copy's start is spread evenly over where it fits, so the
+// tokens copying predicts are as often in the first half of the row as in the second; the default
+// placement (first copy uniform, second after it) puts most of them in the second half.
+TEST(Data, UniformCopyPlacement) {
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the cat sat on the mat and the dog ran to the log. ";
+  Tokenizer tok = Tokenizer::build_char(text + "xyzqwk");
+  auto share_early = [&](const nlohmann::json& placement) {
+    nlohmann::json spec = {{"kind", "text"}, {"text", text}, {"seq_len", 256}, {"repeat_fraction", 1.0}, {"span_fraction", 1.0}};
+    if (!placement.is_null()) spec["copy_placement"] = placement;
+    auto src = make_data_source(spec, tok);
+    Rng rng(9);
+    DataBatch d = src->next(rng, 400);
+    long long early = 0, all = 0;
+    for (int r = 0; r < 400; ++r)
+      for (int t = 0; t < 256; ++t)
+        if (d.repeated[static_cast<std::size_t>(r) * 256 + t]) all += 1, early += t < 128;
+    return static_cast<double>(early) / all;
+  };
+  const double uniform = share_early("uniform"), after = share_early(nullptr);
+  EXPECT_GT(uniform, 0.35) << uniform;
+  EXPECT_LT(after, 0.3) << after << " " << uniform;
+  EXPECT_GT(uniform, after + 0.1) << uniform << " " << after;
+  EXPECT_NEAR(share_early("after_first"), after, 0);
+  EXPECT_THROW(share_early("late"), std::invalid_argument);
+  EXPECT_THROW(share_early(3), std::invalid_argument);
+}
+
 // Periodic text rows: <BOS>, then one stretch of the text (a period of 10 to 32 characters here,
 // half the row) written out again and again; every token after the first period is marked.
 TEST(Data, PeriodicTextRows) {

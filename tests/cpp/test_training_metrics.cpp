@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "analysis/training_metrics.h"
+#include "model.h"
+#include "test_util.h"
 
 namespace cs {
 namespace {
@@ -89,6 +91,132 @@ TEST(TrainingMetrics, IclStandardErrorOverWindows) {
   EXPECT_NEAR(f.se, 2.0 / std::sqrt(3.0), 1e-12);
 }
 
+using testing::random_params;
+using testing::tiny_config;
+
+// tiny_config with room for 42-token windows and the 16 tokens the texts below use.
+Config wide(Config c) {
+  c.n_ctx = 48;
+  c.d_vocab = 16;
+  return c;
+}
+
+// Paired windows: both windows of a pair end on the same target token, the late one with `late`
+// tokens before it and the early one with `early`, both after [BOS]; the targets run evenly from
+// the first token that has `late` before it to the text's last token.
+TEST(TrainingMetrics, PairedIclWindowsEndOnTheSameToken) {
+  std::vector<int> ids(200);
+  for (int i = 0; i < 200; ++i) ids[static_cast<std::size_t>(i)] = 2 + i;
+  const IclPairedWindows w = icl_paired_windows(ids, 0, 3, 20, 9, 4);
+  ASSERT_EQ(w.late.size(), 3u);
+  ASSERT_EQ(w.early.size(), 3u);
+  EXPECT_EQ(w.pairs, 9);
+  int row = 0;
+  for (std::size_t i = 0; i < w.late.size(); ++i) {
+    const Batch &L = w.late[i], &E = w.early[i];
+    ASSERT_EQ(L.B, E.B);
+    EXPECT_EQ(L.T, 22);
+    EXPECT_EQ(E.T, 5);
+    for (int r = 0; r < L.B; ++r, ++row) {
+      const int x = 20 + row * (200 - 1 - 20) / 8;  // the target's index in ids
+      EXPECT_EQ(L.tokens[static_cast<std::size_t>(r) * L.T], 0);
+      EXPECT_EQ(E.tokens[static_cast<std::size_t>(r) * E.T], 0);
+      EXPECT_EQ(L.tokens[static_cast<std::size_t>(r) * L.T + 21], 2 + x) << row;
+      EXPECT_EQ(E.tokens[static_cast<std::size_t>(r) * E.T + 4], 2 + x) << row;
+      EXPECT_EQ(L.tokens[static_cast<std::size_t>(r) * L.T + 1], 2 + x - 20) << row;
+      EXPECT_EQ(E.tokens[static_cast<std::size_t>(r) * E.T + 1], 2 + x - 3) << row;
+    }
+  }
+  EXPECT_EQ(row, 9);
+  // Targets ~22 tokens apart, late windows of 21: a block spans at least two windows' text.
+  EXPECT_EQ(w.block, 2);
+  EXPECT_THROW(icl_paired_windows(std::vector<int>(20, 2), 0, 3, 20, 9, 4), std::invalid_argument);
+  EXPECT_THROW(icl_paired_windows(ids, 0, 20, 20, 9, 4), std::invalid_argument);
+}
+
+// The block standard error is the spread of the block means; a partial last block counts in the mean only.
+TEST(TrainingMetrics, IclBlockStandardError) {
+  const IclEstimate e = icl_from_blocks({1, 3, 2, 4, 6, 8, 100}, 2);  // blocks 2, 3, 7
+  EXPECT_NEAR(e.mean, 124.0 / 7, 1e-12);
+  EXPECT_EQ(e.blocks, 3);
+  EXPECT_EQ(e.block, 2);
+  EXPECT_NEAR(e.se, std::sqrt(7.0 / 3), 1e-12);  // block means 2, 3, 7: variance 7 over 3 blocks
+  // Fewer than two whole blocks: the values' own spread.
+  EXPECT_NEAR(icl_from_blocks({1, 2, 3}, 2).se, icl_from_differences({1, 2, 3}).se, 1e-15);
+  EXPECT_THROW(icl_from_blocks({1, 2}, 0), std::invalid_argument);
+}
+
+// A model with no attention layer predicts from the current token alone, so with pairing a token
+// predicted with 40 tokens of context and with 2 has the same loss: the paired score is 0 to float
+// rounding whatever the text, while unpaired windows score different tokens and do not cancel.
+// With attention, each pair's difference is what a direct forward over the two windows gives.
+TEST(TrainingMetrics, PairedIclComparesTheSameTokens) {
+  std::vector<int> ids(600);
+  Rng g(5);
+  for (auto& x : ids) x = 1 + g.below(15);
+  {
+    const Params<float> p = random_params<float>(wide(tiny_config(0, PosEmbed::None, false, false)), 3);
+    const IclEstimate e = icl_paired(p, icl_paired_windows(ids, 0, 2, 40, 64, 16));
+    EXPECT_NEAR(e.mean, 0.0, 1e-5);
+    EXPECT_NEAR(e.late_loss, e.early_loss, 1e-5);
+    EXPECT_GT(e.late_loss, 0.5);
+    const IclEstimate u = icl_over_batches(p, icl_window_batches(ids, 0, 42, 64, 16), 2, 40);
+    EXPECT_GT(std::abs(u.mean), 1e-3);
+  }
+  const Params<float> p = random_params<float>(wide(tiny_config(2, PosEmbed::Shortformer, false, false)), 4);
+  const IclPairedWindows w = icl_paired_windows(ids, 0, 2, 40, 10, 4);
+  const IclEstimate e = icl_paired(p, w);
+  double sum = 0;
+  for (int r = 0; r < 10; ++r) {
+    const int x = 40 + r * (600 - 1 - 40) / 9;
+    auto last_loss = [&](int before) {
+      std::vector<int> t = {0};
+      t.insert(t.end(), ids.begin() + (x - before), ids.begin() + x + 1);
+      ActivationCache<float> c;
+      const Batch b = next_token_batch(t, 1, static_cast<int>(t.size()));
+      forward(p, b.tokens, 1, b.T, c);
+      return static_cast<double>(per_token_loss(c).data[static_cast<std::size_t>(before)]);
+    };
+    sum += last_loss(40) - last_loss(2);
+  }
+  EXPECT_NEAR(e.mean, sum / 10, 1e-5);
+  EXPECT_EQ(e.n, 10);
+}
+
+// The score never reads positions training did not reach: 12 below the trained window or n_ctx.
+TEST(TrainingMetrics, IclRefusesPositionsPastTraining) {
+  EXPECT_EQ(icl_last_index(256, 256), 244);
+  EXPECT_EQ(icl_last_index(512, 0), 500);
+  EXPECT_EQ(icl_last_index(1024, 256), 244);
+  EXPECT_NO_THROW(check_icl_index(500, 512, 512));
+  EXPECT_THROW(check_icl_index(501, 512, 512), std::invalid_argument);
+  EXPECT_THROW(check_icl_index(250, 1024, 256), std::invalid_argument);
+  try {
+    check_icl_index(250, 1024, 256);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("256-token windows it was trained on"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(trained_window({{"recipe", {{"data", {{"seq_len", 128}}}}}}), 128);
+  EXPECT_EQ(trained_window(nlohmann::json::object()), 0);
+  EXPECT_EQ(trained_window({{"recipe", {{"data", {{"seq_len", "x"}}}}}}), 0);
+}
+
+// Rows of W_pos far below their neighbours' norm are collapsed.
+TEST(TrainingMetrics, CollapsedPositionRows) {
+  std::vector<double> n(40, 1.0);
+  n[10] = 0.5;
+  n[38] = 0.69;
+  n[39] = 0.72;
+  EXPECT_EQ(collapsed_positions(n), (std::vector<int>{10, 38}));
+  Params<float> p = random_params<float>(wide(tiny_config(1, PosEmbed::Standard, false, false)), 2);
+  const std::vector<double> norms = position_norms(p);
+  ASSERT_EQ(static_cast<int>(norms.size()), p.cfg.n_ctx);
+  double s = 0;
+  for (int d = 0; d < p.cfg.d_model; ++d) s += static_cast<double>(p.W_pos.data[static_cast<std::size_t>(3) * p.cfg.d_model + d]) * p.W_pos.data[static_cast<std::size_t>(3) * p.cfg.d_model + d];
+  EXPECT_NEAR(norms[3], std::sqrt(s), 1e-9);
+  EXPECT_TRUE(position_norms(random_params<float>(tiny_config(1, PosEmbed::None, false, false), 2)).empty());
+}
+
 // Windows are evenly spaced over the text, [BOS] first, batched; more windows than fit overlap.
 TEST(TrainingMetrics, IclWindowsAreEvenlySpacedAndBatched) {
   std::vector<int> ids(100);
@@ -112,7 +240,7 @@ TEST(TrainingMetrics, IclWindowsAreEvenlySpacedAndBatched) {
 TEST(TrainingMetrics, EvaluatorUsesTheIclWindows) {
   std::string text;
   for (int i = 0; i < 60; ++i) text += "the cat sat on the mat and the dog sat on the log. ";
-  const std::string path = testing::TempDir() + "icl_windows_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".txt";
+  const std::string path = ::testing::TempDir() + "icl_windows_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".txt";
   {
     std::ofstream f(path);
     f << text;
@@ -134,7 +262,53 @@ TEST(TrainingMetrics, EvaluatorUsesTheIclWindows) {
   EXPECT_DOUBLE_EQ(rec.icl, e.mean);
   EXPECT_DOUBLE_EQ(rec.icl_se, e.se);
   EXPECT_GT(rec.icl_se, 0.0);
+  // eval.icl_pairs: the paired estimator on the same text, the one `circuitscope icl` prints.
+  j["eval"].erase("icl_windows");
+  j["eval"]["icl_pairs"] = 12;
+  Recipe rp = recipe_from_json(j);
+  Trainer tp(rp);
+  Evaluator evp(eval_spec_from_json(rp.eval), tp.recipe(), tp.tokenizer(), tp.data());
+  const EvalRecord pr = evp.evaluate(tp.params(), 0, 0.0);
+  const IclEstimate pe = icl_paired(tp.params(), icl_paired_windows(tp.tokenizer().encode_ids(text, false), tp.tokenizer().bos_id(), 3, 20, 12, 4));
+  EXPECT_EQ(pe.n, 12);
+  EXPECT_DOUBLE_EQ(pr.icl, pe.mean);
+  EXPECT_DOUBLE_EQ(pr.icl_se, pe.se);
+  EXPECT_EQ(metrics_json(eval_spec_from_json(rp.eval), {pr})["icl_indices"]["paired"], true);
+  // Past the last trained position, or with both kinds of windows: refused.
+  j["eval"]["icl_late"] = 21;
+  Recipe late = recipe_from_json(j);
+  Trainer tl(late);
+  EXPECT_THROW(Evaluator(eval_spec_from_json(late.eval), tl.recipe(), tl.tokenizer(), tl.data()), std::invalid_argument);
+  j["eval"]["icl_windows"] = 10;
+  EXPECT_THROW(eval_spec_from_json(j["eval"]), std::invalid_argument);
   std::remove(path.c_str());
+}
+
+// A record survives a checkpoint: JSON and back, NaN as null.
+TEST(TrainingMetrics, RecordJsonRoundTrip) {
+  EvalRecord r;
+  r.step = 7;
+  r.train_loss = std::nan("");
+  r.valid_loss = 1.0 / 3;
+  r.icl = -0.1;
+  r.icl_se = 0.02;
+  r.repeated_loss = 2.5;
+  r.prefix_matching = {0.1f, 0.7f};
+  r.copying = {1e-7f, -3.25f};
+  r.previous_token = {0.5f, 0.25f};
+  r.per_token = {1.1f, 2.2f, 3.3f};
+  const EvalRecord b = eval_record_from_json(nlohmann::json::parse(eval_record_json(r).dump()));
+  EXPECT_EQ(b.step, 7);
+  EXPECT_TRUE(std::isnan(b.train_loss));
+  EXPECT_EQ(b.valid_loss, r.valid_loss);
+  EXPECT_EQ(b.icl, r.icl);
+  EXPECT_EQ(b.prefix_matching, r.prefix_matching);
+  EXPECT_EQ(b.copying, r.copying);
+  EXPECT_EQ(b.per_token, r.per_token);
+  nlohmann::json bad = eval_record_json(r);
+  bad["copying"] = {1, "x"};
+  EXPECT_THROW(eval_record_from_json(bad), std::invalid_argument);
+  EXPECT_THROW(eval_record_from_json(nlohmann::json::object()), std::invalid_argument);
 }
 
 }  // namespace

@@ -205,7 +205,7 @@ test('the sub-word ICL row: its figures are the models\' icl files at the last s
   // The control, recomputed: the same windows give the same figure (the kernel may round differently).
   const last = JSON.parse(readFileSync('models/bpe-0l.icl.json', 'utf8')).sort((a, b) => a.step - b.step).at(-1);
   const fresh = JSON.parse(execFileSync(CLI, ['icl', 'models/bpe-0l.safetensors', '--file', 'models/corpus/gutenberg-valid.txt',
-    '--early', String(last.early), '--late', String(last.late), '--windows', String(last.windows), '--kernel', 'auto', '--json'],
+    '--early', String(last.early), '--late', String(last.late), '--windows', String(last.windows), '--unpaired', '--kernel', 'auto', '--json'],
   { encoding: 'utf8', maxBuffer: 1 << 24 }))[0];
   assert.equal(fresh.windows, last.windows);
   assert.ok(Math.abs(fresh.icl - last.icl) < 1e-4 && Math.abs(fresh.se - last.se) < 1e-4, `bpe-0l: ${JSON.stringify(fresh)} vs ${JSON.stringify(last)}`);
@@ -248,10 +248,25 @@ test('circuitscope icl --before-phase-change scores the last snapshot before the
   const snaps = readdirSync('models/snapshots/bpe-2l').filter((f) => f.endsWith('.safetensors')).map((f) => `models/snapshots/bpe-2l/${f}`);
   const steps = snaps.map((f) => Number(/step(\d+)/.exec(f)[1]));
   const rows = JSON.parse(execFileSync(CLI, ['icl', 'models/bpe-2l.safetensors', ...snaps, '--before-phase-change', 'models/bpe-2l.metrics.json',
-    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '25', '--late', '250', '--windows', '8', '--json'], { encoding: 'utf8' }));
+    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '20', '--late', '244', '--windows', '8', '--json'], { encoding: 'utf8' }));
   assert.deepEqual(rows.map((r) => r.step), [Math.max(...steps.filter((x) => x < pc)), 6000]);
+  for (const row of rows) assert.ok(row.paired && row.windows === 8 && row.blocks >= 0, JSON.stringify(row));
+  // bpe-2l's last rows of W_pos collapse (rows 251 and 253 to 255 under 0.7 of their neighbours' norm).
+  assert.ok(rows[1].collapsed_positions.includes(253), JSON.stringify(rows[1].collapsed_positions));
   const r = spawnSync(CLI, ['icl', 'models/bpe-0l.safetensors', '--before-phase-change', 'models/bpe-0l.metrics.json',
-    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '25', '--late', '250', '--windows', '8'], { encoding: 'utf8' });
+    '--file', 'models/corpus/gutenberg-valid.txt', '--early', '20', '--late', '244', '--windows', '8'], { encoding: 'utf8' });
   assert.equal(r.status, 1);
   assert.match(r.stderr, /this run has no phase change/);
+});
+
+test('circuitscope icl never scores positions past those training reached, and pairs every late token with itself as an early one', () => {
+  // bpe-2l trained on 256-token windows: token 244 is the last the score may use.
+  const past = spawnSync(CLI, ['icl', 'models/bpe-2l.safetensors', '--file', 'models/corpus/gutenberg-valid.txt', '--early', '20', '--late', '245',
+    '--windows', '8'], { encoding: 'utf8' });
+  assert.equal(past.status, 1);
+  assert.match(past.stderr, /late token 245 is past the last position it may use in this model \(244: 12 below its context of 256/);
+  // No attention, no positions in the residual: a token costs the same with any context, so the paired score is 0.
+  const [zero] = JSON.parse(execFileSync(CLI, ['icl', 'models/bpe-0l.safetensors', '--file', 'models/corpus/gutenberg-valid.txt',
+    '--early', '20', '--late', '244', '--windows', '64', '--json'], { encoding: 'utf8' }));
+  assert.ok(Math.abs(zero.icl) < 1e-5 && zero.late_loss > 1, JSON.stringify(zero));
 });
