@@ -181,10 +181,9 @@ IclEstimate icl_paired(const Params<float>& p, const IclPairedWindows& w) {
     last_losses(w.early[i], w.early_index, early);
   }
   std::vector<double> d(late.size());
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = late[i] - early[i];
-  IclEstimate e = icl_from_blocks(d, w.block);
   double sl = 0, se = 0;
-  for (std::size_t i = 0; i < d.size(); ++i) sl += late[i], se += early[i];
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = late[i] - early[i], sl += late[i], se += early[i];
+  IclEstimate e = icl_from_blocks(d, w.block);
   e.late_loss = sl / d.size();
   e.early_loss = se / d.size();
   return e;
@@ -362,10 +361,11 @@ nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>&
                                    "averaged over the windows; icl_se is its standard error over them"}};
   out["every"] = spec.every;
   nlohmann::json recs = nlohmann::json::array();
-  for (const auto& r : records)
-    recs.push_back({{"step", r.step}, {"train_loss", r.train_loss}, {"valid_loss", r.valid_loss}, {"icl", r.icl}, {"icl_se", r.icl_se},
-                    {"repeated_loss", r.repeated_loss}, {"prefix_matching", r.prefix_matching}, {"copying", r.copying},
-                    {"previous_token", r.previous_token}});
+  for (const auto& r : records) {
+    // A checkpoint's record without the per-token vector, which the trajectory below summarises.
+    recs.push_back(eval_record_json(r));
+    recs.back().erase("per_token");
+  }
   out["records"] = recs;
   // PCA of the per-token-loss vectors across records (seed 004's trajectory view), via the
   // records' Gram matrix: with X centred (records x positions), X X^T = U S^2 U^T and the

@@ -410,8 +410,9 @@ int cmd_train(int argc, char** argv) {
     }
     for (int snap : r.snapshots)
       if (snap == m.step && snap != r.steps) save_snapshot(snap);
-    if (!ckpt_dir.empty() && m.step != r.steps && (m.step % ckpt_every == 0 || (stop_after > 0 && m.step - first_step == stop_after))) save_ckpt();
-    if (stop_after > 0 && m.step - first_step == stop_after && m.step != r.steps) {
+    const bool stopping = stop_after > 0 && m.step - first_step == stop_after && m.step != r.steps;
+    if (!ckpt_dir.empty() && m.step != r.steps && (m.step % ckpt_every == 0 || stopping)) save_ckpt();
+    if (stopping) {
       std::printf("stopped at step %d of %d; continue with --resume %s\n", m.step, r.steps, ckpt_dir.c_str());
       return 0;
     }
@@ -674,7 +675,7 @@ int cmd_icl(int argc, char** argv) {
       throw std::runtime_error(path + ": its tokenizer differs from the first model's, so the windows would differ");
     }
     const cs::IclEstimate e = unpaired ? cs::icl_over_batches(m.params, batches, early, late) : cs::icl_paired(m.params, *pairs);
-    const std::vector<int> collapsed = cs::collapsed_positions(cs::position_norms(m.params));
+    const std::vector<int> collapsed = unpaired ? std::vector<int>() : cs::collapsed_positions(cs::position_norms(m.params));
     json row = {{"model", path}, {"icl", e.mean}, {"se", e.se}, {"windows", e.n}, {"early", early}, {"late", late}};
     if (!unpaired)
       row.update({{"paired", true}, {"block", e.block}, {"blocks", e.blocks}, {"late_loss", e.late_loss}, {"early_loss", e.early_loss},
