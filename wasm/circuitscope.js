@@ -447,6 +447,23 @@ async function chooseSimd(options) {
 }
 
 /**
+ * Fetches and compiles a .wasm, streaming where the server sends it as application/wasm, else from
+ * its bytes. @param {string} url @returns {Promise<WebAssembly.Module>}
+ */
+async function compileWasm(url) {
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    try {
+      return await WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
+    } catch {
+      // Another content type (or a failed fetch): fetched again below, and its status reported.
+    }
+  }
+  const response = await fetch(url, { credentials: 'same-origin' });
+  if (!response.ok) throw new Error(`init: ${url} could not be fetched (HTTP ${response.status})`);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+/**
  * Loads the WebAssembly module (which one: chooseSimd above). In node the .wasm file next to this
  * one is read from disk; in a browser (page or worker) it is fetched from beside this file (or
  * from options.wasmUrl).
@@ -457,6 +474,8 @@ export async function init(options = {}) {
   const wasmFile = simd === 'relaxed' ? './circuitscope-relaxed.wasm' : './circuitscope.wasm';
   /** @type {Record<string, any>} */
   const moduleOptions = {};
+  /** @type {Promise<never> | null} */
+  let failure = null;
   if (options.wasmBinary) {
     moduleOptions.wasmBinary = options.wasmBinary;
   } else if (isNode) {
@@ -465,11 +484,22 @@ export async function init(options = {}) {
   } else {
     const wasmUrl = options.wasmUrl ?? new URL(wasmFile, import.meta.url).href;
     moduleOptions.locateFile = (/** @type {string} */ path) => (path.endsWith('.wasm') ? wasmUrl : path);
+    // The .wasm is fetched and compiled while the Emscripten glue (.mjs) is still on its way, not
+    // after it: one round trip less before the first model opens.
+    const compiled = compileWasm(wasmUrl);
+    compiled.catch(() => {});   // reported below, once the glue asks for its instance
+    failure = new Promise((_, reject) => {
+      moduleOptions.instantiateWasm = (/** @type {WebAssembly.Imports} */ imports, /** @type {Function} */ receive) => {
+        compiled.then((m) => WebAssembly.instantiate(m, imports).then((instance) => receive(instance, m))).catch(reject);
+        return {};
+      };
+    });
   }
   if (options.print) moduleOptions.print = options.print;
   if (options.printErr) moduleOptions.printErr = options.printErr;
   const { default: createCircuitscope } = simd === 'relaxed' ? await import('./circuitscope-relaxed.mjs') : await import('./circuitscope.mjs');
-  const mod = await createCircuitscope(moduleOptions);
+  // A failed fetch, compile or instantiation rejects here: the glue would wait for its instance for ever.
+  const mod = await (failure ? Promise.race([createCircuitscope(moduleOptions), failure]) : createCircuitscope(moduleOptions));
   if (!readyModule) readyModule = mod;
   return {
     module: mod,

@@ -9,13 +9,17 @@
 // never a broken page.
 import {
   store, decodeHash, refusedLink, encodeState, linkOf, checkState, VIEWS, VIEW_TITLES, MAX_TEXT,
-  modelsFor, modelOf, getModel, getSnapshots,
+  modelsFor, modelOf, getModel, getModule, getSnapshots,
 } from './store.js';
 import { el } from './parts/dom.js';
 import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
 import { isLocalName, localModel } from './local-models.js';
 import { openModelFiles } from './open-model.js';
+
+// Every view needs the core: its fetch and compile start now, beside the model list and the view's
+// own scripts, not after them.
+getModule().catch(() => {});
 
 /** @param {string} id @returns {any} */
 const $ = (id) => document.getElementById(id);

@@ -113,3 +113,42 @@ test('in the page, the relaxed and SIMD128 modules give the same logits (|diff| 
     await context.close();
   }
 });
+
+test('init() in a page: a .wasm the server sends as application/octet-stream still loads; a missing one rejects with its URL, never hangs', async () => {
+  // The module is compiled while its glue is fetched (compileStreaming, which needs
+  // application/wasm); another content type is compiled from the bytes instead.
+  const wasm = readFileSync(path.join(site, 'wasm', 'circuitscope.wasm'));
+  const plain = await startCspProxy(site, CSP, (req, res, url) => {
+    if (url.pathname !== '/plain/circuitscope.wasm') return false;
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': wasm.length });
+    res.end(wasm);
+    return true;
+  });
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  try {
+    await page.goto(`${plain.origin}/favicon.svg`);
+    const out = await page.evaluate(async () => {
+      const { init } = await import('/wasm/circuitscope.js');
+      const cs = await init({ simd: 'simd128', wasmUrl: '/plain/circuitscope.wasm' });
+      const bytes = new Uint8Array(await (await fetch('/models/char-2l.safetensors')).arrayBuffer());
+      const model = cs.load(bytes);
+      const loss = model.run(model.tokenize('The cat sat on the mat.').ids).loss.data[0];
+      model.delete();
+      const missing = await Promise.race([
+        init({ simd: 'simd128', wasmUrl: '/wasm/no-such-module.wasm' }).then(() => 'resolved', (e) => String(e.message)),
+        new Promise((r) => setTimeout(() => r('still waiting after 10 s'), 10_000)),
+      ]);
+      return { simd: cs.simd, loss, missing };
+    });
+    assert.equal(out.simd, 'simd128');
+    assert.ok(Number.isFinite(out.loss) && out.loss > 0, `loss ${out.loss}`);
+    assert.match(out.missing, /no-such-module\.wasm could not be fetched \(HTTP 404\)/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+    await plain.close();
+  }
+});
