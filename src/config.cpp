@@ -89,7 +89,7 @@ void Config::validate() const {
   const std::uint64_t weights = count_weights(*this);
   check(weights <= kMaxWeights, "this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
                                     std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
-                                    " MB as float32), so that a browser tab can hold and train it");
+                                    " MB as float32), so that a browser tab can hold it with its file and a forward pass");
   // A forward pass's activations are checked against its own length (forward(), model.h), not
   // here: the context may be longer than any one request.
 }

@@ -18,9 +18,15 @@ constexpr int kMaxDModel = 4096;      // residual width
 constexpr int kMaxDHead = 1024;       // head width
 constexpr int kMaxCtx = 8192;         // context length (the attention pattern is n_ctx^2 per head)
 constexpr int kMaxVocab = 1000000;    // tokens
-// Weights a model may hold: 64 M floats is 256 MB, and training keeps four copies (weights,
-// gradients, two AdamW moments), 1 GB, still inside a tab.
-constexpr std::uint64_t kMaxWeights = 64ull << 20;
+// Weights a model may hold: 96 M floats is 384 MB, so that a tab holds the weights, the file they
+// were read from (as large again in float32) and a forward pass well inside its 2 GB. ARENA's
+// attn_only_2L_half (768 wide, n_ctx 2,048, 50,278 tokens) has 83.5 M.
+constexpr std::uint64_t kMaxWeights = 96ull << 20;
+// Weights a model may have to be trained here: training keeps four copies (weights, gradients,
+// two AdamW moments), so 64 M weights take 1 GB, still inside a tab.
+constexpr std::uint64_t kMaxTrainWeights = 64ull << 20;
+// The largest model file read: the largest model's weights in float32 and a 64 MB header.
+constexpr std::uint64_t kMaxModelFileBytes = kMaxWeights * 4 + (64ull << 20);
 // The activation cache of one forward pass over one sequence (every hook, attention scores
 // included, at 4 bytes a value): 256 MB, an eighth of the tab's 2 GB, leaves room for the
 // analyses that read it and for the page itself. forward() checks it against each pass's own

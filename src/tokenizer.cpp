@@ -372,6 +372,13 @@ const std::string& Tokenizer::token_text(int id) const {
   return vocab_[static_cast<std::size_t>(id)];
 }
 
+std::string Tokenizer::token_bytes(int id) const {
+  const std::string& text = token_text(id);
+  if (kind_ == Kind::Hf) return id < hf_->size() ? hf_->token_bytes(id) : std::string();
+  if (kind_ == Kind::Ids || id == bos_ || id == unk_) return std::string();
+  return text;
+}
+
 int Tokenizer::bos_id() const { return bos_; }
 
 int Tokenizer::find(const std::string& text) const {

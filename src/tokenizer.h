@@ -81,6 +81,12 @@ class Tokenizer {
   // Each token's text; for hf, as a page draws it (hf::Tokenizer::display: "␣the", "<0xE2>").
   const std::vector<std::string>& vocab() const { return vocab_; }
   const std::string& token_text(int id) const;  // throws std::out_of_range with a sentence
+  // The bytes token `id` stands for in text: for hf, the decoder's bytes (a byte-level token's
+  // characters mapped back to bytes, so a token ending inside a character gives part of its UTF-8;
+  // an added token its content; "" for an "<unused N>" row); for char, bpe and word, the token's
+  // UTF-8; "" for <BOS> and <UNK> and for a token-id vocabulary, whose tokens stand for no text.
+  // Throws std::out_of_range as token_text does.
+  std::string token_bytes(int id) const;
   int bos_id() const;                           // -1 if the vocabulary has no <BOS>
   int unk_id() const { return unk_; }           // -1 for word-level
   // Bpe: the merges in order, each a pair of ids; merge k made token id (size() - merges) + k.

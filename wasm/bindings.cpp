@@ -12,10 +12,14 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("memoryStats", &csjs::memoryStats);
   emscripten::function("phaseChange", &csjs::phaseChange);
   emscripten::constant("minInductionScore", cs::kMinInductionScore);
+  emscripten::constant("maxWeights", static_cast<double>(cs::kMaxWeights));
+  emscripten::constant("maxTrainWeights", static_cast<double>(cs::kMaxTrainWeights));
+  emscripten::constant("maxModelFileBytes", static_cast<double>(cs::kMaxModelFileBytes));
   emscripten::class_<Model>("Model")
       .constructor<const emscripten::val&, const emscripten::val&>()
       .function("config", &Model::config)
       .function("tokenize", &Model::tokenize)
+      .function("tokenBytes", &Model::tokenBytes)
       .function("run", &Model::run)
       .function("attribution", &Model::attribution)
       .function("qk", &Model::qk)

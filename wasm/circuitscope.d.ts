@@ -785,6 +785,14 @@ export interface LoadedModel {
   /** The vocabulary entries of some ids ("#id" for an id outside it). */
   tokenText(ids: ArrayLike<number>): string[];
   /**
+   * The bytes each token stands for in text, one token after another: token i's are
+   * bytes.subarray(offsets[i], offsets[i + 1]). A Hugging Face byte-level token's are the decoder's
+   * (a token ending inside a character holds part of its UTF-8); a character, sub-word or word
+   * token's its UTF-8; <BOS>, <UNK> and token-id vocabularies' none. Throws for an id outside the
+   * vocabulary.
+   */
+  tokenBytes(ids: ArrayLike<number>): { bytes: Uint8Array; offsets: Int32Array };
+  /**
    * One forward pass over one sequence of at most n_ctx tokens, optionally under an
    * intervention. The tokens and intervention are remembered for attribution().
    */
@@ -1066,6 +1074,11 @@ export interface Circuitscope {
   version: string;
   /** Below this final prefix-matching score no head became an induction head (phaseChange() gives null). */
   minInductionScore: number;
+  /**
+   * The core's size limits (src/config.h): the weights a model may hold, the weights a recipe may
+   * train, and the largest model file read (the largest model in float32 and a 64 MB header).
+   */
+  limits: { maxWeights: number; maxTrainWeights: number; maxModelFileBytes: number };
   /**
    * Opens a model file (safetensors bytes, or a .pth state dict as torch.save writes it). Throws
    * an Error whose message starts with "model file:" when the file is corrupt or does not match

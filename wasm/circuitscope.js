@@ -237,6 +237,10 @@ function wrap(handle) {
       if (typeof text !== 'string') throw new TypeError('tokenize: expected a string');
       return call(() => handle.tokenize(text));
     },
+    tokenBytes(ids) {
+      live('tokenBytes');
+      return call(() => handle.tokenBytes(toInt32(ids, 'tokenBytes')));
+    },
     /** Token texts of ids (for labels). */
     tokenText(ids) {
       return Array.from(ids, (/** @type {number} */ id) => vocab[id] ?? `#${id}`);
@@ -506,6 +510,7 @@ export async function init(options = {}) {
     simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
+    limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes },
     load(bytes, options) {
       const b = toBytes(bytes);
       const handle = call(() => new mod.Model(b, options ?? {}));

@@ -599,6 +599,26 @@ val Model::tokenize(const val& text) const {
   });
 }
 
+// The bytes each token stands for (cs::Tokenizer::token_bytes), one after another:
+// {bytes: Uint8Array, offsets: Int32Array of ids.length + 1}; token i's are bytes[offsets[i],
+// offsets[i + 1]).
+val Model::tokenBytes(const val& ids_js) const {
+  return guarded([&] {
+    const std::vector<int> ids = copy_in<int>(ids_js, "tokenBytes: token ids");
+    const cs::Tokenizer& tok = session_->file().tokenizer;
+    std::string bytes;
+    std::vector<std::int32_t> offsets{0};
+    for (int id : ids) {
+      bytes += tok.token_bytes(id);
+      offsets.push_back(static_cast<std::int32_t>(bytes.size()));
+    }
+    val out = val::object();
+    out.set("bytes", copy_out(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), "Uint8Array"));
+    out.set("offsets", copy_out(offsets.data(), offsets.size(), "Int32Array"));
+    return out;
+  });
+}
+
 // One forward pass (cs::ModelSession::run) and what options {resid, result, patterns, logits,
 // into, topk, textScores} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
 // loss; each optional, each long enough: the JS wrapper checks) that receive those results

@@ -379,7 +379,7 @@ els.copyEmbed.addEventListener('click', () => {
   embedding = { panel: null, title: `${VIEW_TITLES[store.state.view]} view` };
   copyEmbed();
 });
-// A panel's Embed button (views/common.js) asks for the embed code of that panel alone.
+// A panel's Embed button (element.js) asks for the embed code of that panel alone.
 els.host.addEventListener('cs-embed', (/** @type {CustomEvent} */ e) => {
   embedding = { panel: e.detail.panel, title: e.detail.title };
   copyEmbed();

@@ -16,8 +16,6 @@
 import { vocabularyText } from './parts/format.js';
 
 export const LOCAL_PREFIX = 'local:';
-/** The largest file the page reads: the core's 64 M weights (256 MB as float32) plus 64 MB of header and buffers. */
-export const MAX_FILE_BYTES = 320 * 1024 * 1024;
 
 const models = new Map();   // name -> entry, in the order they were opened
 const listeners = new Set();

@@ -3,11 +3,11 @@
 // or bytes (a model trained in the Training view) go through the core's loader (load(bytes,
 // {config, tokenizer})),
 // and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
-// nothing here fetches. A file over MAX_FILE_BYTES is refused before it is read; a file the
+// nothing here fetches. A file over the core's limits.maxModelFileBytes is refused before it is read; a file the
 // loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
 // document (detail: {entry, message, view}); the app shell (app.js) shows the model from it.
 import { getModule } from './store.js';
-import { registerLocal, MAX_FILE_BYTES } from './local-models.js';
+import { registerLocal } from './local-models.js';
 import { vocabularyText } from './parts/format.js';
 
 const MB = 1024 * 1024;
@@ -50,8 +50,9 @@ export async function openModelBytes(bytes, file, { firstView = false, config = 
  * is called as the chunks arrive (a 200 MB file takes a moment to read).
  */
 async function readBytes(file, onProgress) {
-  if (file.size > MAX_FILE_BYTES) {
-    throw new Error(`Could not open ${shownName(file.name)}: it is ${Math.round(file.size / MB)} MB, and the page opens model files of up to ${MAX_FILE_BYTES / MB} MB (the core's limit is 64 M weights, 256 MB as float32).`);
+  const { limits } = await getModule();
+  if (file.size > limits.maxModelFileBytes) {
+    throw new Error(`Could not open ${shownName(file.name)}: it is ${Math.round(file.size / MB)} MB, and the page opens model files of up to ${Math.round(limits.maxModelFileBytes / MB)} MB (the core's limit is ${Math.round(limits.maxWeights / MB)} M weights, ${Math.round(limits.maxWeights * 4 / MB)} MB as float32).`);
   }
   if (file.size === 0) throw new Error(`Could not open ${shownName(file.name)}: the file is empty.`);
   try {

@@ -4,7 +4,7 @@
 // <html> ("light" | "dark"; absent for auto), which the colour variables of style.css and
 // views/views.css follow. Canvases read their colours when they draw, so every change (and a
 // change of the system's scheme while on auto) sends 'cs-theme-change' on window: the line
-// charts rebuild (parts/line-chart.js) and the views redraw their panels (views/common.js).
+// charts rebuild (parts/line-chart.js) and the views redraw their panels (element.js).
 export const THEMES = Object.freeze(['auto', 'light', 'dark']);
 const KEY = 'circuitscope-theme';
 

@@ -260,6 +260,17 @@ test('(b5) a TransformerLens file opens with its tokenizer.json and reads typed 
     const strip = await page.textContent('cs-induction .ind-tokens');
     assert.match(strip, /<0xE6>/);
     assert.equal(strip.split('東').length - 1, 0, `東 is split into byte tokens: ${strip}`);
+    // Each token's tooltip gives its id and the bytes it stands for: together, the text's UTF-8.
+    const titles = await page.$$eval('cs-induction .ind-tokens .tok:not(.bos)', (ts) => ts.map((t) => t.getAttribute('title')));
+    const ids = (await page.evaluate(() => document.querySelector('cs-induction').lastResult)).ids;
+    const hex = [];
+    titles.forEach((t, i) => {
+      const m = t.match(/\(token (\d+)(?:, bytes? ([0-9A-F ]+))?\)/);
+      assert.ok(m, `tooltip ${i}: ${t}`);
+      assert.equal(Number(m[1]), ids[i + 1], `tooltip ${i}: ${t}`);
+      if (m[2]) hex.push(...m[2].trim().split(' '));
+    });
+    assert.deepEqual(hex, [...new TextEncoder().encode('a 🙂 東京')].map((b) => b.toString(16).toUpperCase().padStart(2, '0')), titles.join(' | '));
     assert.deepEqual(uploads(requests), []);
     assert.deepEqual(problems, []);
   } finally {
@@ -385,18 +396,18 @@ test('(d) corrupt and hostile files: the loader\'s sentence, no script runs, the
       assert.deepEqual(await state(page), before, `${key}: the view is unchanged`);
     }
     assert.match(await status(page), /^Could not open <img src=x onerror=window.__pwned=3>\.safetensors: model file: /);
-    // A file over the size limit is refused before it is read (a File-like object: no 400 MB file needed).
+    // A file over the size limit is refused before it is read (a File-like object: no 500 MB file needed).
     const big = await page.evaluate(async () => {
       const { openModelFile } = await import('/open-model.js');
       let read = false;
       try {
-        await openModelFile({ name: 'big.safetensors', size: 400 * 1024 * 1024, arrayBuffer: async () => { read = true; return new ArrayBuffer(8); } });
+        await openModelFile({ name: 'big.safetensors', size: 500 * 1024 * 1024, arrayBuffer: async () => { read = true; return new ArrayBuffer(8); } });
         return { read, message: null };
       } catch (e) {
         return { read, message: e.message };
       }
     });
-    assert.deepEqual(big, { read: false, message: 'Could not open big.safetensors: it is 400 MB, and the page opens model files of up to 320 MB (the core\'s limit is 64 M weights, 256 MB as float32).' });
+    assert.deepEqual(big, { read: false, message: 'Could not open big.safetensors: it is 500 MB, and the page opens model files of up to 448 MB (the core\'s limit is 96 M weights, 384 MB as float32).' });
     // The view keeps working.
     await page.fill('cs-induction textarea', 'hello hello');
     await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 12);

@@ -52,6 +52,26 @@ TEST(TokenizerChar, RoundTripWithUtf16Spans) {
   EXPECT_EQ(t.encode_ids(text, false).size(), 6u);
 }
 
+// token_bytes: what each token stands for in text (the page's tooltips show it).
+TEST(TokenizerBytes, EachKindGivesItsTokensUtf8AndSpecialsNone) {
+  const Tokenizer c = Tokenizer::build_char("ab" + kEAcute);
+  const std::vector<int> ids = c.encode_ids("a" + kEAcute + kEuro, true);  // the euro sign is unknown
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(c.token_bytes(ids[0]), "");  // <BOS>
+  EXPECT_EQ(c.token_bytes(ids[1]), "a");
+  EXPECT_EQ(c.token_bytes(ids[2]), kEAcute);
+  EXPECT_EQ(c.token_bytes(ids[3]), "");  // <UNK>
+  EXPECT_THROW(c.token_bytes(c.size()), std::out_of_range);
+  const Tokenizer b = Tokenizer::build_bpe("the cat the hat the mat", 20);
+  std::string joined;
+  for (int id : b.encode_ids("the hat", false)) joined += b.token_bytes(id);
+  EXPECT_EQ(joined, "the hat");
+  const Tokenizer w = Tokenizer::build_word({"<BOS>", "A", "B"});
+  EXPECT_EQ(w.token_bytes(0), "");
+  EXPECT_EQ(w.token_bytes(2), "B");
+  EXPECT_EQ(Tokenizer::build_ids(5).token_bytes(3), "");
+}
+
 TEST(TokenizerChar, UnknownCharacterBecomesUnk) {
   Tokenizer t = Tokenizer::build_char("abc");
   std::vector<Token> toks = t.encode("a" + kSmile + "c", false);

@@ -326,6 +326,52 @@ TEST(Recipe, NumbersAreReadExactlyOrRefused) {
   }
 }
 
+// A model may hold up to kMaxWeights (ARENA's attn_only_2L_half, 83.5 M, opens), but only models of
+// up to kMaxTrainWeights are trained here: training keeps four copies of the weights.
+TEST(Recipe, ModelsPastTheTrainingLimitOpenButAreNotTrained) {
+  Config arena;
+  arena.n_layers = 2;
+  arena.n_heads = 12;
+  arena.d_model = 768;
+  arena.d_head = 64;
+  arena.n_ctx = 2048;
+  arena.d_vocab = 50278;
+  arena.pos_embed = PosEmbed::Shortformer;
+  const std::uint64_t weights = count_weights(arena);
+  EXPECT_GT(weights, kMaxTrainWeights);
+  EXPECT_LE(weights, kMaxWeights);
+  EXPECT_NO_THROW(arena.validate());
+  Config wider = arena;
+  wider.d_model = 1024;  // 105 M weights
+  ASSERT_GT(count_weights(wider), kMaxWeights);
+  try {
+    wider.validate();
+    ADD_FAILURE() << "accepted " << count_weights(wider) << " weights";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("circuitscope handles at most 100663296 (384 MB as float32)"), std::string::npos) << e.what();
+  }
+  // The same architecture in a recipe (a synthetic vocabulary of 50,278 tokens) is refused before
+  // anything of its size is allocated.
+  nlohmann::json j = induction_recipe(2, "shortformer", false, 10, 1);
+  j["model"]["n_heads"] = 12;
+  j["model"]["d_model"] = 768;
+  j["model"]["d_head"] = 64;
+  j["model"]["n_ctx"] = 2048;
+  j["tokenizer"]["size"] = 50278;
+  j["batch_size"] = 1;
+  try {
+    Trainer tr(recipe_from_json(j));
+    ADD_FAILURE() << "trained a model of ARENA's size";
+  } catch (const std::invalid_argument& e) {
+    // The synthetic vocabulary's size and the recipe's biases come on top of the shape's weights.
+    const std::string what = e.what(), lead = "recipe: this architecture has ";
+    ASSERT_EQ(what.rfind(lead, 0), 0u) << what;
+    EXPECT_GE(std::stoull(what.substr(lead.size())), weights) << what;
+    EXPECT_NE(what.find(" weights; circuitscope trains at most 67108864 (training keeps the weights, their gradients and two "
+                        "AdamW moments: 1024 MB)"), std::string::npos) << what;
+  }
+}
+
 // init_scale: absent or 1 gives the usual draw bit for bit; another value multiplies every weight.
 TEST(Recipe, InitScaleMultipliesTheInitialWeights) {
   nlohmann::json j = induction_recipe(2, "shortformer", true, 10, 4);

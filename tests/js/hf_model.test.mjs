@@ -86,3 +86,40 @@ test('a wrong or broken tokenizer.json is refused in a sentence and the module k
     m.delete();
   }
 });
+
+test("tokenBytes: a text's tokens stand for its UTF-8, byte for byte, also where a token ends inside a character", async () => {
+  const c = await cs();
+  const m = c.load(file, { tokenizer: gpt2Text });
+  const char = c.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
+  try {
+    const utf8 = new TextEncoder();
+    for (const text of ['Hello world, hello world', 'a 🙂 東京', "I'm  here\n\n\tok 2024 ½", 'naïve café – ﷽ 👩‍👩‍👧']) {
+      const ids = m.tokenize(text).ids.subarray(1);   // without the <|endoftext|> put first
+      const { bytes, offsets } = m.tokenBytes(ids);
+      assert.equal(offsets.length, ids.length + 1);
+      assert.equal(offsets[0], 0);
+      assert.deepEqual([...bytes], [...utf8.encode(text)], JSON.stringify(text));
+      // Each token's bytes are the decoder's for that token alone (tokenizers.js decodes the same).
+      for (let i = 0; i < ids.length; i++) {
+        const mine = bytes.subarray(offsets[i], offsets[i + 1]);
+        const whole = new TextDecoder('utf-8', { fatal: true });
+        let text1 = null;
+        try { text1 = whole.decode(mine); } catch { /* part of a character */ }
+        if (text1 !== null) assert.equal(text1, peer.decode([ids[i]]), `token ${ids[i]} of ${JSON.stringify(text)}`);
+      }
+    }
+    const added = m.tokenBytes([GPT2_EOT, GPT2_EOT + 2]);
+    assert.deepEqual([...added.offsets], [0, 13, 13], '<|endoftext|> is its content; an <unused N> row stands for nothing');
+    // A character model: <BOS> and <UNK> (é is not among char-2l's characters) stand for no
+    // bytes, a character for its UTF-8.
+    const t = char.tokenize('aé!');
+    assert.equal(char.tokenizer.vocab[t.ids[2]], '<UNK>');
+    const cb = char.tokenBytes(t.ids);
+    assert.deepEqual([...cb.offsets], [0, 0, 1, 1, 2]);
+    assert.deepEqual([...cb.bytes], [0x61, 0x21]);
+    assert.throws(() => char.tokenBytes([9999]), /token id 9999 is outside the vocabulary of \d+ tokens/);
+  } finally {
+    m.delete();
+    char.delete();
+  }
+});

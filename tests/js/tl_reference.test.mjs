@@ -14,7 +14,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { root, cs } from './module.mjs';
@@ -90,6 +90,17 @@ const FULL = {
     std: { W_E: 0.5, W_pos: 0.2, W_Q: 0.066, W_K: 0.066, W_V: 0.044, W_O: 0.044, W_U: 0.09 },
   },
 };
+// ARENA's attn_only_2L_half's shape (83.5 M weights, over what circuitscope trains but within what it
+// opens): no LayerNorm, shortformer positions, processed on load as from_pretrained would
+// (center_unembed and fold_value_biases only); weights scaled by 1/sqrt(fan-in).
+const ARENA = {
+  name: 'attn-only-2l-half-arena-size', seed: 26, n_tokens: 300, outputs: ['losses'], variants: ['processed'], buffers: 'full',
+  config: {
+    n_layers: 2, d_model: 768, n_heads: 12, d_head: 64, n_ctx: 2048, d_vocab: 50278, ...NONE, positional_embedding_type: 'shortformer',
+    std: { W_E: 0.5, W_pos: 0.2, W_Q: 0.05, W_K: 0.05, W_V: 0.036, W_O: 0.036, W_U: 0.07 },
+  },
+};
+const FULL_SIZE = [FULL, ARENA];
 
 // ---------------------------------------------------------------------------------- the reference
 let ref = null;  // {dir, index, seconds} or {error}
@@ -107,7 +118,7 @@ function runReference() {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'circuitscope-tl-reference-'));
   const t0 = Date.now();
   const r = spawnSync(PYTHON, [SCRIPT, dir], {
-    input: JSON.stringify({ cases: [...CASES, FULL] }), encoding: 'utf8', maxBuffer: 1 << 26, timeout: 300_000,
+    input: JSON.stringify({ cases: [...CASES, ...FULL_SIZE] }), encoding: 'utf8', maxBuffer: 1 << 26, timeout: 300_000,
   });
   if (r.error || r.status !== 0) {
     const tail = (r.stderr || '').trim().split('\n').slice(-6).join(' | ');
@@ -120,8 +131,8 @@ function runReference() {
 before(async () => {
   ref = runReference();
   if (!ref.error) {
-    console.log(`# reference: ${ref.seconds.toFixed(1)} s (python: ${ref.index.seconds.total} s, of which ${FULL.name} ` +
-      `${ref.index.seconds[FULL.name]} s), torch ${ref.index.torch}`);
+    console.log(`# reference: ${ref.seconds.toFixed(1)} s (python: ${ref.index.seconds.total} s, of which ` +
+      `${FULL_SIZE.map((c) => `${c.name} ${ref.index.seconds[c.name]} s`).join(', ')}), torch ${ref.index.torch}`);
   }
   api = await cs();
 });
@@ -368,7 +379,7 @@ function crossCheck(c, variant, problems) {
 // ---------------------------------------------------------------------------------- the tests
 test('the TransformerLens reference runs (/usr/bin/python3 with torch)', () => {
   const index = need();
-  for (const c of [...CASES, FULL]) assert.ok(index.cases[c.name], `no reference for ${c.name}`);
+  for (const c of [...CASES, ...FULL_SIZE]) assert.ok(index.cases[c.name], `no reference for ${c.name}`);
 });
 
 for (const spec of CASES) {
@@ -438,16 +449,21 @@ test('config: normalization_type, d_mlp and act_fn of every TransformerLens file
   report('config fields', problems);
 });
 
-test(`${FULL.name}: attn-only-2l's shape (d_model 512, 8 heads of 64, n_ctx 1024, d_vocab 48262, LayerNorm), processed on load, 300 tokens: per-token losses`, () => {
-  const c = need().cases[FULL.name];
-  const problems = [];
-  const t0 = Date.now();
-  withModel(c, 'processed', (m) => {
-    const ids = Int32Array.from(c.tokens);
-    const loss = m.run(ids, undefined, { patterns: false, logits: false }).loss.data;
-    compareAbs(problems, 'per-token loss', loss.subarray(0, ids.length - 1), f64(c.variants.processed.outputs.losses.file),
-      [ids.length - 1], LOSS_ABS, LOSS_REL, ([t]) => `pos ${t}`);
+for (const [full, shape] of [[FULL, "attn-only-2l's shape (d_model 512, 8 heads of 64, n_ctx 1024, d_vocab 48262, LayerNorm)"],
+  [ARENA, "ARENA's attn_only_2L_half's shape (d_model 768, 12 heads of 64, n_ctx 2048, d_vocab 50278, shortformer, no LayerNorm: 83.5 M weights)"]]) {
+  test(`${full.name}: ${shape}, processed on load, 300 tokens: per-token losses`, () => {
+    const c = need().cases[full.name];
+    const problems = [];
+    const t0 = Date.now();
+    withModel(c, 'processed', (m) => {
+      const ids = Int32Array.from(c.tokens);
+      const loss = m.run(ids, undefined, { patterns: false, logits: false }).loss.data;
+      compareAbs(problems, 'per-token loss', loss.subarray(0, ids.length - 1), f64(c.variants.processed.outputs.losses.file),
+        [ids.length - 1], LOSS_ABS, LOSS_REL, ([t]) => `pos ${t}`);
+    });
+    const mem = api.memory();
+    console.log(`# ${full.name}: load and run ${((Date.now() - t0) / 1000).toFixed(1)} s; the module's memory ` +
+      `${(mem.heapSize / 2 ** 20).toFixed(0)} MB (the float32 file: ${(statSync(path.join(ref.dir, c.file)).size / 2 ** 20).toFixed(0)} MB)`);
+    report(full.name, problems);
   });
-  console.log(`# ${FULL.name}: load and run ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  report(FULL.name, problems);
-});
+}

@@ -15,7 +15,7 @@
 // Panels of one view that need the same core call share it through a cache in the view's folder
 // (e.g. panels/induction/analysis.js), so a page with four panels still makes one call.
 import { el } from '../parts/dom.js';
-import { CsView } from '../views/common.js';
+import { CsView } from '../element.js';
 import { getModel, siteUrl } from '../store.js';
 import { TERMS } from './terms.js';
 

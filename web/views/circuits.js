@@ -23,7 +23,7 @@
 // page's store (store.js).
 import { el } from '../parts/dom.js';
 import { getModel, headName } from '../store.js';
-import { CsView } from './common.js';
+import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
 import { chosenHead, defaultText } from '../panels/circuits/head.js';
 import qk from '../panels/circuits/qk.js';

@@ -26,7 +26,7 @@ import { el } from '../parts/dom.js';
 import { readsText, vocabularyText } from '../parts/format.js';
 import { getModel, getModule, headName } from '../store.js';
 import { downloadCSV, downloadPNG } from '../parts/download.js';
-import { CsView } from './common.js';
+import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
 import tokensPanel, { HOVER, hoverToken } from '../panels/induction/tokens.js';
 import headsPanel from '../panels/induction/heads.js';

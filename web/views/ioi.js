@@ -34,7 +34,7 @@
 // All user text reaches the page through textContent (el() never parses HTML).
 import { el } from '../parts/dom.js';
 import { getModel } from '../store.js';
-import { CsView } from './common.js';
+import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
 import { taskOf } from '../panels/ioi/analysis.js';
 import architecture from '../panels/ioi/architecture.js';

@@ -11,7 +11,7 @@
 // one (the panel alone, optionally without controls, with the host line
 //   <script src="https://HOST/embed.js" async></script>).
 import { el } from '../parts/dom.js';
-import { CsView } from './common.js';
+import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
 import reportClaims from '../panels/report/claims.js';
 

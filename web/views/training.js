@@ -26,7 +26,7 @@
 // Attributes (standalone) or state keys (set by the app): model (char-1l | char-2l |
 // char-1l-smeared), snapshot ("step<N>"). Changes go out as `cs-state` events.
 import { el } from '../parts/dom.js';
-import { CsView } from './common.js';
+import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
 import curves from '../panels/training/curves.js';
 import snapshots from '../panels/training/snapshots.js';

@@ -61,6 +61,7 @@ export function analyse(model, state) {
   s.last = {
     key, sk, ikey, text, ids, begins, ends, bos, truncated, run, clean, ablating, intervention, T, config: c,
     repeat: run ? run.repeat : null, vocab, unk: vocab.indexOf('<UNK>'), scores: headRows(c, run),
+    bytes: ids.length ? model.tokenBytes(ids) : null,   // what each token stands for, for its tooltip
   };
   return s.last;
 }

@@ -11,7 +11,7 @@ import { attnColor } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K } from './analysis.js';
-import { fmt, tokenTitle } from '../../parts/format.js';
+import { fmt, tokenTitle, tokenIdBytes } from '../../parts/format.js';
 
 /** The event a token hover sends (detail: {pos}, null when it ends); the view passes it on. */
 export const HOVER = 'cs-token-hover';
@@ -98,7 +98,8 @@ function update(node, data, ctx) {
   }, (i) => {
     if (i < a.bos) return { title: '<BOS>: the start token (many heads rest their attention here)', label: null };
     const s = shownText(a, i);
-    const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''}, position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
+    const bytes = a.bytes ? a.bytes.bytes.subarray(a.bytes.offsets[i], a.bytes.offsets[i + 1]) : new Uint8Array(0);
+    const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''} (${tokenIdBytes(a.ids[i], bytes)}), position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
       (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
     return { title: label, label };
   }, a.bos);

@@ -1,15 +1,16 @@
-// CsView, the base class of every <cs-*> view element: it reads its store (the page's, store.js),
+// CsView, the base class of every <cs-*> element (the views in views/ and <cs-panel> in
+// panels/panel.js, so a panel never imports from a view's folder): it reads its store (the page's, store.js),
 // renders while it is the store's view, records the store version it rendered, and gives every
 // panel a PNG button and an Embed button (the embed code of that panel alone). A view or panel
-// on a page of its own links its stylesheet (views.css, beside this file) into the page itself,
+// on a page of its own links its stylesheet (views/views.css) into the page itself,
 // so a host page needs no stylesheet of ours. Shared drawing lives in web/parts/, panels in
 // web/panels/.
-import { store as pageStore, createStore, modelsFor } from '../store.js';
-import { el } from '../parts/dom.js';
-import { downloadPNG } from '../parts/download.js';
-import { embedCode } from '../embed-code.js';
+import { store as pageStore, createStore, modelsFor } from './store.js';
+import { el } from './parts/dom.js';
+import { downloadPNG } from './parts/download.js';
+import { embedCode } from './embed-code.js';
 
-const STYLESHEET = new URL('./views.css', import.meta.url).href;
+const STYLESHEET = new URL('./views/views.css', import.meta.url).href;
 
 /** Links the views' stylesheet into the document once (unless the page links it already). */
 function linkStyles() {
