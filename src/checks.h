@@ -67,8 +67,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& what)
 // ---------------------------------------------------------------------------------------------
 
 // The bytes the activation cache (every hook, attention scores included) of a forward pass over
-// `batch` sequences of `len` tokens holds. Computed in floating point, so it cannot overflow.
-double forward_bytes(const Config& c, double batch, double len);
+// `batch` sequences of `len` tokens holds (logits at `logit_rows` positions a sequence; < 0: all
+// `len`). Computed in floating point, so it cannot overflow.
+double forward_bytes(const Config& c, double batch, double len, double logit_rows = -1);
 
 // ---------------------------------------------------------------------------------------------
 // Finite forward passes.

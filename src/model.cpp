@@ -327,7 +327,7 @@ void add_positions(const X& x, const P& pos, int B, int Tl, MatRM<T>& out) {
 }
 
 // Checks what forward() is given; throws std::invalid_argument with a sentence.
-void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl) {
+void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl, bool last_logits_only) {
   const int V = c.d_vocab;
   if (B < 1) throw std::invalid_argument("forward: the batch is empty");
   if (Tl < 1) throw std::invalid_argument("forward: the sequence is empty");
@@ -342,7 +342,7 @@ void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, 
                                   " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
   // Sized for this pass, before anything is allocated (config.h): one sequence may use
   // kMaxForwardBytes, a training batch kMaxTrainBytes.
-  const double need = forward_bytes(c, B, Tl), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
+  const double need = forward_bytes(c, B, Tl, last_logits_only ? 1 : -1), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
   if (need > limit)
     throw std::invalid_argument("forward: a pass over " + (B == 1 ? std::string() : std::to_string(B) + " x ") +
                                 std::to_string(Tl) + " tokens would need " +
@@ -745,8 +745,19 @@ void unembed_forward(const Params<T>& p, const Dims& dm, const MatRM<T>& resid, 
     cache.ln_final_scale = Tensor<T>();
     cache.ln_final_out = Tensor<T>();
   }
-  cache.logits.ensure({dm.B, dm.Tl, V});
-  mm(Op::N, Op::N, N, V, D, T(1), x, D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+  if (cache.last_logits_only) {
+    // logits[b, 0] = x[b, Tl-1] W_U + b_U: each row's last position only.
+    MatRM<T>& last = cache.work.dx;
+    last.resize(dm.B, D);
+    for (int b = 0; b < dm.B; ++b)
+      std::copy(x + (static_cast<std::size_t>(b) * dm.Tl + dm.Tl - 1) * D, x + (static_cast<std::size_t>(b) * dm.Tl + dm.Tl) * D,
+                last.data() + static_cast<std::size_t>(b) * D);
+    cache.logits.ensure({dm.B, 1, V});
+    mm(Op::N, Op::N, dm.B, V, D, T(1), last.data(), D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+  } else {
+    cache.logits.ensure({dm.B, dm.Tl, V});
+    mm(Op::N, Op::N, N, V, D, T(1), x, D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+  }
   if (p.cfg.use_bias) cache.logits.mat().rowwise() += p.b_U.vec();
 }
 
@@ -756,7 +767,7 @@ template <class T>
 void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
              const Intervention& iv) {
   const Config& c = p.cfg;
-  check_forward_args(c, tokens, B, Tl);
+  check_forward_args(c, tokens, B, Tl, cache.last_logits_only);
   check_intervention(c, iv, Tl);
   const Dims dm(c, B, Tl);
   cache.n_batch = B;
@@ -848,6 +859,7 @@ int resample_row(const AblationReference& ref, const int* tokens, int Tl, std::u
 template <class T>
 void loss_from_logits(const ActivationCache<T>& cache, const Batch& batch, LossResult& r) {
   const int N = cache.n_batch * cache.n_pos;
+  if (cache.last_logits_only) throw std::logic_error("loss: the forward pass computed only each row's last logits");
   if (batch.B != cache.n_batch || batch.T != cache.n_pos || batch.targets.size() != static_cast<std::size_t>(N) ||
       batch.mask.size() != static_cast<std::size_t>(N))
     throw std::invalid_argument("loss: the batch's targets and mask do not match the forward pass");
@@ -1134,6 +1146,7 @@ template <class T>
 void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& batch, Params<T>& g) {
   const Config& c = p.cfg;
   if (cache.intervened) throw std::logic_error("backward: the cache came from a forward pass with an intervention");
+  if (cache.last_logits_only) throw std::logic_error("backward: the forward pass computed only each row's last logits");
   const Dims dm(c, cache.n_batch, cache.n_pos);
   if (g.cfg != c || g.blocks.size() != p.blocks.size()) g = make_params<T>(c);
   for_each_tensor(g, [](Tensor<T>& t) { t.zero(); });

@@ -157,13 +157,17 @@ struct ActivationCache {
   bool keep_result = true;  // clear it to skip each head's hook_result (training and batch loss
                             // do not read it; attn_out is then summed in place). A forward pass
                             // with an intervention always keeps it.
+  bool last_logits_only = false;  // set before forward() to compute logits at each row's last
+                            // position only: logits is then [B, 1, V] (a score that reads one
+                            // prediction per window, e.g. the paired ICL score, at a 50k vocabulary
+                            // costs T times less). backward() and loss_from_logits() need it clear.
   Tensor<T> embed;          // hook_embed      [B, T, D]
   Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
   std::vector<LayerCache<T>> layers;
   Tensor<T> resid_final;    // [B, T, D] (= last resid_post, or embed (+pos) for 0 layers)
   Tensor<T> ln_final_scale; // ln_final.hook_scale      [B, T]     (LN or LNPre)
   Tensor<T> ln_final_out;   // ln_final.hook_normalized [B, T, D]  what the unembed reads (LN, LNPre)
-  Tensor<T> logits;         // logits [B, T, V]
+  Tensor<T> logits;         // logits [B, T, V]  ([B, 1, V] with last_logits_only)
   mutable Workspace<T> work;  // scratch, not part of the cache's meaning
 };
 

@@ -102,7 +102,7 @@ std::pair<int, float> best_of(const Tensor<float>& t) {
 // definition the page and the trainer use too): its step, or -1 when there is none.
 int phase_change_step(const json& metrics) {
   const auto pc = phase_change(metrics["records"]);
-  return pc ? pc->step : -1;
+  return pc ? static_cast<int>(pc->step) : -1;
 }
 
 double metric_at(const json& metrics, int step, const char* key) {

@@ -11,10 +11,13 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("version", &csjs::version);
   emscripten::function("memoryStats", &csjs::memoryStats);
   emscripten::function("phaseChange", &csjs::phaseChange);
+  emscripten::function("checkpointMetrics", &csjs::checkpointMetrics);
+  emscripten::function("checkpointLabel", &csjs::checkpointLabel);
   emscripten::constant("minInductionScore", cs::kMinInductionScore);
   emscripten::constant("maxWeights", static_cast<double>(cs::kMaxWeights));
   emscripten::constant("maxTrainWeights", static_cast<double>(cs::kMaxTrainWeights));
   emscripten::constant("maxModelFileBytes", static_cast<double>(cs::kMaxModelFileBytes));
+  emscripten::constant("maxHeldOutBytes", static_cast<double>(cs::kMaxHeldOutBytes));
   emscripten::class_<Model>("Model")
       .constructor<const emscripten::val&, const emscripten::val&>()
       .function("config", &Model::config)
@@ -47,7 +50,8 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("corrupt", &Model::corrupt)
       .function("patch", &Model::patch)
       .function("save", &Model::save)
-      .function("forwardBatch", &Model::forwardBatch);
+      .function("forwardBatch", &Model::forwardBatch)
+      .function("checkpointScores", &Model::checkpointScores);
   emscripten::class_<Trainer>("Trainer")
       .constructor<const std::string&>()
       .function("step", &Trainer::step)

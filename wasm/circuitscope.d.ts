@@ -666,6 +666,60 @@ export interface PhaseChange {
   threshold: number;
 }
 
+/** checkpointScores()'s options: each one left out is the core's choice (cs::checkpoint_eval_spec). */
+export interface CheckpointScoreOptions {
+  /** The checkpoint's label: its training step, or the tokens it had seen (default 0). */
+  step?: number;
+  /** Held-out text (read with the model's tokenizer; token ids for a model that reads none); none: no validation loss or ICL score. */
+  text?: string;
+  /** Tokens a validation window holds (default min(n_ctx, 256)). */
+  window?: number;
+  /** Validation windows (default 8, fewer for a large vocabulary). */
+  batch?: number;
+  /** The ICL score's token indices (default 50 and 500 where the context allows, else 20 and 200). */
+  iclEarly?: number;
+  iclLate?: number;
+  /** Paired windows of the ICL score (default 64, fewer for a large model; 0: none). */
+  iclPairs?: number;
+  /** The repeated random segment's length for the head scores (default: the core's fit). */
+  repeatLen?: number;
+  seed?: number;
+}
+
+/** A training record: what the shipped runs' metrics files and a checkpoint's scores hold. */
+export interface TrainingRecord {
+  step: number;
+  train_loss: number | null;
+  valid_loss: number | null;
+  icl: number | null;
+  icl_se: number | null;
+  repeated_loss: number | null;
+  /** [n_layers * n_heads], layer-major. */
+  prefix_matching: number[];
+  copying: number[];
+  previous_token: number[];
+  /** The validation windows' per-token losses (the trajectory's vectors). */
+  per_token?: number[];
+}
+
+/** checkpointScores(): one checkpoint's record and the settings it was measured with. */
+export interface CheckpointScores {
+  record: TrainingRecord;
+  spec: { window: number; batch: number; icl_early: number; icl_late: number; icl_pairs: number; repeat_len: number; seed: number };
+  /** Tokens of the held-out text. */
+  held_out_tokens: number;
+}
+
+/** checkpointMetrics(): a series' records in step order and its per-token-loss trajectory, as a metrics file holds them. */
+export interface SeriesMetrics {
+  records: TrainingRecord[];
+  /** The ICL score's indices (absent when no checkpoint had an ICL score). */
+  icl_indices?: { early: number; late: number; windows: number; paired?: boolean; note: string };
+  /** Projections of each record on the first principal components (absent with fewer than 2 records or no text). */
+  pca?: { components: number[][]; explained_variance: number[]; n_positions: number };
+  every: number;
+}
+
 /** One training record as phaseChange() reads it (metrics files' records, the trainer worker's). */
 export interface PhaseChangeRecord {
   step: number;
@@ -861,6 +915,13 @@ export interface LoadedModel {
    * leading <BOS>) with a copy holding position `at`, else the longest; null below 4 tokens.
    */
   findRepeat(ids: Int32Array | ArrayLike<number>, options?: { at?: number }): Repeat | null;
+  /**
+   * This model scored as one checkpoint of a training series (cs::evaluate_checkpoint, the record
+   * `circuitscope train` writes): validation loss, the paired ICL score with its standard error,
+   * the per-token losses of the validation windows, and every head's prefix-matching, copying and
+   * previous-token scores with the loss on repeated random tokens.
+   */
+  checkpointScores(options?: CheckpointScoreOptions): CheckpointScores;
   /** The k (default 5) most probable next tokens at every position. */
   topK(tokens: TokensIn, k?: number): TopKResult;
   /**
@@ -1076,9 +1137,10 @@ export interface Circuitscope {
   minInductionScore: number;
   /**
    * The core's size limits (src/config.h): the weights a model may hold, the weights a recipe may
-   * train, and the largest model file read (the largest model in float32 and a 64 MB header).
+   * train, the largest model file read (the largest model in float32 and a 64 MB header), and the
+   * most held-out text a checkpoint is scored on.
    */
-  limits: { maxWeights: number; maxTrainWeights: number; maxModelFileBytes: number };
+  limits: { maxWeights: number; maxTrainWeights: number; maxModelFileBytes: number; maxHeldOutBytes: number };
   /**
    * Opens a model file (safetensors bytes, or a .pth state dict as torch.save writes it). Throws
    * an Error whose message starts with "model file:" when the file is corrupt or does not match
@@ -1097,6 +1159,13 @@ export interface Circuitscope {
   memory(): { heapSize: number; allocated: number };
   /** phaseChange() on this instance. */
   phaseChange(records: PhaseChangeRecord[] | null | undefined, options?: { nHeads?: number }): PhaseChange | null;
+  /** A series' metrics from its checkpoints' checkpointScores() results (sorted by step; all scored alike). */
+  checkpointMetrics(scores: CheckpointScores[]): SeriesMetrics;
+  /**
+   * The number a checkpoint file's name ends with (TransformerLens's checkpoints/NAME_N.pth, N the
+   * tokens seen; circuitscope's stepN.safetensors), or null (e.g. model_final.pth).
+   */
+  checkpointLabel(fileName: string): number | null;
 }
 
 export function init(options?: InitOptions): Promise<Circuitscope>;

@@ -170,6 +170,8 @@ const MODEL_CALLS = {
   cutComposition: [null, 0, (_, input) => [input]],
   skipTrigrams: [['k', 'maxBugs'], 2, (o, l, h) => [l, h, o.k ?? 20, o.maxBugs ?? 32]],
   save: [null, 0, () => []],
+  // One checkpoint of a series: the core chooses every option left out (checkpoint_eval_spec).
+  checkpointScores: [['step', 'text', 'window', 'batch', 'iclEarly', 'iclLate', 'iclPairs', 'repeatLen', 'seed'], 0, (o) => [o]],
 };
 /** @satisfies {Record<string, CallRow>} */
 const TRAINER_CALLS = {
@@ -510,7 +512,7 @@ export async function init(options = {}) {
     simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
-    limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes },
+    limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes, maxHeldOutBytes: mod.maxHeldOutBytes },
     load(bytes, options) {
       const b = toBytes(bytes);
       const handle = call(() => new mod.Model(b, options ?? {}));
@@ -528,6 +530,14 @@ export async function init(options = {}) {
     /** The phase change of training records (see the module-level phaseChange). */
     phaseChange(records, options) {
       return phaseChangeWith(mod, records, options);
+    },
+    checkpointMetrics(scores) {
+      if (!Array.isArray(scores)) throw new TypeError('checkpointMetrics: give the list of checkpointScores() results');
+      return call(() => mod.checkpointMetrics(JSON.stringify(scores)));
+    },
+    checkpointLabel(fileName) {
+      if (typeof fileName !== 'string') throw new TypeError('checkpointLabel: expected a file name');
+      return call(() => mod.checkpointLabel(fileName));
     },
   };
 }

@@ -7,6 +7,7 @@
 #include <emscripten/heap.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <complex>
@@ -89,6 +90,15 @@ int to_int(const val& x, const std::string& what) {
   if (!std::isfinite(d) || std::floor(d) != d || d < INT_MIN || d > INT_MAX)
     throw std::invalid_argument(what + " must be an integer, got " + describe(x));
   return static_cast<int>(d);
+}
+
+// A whole number that a double holds exactly (|x| < 2^53): a training step or a checkpoint's label.
+std::int64_t to_int53(const val& x, const std::string& what) {
+  if (!x.isNumber()) throw std::invalid_argument(what + " must be an integer, got " + describe(x));
+  const double d = x.as<double>();
+  if (!std::isfinite(d) || std::floor(d) != d || std::abs(d) > 9007199254740991.0)
+    throw std::invalid_argument(what + " must be an integer, got " + describe(x));
+  return static_cast<std::int64_t>(d);
 }
 
 std::uint64_t to_seed(const val& x, const std::string& what) {
@@ -347,7 +357,7 @@ val text_scores_js(const cs::TextScores& t) {
 val phase_change_js(const std::optional<cs::PhaseChange>& pc) {
   if (!pc) return val::null();
   val o = val::object();
-  o.set("step", pc->step);
+  o.set("step", static_cast<double>(pc->step));
   o.set("record", pc->record);
   o.set("layer", pc->layer);
   o.set("head", pc->head);
@@ -1236,18 +1246,66 @@ val phaseChange(const val& records, const val& n_heads) {
   return guarded([&] {
     if (!records.isArray()) throw std::invalid_argument("phaseChange: records must be an array of {step, prefix_matching}");
     const int n = records["length"].as<int>();
-    std::vector<int> steps;
+    std::vector<std::int64_t> steps;
     std::vector<std::vector<double>> pm;
     for (int i = 0; i < n; ++i) {
       const std::string what = "phaseChange: records[" + std::to_string(i) + "]";
       const val r = records[i];
       if (!is_plain_object(r)) throw std::invalid_argument(what + " must be an object {step, prefix_matching}");
-      steps.push_back(to_int(r["step"], what + ".step"));
+      steps.push_back(to_int53(r["step"], what + ".step"));
       const val p = r["prefix_matching"];
       pm.push_back(p.isUndefined() || p.isNull() ? std::vector<double>{} : copy_in<double>(p, what + ".prefix_matching"));
     }
     const int H = n_heads.isUndefined() || n_heads.isNull() ? 0 : to_int(n_heads, "phaseChange: nHeads");
     return phase_change_js(cs::phase_change(steps, pm, H));
+  });
+}
+
+val Model::checkpointScores(const val& opts) const {
+  return guarded([&] {
+    const val text_js = opt(opts, "text");
+    if (!text_js.isUndefined() && !text_js.isNull() && !text_js.isString())
+      throw std::invalid_argument("checkpointScores: text must be a string");
+    const std::string text = text_js.isString() ? text_js.as<std::string>() : std::string();
+    const val step_js = opt(opts, "step");
+    const std::int64_t step = step_js.isUndefined() || step_js.isNull() ? 0 : to_int53(step_js, "checkpointScores: step");
+    cs::CheckpointEvalOptions o;
+    o.window = opt_int(opts, "window", -1, "checkpointScores: window");
+    o.batch = opt_int(opts, "batch", -1, "checkpointScores: batch");
+    o.icl_early = opt_int(opts, "iclEarly", -1, "checkpointScores: iclEarly");
+    o.icl_late = opt_int(opts, "iclLate", -1, "checkpointScores: iclLate");
+    o.icl_pairs = opt_int(opts, "iclPairs", -1, "checkpointScores: iclPairs");
+    o.repeat_len = opt_int(opts, "repeatLen", -1, "checkpointScores: repeatLen");
+    const val seed = opt(opts, "seed");
+    if (!seed.isUndefined() && !seed.isNull()) o.seed = static_cast<long long>(to_seed(seed, "checkpointScores: seed"));
+    return json_js(cs::checkpoint_eval_json(cs::evaluate_checkpoint(session_->file().params, session_->file().tokenizer, text, step, o)));
+  });
+}
+
+val checkpointMetrics(const std::string& scores_json) {
+  return guarded([&] {
+    const nlohmann::json j = cs::parse_json_text(scores_json, "checkpointMetrics:");
+    if (!j.is_array() || j.empty()) throw std::invalid_argument("checkpointMetrics: give the checkpoints' scores as a non-empty list");
+    std::vector<cs::EvalRecord> records;
+    for (const auto& e : j) {
+      if (!e.is_object() || !e.contains("record")) throw std::invalid_argument("checkpointMetrics: each entry must be a checkpointScores() result");
+      records.push_back(cs::eval_record_from_json(e["record"]));
+    }
+    const cs::EvalSpec spec = cs::checkpoint_spec_from_json(j[0].contains("spec") ? j[0]["spec"] : nlohmann::json());
+    for (const auto& e : j)
+      if (e.value("spec", nlohmann::json()) != j[0]["spec"])
+        throw std::invalid_argument("checkpointMetrics: the checkpoints were scored with different settings");
+    std::stable_sort(records.begin(), records.end(), [](const cs::EvalRecord& a, const cs::EvalRecord& b) { return a.step < b.step; });
+    nlohmann::json m = cs::metrics_json(spec, records);
+    if (spec.icl_pairs == 0) m.erase("icl_indices");
+    return json_js(m);
+  });
+}
+
+val checkpointLabel(const std::string& file_name) {
+  return guarded([&] {
+    const auto l = cs::checkpoint_label(file_name);
+    return l ? val(static_cast<double>(*l)) : val::null();
   });
 }
 

@@ -69,6 +69,9 @@ class Model {
   val patch(const val& ids, const val& options) const;
   val save() const;
   double forwardBatch(const val& ids, int B, int T);
+  // cs::evaluate_checkpoint on this model as one checkpoint of a series: options {step, text,
+  // window, batch, iclEarly, iclLate, iclPairs, repeatLen, seed}; checkpoint_eval_json's object.
+  val checkpointScores(const val& options) const;
 
  private:
   std::unique_ptr<cs::ModelSession> session_;
@@ -105,5 +108,10 @@ std::string version();
 val memoryStats();
 // cs::phase_change over [{step, prefix_matching}] records: {step, record, layer, head, final, threshold} or null.
 val phaseChange(const val& records, const val& n_heads);
+// A checkpoint series' metrics (cs::metrics_json: records and the per-token-loss PCA) from
+// checkpointScores() results given as a JSON array text.
+val checkpointMetrics(const std::string& scores_json);
+// cs::checkpoint_label of a file name: the checkpoint's number, or null.
+val checkpointLabel(const std::string& file_name);
 
 }  // namespace csjs

@@ -269,7 +269,8 @@ async function fillPickers(state, seq) {
   els.snapshotField.hidden = snapshots.length === 0;
   els.snapshot.replaceChildren(
     el('option', { value: '' }, 'final model'),
-    ...snapshots.map((s) => el('option', { value: s }, `training step ${s.replace(/^step/, '')}`)));
+    // A series opened in the page is labelled by its files' numbers (tokens seen, for TransformerLens's).
+    ...snapshots.map((s) => el('option', { value: s }, `${isLocalName(current) ? 'checkpoint' : 'training step'} ${s.replace(/^step/, '')}`)));
   els.snapshot.value = state.snapshot ?? '';
   document.body.dataset.snapshot = state.snapshot ?? '';
 }

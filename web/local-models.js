@@ -23,7 +23,14 @@ const listeners = new Set();
 /** Whether a model name names a local model ("local:NAME"). */
 export const isLocalName = (name) => typeof name === 'string' && name.startsWith(LOCAL_PREFIX);
 
-/** The local model called `name`: {name, file, title, description, views, local, model, bytes}, or undefined. */
+/**
+ * The local model called `name`: {name, file, title, description, views, local, model, size,
+ * series, snapshots}, or undefined. `series` (null for a lone file) is a training run opened as
+ * its checkpoint files: {checkpoints: [{label, snapshot: "step<label>", file (a File)}] in label
+ * order, text (the held-out text chosen with them, or null), textName, open(file) -> Promise of
+ * a LoadedModel read with the same config.json and tokenizer.json}. `snapshots` are the
+ * checkpoints other than the opened model's file, as the store names snapshots.
+ */
 export const localModel = (name) => models.get(name);
 
 /** Every local model, in the order opened. */
@@ -69,15 +76,18 @@ export function viewsOf(model) {
  * Registers a loaded model under the name its file gets. `file` is the file's name as the user
  * sees it, `size` its bytes. Returns the entry.
  */
-export function registerLocal(file, model, { size = 0 } = {}) {
+export function registerLocal(file, model, { size = 0, series = null } = {}) {
   const name = localNameFor(file);
   const views = viewsOf(model);
+  const checkpoints = series ? Object.freeze(series.checkpoints.map((c) => Object.freeze({ ...c }))) : null;
+  const snapshots = Object.freeze(checkpoints ? checkpoints.filter((c) => c.file.name !== file).map((c) => c.snapshot) : []);
   const c = model.config;
   const shape = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers';
   const entry = Object.freeze({
     name, file: String(file).slice(0, 200), size, local: true, model, views: Object.freeze(views),
-    title: `${name} (local file)`,
-    description: `Opened from the file ${String(file).slice(0, 80)} in this page: ${shape}, ${vocabularyText(model.tokenizer)}`,
+    series: series ? Object.freeze({ ...series, checkpoints }) : null, snapshots,
+    title: `${name} (local file${series ? `, ${checkpoints.length} checkpoints` : ''})`,
+    description: `Opened from the file ${String(file).slice(0, 80)} in this page${series ? `, with ${checkpoints.length} checkpoints of its training` : ''}: ${shape}, ${vocabularyText(model.tokenizer)}`,
   });
   models.set(name, entry);
   for (const fn of [...listeners]) fn(entry);

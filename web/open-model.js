@@ -19,21 +19,11 @@ const layers = (c) => (c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' 
  * view that offers it (IOI for an IOI model, else Induction); otherwise the app decides. Resolves to {entry, message}; rejects with an Error whose message is
  * a sentence for the page ("Could not open x.safetensors: model file: ...").
  */
-export async function openModelBytes(bytes, file, { firstView = false, config = undefined, tokenizer = undefined, note: extraNote = '' } = {}) {
-  const cs = await getModule();
-  let model;
-  try {
-    /** @type {{config?: string, tokenizer?: string}} */
-    const options = {};
-    if (config !== undefined) options.config = config;
-    if (tokenizer !== undefined) options.tokenizer = tokenizer;
-    model = cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), options);
-  } catch (e) {
-    throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
-  }
+export async function openModelBytes(bytes, file, { firstView = false, view = null, config = undefined, tokenizer = undefined, series = null, note: extraNote = '' } = {}) {
+  const model = await loadBytes(bytes, file, { config, tokenizer });
   let entry;
   try {
-    entry = registerLocal(file, model, { size: bytes.byteLength });
+    entry = registerLocal(file, model, { size: bytes.byteLength, series });
   } catch (e) {
     model.delete();
     throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
@@ -41,8 +31,22 @@ export async function openModelBytes(bytes, file, { firstView = false, config = 
   const c = model.config;
   const note = typeof model.info?.note === 'string' ? ` ${model.info.note}` : '';
   const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer)}). It stays in this page: nothing is uploaded.${note}${extraNote}`;
-  document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: firstView ? entry.views[0] : null } }));
+  document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: view ?? (firstView ? entry.views[0] : null) } }));
   return { entry, message };
+}
+
+/** Model-file bytes through the core's loader (with a config.json's and a tokenizer.json's text), or a sentence. */
+async function loadBytes(bytes, file, { config = undefined, tokenizer = undefined } = {}) {
+  const cs = await getModule();
+  try {
+    /** @type {{config?: string, tokenizer?: string}} */
+    const options = {};
+    if (config !== undefined) options.config = config;
+    if (tokenizer !== undefined) options.tokenizer = tokenizer;
+    return cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), options);
+  } catch (e) {
+    throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
+  }
 }
 
 /**
@@ -76,13 +80,14 @@ async function readBytes(file, onProgress) {
 }
 
 const isJson = (file) => /\.json$/i.test(String(file?.name ?? ''));
+const isText = (file) => /\.txt$/i.test(String(file?.name ?? ''));
 // Hugging Face names its tokenizer file tokenizer.json; any other .json is a TransformerLens config.
 const isTokenizer = (file) => /(^|[^a-z0-9])tokenizer\.json$/i.test(String(file?.name ?? ''));
 const isConfig = (file) => isJson(file) && !isTokenizer(file);
 // The largest tokenizer.json the core reads (hf::kMaxFileBytes).
 const MAX_TOKENIZER_BYTES = 64 * MB;
 
-/** A chosen JSON file's text, or a sentence saying why it cannot be read. */
+/** A chosen JSON (or text) file's text, or a sentence saying why it cannot be read. */
 async function jsonText(file, limit, why) {
   if (file.size > limit) throw new Error(`Could not open ${shownName(file.name)}: ${why}, this one is ${Math.round(file.size / MB)} MB.`);
   try {
@@ -105,7 +110,8 @@ async function jsonText(file, limit, why) {
 export async function openModelFiles(files, { onProgress } = {}) {
   const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
   if (!list.length) throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth), with its config.json if it has one.');
-  const configs = list.filter(isConfig), tokenizers = list.filter(isTokenizer), models = list.filter((f) => !isJson(f));
+  const configs = list.filter(isConfig), tokenizers = list.filter(isTokenizer), texts = list.filter(isText);
+  const models = list.filter((f) => !isJson(f) && !isText(f));
   if (!models.length) {
     if (!configs.length) throw new Error(`Could not open ${shownName(tokenizers[0].name)} alone: a tokenizer.json says how a model reads text, so choose it together with the model's weights (a .pth or .safetensors file).`);
     throw new Error(`Could not open ${shownName(configs[0].name)} alone: a config.json describes a model, so choose it together with the model's weights (a .pth or .safetensors file).`);
@@ -120,14 +126,64 @@ export async function openModelFiles(files, { onProgress } = {}) {
   const tokenizer = tokenizers.length
     ? await jsonText(tokenizers[0], MAX_TOKENIZER_BYTES, `circuitscope reads tokenizer files of up to ${MAX_TOKENIZER_BYTES / MB} MB`)
     : undefined;
-  const left = models.slice(1).map((f) => shownName(f.name));
-  const extra = left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened.)` : '';
+  if (texts.length > 1) throw new Error(`Could not open ${shownName(models[0].name)}: ${texts.length} .txt files were chosen with it; choose one held-out text for the checkpoints.`);
   const read = [...configs.slice(0, 1), ...tokenizers].map((f) => shownName(f.name));
   const withConfig = read.length ? ` Read with ${read.join(' and ')}.` : '';
+  const series = await seriesOf(models);
+  if (series) return openSeries(series, { config, tokenizer, text: texts[0], withConfig, onProgress });
+  const left = models.slice(1).map((f) => shownName(f.name));
+  const extra = (left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened; several checkpoints of one run open together when each name ends with its number, as NAME_N.pth or stepN.safetensors.)` : '')
+    + (texts.length ? ` (${shownName(texts[0].name)} was not read: a held-out text is for a series of checkpoints.)` : '');
   const bytes = await readBytes(models[0], onProgress && ((read, total) => onProgress(models[0].name, read, total)));
   // Let the page show that the file was read before the core's (synchronous) load starts.
   if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
   return openModelBytes(bytes, models[0].name, { config, tokenizer, note: `${withConfig}${extra}` });
+}
+
+/**
+ * The chosen model files as the checkpoints of one training run, or null when they are not one:
+ * two or more files whose names end with their number (the core's checkpointLabel: NAME_N.pth,
+ * stepN.safetensors) and at most one without (the final model, e.g. model_final.pth). Two files
+ * with one number are refused in a sentence.
+ * @param {File[]} models
+ */
+async function seriesOf(models) {
+  if (models.length < 2) return null;
+  const cs = await getModule();
+  const labelled = [], other = [];
+  for (const file of models) {
+    const label = cs.checkpointLabel(file.name);
+    (label === null ? other : labelled).push({ label, file });
+  }
+  if (labelled.length < 2 || other.length > 1) return null;
+  labelled.sort((a, b) => a.label - b.label);
+  for (let i = 1; i < labelled.length; i++) {
+    if (labelled[i].label === labelled[i - 1].label) {
+      throw new Error(`Could not open the checkpoints: ${shownName(labelled[i - 1].file.name)} and ${shownName(labelled[i].file.name)} have the same number ${labelled[i].label}; choose one checkpoint per number.`);
+    }
+  }
+  const checkpoints = labelled.map((c) => ({ label: c.label, snapshot: `step${c.label}`, file: c.file }));
+  return { checkpoints, final: other[0] ?? labelled.at(-1).file };
+}
+
+/**
+ * Opens a checkpoint series: the final model (model_final.pth, else the last checkpoint) is read
+ * now and shown in the Training view; each other checkpoint is read from its File only when the
+ * Training view scores it or a view shows it, with the same config.json and tokenizer.json.
+ */
+async function openSeries({ checkpoints, final }, { config, tokenizer, text, withConfig, onProgress }) {
+  const { limits } = await getModule();
+  let heldOut = null;
+  if (text) {
+    heldOut = await jsonText(text, limits.maxHeldOutBytes, `the checkpoints are scored on at most ${Math.round(limits.maxHeldOutBytes / MB)} MB of held-out text`);
+  }
+  const open = async (file) => loadBytes(await readBytes(file), file.name, { config, tokenizer });
+  const series = { checkpoints, text: heldOut, textName: text ? shownName(text.name) : null, open };
+  const bytes = await readBytes(final, onProgress && ((read, total) => onProgress(final.name, read, total)));
+  if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
+  const withText = text ? ` The Training view scores them on ${shownName(text.name)}.` : '';
+  return openModelBytes(bytes, final.name, { config, tokenizer, series, view: 'training',
+    note: `${withConfig} With ${checkpoints.length} checkpoints of its training (${checkpoints[0].label} to ${checkpoints.at(-1).label}), read one at a time when they are scored or shown.${withText}` });
 }
 
 /** Opens one File (from a file input or a drop). */

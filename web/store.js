@@ -140,7 +140,7 @@ const flag = (what) => ({
 const FIELDS = new Map(Object.entries({
   view: oneOf('view', VIEWS),
   model: matching('model', MODEL_RE, 'a model name'),
-  snapshot: matching('snapshot', /^step\d{1,9}$/, 'a snapshot name such as step1000'),
+  snapshot: matching('snapshot', /^step\d{1,15}$/, 'a snapshot name such as step1000'),
   pos: integer('pos', 0, 99_999),
   head: matching('head', HEAD_RE, 'a head such as L1H2'),
   ablate: list('ablate', HEAD_RE, 'a head such as L1H2'),
@@ -532,9 +532,12 @@ export async function modelOf(state) {
   return (await modelsFor(state.view))[0]?.name ?? null;
 }
 
-/** A model's snapshot names (e.g. ["step0", "step100", ...]), from the build's manifest; [] if none. */
+/**
+ * A model's snapshot names (e.g. ["step0", "step100", ...]), from the build's manifest; for a
+ * checkpoint series opened in the page, its checkpoints but the opened one; [] if none.
+ */
 export async function getSnapshots(name) {
-  if (isLocalName(name)) return [];
+  if (isLocalName(name)) return [...(localModel(name)?.snapshots ?? [])];
   const s = (await getJSON('models/manifest.json'))?.snapshots?.[name];
   return Array.isArray(s) ? s : [];
 }
@@ -589,10 +592,32 @@ export function getModel(name, { snapshot = null } = {}) {
   return modelCache.get(key);
 }
 
-/** A model file opened in this page (never fetched: it is in the page or it is not there). */
+// The checkpoints of series read for a view, newest use last: at most two stay in memory (a
+// TransformerLens checkpoint is 200 MB); the one read longest ago is freed when a third is asked for.
+const checkpointCache = new Map();   // "local:NAME/stepN" -> Promise of a LoadedModel
+const KEEP_CHECKPOINTS = 2;
+
+/** A model file opened in this page (never fetched: it is in the page or it is not there), or one checkpoint of its series. */
 function getLocalModel(name, snapshot) {
   const entry = MODEL_RE.test(name) ? localModel(name) : undefined;
   if (!entry) return Promise.reject(new Error(`${String(name).slice(0, 80)} is a model file opened in another page: open the same file here (Open a model file) to see it.`));
-  if (snapshot) return Promise.reject(new Error(`${name} is a model file opened in this page: it has no training snapshots.`));
-  return Promise.resolve(entry.model);
+  if (!snapshot) return Promise.resolve(entry.model);
+  const checkpoint = entry.snapshots.includes(snapshot) ? entry.series.checkpoints.find((c) => c.snapshot === snapshot) : null;
+  if (!checkpoint) {
+    return Promise.reject(new Error(entry.series ? `${name} has no checkpoint ${snapshot}.` : `${name} is a model file opened in this page: it has no training snapshots (open several checkpoints of its run together to see them).`));
+  }
+  const key = `${name}/${snapshot}`;
+  let p = checkpointCache.get(key);
+  checkpointCache.delete(key);
+  if (!p) {
+    p = entry.series.open(checkpoint.file);
+    p.catch(() => checkpointCache.delete(key));
+  }
+  checkpointCache.set(key, p);
+  while (checkpointCache.size > KEEP_CHECKPOINTS) {
+    const [oldKey, old] = checkpointCache.entries().next().value;
+    checkpointCache.delete(oldKey);
+    old.then((m) => m.delete(), () => {});
+  }
+  return p;
 }

@@ -211,6 +211,7 @@ HeadScores head_scores(const Params<float>& p, const RepeatedTokens& rt) {
 Tensor<float> per_token_loss(const ActivationCache<float>& cache) {
   const int B = cache.n_batch, T = cache.n_pos;
   if (T < 2) throw std::invalid_argument("per-token loss: sequences need at least 2 tokens to have a next token");
+  if (cache.last_logits_only) throw std::logic_error("per-token loss: the forward pass computed only each row's last logits");
   auto lg = cache.logits.mat();  // [B*T, V]
   Tensor<float> out({B, T - 1});
   for (int b = 0; b < B; ++b)

@@ -2,6 +2,7 @@
 #include "analysis/training_metrics.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -97,7 +98,7 @@ EvalRecord eval_record_from_json(const nlohmann::json& j) {
   };
   if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) throw std::invalid_argument("a metrics record has no step");
   EvalRecord r;
-  r.step = j["step"].get<int>();
+  r.step = j["step"].get<std::int64_t>();
   r.train_loss = num("train_loss");
   r.valid_loss = num("valid_loss");
   r.icl = num("icl");
@@ -169,12 +170,27 @@ IclEstimate icl_paired(const Params<float>& p, const IclPairedWindows& w) {
   std::vector<double> late, early;
   late.reserve(static_cast<std::size_t>(w.pairs));
   early.reserve(static_cast<std::size_t>(w.pairs));
+  // Each window's one scored prediction, at per-token index `index` = its last input position:
+  // the pass runs over the window without its target and computes the logits there alone (at a
+  // 50k vocabulary the unembed of every position would cost T times more).
   ActivationCache<float> c;
+  c.last_logits_only = true;
+  std::vector<int> inputs;
   auto last_losses = [&](const Batch& b, int index, std::vector<double>& out) {
-    forward(p, b.tokens, b.B, b.T, c);
+    const int T = b.T - 1;
+    if (T != index + 1) throw std::logic_error("ICL: a window's scored position is not its last input");
+    inputs.resize(static_cast<std::size_t>(b.B) * T);
+    for (int r = 0; r < b.B; ++r)
+      std::copy_n(b.tokens.begin() + static_cast<std::ptrdiff_t>(r) * b.T, T, inputs.begin() + static_cast<std::ptrdiff_t>(r) * T);
+    forward(p, inputs, b.B, T, c);
     check_output_finite(c);
-    const Tensor<float> pt = per_token_loss(c);
-    for (int r = 0; r < b.B; ++r) out.push_back(pt.data[static_cast<std::size_t>(r) * pt.shape[1] + index]);
+    auto lg = c.logits.mat();  // [B, V]
+    for (int r = 0; r < b.B; ++r) {
+      // As per_token_loss computes it.
+      const double mx = lg.row(r).maxCoeff();
+      const double lse = mx + std::log((lg.row(r).cast<double>().array() - mx).exp().sum());
+      out.push_back(static_cast<float>(lse - lg(r, b.tokens[static_cast<std::size_t>(r) * b.T + T])));
+    }
   };
   for (std::size_t i = 0; i < w.late.size(); ++i) {
     last_losses(w.late[i], w.late_index, late);
@@ -262,27 +278,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
     if (!f) throw std::invalid_argument("recipe: cannot read eval.valid_path " + spec.valid_path);
     std::stringstream ss;
     ss << f.rdbuf();
-    std::vector<int> ids = tok.encode_ids(ss.str(), false);
-    if (static_cast<int>(ids.size()) < T_) throw std::invalid_argument("recipe: the validation text is shorter than one window");
-    // Evenly spaced windows, each [BOS] + T-1 tokens of text.
-    std::vector<int> rows;
-    const int span = static_cast<int>(ids.size()) - (T_ - 1);
-    for (int r = 0; r < spec.batch; ++r) {
-      int start = static_cast<int>(static_cast<long long>(r) * span / spec.batch);
-      rows.push_back(tok.bos_id() >= 0 ? tok.bos_id() : ids[start]);
-      rows.insert(rows.end(), ids.begin() + start, ids.begin() + start + T_ - 1);
-    }
-    valid_ = next_token_batch(rows, spec.batch, T_);
-    if (spec.icl_windows > 0 && spec.icl_late < T_ - 1)
-      icl_batches_ = icl_window_batches(ids, tok.bos_id(), std::min(T_, spec.icl_late + 2), spec.icl_windows, spec.batch);
-    if (spec.icl_pairs > 0) {
-      try {
-        check_icl_index(spec.icl_late, c.n_ctx, T_);
-      } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("recipe: eval.icl_late: ") + e.what());
-      }
-      icl_pairs_ = icl_paired_windows(ids, tok.bos_id(), spec.icl_early, spec.icl_late, spec.icl_pairs, spec.batch);
-    }
+    init_held_out(tok.encode_ids(ss.str(), false), c, tok, "recipe: ");
   } else {
     DataBatch all = train_data.all();
     if (all.batch.B > 0) {
@@ -293,44 +289,103 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
     }
   }
   has_icl_ = spec.icl_late < valid_.T - 1;
-  // Repeated random tokens for the head scores: ids other than the special tokens.
-  bos_ = std::max(0, tok.bos_id());
-  const TokenPool pool = random_token_pool(tok);
-  first_ = pool.first;
-  n_ = pool.n;
+  head_batch_ = spec.batch;
+  init_repeats(c, tok, "recipe: ");
   L_ = spec.repeat_len > 0 ? spec.repeat_len : std::min(n_, (c.n_ctx - 1) / 2);
   if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("recipe: eval.repeat_len must be at least 2 and fit 2L+1 <= n_ctx");
   L_ = std::min(L_, n_);
 }
 
-EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_loss) const {
+Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window)
+    : spec_(spec) {
+  if (window < 2 || window > c.n_ctx)
+    throw std::invalid_argument("checkpoint scores: the window must hold 2 to " + std::to_string(c.n_ctx) + " tokens, got " +
+                                std::to_string(window));
+  if (spec.batch < 1 || spec.batch > 1024) throw std::invalid_argument("checkpoint scores: the batch must be 1 to 1024 windows");
+  if (spec.icl_windows > 0) throw std::invalid_argument("checkpoint scores: the ICL score of a series is the paired one (icl_pairs)");
+  T_ = window;
+  has_valid_ = !held_out.empty();
+  if (has_valid_) {
+    init_held_out(held_out, c, tok, "checkpoint scores: ");
+  } else if (spec.icl_pairs > 0) {
+    throw std::invalid_argument("checkpoint scores: the ICL score needs held-out text");
+  }
+  has_icl_ = false;  // the ICL score is the paired one or none
+  init_repeats(c, tok, "checkpoint scores: ");
+  RepeatedTokensSpec rs;
+  if (spec.repeat_len > 0) rs.L = spec.repeat_len;
+  const RepeatedTokensSpec r = resolve_repeated_tokens(rs, tok, c);
+  L_ = std::min(r.L, n_);
+  head_batch_ = std::min(spec.batch, r.batch);
+  if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("checkpoint scores: the repeated segment must be at least 2 tokens and fit 2L+1 <= n_ctx");
+}
+
+void Evaluator::init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, const char* what) {
+  const EvalSpec& spec = spec_;
+  if (static_cast<int>(ids.size()) < T_)
+    throw std::invalid_argument(std::string(what) + "the validation text (" + std::to_string(ids.size()) +
+                                " tokens) is shorter than one window of " + std::to_string(T_));
+  // Evenly spaced windows, each [BOS] + T-1 tokens of text.
+  std::vector<int> rows;
+  const int span = static_cast<int>(ids.size()) - (T_ - 1);
+  for (int r = 0; r < spec.batch; ++r) {
+    int start = static_cast<int>(static_cast<long long>(r) * span / spec.batch);
+    rows.push_back(tok.bos_id() >= 0 ? tok.bos_id() : ids[start]);
+    rows.insert(rows.end(), ids.begin() + start, ids.begin() + start + T_ - 1);
+  }
+  valid_ = next_token_batch(rows, spec.batch, T_);
+  if (spec.icl_windows > 0 && spec.icl_late < T_ - 1)
+    icl_batches_ = icl_window_batches(ids, tok.bos_id(), std::min(T_, spec.icl_late + 2), spec.icl_windows, spec.batch);
+  if (spec.icl_pairs > 0) {
+    try {
+      check_icl_index(spec.icl_late, c.n_ctx, T_);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(what) + "eval.icl_late: " + e.what());
+    }
+    icl_pairs_ = icl_paired_windows(ids, tok.bos_id(), spec.icl_early, spec.icl_late, spec.icl_pairs, spec.batch);
+  }
+}
+
+// Repeated random tokens for the head scores: ids other than the special tokens.
+void Evaluator::init_repeats(const Config&, const Tokenizer& tok, const char*) {
+  bos_ = std::max(0, tok.bos_id());
+  const TokenPool pool = random_token_pool(tok);
+  first_ = pool.first;
+  n_ = pool.n;
+}
+
+EvalRecord Evaluator::evaluate(const Params<float>& p, std::int64_t step, double train_loss) const {
   EvalRecord r;
   r.step = step;
   r.train_loss = train_loss;
-  ActivationCache<float> cache;
-  forward(p, valid_.tokens, valid_.B, valid_.T, cache);
-  LossResult lr = loss_from_logits(cache, valid_);
-  r.valid_loss = lr.loss;
-  Tensor<float> pt = per_token_loss(cache);
-  if (icl_pairs_) {
-    const IclEstimate e = icl_paired(p, *icl_pairs_);
-    r.icl = e.mean;
-    r.icl_se = e.se;
-  } else if (!icl_batches_.empty()) {
-    const IclEstimate e = icl_over_batches(p, icl_batches_, spec_.icl_early, spec_.icl_late);
-    r.icl = e.mean;
-    r.icl_se = e.se;
-  } else if (has_icl_) {
-    const IclEstimate e = icl_estimate(pt, spec_.icl_early, spec_.icl_late);
-    r.icl = e.mean;
-    r.icl_se = e.se;
+  if (has_valid_) {
+    ActivationCache<float> cache;
+    forward(p, valid_.tokens, valid_.B, valid_.T, cache);
+    LossResult lr = loss_from_logits(cache, valid_);
+    r.valid_loss = lr.loss;
+    Tensor<float> pt = per_token_loss(cache);
+    if (icl_pairs_) {
+      const IclEstimate e = icl_paired(p, *icl_pairs_);
+      r.icl = e.mean;
+      r.icl_se = e.se;
+    } else if (!icl_batches_.empty()) {
+      const IclEstimate e = icl_over_batches(p, icl_batches_, spec_.icl_early, spec_.icl_late);
+      r.icl = e.mean;
+      r.icl_se = e.se;
+    } else if (has_icl_) {
+      const IclEstimate e = icl_estimate(pt, spec_.icl_early, spec_.icl_late);
+      r.icl = e.mean;
+      r.icl_se = e.se;
+    }
+    // The per-token vector over the positions that carry a loss.
+    for (std::size_t i = 0; i < lr.per_token.size(); ++i)
+      if (valid_.mask[i] != 0) r.per_token.push_back(lr.per_token[i]);
+  } else {
+    r.valid_loss = r.icl = r.icl_se = std::nan("");
   }
-  // The per-token vector over the positions that carry a loss.
-  for (std::size_t i = 0; i < lr.per_token.size(); ++i)
-    if (valid_.mask[i] != 0) r.per_token.push_back(lr.per_token[i]);
   const int LH = p.cfg.n_layers * p.cfg.n_heads;
   if (LH > 0 && n_ >= 2) {
-    RepeatedTokens rt = make_repeated_tokens(spec_.batch, L_, first_, n_, bos_, spec_.seed + 17);
+    RepeatedTokens rt = make_repeated_tokens(head_batch_, L_, first_, n_, bos_, spec_.seed + 17);
     ActivationCache<float> rc;
     forward(p, rt.tokens, rt.B, rt.T(), rc);
     HeadScores hs = head_scores(p, rc, rt);
@@ -345,6 +400,105 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, int step, double train_lo
     r.repeated_loss = n ? s / n : 0;
   }
   return r;
+}
+
+int checkpoint_window(const Config& c) { return std::min(c.n_ctx, 256); }
+
+EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens) {
+  EvalSpec s;
+  s.batch = 8;
+  s.seed = 1;
+  const int T = checkpoint_window(c);
+  const double unembed = static_cast<double>(T) * c.d_model * c.d_vocab;  // one window's
+  while (s.batch > 2 && s.batch * unembed > 2e10) s.batch /= 2;
+  const int last = icl_last_index(c.n_ctx, 0);
+  if (last >= 500) s.icl_late = 500, s.icl_early = 50;
+  else if (last >= 200) s.icl_late = 200, s.icl_early = 20;
+  else s.icl_late = last * 4 / 5, s.icl_early = std::max(0, last / 10);
+  // One pair: forward passes over late + 1 and early + 1 tokens (per token: Q, K, V, O and the MLP),
+  // and two rows of the unembed.
+  const double per_token = c.n_layers * (4.0 * c.d_model * c.n_heads * c.d_head + 2.0 * c.d_model * c.d_mlp);
+  const double pair = (s.icl_late + s.icl_early + 2.0) * per_token + 2.0 * c.d_model * c.d_vocab;
+  s.icl_pairs = 64;
+  while (s.icl_pairs > 16 && s.icl_pairs * pair > 4e10) s.icl_pairs /= 2;
+  if (held_out_tokens < s.icl_late + 1 || s.icl_late <= s.icl_early || s.icl_early < 1) s.icl_pairs = 0;
+  if (held_out_tokens < T) s.icl_pairs = 0;
+  return s;
+}
+
+CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
+                                   const CheckpointEvalOptions& o) {
+  if (text.size() > kMaxHeldOutBytes)
+    throw std::invalid_argument("checkpoint scores: the held-out text is " + std::to_string(text.size() >> 20) +
+                                " MB; circuitscope scores checkpoints on at most " + std::to_string(kMaxHeldOutBytes >> 20) + " MB of text");
+  const Config& c = p.cfg;
+  const std::vector<int> ids = text.empty() ? std::vector<int>() : tok.encode_ids(text, false);
+  CheckpointEval out;
+  out.held_out_tokens = static_cast<int>(ids.size());
+  out.window = o.window >= 0 ? o.window : checkpoint_window(c);
+  EvalSpec s = checkpoint_eval_spec(c, out.held_out_tokens);
+  if (static_cast<int>(ids.size()) < out.window && o.window < 0 && !ids.empty())
+    throw std::invalid_argument("checkpoint scores: the held-out text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
+                                std::to_string(out.window) + "; give a longer text");
+  auto set = [](int v, int& field) { if (v >= 0) field = v; };
+  set(o.batch, s.batch);
+  set(o.icl_early, s.icl_early);
+  set(o.icl_late, s.icl_late);
+  set(o.icl_pairs, s.icl_pairs);
+  set(o.repeat_len, s.repeat_len);
+  if (o.seed >= 0) s.seed = static_cast<std::uint64_t>(o.seed);
+  if (ids.empty()) s.icl_pairs = 0;
+  if (s.icl_pairs > 0 && (s.icl_early < 0 || s.icl_late <= s.icl_early))
+    throw std::invalid_argument("checkpoint scores: the ICL score needs 0 <= early < late");
+  const Evaluator ev(s, c, tok, ids, out.window);
+  out.record = ev.evaluate(p, step, std::nan(""));
+  out.spec = s;
+  return out;
+}
+
+nlohmann::json checkpoint_eval_json(const CheckpointEval& e) {
+  const EvalSpec& s = e.spec;
+  return {{"record", eval_record_json(e.record)},
+          {"spec", {{"window", e.window}, {"batch", s.batch}, {"icl_early", s.icl_early}, {"icl_late", s.icl_late}, {"icl_pairs", s.icl_pairs},
+                    {"repeat_len", s.repeat_len}, {"seed", s.seed}}},
+          {"held_out_tokens", e.held_out_tokens}};
+}
+
+EvalSpec checkpoint_spec_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("a checkpoint series' spec must be an object");
+  auto get = [&](const char* k) {
+    if (!j.contains(k) || !j[k].is_number_integer()) throw std::invalid_argument(std::string("a checkpoint series' spec has no integer \"") + k + "\"");
+    return j[k].get<long long>();
+  };
+  EvalSpec s;
+  s.batch = static_cast<int>(get("batch"));
+  s.icl_early = static_cast<int>(get("icl_early"));
+  s.icl_late = static_cast<int>(get("icl_late"));
+  s.icl_pairs = static_cast<int>(get("icl_pairs"));
+  s.repeat_len = static_cast<int>(get("repeat_len"));
+  s.seed = static_cast<std::uint64_t>(get("seed"));
+  return s;
+}
+
+std::optional<std::int64_t> checkpoint_label(const std::string& file_name) {
+  std::string leaf = file_name.substr(file_name.find_last_of("/\\") == std::string::npos ? 0 : file_name.find_last_of("/\\") + 1);
+  const std::size_t dot = leaf.find_last_of('.');
+  if (dot == std::string::npos) return std::nullopt;
+  std::string ext = leaf.substr(dot + 1);
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (ext != "pth" && ext != "safetensors") return std::nullopt;
+  std::size_t end = dot, begin = dot;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(leaf[begin - 1]))) --begin;
+  if (begin == end || end - begin > 15) return std::nullopt;
+  const std::string before = leaf.substr(0, begin);
+  auto ends_with = [&](const std::string& x) {
+    if (before.size() < x.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(before[before.size() - x.size() + i])) != x[i]) return false;
+    return true;
+  };
+  if (!(before.empty() ? false : (ends_with("_") || ends_with("-") || ends_with(".") || ends_with("step")))) return std::nullopt;
+  return static_cast<std::int64_t>(std::stoll(leaf.substr(begin, end - begin)));
 }
 
 nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>& records, int n_components) {
@@ -400,7 +554,7 @@ nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>&
 }
 
 // Seed 004 (the phase change): the first record whose best head passes half the final best score.
-std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std::vector<std::vector<double>>& pm, int n_heads) {
+std::optional<PhaseChange> phase_change(const std::vector<std::int64_t>& steps, const std::vector<std::vector<double>>& pm, int n_heads) {
   if (steps.size() != pm.size()) throw std::invalid_argument("phase change: one step per record is needed");
   if (pm.empty()) return std::nullopt;
   auto best = [](const std::vector<double>& r, int* at) {
@@ -431,12 +585,12 @@ std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std
 
 std::optional<PhaseChange> phase_change(const nlohmann::json& records, int n_heads) {
   if (!records.is_array()) throw std::invalid_argument("phase change: the records must be an array");
-  std::vector<int> steps;
+  std::vector<std::int64_t> steps;
   std::vector<std::vector<double>> pm;
   for (const auto& r : records) {
     if (!r.is_object() || !r.contains("step") || !r["step"].is_number())
       throw std::invalid_argument("phase change: every record needs a numeric \"step\"");
-    steps.push_back(r["step"].get<int>());
+    steps.push_back(r["step"].get<std::int64_t>());
     std::vector<double> scores;
     if (r.contains("prefix_matching") && r["prefix_matching"].is_array())
       for (const auto& x : r["prefix_matching"]) scores.push_back(x.is_number() ? x.get<double>() : 0.0);

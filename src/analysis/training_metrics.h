@@ -2,6 +2,7 @@
 // in-context-learning score, per-head scores on repeated random tokens, the per-token-loss vector)
 // and the principal-component trajectory of those vectors (induction-heads seed, 004_...).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,7 +88,7 @@ std::vector<double> position_norms(const Params<float>& p);
 std::vector<int> collapsed_positions(const std::vector<double>& norms);
 
 struct EvalRecord {
-  int step = 0;
+  std::int64_t step = 0;           // the training step (or a checkpoint's label, e.g. tokens seen)
   double train_loss = 0;           // mean training loss over the steps since the last record
   double valid_loss = 0;           // mean next-token loss on the validation set
   double icl = 0;                  // loss at icl_late minus loss at icl_early, on the validation set
@@ -106,17 +107,72 @@ EvalRecord eval_record_from_json(const nlohmann::json& j);
 class Evaluator {
  public:
   Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer& tok, DataSource& train_data);
-  EvalRecord evaluate(const Params<float>& p, int step, double train_loss) const;
+  // A checkpoint series' evaluator (the checkpoints of a run whose recipe circuitscope does not
+  // have, e.g. TransformerLens's checkpoints/*_N.pth): the same record from `held_out` token ids
+  // (the text, without <BOS>): spec.batch evenly spaced windows of `window` tokens for the
+  // validation loss and the per-token vector, the ICL score on spec.icl_pairs paired windows when
+  // spec.icl_pairs > 0, and the head scores on repeated random tokens of the model's vocabulary.
+  // `held_out` may be empty (a model that reads no text): the record's validation loss and ICL
+  // score are then NaN and its per-token vector empty. Throws std::invalid_argument, in a
+  // sentence, when the text is shorter than what the spec asks of it.
+  Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window);
+  EvalRecord evaluate(const Params<float>& p, std::int64_t step, double train_loss) const;
   const EvalSpec& spec() const { return spec_; }
+  int window() const { return T_; }
 
  private:
+  void init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, const char* what);
+  void init_repeats(const Config& c, const Tokenizer& tok, const char* what);
+
   EvalSpec spec_;
   int T_ = 0, first_ = 0, n_ = 0, bos_ = 0, L_ = 0;
   Batch valid_;
   std::vector<Batch> icl_batches_;  // icl_windows > 0: the ICL score's windows
   std::optional<IclPairedWindows> icl_pairs_;  // icl_pairs > 0
   bool has_icl_ = false;
+  bool has_valid_ = true;
+  int head_batch_ = 0;  // sequences of repeated random tokens for the head scores
 };
+
+// The evaluation a checkpoint series gets by default (Evaluator's second constructor), sized to the
+// model so that one checkpoint costs about the same at any vocabulary: windows of min(n_ctx, 256)
+// tokens, 8 of them, fewer while their unembed would pass 2e10 multiply-adds (at least 2); the ICL
+// score at the paper's tokens 500 and 50 where the context allows them (icl_last_index), else 200
+// and 20, else 4/5 and 1/10 of the last usable index; 64 pairs, fewer (at least 16) while their
+// forward passes would pass 4e10 multiply-adds; no ICL score when `held_out_tokens` cannot hold
+// one late window. `held_out_tokens` 0: no text (no validation windows, no ICL).
+EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens);
+int checkpoint_window(const Config& c);
+
+// One checkpoint of a series scored: the record Evaluator's second constructor gives, on the
+// held-out `text` (read with the model's tokenizer; empty, or a model that reads no text: no
+// validation loss or ICL score), with checkpoint_eval_spec's choices where an option is < 0.
+// The page, the API and `circuitscope series` score each checkpoint with this one function.
+struct CheckpointEvalOptions {
+  int window = -1, batch = -1, icl_early = -1, icl_late = -1, icl_pairs = -1, repeat_len = -1;
+  long long seed = -1;
+};
+struct CheckpointEval {
+  EvalRecord record;
+  EvalSpec spec;            // what was measured (icl_pairs 0: no ICL score)
+  int window = 0;           // tokens a validation window holds
+  int held_out_tokens = 0;  // tokens of the text
+};
+constexpr std::size_t kMaxHeldOutBytes = 8u << 20;  // held-out text a checkpoint is scored on
+CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
+                                   const CheckpointEvalOptions& o = CheckpointEvalOptions());
+// {record (eval_record_json), spec: {window, batch, icl_early, icl_late, icl_pairs, repeat_len,
+// seed}, held_out_tokens}
+nlohmann::json checkpoint_eval_json(const CheckpointEval& e);
+// The inverse of checkpoint_eval_json's spec object (what the series' metrics_json is given);
+// throws std::invalid_argument on a damaged one.
+EvalSpec checkpoint_spec_from_json(const nlohmann::json& j);
+
+// The label of a checkpoint file in a series, from its name: the number its name ends with before
+// the extension (TransformerLens's checkpoints/NAME_N.pth, N the tokens seen; circuitscope's
+// snapshots stepN.safetensors), after '_', '-', '.' or "step"; nullopt for any other name (e.g.
+// model_final.pth, which is the end of the series).
+std::optional<std::int64_t> checkpoint_label(const std::string& file_name);
 
 // The metrics file: the spec, every record, and the per-token-loss trajectory projected on its
 // first `n_components` principal components (centred across records; components are the
@@ -131,7 +187,7 @@ nlohmann::json metrics_json(const EvalSpec& spec, const std::vector<EvalRecord>&
 constexpr double kMinInductionScore = 0.1;
 constexpr double kPhaseChangeFraction = 0.5;
 struct PhaseChange {
-  int step = 0;           // the record's step
+  std::int64_t step = 0;  // the record's step
   int record = 0;         // its index among the records
   int layer = 0, head = 0;  // the head with the best score at that record (index / n_heads, index % n_heads)
   double final_score = 0;   // F
@@ -139,7 +195,7 @@ struct PhaseChange {
 };
 // steps[i] and prefix_matching[i] ([n_layers * n_heads], layer-major; may be empty) of record i.
 // n_heads <= 0 counts every score as a head of layer 0.
-std::optional<PhaseChange> phase_change(const std::vector<int>& steps, const std::vector<std::vector<double>>& prefix_matching,
+std::optional<PhaseChange> phase_change(const std::vector<std::int64_t>& steps, const std::vector<std::vector<double>>& prefix_matching,
                                         int n_heads = 0);
 // The same over a metrics file's "records" (objects with "step" and "prefix_matching"; a record
 // without prefix_matching counts as having no scores).

@@ -59,6 +59,8 @@ const char* kUsage =
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
     "  circuitscope icl MODEL.safetensors [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--unpaired] [--json]\n"
     "      The in-context-learning score (loss at token B minus token A) on held-out text, with its standard error.\n"
+    "  circuitscope series CHECKPOINT... [--text FILE] [--out METRICS.json] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
+    "      Score the checkpoints of one training run (NAME_N.pth, stepN.safetensors) as the trainer scores its own.\n"
     "  circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
     "      Cosines of the learned tables with their gradient leading terms over the first steps from small weights.\n"
     "  circuitscope tokenize --tokenizer TOKENIZER.json (--text TEXT | --jsonl FILE) [--special]\n"
@@ -180,6 +182,18 @@ const std::map<std::string, std::string> kHelp = {
      "  {\"ids\", \"bytes\" (each token's [begin, end) in the text's UTF-8), \"spans\" (the same in UTF-16\n"
      "  units, widened to whole characters), \"decoded\" (the ids decoded again)}, or {\"error\"} for a\n"
      "  text that cannot be tokenized. --special adds the post-processor's special tokens.\n"},
+    {"series",
+     "circuitscope series CHECKPOINT... [--text FILE] [--out METRICS.json] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
+     "  Scores each checkpoint of one training run, one file at a time, with the record the trainer\n"
+     "  keeps for its own runs: validation loss and per-token losses on windows of held-out text, the\n"
+     "  paired ICL score with its standard error, every head's prefix-matching, copying and\n"
+     "  previous-token scores and the loss on repeated random tokens; then the phase change and the\n"
+     "  per-token-loss trajectory (PCA) over the series. Each file's label is the number its name ends\n"
+     "  with (TransformerLens's checkpoints/NAME_N.pth: tokens seen; circuitscope's stepN.safetensors).\n"
+     "  --text FILE      held-out text (read with the model's tokenizer); without it, only the head scores\n"
+     "  --out FILE       write the series as a metrics file (the Training view's format)\n"
+     "  --json           print the metrics file instead of the table\n"
+     "  --config, --no-processing, --tokenizer, --bos: as for run; every checkpoint is read with them\n"},
     {"inspect",
      "circuitscope inspect MODEL.safetensors [--json] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
@@ -804,6 +818,78 @@ int cmd_run(int argc, char** argv) {
   return 0;
 }
 
+int cmd_series(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--out", true}, {"--json", false}, {"--config", true},
+                                      {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
+  if (a.positional.empty()) throw UsageError("series takes the checkpoint files of one run");
+  std::vector<std::pair<std::int64_t, std::string>> files;
+  for (const std::string& path : a.positional) {
+    const auto label = cs::checkpoint_label(path);
+    if (!label)
+      throw UsageError(path + " has no checkpoint number at the end of its name (NAME_N.pth, stepN.safetensors); give the checkpoints only");
+    for (const auto& [l, other] : files)
+      if (l == *label) throw UsageError(path + " and " + other + " have the same checkpoint number " + std::to_string(l));
+    files.push_back({*label, path});
+  }
+  std::sort(files.begin(), files.end());
+  const std::string text = a.opts.count("--text") ? read_file(a.opts["--text"]) : std::string();
+  std::vector<cs::EvalRecord> records;
+  cs::EvalSpec spec;
+  bool first = true;
+  int n_heads = 0;
+  for (const auto& [label, path] : files) {
+    // One checkpoint in memory at a time.
+    cs::ModelFile m = load_with_options(path, a);
+    cs::CheckpointEval e;
+    try {
+      e = cs::evaluate_checkpoint(m.params, m.tokenizer, text, label);
+    } catch (const std::invalid_argument& err) {
+      throw std::runtime_error(path + ": " + err.what());
+    }
+    if (!first && (e.spec.icl_pairs != spec.icl_pairs || e.spec.batch != spec.batch || e.spec.icl_late != spec.icl_late))
+      throw std::runtime_error(path + " is not a checkpoint of the same model as " + files.front().second + " (it is scored differently)");
+    if (first) spec = e.spec, n_heads = m.cfg.n_heads;
+    first = false;
+    if (!a.opts.count("--json"))
+      std::fprintf(stderr, "scored %s (%zu of %zu)\n", path.c_str(), records.size() + 1, files.size());
+    records.push_back(std::move(e.record));
+  }
+  json mj = cs::metrics_json(spec, records);
+  if (spec.icl_pairs == 0) mj.erase("icl_indices");
+  const auto pc = cs::phase_change(mj["records"], n_heads);
+  if (a.opts.count("--out")) {
+    std::ofstream f(a.opts["--out"]);
+    if (!f) throw std::runtime_error("cannot write " + a.opts["--out"]);
+    f << mj.dump(1) << "\n";
+  }
+  if (a.opts.count("--json")) {
+    std::cout << mj.dump() << "\n";
+    return 0;
+  }
+  auto num = [](double x, int prec) {
+    if (!std::isfinite(x)) return std::string("-");
+    return (std::ostringstream() << std::fixed << std::setprecision(prec) << x).str();
+  };
+  std::printf("%14s %10s %16s %10s  %s\n", "checkpoint", "valid", spec.icl_pairs ? ("icl " + std::to_string(spec.icl_late) + "-" + std::to_string(spec.icl_early)).c_str() : "icl",
+              "repeated", "best prefix-matching head");
+  for (const auto& r : records) {
+    int best = -1;
+    for (std::size_t i = 0; i < r.prefix_matching.size(); ++i)
+      if (best < 0 || r.prefix_matching[i] > r.prefix_matching[static_cast<std::size_t>(best)]) best = static_cast<int>(i);
+    std::string head = best < 0 ? "-" : "L" + std::to_string(best / std::max(1, n_heads)) + "H" + std::to_string(best % std::max(1, n_heads)) + " " +
+                                            num(r.prefix_matching[static_cast<std::size_t>(best)], 3);
+    std::string icl = std::isfinite(r.icl) ? num(r.icl, 3) + " +- " + num(r.icl_se, 3) : "-";
+    std::printf("%14lld %10s %16s %10s  %s\n", static_cast<long long>(r.step), num(r.valid_loss, 4).c_str(), icl.c_str(),
+                num(r.repeated_loss, 3).c_str(), head.c_str());
+  }
+  if (pc)
+    std::printf("phase change at checkpoint %lld: L%dH%d passes half (%.3f) of the final best prefix-matching score %.3f\n",
+                static_cast<long long>(pc->step), pc->layer, pc->head, pc->threshold, pc->final_score);
+  else
+    std::printf("no phase change: no head's final prefix-matching score reaches %g\n", cs::kMinInductionScore);
+  return 0;
+}
+
 int cmd_ioi(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2, {{"--cut", true}, {"--ablation", true}, {"--seed", true}, {"--json", false}});
   if (a.positional.size() != 1) throw UsageError("ioi takes one model file");
@@ -1007,6 +1093,7 @@ int main(int argc, char** argv) {
     if (cmd == "ioi") return cmd_ioi(argc, argv);
     if (cmd == "leading") return cmd_leading(argc, argv);
     if (cmd == "icl") return cmd_icl(argc, argv);
+    if (cmd == "series") return cmd_series(argc, argv);
     if (cmd == "tokenize") return cmd_tokenize(argc, argv);
     std::fprintf(stderr, "circuitscope: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
     return 2;

@@ -19,7 +19,12 @@
 //      loader's sentence in the status area, run no script, and the view keeps working; a model
 //      whose vocabulary holds such strings opens and shows them as text;
 //  (e) a link to model=local:NAME opened in a fresh page says the recipient needs the file, shows
-//      the default view, and shows the linked view once that file is opened.
+//      the default view, and shows the linked view once that file is opened;
+//  (f) several checkpoints of one run chosen together open as its training: char-2l's snapshots
+//      with a held-out .txt draw the Training view's curves from the core's scores, the phase
+//      change where the run's own records put it, and each checkpoint is a snapshot the views
+//      use; TransformerLens .pth checkpoints (checkpoints/NAME_N.pth) with their config.json and
+//      no tokenizer get head scores only; two checkpoints with one number are refused in words.
 // Nothing is uploaded: no request made while opening files carries a body or leaves the site's
 // GET requests. Needs `npm run build`.
 import { test, before, after } from 'node:test';
@@ -476,5 +481,73 @@ test('(e) a link to a local model says the recipient needs the file, and opens o
     assert.deepEqual(bad.problems, []);
   } finally {
     await bad.context.close();
+  }
+});
+
+test('(f) checkpoints of one run open together as its training, scored by the core', async () => {
+  const snaps = [0, 1000, 1250, 1500, 3000, 5000];
+  const files = snaps.map((n) => path.join(site, 'models', 'snapshots', 'char-2l', `step${n}.safetensors`));
+  const text = path.join(tmp, 'held-out.txt');
+  writeFileSync(text, readFileSync(path.join(root, 'models', 'corpus', 'valid.txt')));
+  const { context, page, problems, requests } = await openApp();
+  try {
+    assert.equal(await chooseFile(page, [...files, text]), 'opened');
+    assert.match(await status(page), /^Opened step5000\.safetensors as local:step5000 .*With 6 checkpoints of its training \(0 to 5000\), read one at a time.*scores them on held-out\.txt\./);
+    await page.waitForFunction(() => window.__cs.store.state.view === 'training');
+    await settle(page, 180_000);
+    assert.equal((await state(page)).model, 'local:step5000');
+    const view = await page.$eval('cs-training', (e) => ({ ...e.dataset, text: e.textContent }));
+    assert.equal(view.charts, '4', 'loss, ICL, prefix matching and the trajectory');
+    assert.equal(view.phaseChange, '1500', 'the first checkpoint at or after the run\'s own phase change (step 1350)');
+    assert.equal(view.seriesScored, '6/6');
+    assert.match(view.text, /Phase change at checkpoint 1500: .* over the 6 records of the 6 checkpoints opened, scored on held-out\.txt/);
+    // The checkpoints are the snapshots every view uses: the header's picker lists them, the slider takes one.
+    const listed = await page.$$eval('#snapshot-switch option', (os) => os.map((o) => o.value));
+    for (const n of [0, 1000, 3000]) assert.ok(listed.includes(`step${n}`), `the snapshot picker lists step${n}: ${listed}`);
+    assert.ok(!listed.includes('step5000'), 'the opened model is the final one, not a snapshot');
+    await page.evaluate(() => window.__cs.store.dispatch({ type: 'snapshot', snapshot: 'step1000' }));
+    await settle(page, 60_000);
+    await page.waitForFunction(() => /Using checkpoint 1000 of local:step5000 \(train loss [\d.]+\): its strongest prefix-matching head is L\d+H\d+/.test(document.querySelector('cs-training')?.textContent ?? ''));
+    await page.click('#tab-circuits');
+    await settle(page, 60_000);
+    assert.deepEqual([(await state(page)).view, (await state(page)).snapshot], ['circuits', 'step1000']);
+    // One number twice: refused, and the opened series stays.
+    const twin = path.join(tmp, 'other_1500.safetensors');
+    writeFileSync(twin, readFileSync(files[3]));
+    assert.equal(await chooseFile(page, [files[3], twin]), 'failed');
+    assert.match(await status(page), /step1500\.safetensors and other_1500\.safetensors have the same number 1500; choose one checkpoint per number/);
+    assert.deepEqual(uploads(requests), []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+  // TransformerLens's files: checkpoints/NAME_N.pth with the config.json the hub ships, no tokenizer.
+  const dir = path.join(tmp, 'checkpoints');
+  mkdirSync(dir, { recursive: true });
+  const pths = [0, 1500, 5000].map((n) => {
+    const st = path.join(tmp, `tl-step${n}.safetensors`);
+    writeFileSync(st, toTransformerLens(readFileSync(files[snaps.indexOf(n)]), { metadata: null }));
+    const pth = path.join(dir, `Char_2L_checkpoint_${n}.pth`);
+    torchSave(st, pth);
+    return pth;
+  });
+  const config = path.join(tmp, 'config.json');
+  writeFileSync(config, JSON.stringify({ n_layers: 2, d_model: 64, n_heads: 4, d_head: 16, n_ctx: 256, normalization_type: null,
+    positional_embedding_type: 'shortformer', attn_only: true, act_fn: null, eps: 1e-5, model_name: 'char-2l' }));
+  const tl = await openApp();
+  try {
+    assert.equal(await chooseFile(tl.page, [...pths, config]), 'opened', await status(tl.page));
+    await tl.page.waitForFunction(() => window.__cs.store.state.view === 'training');
+    await settle(tl.page, 180_000);
+    const view = await tl.page.$eval('cs-training', (e) => ({ ...e.dataset, text: e.textContent }));
+    // Where the native CLI puts it on the same files.
+    const cli = spawnSync(path.join(root, 'build', 'native', 'circuitscope'), ['series', ...pths, '--config', config], { encoding: 'utf8' });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.equal(view.phaseChange, /phase change at checkpoint (\d+)/.exec(cli.stdout)?.[1]);
+    assert.match(view.text, /head scores only: the model reads no typed text and no held-out text was chosen/);
+    assert.match(view.text, /No per-token-loss trajectory: the checkpoints of local:Char_2L_checkpoint_5000 were scored without held-out text/);
+    assert.deepEqual(tl.problems, []);
+  } finally {
+    await tl.context.close();
   }
 });

@@ -11,7 +11,7 @@
 namespace cs {
 namespace {
 
-using Steps = std::vector<int>;
+using Steps = std::vector<std::int64_t>;
 using Scores = std::vector<std::vector<double>>;
 
 TEST(PhaseChange, FirstRecordWhoseBestHeadPassesHalfTheFinalBest) {

@@ -311,5 +311,122 @@ TEST(TrainingMetrics, RecordJsonRoundTrip) {
   EXPECT_THROW(eval_record_from_json(nlohmann::json::object()), std::invalid_argument);
 }
 
+// A forward pass asked for each row's last logits only computes exactly those rows, and what
+// reads every position's logits refuses such a cache.
+TEST(TrainingMetrics, LastLogitsOnlyAreTheLastRows) {
+  for (Norm norm : {Norm::None, Norm::LN}) {
+    Config c = wide(tiny_config(2, PosEmbed::Shortformer, false, true));
+    c.normalization = norm;
+    const Params<float> p = random_params<float>(c, 9);
+    std::vector<int> ids(3 * 20);
+    Rng g(2);
+    for (auto& x : ids) x = g.below(16);
+    ActivationCache<float> full, last;
+    last.last_logits_only = true;
+    forward(p, ids, 3, 20, full);
+    forward(p, ids, 3, 20, last);
+    ASSERT_EQ(last.logits.shape, (std::vector<int>{3, 1, 16}));
+    for (int b = 0; b < 3; ++b)
+      for (int v = 0; v < 16; ++v)
+        EXPECT_NEAR(last.logits.data[static_cast<std::size_t>(b) * 16 + v], full.logits.data[(static_cast<std::size_t>(b) * 20 + 19) * 16 + v], 1e-5);
+    EXPECT_THROW(per_token_loss(last), std::logic_error);
+    EXPECT_THROW(loss_from_logits(last, next_token_batch(ids, 3, 20)), std::logic_error);
+    Params<float> g2 = p;
+    EXPECT_THROW(backward(p, last, next_token_batch(ids, 3, 20), g2), std::logic_error);
+  }
+}
+
+// The names a checkpoint series is read from: the number a file's name ends with.
+TEST(TrainingMetrics, CheckpointLabels) {
+  EXPECT_EQ(checkpoint_label("checkpoints/Attn_Only_2L512W_C4_Code_checkpoint_2457600.pth"), 2457600);
+  EXPECT_EQ(checkpoint_label("models/snapshots/char-2l/step1250.safetensors"), 1250);
+  EXPECT_EQ(checkpoint_label("run-300.SAFETENSORS"), 300);
+  EXPECT_EQ(checkpoint_label("c:\\runs\\model.42.pth"), 42);
+  EXPECT_EQ(checkpoint_label("ckpt_22000000000.pth"), 22000000000LL);  // beyond int: tokens seen
+  EXPECT_FALSE(checkpoint_label("model_final.pth"));
+  EXPECT_FALSE(checkpoint_label("gelu2l.pth"));          // a digit inside a name is no label
+  EXPECT_FALSE(checkpoint_label("model_12.json"));
+  EXPECT_FALSE(checkpoint_label("model_12"));
+  EXPECT_FALSE(checkpoint_label("_1234567890123456.pth"));  // 16 digits: not a count of anything
+}
+
+// What a series is scored with by default, sized to the model.
+TEST(TrainingMetrics, CheckpointSpecDefaults) {
+  Config tl;  // attn-only-2l's shape
+  tl.n_layers = 2, tl.n_heads = 8, tl.d_model = 512, tl.d_head = 64, tl.n_ctx = 1024, tl.d_vocab = 48262;
+  const EvalSpec s = checkpoint_eval_spec(tl, 100000);
+  EXPECT_EQ(checkpoint_window(tl), 256);
+  EXPECT_EQ(s.icl_late, 500);
+  EXPECT_EQ(s.icl_early, 50);
+  EXPECT_EQ(s.batch, 2);  // 256 x 512 x 48262 multiply-adds a window: 2 windows keep under 2e10
+  EXPECT_GE(s.icl_pairs, 16);
+  EXPECT_EQ(checkpoint_eval_spec(tl, 400).icl_pairs, 0);  // too little text for one late window
+  Config small = wide(tiny_config(2, PosEmbed::Standard, false, false));
+  small.n_ctx = 256;
+  const EvalSpec t = checkpoint_eval_spec(small, 10000);
+  EXPECT_EQ(t.icl_late, 200);
+  EXPECT_EQ(t.icl_early, 20);
+  EXPECT_EQ(t.batch, 8);
+  EXPECT_EQ(t.icl_pairs, 64);
+  EXPECT_EQ(checkpoint_eval_spec(wide(tiny_config(2, PosEmbed::Standard, false, false)), 10000).icl_late, 36 * 4 / 5);
+}
+
+// A checkpoint scored from held-out ids gets the record the trainer's evaluator gives on the same
+// text, windows and spec: one definition of a record for a run trained here and one opened.
+TEST(TrainingMetrics, CheckpointScoresAreTheTrainersRecord) {
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "the cat sat on the mat and the dog sat on the log. ";
+  const std::string path = ::testing::TempDir() + "ckpt_scores_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".txt";
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  nlohmann::json j = {{"name", "ckpt-scores"},
+                      {"model", {{"n_layers", 2}, {"n_heads", 2}, {"d_model", 16}, {"d_head", 8}, {"n_ctx", 32}}},
+                      {"tokenizer", {{"kind", "bpe"}, {"text", text}, {"vocab_size", 40}}},
+                      {"data", {{"kind", "text"}, {"text", text}, {"seq_len", 32}}},
+                      {"steps", 5},
+                      {"batch_size", 4},
+                      {"eval", {{"every", 5}, {"valid_path", path}, {"batch", 4}, {"icl_early", 3}, {"icl_late", 20}, {"icl_pairs", 12}}}};
+  Recipe r = recipe_from_json(j);
+  Trainer tr(r);
+  for (int s = 0; s < 5; ++s) tr.step();
+  const EvalSpec spec = eval_spec_from_json(r.eval);
+  const EvalRecord want = Evaluator(spec, tr.recipe(), tr.tokenizer(), tr.data()).evaluate(tr.params(), 5, std::nan(""));
+  const Evaluator ev(spec, tr.recipe().model, tr.tokenizer(), tr.tokenizer().encode_ids(text, false), 32);
+  const EvalRecord got = ev.evaluate(tr.params(), 5, std::nan(""));
+  EXPECT_EQ(got.valid_loss, want.valid_loss);
+  EXPECT_EQ(got.icl, want.icl);
+  EXPECT_EQ(got.icl_se, want.icl_se);
+  EXPECT_EQ(got.per_token, want.per_token);
+  EXPECT_EQ(got.prefix_matching, want.prefix_matching);
+  EXPECT_EQ(got.copying, want.copying);
+  EXPECT_EQ(got.repeated_loss, want.repeated_loss);
+  // Through evaluate_checkpoint, with the same choices given as options.
+  CheckpointEvalOptions o;
+  o.window = 32, o.batch = 4, o.icl_early = 3, o.icl_late = 20, o.icl_pairs = 12, o.seed = 1;
+  const CheckpointEval e = evaluate_checkpoint(tr.params(), tr.tokenizer(), text, 22000000000LL, o);
+  EXPECT_EQ(e.record.step, 22000000000LL);
+  EXPECT_EQ(e.record.icl, want.icl);
+  EXPECT_EQ(e.record.per_token, want.per_token);
+  EXPECT_EQ(e.held_out_tokens, static_cast<int>(tr.tokenizer().encode_ids(text, false).size()));
+  const nlohmann::json ej = checkpoint_eval_json(e);
+  EXPECT_EQ(ej["record"]["step"].get<std::int64_t>(), 22000000000LL);
+  EXPECT_EQ(checkpoint_spec_from_json(ej["spec"]).icl_pairs, 12);
+  // No text: head scores only.
+  const CheckpointEval h = evaluate_checkpoint(tr.params(), tr.tokenizer(), "", 3);
+  EXPECT_TRUE(std::isnan(h.record.valid_loss));
+  EXPECT_TRUE(std::isnan(h.record.icl));
+  EXPECT_TRUE(h.record.per_token.empty());
+  EXPECT_EQ(h.record.prefix_matching.size(), 4u);
+  EXPECT_EQ(h.spec.icl_pairs, 0);
+  // Too short a text, or a late token past the context: a sentence.
+  EXPECT_THROW(evaluate_checkpoint(tr.params(), tr.tokenizer(), "the cat", 0), std::invalid_argument);
+  CheckpointEvalOptions past;
+  past.icl_late = 31;
+  EXPECT_THROW(evaluate_checkpoint(tr.params(), tr.tokenizer(), text, 0, past), std::invalid_argument);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace cs

@@ -1,8 +1,9 @@
 // The page only draws: every score, probability, sentence, split and threshold comes from the
 // core through the API. This test reads every script under web/ and fails when one computes what
 // the core computes (a softmax or log-probability, a head score, the phase change, the IOI
-// templates' grammar, the held-out pair hash, or the thresholds that go with them). It also checks
-// that it catches each kind on a sample, so it cannot pass by reading nothing.
+// templates' grammar, the held-out pair hash, a checkpoint file's number, or the thresholds that
+// go with them). It also checks that it catches each kind on a sample, so it cannot pass by
+// reading nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -26,6 +27,7 @@ const FORBIDDEN = [
   ['the mean loss and the loss on each copy of a repeat (run().mean_loss, first_copy_loss, second_copy_loss)', /\b(?:const|let|function)\s+(?:meanLoss|copyLoss|mean_loss)\b/],
   ['the ICL score\'s standard error (metrics records\' icl_se, from `circuitscope train`)', /\b(?:const|let|var|function)\s+\w*(?:stderr|standardError|std_?err)\b|\.icl_se\s*=(?!=)|Math\.sqrt\s*\([^)]*\/\s*\(?\s*\w*(?:windows|\.length)\b/i],
   ['the head with the largest score (the wrapper\'s argmax)', /for\s*\([^)]*\)\s*if\s*\(\s*\w+\[\w+\]\s*>\s*\w+\[best\]\s*\)\s*best\s*=/],
+  ['a checkpoint file\'s number (checkpointLabel())', /\\d(?:[+*]|\{[\d,]+\})\)?\\\.\(?(?:\?:)?(?:pth|safetensors)/i],
 ];
 
 function scripts(dir) {
@@ -70,6 +72,7 @@ test('the check catches each kind of computation on a sample', () => {
     'const standardError = (xs) => {',
     'r.icl_se = sd / Math.sqrt(n);',
     'const se = Math.sqrt(variance / windows);',
+    'const label = /_(\\d+)\\.pth$/.exec(file.name);',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

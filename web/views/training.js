@@ -13,6 +13,9 @@
 // data-train-seconds on the element, for tests and benchmarks).
 // Each part is a panel (web/panels/training/); this element lays them out and records, for tests,
 // data-charts (the shipped run's charts, or "missing"), data-phase-change and data-snapshot.
+// A model file opened with checkpoints of its run (open-model.js) draws the same charts from the
+// core's scores of each checkpoint (panels/training/series.js), with a line saying which one is
+// being scored (data-series-scored="done/total").
 //
 // Embed it on any page, this site's or another's (SITE is where the site is served):
 //   <script type="module" src="SITE/views/training.js"></script>
@@ -34,6 +37,7 @@ import trajectory from '../panels/training/trajectory.js';
 import train from '../panels/training/train.js';
 import leading from '../panels/training/leading.js';
 import { endRuns } from '../panels/training/run.js';
+import { onSeriesProgress, seriesProgress } from '../panels/training/series.js';
 
 export const TAG = 'cs-training';
 const PANELS = [curves, snapshots, trajectory, leading, train];
@@ -46,6 +50,17 @@ export class CsTraining extends CsView {
     super.disconnectedCallback();
     // The worker keeps training in the background only while the view is on the page.
     if (!this.isConnected) endRuns(this);
+    this._offSeries?.();
+    this._offSeries = null;
+  }
+
+  /** A checkpoint series being scored (series.js): which checkpoint, above the panels. */
+  showProgress(p) {
+    if (!this._progress || p.name !== this.modelName) return;
+    const busy = p.done < p.total;
+    this._progress.hidden = !busy;
+    this._progress.textContent = busy ? `Scoring checkpoint ${p.done + 1} of ${p.total} (${String(p.file).slice(0, 80)}): validation loss, in-context learning score and head scores, one checkpoint in memory at a time…` : '';
+    this.dataset.seriesScored = `${p.done}/${p.total}`;
   }
 
   render() {
@@ -56,7 +71,13 @@ export class CsTraining extends CsView {
 
   async draw() {
     this.classList.add('cs-view');
-    if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
+    if (!this._sections) {
+      this._progress = el('p', { class: 'cs-note cs-series-progress', role: 'status', 'aria-live': 'polite', hidden: true });
+      this.replaceChildren(this._progress, ...(this._sections = PANELS.map(() => el('section'))));
+    }
+    this._offSeries ??= onSeriesProgress((p) => this.showProgress(p));
+    const scoring = seriesProgress.get(this.modelName);
+    if (scoring) this.showProgress(scoring);
     const [shown, snap, pca] = await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, this.modelName, this.store)));
     const run = shown.run;
     this.dataset.charts = run.recs ? String(3 + (pca.metrics?.pca?.components?.length >= 2 ? 1 : 0)) : 'missing';

@@ -16,11 +16,11 @@ const shown = new WeakMap();   // run -> Map(snapshot step -> data)
 
 /** The phase-change sentence above the charts. */
 function summary(run) {
-  const { name, recs, pc, H, n, cs } = run;
-  if (pc) return `Phase change at step ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${name}.metrics.json; dashed line in every chart).`;
+  const { name, recs, pc, H, n, cs, source, stepWord } = run;
+  if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).`;
   return recs.at(-1)?.prefix_matching?.length
-    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name}.`
-    : `No prefix-matching scores in ${name}.metrics.json, so no phase change can be marked.`;
+    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).`
+    : `No prefix-matching scores in ${source}, so no phase change can be marked.`;
 }
 
 /** The ICL band's caption: what the shading is, over how many held-out windows (when the file says). */
@@ -31,8 +31,8 @@ export function bandCaption(metrics) {
 
 /** The loss, ICL and prefix-matching charts of a run. */
 function charts(run) {
-  const { metrics, recs, steps, pc, n, H } = run;
-  const marker = pc ? { x: pc.step, label: `step ${pc.step}`, legend: `phase change (step ${pc.step})` } : null;
+  const { metrics, recs, steps, pc, n, H, xLabel, stepWord } = run;
+  const marker = pc ? { x: pc.step, label: `${stepWord} ${pc.step}`, legend: `phase change (${stepWord} ${pc.step})` } : null;
   const line = (series, options, ys, widths = null) => {
     const c = new LineChart({ series, ...options });
     c.setData(steps, ys, widths);
@@ -45,18 +45,18 @@ function charts(run) {
       { name: 'train loss', color: COLORS[0] },
       { name: 'validation loss', color: COLORS[1] },
       { name: 'loss on repeated tokens', color: COLORS[2], dashed: true },
-    ], { title: 'Loss (nats per token)', xLabel: 'training step', yLabel: 'loss', marker },
+    ], { title: 'Loss (nats per token)', xLabel, yLabel: 'loss', marker },
     [recs.map((x) => x.train_loss), recs.map((x) => x.valid_loss), recs.map((x) => x.repeated_loss)]),
     line([{ name: 'ICL score', color: COLORS[3] }],
-      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel: 'training step', yLabel: 'nats', marker,
+      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel, yLabel: 'nats', marker,
         band: se ? { series: 0, caption: bandCaption(metrics) } : undefined },
       [recs.map((x) => x.icl)], se),
-    line(headSeries(n, H), { title: 'Prefix-matching (induction) score per head', xLabel: 'training step', yLabel: 'score', marker, yMin: 0 },
+    line(headSeries(n, H), { title: 'Prefix-matching (induction) score per head', xLabel, yLabel: 'score', marker, yMin: 0 },
       Array.from({ length: n }, (_, i) => recs.map((x) => x.prefix_matching?.[i]))),
   ];
 }
 
-const csv = (name, recs) => downloadCSV(`${name}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, icl_se: x.icl_se ?? '', repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') })));
+const csv = (name, recs) => downloadCSV(`${name.replace(/^local:/, '')}-metrics.csv`, recs.map((x) => ({ step: x.step, train_loss: x.train_loss, valid_loss: x.valid_loss, icl: x.icl, icl_se: x.icl_se ?? '', repeated_loss: x.repeated_loss, prefix_matching: (x.prefix_matching ?? []).join(' ') })));
 
 export default definePanel({
   name: 'training-curves',
@@ -77,8 +77,9 @@ export default definePanel({
   render({ run, snapshot }) {
     if (!run.recs) {
       return el('div', {}, el('p', { role: 'status', 'aria-live': 'polite' }, el('span', { class: 'cs-unavailable', dataset: { missing: 'metrics' } },
-        run.local
-          ? `${run.name} is a model file opened in this page: a model file carries no training records, so there are no curves to show (the shipped models' curves come from their runs' records; a run trained below draws its own).`
+        run.error ? `The checkpoints of ${run.name} could not be scored: ${run.error}`
+        : run.local
+          ? `${run.name} is a model file opened in this page: a model file carries no training records, so there are no curves to show. Open several checkpoints of its run together (TransformerLens's checkpoints/NAME_N.pth, or stepN.safetensors files, with its config.json and tokenizer.json, and a .txt of held-out text if you like) and they are scored here; a run trained below draws its own.`
           : `${run.name} is not trained yet: models/${run.name}.metrics.json is not available. Its curves appear here once the model zoo is trained and the site rebuilt.`)));
     }
     const grid = el('div', { class: 'cs-grid2' }, charts(run));

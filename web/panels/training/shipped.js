@@ -1,11 +1,13 @@
 // What the Training panels of the shipped run share, loaded once per model: its records
-// (models/<name>.metrics.json; none for a model file opened in the page), the core's phase change over them, its head count and the
+// (models/<name>.metrics.json; for a model file opened in the page, the scores of the checkpoints
+// opened with it, series.js, or none), the core's phase change over them, its head count and the
 // training snapshots the site has. Also the colours and names its charts use.
 import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
 import { stylesReady } from '../../parts/line-chart.js';
 import { argmax } from '../../wasm/circuitscope.js';
 import { fmt } from '../../parts/format.js';
-import { isLocalName } from '../../local-models.js';
+import { isLocalName, localModel } from '../../local-models.js';
+import { scoreSeries } from './series.js';
 
 export const COLORS = ['var(--cs-line-1)', 'var(--cs-line-2)', 'var(--cs-line-3)', 'var(--cs-line-4)', 'var(--cs-line-5)', 'var(--cs-line-6)', 'var(--cs-line-7)', 'var(--cs-line-8)'];
 
@@ -29,10 +31,26 @@ async function load(name) {
   try { model = await getModel(name); } catch { /* not trained yet */ }
   // A model file opened in the page has no metrics file on the site (its name is not a file's).
   const local = isLocalName(name);
-  const metrics = local ? null : await getJSON(`models/${name}.metrics.json`);
+  const entry = local ? localModel(name) : null;
+  // A series opened in the page: its checkpoints scored now (a sentence in `error` if one fails).
+  let metrics = null, source = `${name}.metrics.json`, error = null;
+  if (entry?.series) {
+    try {
+      const scored = await scoreSeries(entry);
+      metrics = scored.metrics;
+      source = `the ${entry.series.checkpoints.length} checkpoints opened${scored.source ? `, scored on ${scored.source}` : ' (head scores only: the model reads no typed text and no held-out text was chosen)'}`;
+    } catch (e) {
+      error = String(e?.message ?? e);
+    }
+  } else if (!local) {
+    metrics = await getJSON(`models/${name}.metrics.json`);
+  }
   await stylesReady;   // uPlot's stylesheet, so the charts are laid out right from the start
   const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
-  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local };
+  // A series' records are labelled by the numbers in its files' names (tokens seen, for TransformerLens's).
+  const series = !!entry?.series;
+  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local, series, source, error,
+    xLabel: series ? 'checkpoint (the number in its file name)' : 'training step', stepWord: series ? 'checkpoint' : 'step' };
   const recs = Array.isArray(metrics?.records) && metrics.records.length ? metrics.records : null;
   if (!recs) return run;
   const n = recs[0].prefix_matching?.length ?? 0;
@@ -44,7 +62,10 @@ async function load(name) {
 /**
  * The shipped run of model `name`: {name, metrics, recs (null when the metrics are missing),
  * steps, n (prefix-matching scores a record), H (heads a layer), pc (the core's phase change or
- * null), hasModel, snaps (snapshot steps, increasing), cs (the module)}. The same object every time.
+ * null), hasModel, snaps (snapshot steps, increasing), cs (the module), local, series (a
+ * checkpoint series opened in the page), source (where the records come from, for sentences),
+ * error (why a series could not be scored, or null), xLabel and stepWord (what the steps are)}.
+ * The same object every time.
  */
 export function shippedRun(name) {
   if (!runs.has(name)) {

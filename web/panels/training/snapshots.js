@@ -11,18 +11,20 @@ let uid = 0;
 const infos = new Map();   // "name/snapshot" -> Promise of {text, link} for that snapshot
 
 /** What the snapshot's heads do, as a sentence (and a link to its circuits). */
-async function snapshotInfo(name, snapshot) {
+async function snapshotInfo(name, snapshot, series) {
   try {
     const m = await getModel(name, { snapshot });
     const hs = m.headScores({ batch: 4 });
-    return { loaded: true, text: `Using ${snapshot} of ${name} (train loss ${fmt(m.info.train_loss)}): its strongest prefix-matching head is ${strongestHead(hs)}. `,
+    const loss = Number.isFinite(m.info?.train_loss) ? ` (train loss ${fmt(m.info.train_loss)})` : '';
+    const what = `${series ? `checkpoint ${snapshot.replace(/^step/, '')}` : snapshot} of ${name}${loss}`;
+    return { loaded: true, text: `Using ${what}: its strongest prefix-matching head is ${strongestHead(hs)}. `,
       link: `#${encodeState({ ...DEFAULT_STATE, view: 'circuits', model: name, snapshot })}` };
   } catch (e) {
     return { text: `${snapshot} of ${name} is not available: ${e.message}` };
   }
 }
 
-const label = (snaps, i) => (i < snaps.length ? `step ${snaps[i]}` : 'final model');
+const label = (run, i) => (i < run.snaps.length ? `${run.stepWord} ${run.snaps[i]}` : 'final model');
 
 /** Shows data (the slider's position unless the user holds it, its label and the note) in the panel's node. */
 function fill(node, { run, snapshot, info }) {
@@ -34,9 +36,9 @@ function fill(node, { run, snapshot, info }) {
   const idx = step ? snaps.indexOf(Number(step[1])) : -1;
   const at = idx >= 0 ? idx : snaps.length;
   if (document.activeElement !== slider) slider.value = String(at);
-  output.textContent = snaps.length ? label(snaps, at) : '';
+  output.textContent = snaps.length ? label(run, at) : '';
   slider.setAttribute('aria-valuetext', output.textContent);
-  if (!snaps.length) note.textContent = run.local ? `${run.name} is a model file opened in this page: it has no training snapshots.` : run.hasModel ? `${run.name} lists no training snapshots.` : `${run.name} is not trained yet: no snapshots to show.`;
+  if (!snaps.length) note.textContent = run.local ? `${run.name} is a model file opened in this page: it has no training snapshots (open several checkpoints of its run together to have them).` : run.hasModel ? `${run.name} lists no training snapshots.` : `${run.name} is not trained yet: no snapshots to show.`;
   else if (!info) note.textContent = 'Move the slider to use a training snapshot instead of the final model (the choice is kept in the link and used by the other views).';
   else note.replaceChildren(info.text, ...(info.link ? [el('a', { href: info.link }, 'See its circuits'), '.'] : []));
 }
@@ -52,7 +54,7 @@ export default definePanel({
     const snapshot = /^step\d+$/.test(String(state.snapshot ?? '')) && run.snaps.length ? state.snapshot : null;
     const key = `${modelName}/${snapshot}`;
     if (!infos.has(key)) {
-      infos.set(key, (snapshot ? snapshotInfo(modelName, snapshot) : Promise.resolve(null)).then((info) => ({ run, snapshot, info })));
+      infos.set(key, (snapshot ? snapshotInfo(modelName, snapshot, run.series) : Promise.resolve(null)).then((info) => ({ run, snapshot, info })));
     }
     return infos.get(key);
   },
@@ -67,7 +69,7 @@ export default definePanel({
       note);
     node.csRefs = { slider, output, note };
     node.csData = data;
-    slider.addEventListener('input', () => { output.textContent = label(node.csData.run.snaps, +slider.value); });
+    slider.addEventListener('input', () => { output.textContent = label(node.csData.run, +slider.value); });
     slider.addEventListener('change', () => {
       const snaps = node.csData.run.snaps;
       if (snaps.length) dispatch({ type: 'snapshot', snapshot: +slider.value < snaps.length ? `step${snaps[+slider.value]}` : null });

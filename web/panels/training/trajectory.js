@@ -79,7 +79,8 @@ export default definePanel({
   render(run) {
     const pca = run.metrics?.pca;
     if (!run.recs || !(pca?.components?.length >= 2)) {
-      return el('p', { class: 'cs-note' }, run.local ? `No per-token-loss trajectory: ${run.name} is a model file opened in this page, without training records.`
+      return el('p', { class: 'cs-note' }, run.series ? `No per-token-loss trajectory: ${run.recs ? `the checkpoints of ${run.name} were scored without held-out text (${run.source})` : `the checkpoints of ${run.name} could not be scored`}.`
+        : run.local ? `No per-token-loss trajectory: ${run.name} is a model file opened in this page, without training records.`
         : `No per-token-loss trajectory: ${run.name}.metrics.json ${run.recs ? 'holds no principal components' : 'is not available'}.`);
     }
     const { steps, pc } = run;
@@ -89,8 +90,8 @@ export default definePanel({
     return trajectoryChart(c1.map((x, i) => [x, c2[i]]), {
       title: `Per-token-loss PCA trajectory (PC1 ${fmt(100 * (pca.explained_variance?.[0] ?? NaN), 0)}%, PC2 ${fmt(100 * (pca.explained_variance?.[1] ?? NaN), 0)}% of variance)`,
       xLabel: 'PC1', yLabel: 'PC2', colorOf: (i) => sequentialColor(steps[i] / maxStep),
-      pointLabel: (i) => `step ${steps[i]}`, highlight: pi >= 0 ? [c1[pi], c2[pi]] : null,
-      caption: `Points coloured by step: pale = early, dark = late (step ${maxStep}).${pi >= 0 ? ` Circled: the phase change, step ${pc.step}.` : ''}`,
+      pointLabel: (i) => `${run.stepWord} ${steps[i]}`, highlight: pi >= 0 ? [c1[pi], c2[pi]] : null,
+      caption: `Points coloured by ${run.stepWord}: pale = early, dark = late (${run.stepWord} ${maxStep}).${pi >= 0 ? ` Circled: the phase change, ${run.stepWord} ${pc.step}.` : ''}`,
     });
   },
 });
