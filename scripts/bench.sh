@@ -10,6 +10,8 @@
 #     and WASM (tests/bench/gemm/);
 #   - the reference model and the GEMM kernel again with the relaxed-SIMD module (--relaxed);
 #   - the shipped char-2l on one 256-token sequence, native and WASM;
+#   - a checkpoint of attn-only-2l's shape loaded and scored as the Training view scores a series
+#     (tests/bench/bench_series.mjs);
 #   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
 #     recipe until its phase change (tests/bench/bench_browser.mjs).
 # Nothing here asserts a time.
@@ -57,6 +59,10 @@ node tests/bench/gemm/bench_gemm.mjs --reps "$TRAIN_REPS" >"$OUT/gemm-wasm.json"
 echo "== WASM relaxed SIMD (node tests/bench/bench_wasm.mjs --relaxed, node tests/bench/gemm/bench_gemm.mjs --relaxed)"
 node tests/bench/bench_wasm.mjs --relaxed --forward-reps "$FORWARD_REPS" --train-reps "$TRAIN_REPS" --json >"$OUT/wasm-relaxed.json"
 node tests/bench/gemm/bench_gemm.mjs --relaxed --reps "$TRAIN_REPS" >"$OUT/gemm-wasm-relaxed.json"
+
+# A TransformerLens run's checkpoints at attn-only-2l's shape: what the Training view spends on each.
+echo "== checkpoint series (node tests/bench/bench_series.mjs)"
+node tests/bench/bench_series.mjs --checkpoints 3
 
 rm -f "$OUT/peers.json" "$OUT/browser.json"
 if [[ "${SKIP_PEERS:-}" != 1 ]]; then

@@ -1278,7 +1278,8 @@ val Model::checkpointScores(const val& opts) const {
     o.repeat_len = opt_int(opts, "repeatLen", -1, "checkpointScores: repeatLen");
     const val seed = opt(opts, "seed");
     if (!seed.isUndefined() && !seed.isNull()) o.seed = static_cast<long long>(to_seed(seed, "checkpointScores: seed"));
-    return json_js(cs::checkpoint_eval_json(cs::evaluate_checkpoint(session_->file().params, session_->file().tokenizer, text, step, o)));
+    const cs::ModelFile& f = session_->file();
+    return json_js(cs::checkpoint_eval_json(cs::evaluate_checkpoint(f.params, f.tokenizer, text, step, o, cs::trained_window(f.info))));
   });
 }
 

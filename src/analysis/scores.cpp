@@ -2,6 +2,7 @@
 #include "analysis/scores.h"
 #include "analysis/circuits.h"
 #include "checks.h"
+#include "kernels/gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -158,8 +159,15 @@ HeadScores head_scores(const Params<float>& p, const ActivationCache<float>& cac
   s.duplicate_token.resize({NL, H});
   s.prefix_matching.resize({NL, H});
   s.copying.resize({NL, H});
-  // The unembedding columns of the tokens R is drawn from: [D, n].
-  const MatRM<float> WU_R = p.W_U.mat().middleCols(rt.first, rt.n);
+  // The unembedding columns of the tokens R is drawn from: [D, n]. For a large pool (a 50k-token
+  // vocabulary) the per-head table W_O W_U[:, R] would cost Dh D n multiply-adds a head; the
+  // batch's (v W_O) W_U[:, R] costs B T D n, fewer when B T < Dh: the cheaper order is taken, the
+  // second with the SIMD kernel reading W_U's columns in place (small models keep the first).
+  const int D = c.d_model, Dh = c.d_head;
+  const double BT = static_cast<double>(B) * T;
+  const bool batch_first = BT * Dh * D + BT * D * rt.n < static_cast<double>(Dh) * D * rt.n + BT * Dh * rt.n;
+  const MatRM<float> WU_R = batch_first ? MatRM<float>() : MatRM<float>(p.W_U.mat().middleCols(rt.first, rt.n));
+  MatRM<float> U(B * T, rt.n);
   for (int l = 0; l < NL; ++l) {
     const LayerCache<float>& lc = cache.layers[l];
     for (int h = 0; h < H; ++h) {
@@ -177,9 +185,15 @@ HeadScores head_scores(const Params<float>& p, const ActivationCache<float>& cac
       s.duplicate_token.data[l * H + h] = static_cast<float>(dup / (static_cast<double>(B) * L));
       s.prefix_matching.data[l * H + h] = static_cast<float>(pm / (static_cast<double>(B) * L));
 
-      // Copying: u = v_j W_O W_U[:, R ids] for every source position j >= 1.
-      const MatRM<float> OVU = p.blocks[l].W_O.slice(h) * WU_R;  // [Dh, n]
-      const MatRM<float> U = lc.v.slice(h) * OVU;                // [B*T, n]
+      // Copying: u = v_j W_O W_U[:, R ids] for every source position j >= 1.  U [B*T, n]
+      if (batch_first) {
+        const MatRM<float> vO = lc.v.slice(h) * p.blocks[l].W_O.slice(h);  // [B*T, D]
+        kernels::sgemm({kernels::Op::N, kernels::Op::N, B * T, rt.n, D, 1.0f, vO.data(), D, p.W_U.ptr() + rt.first, c.d_vocab, 0.0f,
+                        U.data(), rt.n});
+      } else {
+        const MatRM<float> OVU = p.blocks[l].W_O.slice(h) * WU_R;  // [Dh, n]
+        U = lc.v.slice(h) * OVU;
+      }
       double cs_sum = 0;
       for (int b = 0; b < B; ++b)
         for (int j = 1; j < T; ++j) {

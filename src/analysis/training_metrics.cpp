@@ -278,7 +278,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
     if (!f) throw std::invalid_argument("recipe: cannot read eval.valid_path " + spec.valid_path);
     std::stringstream ss;
     ss << f.rdbuf();
-    init_held_out(tok.encode_ids(ss.str(), false), c, tok, "recipe: ");
+    init_held_out(tok.encode_ids(ss.str(), false), c, tok, T_, "recipe: ");
   } else {
     DataBatch all = train_data.all();
     if (all.batch.B > 0) {
@@ -296,7 +296,8 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
   L_ = std::min(L_, n_);
 }
 
-Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window)
+Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window,
+                     int trained_len)
     : spec_(spec) {
   if (window < 2 || window > c.n_ctx)
     throw std::invalid_argument("checkpoint scores: the window must hold 2 to " + std::to_string(c.n_ctx) + " tokens, got " +
@@ -306,7 +307,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok
   T_ = window;
   has_valid_ = !held_out.empty();
   if (has_valid_) {
-    init_held_out(held_out, c, tok, "checkpoint scores: ");
+    init_held_out(held_out, c, tok, trained_len, "checkpoint scores: ");
   } else if (spec.icl_pairs > 0) {
     throw std::invalid_argument("checkpoint scores: the ICL score needs held-out text");
   }
@@ -320,7 +321,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok
   if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("checkpoint scores: the repeated segment must be at least 2 tokens and fit 2L+1 <= n_ctx");
 }
 
-void Evaluator::init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, const char* what) {
+void Evaluator::init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, int trained_len, const char* what) {
   const EvalSpec& spec = spec_;
   if (static_cast<int>(ids.size()) < T_)
     throw std::invalid_argument(std::string(what) + "the validation text (" + std::to_string(ids.size()) +
@@ -338,7 +339,7 @@ void Evaluator::init_held_out(const std::vector<int>& ids, const Config& c, cons
     icl_batches_ = icl_window_batches(ids, tok.bos_id(), std::min(T_, spec.icl_late + 2), spec.icl_windows, spec.batch);
   if (spec.icl_pairs > 0) {
     try {
-      check_icl_index(spec.icl_late, c.n_ctx, T_);
+      check_icl_index(spec.icl_late, c.n_ctx, trained_len);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(std::string(what) + "eval.icl_late: " + e.what());
     }
@@ -404,14 +405,14 @@ EvalRecord Evaluator::evaluate(const Params<float>& p, std::int64_t step, double
 
 int checkpoint_window(const Config& c) { return std::min(c.n_ctx, 256); }
 
-EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens) {
+EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens, int trained_len) {
   EvalSpec s;
   s.batch = 8;
   s.seed = 1;
   const int T = checkpoint_window(c);
   const double unembed = static_cast<double>(T) * c.d_model * c.d_vocab;  // one window's
   while (s.batch > 2 && s.batch * unembed > 2e10) s.batch /= 2;
-  const int last = icl_last_index(c.n_ctx, 0);
+  const int last = icl_last_index(c.n_ctx, trained_len);
   if (last >= 500) s.icl_late = 500, s.icl_early = 50;
   else if (last >= 200) s.icl_late = 200, s.icl_early = 20;
   else s.icl_late = last * 4 / 5, s.icl_early = std::max(0, last / 10);
@@ -427,7 +428,7 @@ EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens) {
 }
 
 CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
-                                   const CheckpointEvalOptions& o) {
+                                   const CheckpointEvalOptions& o, int trained_len) {
   if (text.size() > kMaxHeldOutBytes)
     throw std::invalid_argument("checkpoint scores: the held-out text is " + std::to_string(text.size() >> 20) +
                                 " MB; circuitscope scores checkpoints on at most " + std::to_string(kMaxHeldOutBytes >> 20) + " MB of text");
@@ -436,7 +437,7 @@ CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok,
   CheckpointEval out;
   out.held_out_tokens = static_cast<int>(ids.size());
   out.window = o.window >= 0 ? o.window : checkpoint_window(c);
-  EvalSpec s = checkpoint_eval_spec(c, out.held_out_tokens);
+  EvalSpec s = checkpoint_eval_spec(c, out.held_out_tokens, trained_len);
   if (static_cast<int>(ids.size()) < out.window && o.window < 0 && !ids.empty())
     throw std::invalid_argument("checkpoint scores: the held-out text has " + std::to_string(ids.size()) + " tokens, fewer than one window of " +
                                 std::to_string(out.window) + "; give a longer text");
@@ -450,7 +451,7 @@ CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok,
   if (ids.empty()) s.icl_pairs = 0;
   if (s.icl_pairs > 0 && (s.icl_early < 0 || s.icl_late <= s.icl_early))
     throw std::invalid_argument("checkpoint scores: the ICL score needs 0 <= early < late");
-  const Evaluator ev(s, c, tok, ids, out.window);
+  const Evaluator ev(s, c, tok, ids, out.window, trained_len);
   out.record = ev.evaluate(p, step, std::nan(""));
   out.spec = s;
   return out;

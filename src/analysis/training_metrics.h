@@ -115,13 +115,16 @@ class Evaluator {
   // `held_out` may be empty (a model that reads no text): the record's validation loss and ICL
   // score are then NaN and its per-token vector empty. Throws std::invalid_argument, in a
   // sentence, when the text is shorter than what the spec asks of it.
-  Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window);
+  // `trained_len`: the window length the model was trained on when its file records it (the ICL
+  // score's late token stays 12 below it, icl_last_index), else 0.
+  Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok, const std::vector<int>& held_out, int window,
+            int trained_len = 0);
   EvalRecord evaluate(const Params<float>& p, std::int64_t step, double train_loss) const;
   const EvalSpec& spec() const { return spec_; }
   int window() const { return T_; }
 
  private:
-  void init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, const char* what);
+  void init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, int trained_len, const char* what);
   void init_repeats(const Config& c, const Tokenizer& tok, const char* what);
 
   EvalSpec spec_;
@@ -137,11 +140,12 @@ class Evaluator {
 // The evaluation a checkpoint series gets by default (Evaluator's second constructor), sized to the
 // model so that one checkpoint costs about the same at any vocabulary: windows of min(n_ctx, 256)
 // tokens, 8 of them, fewer while their unembed would pass 2e10 multiply-adds (at least 2); the ICL
-// score at the paper's tokens 500 and 50 where the context allows them (icl_last_index), else 200
-// and 20, else 4/5 and 1/10 of the last usable index; 64 pairs, fewer (at least 16) while their
-// forward passes would pass 4e10 multiply-adds; no ICL score when `held_out_tokens` cannot hold
-// one late window. `held_out_tokens` 0: no text (no validation windows, no ICL).
-EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens);
+// score at the paper's tokens 500 and 50 where the context allows them (icl_last_index of n_ctx
+// and `trained_len`, the window the file says the model was trained on, or 0), else 200 and 20,
+// else 4/5 and 1/10 of the last usable index; 64 pairs, fewer (at least 16) while their forward
+// passes would pass 4e10 multiply-adds; no ICL score when `held_out_tokens` cannot hold one late
+// window. `held_out_tokens` 0: no text (no validation windows, no ICL).
+EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens, int trained_len = 0);
 int checkpoint_window(const Config& c);
 
 // One checkpoint of a series scored: the record Evaluator's second constructor gives, on the
@@ -159,8 +163,9 @@ struct CheckpointEval {
   int held_out_tokens = 0;  // tokens of the text
 };
 constexpr std::size_t kMaxHeldOutBytes = 8u << 20;  // held-out text a checkpoint is scored on
+// `trained_len`: as for checkpoint_eval_spec (trained_window of the file's info).
 CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
-                                   const CheckpointEvalOptions& o = CheckpointEvalOptions());
+                                   const CheckpointEvalOptions& o = CheckpointEvalOptions(), int trained_len = 0);
 // {record (eval_record_json), spec: {window, batch, icl_early, icl_late, icl_pairs, repeat_len,
 // seed}, held_out_tokens}
 nlohmann::json checkpoint_eval_json(const CheckpointEval& e);

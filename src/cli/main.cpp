@@ -842,7 +842,7 @@ int cmd_series(int argc, char** argv) {
     cs::ModelFile m = load_with_options(path, a);
     cs::CheckpointEval e;
     try {
-      e = cs::evaluate_checkpoint(m.params, m.tokenizer, text, label);
+      e = cs::evaluate_checkpoint(m.params, m.tokenizer, text, label, cs::CheckpointEvalOptions(), cs::trained_window(m.info));
     } catch (const std::invalid_argument& err) {
       throw std::runtime_error(path + ": " + err.what());
     }

@@ -369,6 +369,22 @@ TEST(TrainingMetrics, CheckpointSpecDefaults) {
   EXPECT_EQ(t.batch, 8);
   EXPECT_EQ(t.icl_pairs, 64);
   EXPECT_EQ(checkpoint_eval_spec(wide(tiny_config(2, PosEmbed::Standard, false, false)), 10000).icl_late, 36 * 4 / 5);
+  // A model trained on shorter windows than its context: the late token stays 12 below them.
+  EXPECT_EQ(checkpoint_eval_spec(tl, 100000, 256).icl_late, 200);
+  // The validation window is not the trained one: a 1,024 context scores token 500 with
+  // 256-token validation windows (the evaluator checks the late token against n_ctx).
+  Config ctx = wide(tiny_config(1, PosEmbed::Standard, false, false));
+  ctx.n_ctx = 600;
+  std::vector<int> ids(3000);
+  Rng g(4);
+  for (auto& x : ids) x = 1 + g.below(15);
+  const Tokenizer tok = Tokenizer::build_ids(16);
+  EvalSpec s500 = checkpoint_eval_spec(ctx, 3000);
+  s500.icl_pairs = 4;
+  ASSERT_EQ(s500.icl_late, 500);
+  const Evaluator ev(s500, ctx, tok, ids, 64);
+  EXPECT_TRUE(std::isfinite(ev.evaluate(random_params<float>(ctx, 3), 0, 0).icl));
+  EXPECT_THROW(Evaluator(s500, ctx, tok, ids, 64, 256), std::invalid_argument);
 }
 
 // A checkpoint scored from held-out ids gets the record the trainer's evaluator gives on the same
