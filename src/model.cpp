@@ -41,6 +41,25 @@ void check_intervention(const Config& c, const Intervention& iv, int Tl) {
                                   std::to_string(a.head) + " must have d_model (" + std::to_string(c.d_model) +
                                   ") or n_ctx*d_model values, got " + std::to_string(a.mean_value.size()));
   }
+  for (const auto& a : iv.mlp_ablations) {
+    const std::string name = "the MLP of layer " + std::to_string(a.layer);
+    if (a.layer < 0 || a.layer >= c.n_layers)
+      throw std::invalid_argument("intervention: there is no layer " + std::to_string(a.layer) + " in a model with " +
+                                  std::to_string(c.n_layers) + " layers");
+    if (c.d_mlp == 0)
+      throw std::invalid_argument("intervention: this model is attention-only, so there is no MLP in layer " + std::to_string(a.layer) + " to ablate");
+    for (int t : a.positions)
+      if (t < 0 || t >= Tl)
+        throw std::invalid_argument("intervention: the ablation of " + name + " names position " + std::to_string(t) + ", outside the " +
+                                    std::to_string(Tl) + " positions of the sequence");
+    if (a.mean && a.mean_value.size() != static_cast<std::size_t>(c.d_model) &&
+        a.mean_value.size() != static_cast<std::size_t>(c.n_ctx) * c.d_model)
+      throw std::invalid_argument("intervention: the value for " + name + " must have d_model (" + std::to_string(c.d_model) +
+                                  ") or n_ctx*d_model values, got " + std::to_string(a.mean_value.size()));
+    if (!a.mean && iv.ablation != Ablation::Zero)
+      throw std::invalid_argument(std::string("intervention: the ") + ablation_name(iv.ablation) + " ablation of " + name +
+                                  " would need its outputs on reference sequences, which are kept for heads only; zero-ablate the MLP or give its value");
+  }
   for (const auto& k : iv.cuts) {
     auto bad = [&](int l, int h) { return l < 0 || l >= c.n_layers || h < 0 || h >= c.n_heads; };
     if (bad(k.src_layer, k.src_head) || bad(k.dst_layer, k.dst_head))
@@ -282,6 +301,7 @@ T activation_grad(Act a, T x) {
 //     [Hook::Result]     ablations
 //     attn_out_forward   attn_out = sum_h result_h + b_O, resid_post (resid_mid) = resid_pre + attn_out
 //     mlp_forward        (d_mlp > 0) mlp_out = act(ln2(resid_mid) W_in + b_in) W_out + b_out,
+//     [Hook::MlpOut]     MLP ablations
 //                        resid_post = resid_mid + mlp_out
 //   unembed_forward      logits = ln_final(resid) W_U + b_U
 //
@@ -358,7 +378,20 @@ enum class Hook {
   PosEmbed,  // hook_pos_embed: remove_pos zeroes it, and positions enter nowhere
   AttnIn,    // blocks.l.attn inputs: a path cut gives a head q, k or v input without the cut heads' results
   Result,    // blocks.l.attn.hook_result: an ablation replaces a head's output (its pattern stays visible)
+  MlpOut,    // blocks.l.hook_mlp_out: an MLP ablation replaces the MLP's output
 };
+
+// Rows of a [B*T, D] block at `positions` of every batch row (all positions when empty) set to
+// zero (!mean) or to `value` ([D], or [n_ctx, D] read at each position).
+template <class M>
+void replace_rows(M&& r, int B, int Tl, int D, bool mean, const std::vector<float>& value, const std::vector<int>& positions) {
+  const bool per_pos = mean && value.size() != static_cast<std::size_t>(D);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < Tl; ++t) {
+      if (!positions.empty() && std::find(positions.begin(), positions.end(), t) == positions.end()) continue;
+      for (int d = 0; d < D; ++d) r(b * Tl + t, d) = !mean ? 0 : value[(per_pos ? static_cast<std::size_t>(t) * D : 0) + d];
+    }
+}
 
 // What replaces head k's (flat index layer * H + head) output at position t of a batch row whose
 // resample partner is reference row `partner` (Ablation other than Zero): [D] values.
@@ -469,6 +502,10 @@ void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerPar
       }
       return;
     }
+    case Hook::MlpOut:
+      for (const auto& a : iv.mlp_ablations)
+        if (a.layer == layer) replace_rows(cache.layers[layer].mlp_out.mat(), dm.B, dm.Tl, dm.D, a.mean, a.mean_value, a.positions);
+      return;
   }
 }
 
@@ -684,8 +721,11 @@ void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, 
 // mlp_out = post W_out + b_out                    blocks.l.hook_mlp_out   [B, T, D]
 // resid_post = resid_mid + mlp_out                blocks.l.hook_resid_post (the stream moves on)
 template <class T>
-void mlp_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, MatRM<T>& resid, LayerCache<T>& lc) {
+void mlp_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w, const Intervention& iv, Stream<T>& st,
+                 ActivationCache<T>& cache) {
   if (c.d_mlp == 0) return;
+  LayerCache<T>& lc = cache.layers[l];
+  MatRM<T>& resid = *st.resid;
   const int N = dm.N, D = dm.D, M = c.d_mlp;
   const T* x = lc.resid_mid.ptr();
   if (c.normalization != Norm::None) {
@@ -702,6 +742,7 @@ void mlp_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, MatRM
   for (std::size_t i = 0; i < NM; ++i) post[i] = activation(c.act_fn, pre[i]);
   mm(Op::N, Op::N, N, D, M, T(1), post, M, w.W_out.ptr(), D, T(0), lc.mlp_out.ptr(), D);
   lc.mlp_out.mat().rowwise() += w.b_out.vec();
+  apply_intervention_at(Hook::MlpOut, l, c, &w, iv, dm, st, cache);
   resid += lc.mlp_out.mat();
   lc.resid_post.mat() = resid;
 }
@@ -722,7 +763,7 @@ void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>&
   result_forward(dm, w, keep_result, lc);
   apply_intervention_at(Hook::Result, l, c, &w, iv, dm, st, cache);
   attn_out_forward(c, dm, w, keep_result, *st.resid, lc);
-  mlp_forward(c, dm, w, *st.resid, lc);
+  mlp_forward(c, dm, l, w, iv, st, cache);
 }
 
 // x = ln_final(resid)  ln_final.hook_normalized [B, T, D]  (resid itself without normalization)

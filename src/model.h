@@ -42,6 +42,17 @@ struct HeadAblation {
   std::vector<int> positions;
 };
 
+// Replace layer `layer`'s MLP output (blocks.l.hook_mlp_out, its whole contribution to the
+// residual stream) by zero, or by `mean_value`, at `positions` (empty: every position). Activation
+// patching of an MLP (analysis/patching.h) gives the other run's hook_mlp_out as an [n_ctx, D]
+// value. Only zero or a given value: the reference runs of Intervention::ablation hold heads' outputs.
+struct MlpAblation {
+  int layer = 0;
+  bool mean = false;
+  std::vector<float> mean_value;  // [D] or [n_ctx, D]
+  std::vector<int> positions;
+};
+
 enum class Input { Q = 0, K = 1, V = 2 };
 
 // Cut the path from the output of head (src_layer, src_head) into input `input` of head
@@ -78,6 +89,7 @@ struct AblationReference {
 
 struct Intervention {
   std::vector<HeadAblation> ablations;
+  std::vector<MlpAblation> mlp_ablations;
   std::vector<PathCut> cuts;
   bool remove_pos = false;  // act as if W_pos were zero
   Ablation ablation = Ablation::Zero;  // what replaces a cut (or plainly ablated) head's output
@@ -85,7 +97,7 @@ struct Intervention {
   // Mean, MeanAll, Resample: the reference run they read (shared, read-only); forward() refuses
   // those kinds without it.
   std::shared_ptr<const AblationReference> reference;
-  bool empty() const { return ablations.empty() && cuts.empty() && !remove_pos; }
+  bool empty() const { return ablations.empty() && mlp_ablations.empty() && cuts.empty() && !remove_pos; }
 };
 
 // Runs the clean model over the reference sequences [B, T] (the task's own, for the IOI task)

@@ -114,6 +114,12 @@ export interface Intervention {
    */
   ablate?: { layer: number; head: number; mean?: Float32Array | ArrayLike<number> }[];
   /**
+   * Layers whose MLP output (blocks.l.hook_mlp_out) is replaced: by zero, or by `mean` (d_model or
+   * n_ctx * d_model values). Only for models with MLPs; `ablation` kinds other than 'zero' need a
+   * `mean` here (the reference runs keep heads' outputs only).
+   */
+  ablateMlp?: { layer: number; mean?: Float32Array | ArrayLike<number> }[];
+  /**
    * Paths removed: the output of head `from` no longer reaches input `input` (query, key or
    * value) of head `to`, a head of a later layer (the residual stream that input reads is
    * recomputed without that head's output).
@@ -808,13 +814,19 @@ export interface PatchResult {
    */
   head_pos: Tagged<Float32Array> | null;         // [n_layers, n_heads, T]  axes ['layer', 'head', 'pos']
   head_pos_effect: Tagged<Float32Array> | null;  // [n_layers, n_heads, T]
-  /** Forward passes made: 2 + L H (+ L H (pos + 1)). */
+  /** The same for each layer's MLP output (hook_mlp_out); null for an attention-only model. */
+  mlp: Tagged<Float32Array> | null;              // [n_layers]  axes ['layer']
+  mlp_effect: Tagged<Float32Array> | null;       // [n_layers]
+  mlp_pos: Tagged<Float32Array> | null;          // [n_layers, T]  axes ['layer', 'pos']
+  mlp_pos_effect: Tagged<Float32Array> | null;   // [n_layers, T]
+  /** Forward passes made: 2 + P (+ P (pos + 1)), P = L H heads (+ L MLPs). */
   passes: number;
 }
 
 /** An intervention as returned by cutComposition() (every field present). */
 export interface InterventionOut {
   ablate: { layer: number; head: number; mean?: Float32Array }[];
+  ablateMlp: { layer: number; mean?: Float32Array }[];
   cut: { from: [number, number]; to: [number, number]; input: 'q' | 'k' | 'v' }[];
   removePos: boolean;
   ablation: AblationKind;

@@ -145,8 +145,8 @@ cs::Intervention to_intervention(const val& js, const std::string& where) {
   if (js.isUndefined() || js.isNull()) return iv;
   const std::string what = where + ": the intervention";
   if (!is_plain_object(js))
-    throw std::invalid_argument(what + " must be an object {ablate, cut, removePos, ablation}, got " + describe(js));
-  check_keys(js, {"ablate", "cut", "removePos", "ablation"}, what);
+    throw std::invalid_argument(what + " must be an object {ablate, ablateMlp, cut, removePos, ablation}, got " + describe(js));
+  check_keys(js, {"ablate", "ablateMlp", "cut", "removePos", "ablation"}, what);
 
   const val ablate = js["ablate"];
   if (!ablate.isUndefined() && !ablate.isNull()) {
@@ -166,6 +166,26 @@ cs::Intervention to_intervention(const val& js, const std::string& where) {
         h.mean_value = copy_in<float>(mean, w + ".mean");
       }
       iv.ablations.push_back(std::move(h));
+    }
+  }
+
+  const val mlps = js["ablateMlp"];
+  if (!mlps.isUndefined() && !mlps.isNull()) {
+    if (!mlps.isArray()) throw std::invalid_argument(what + ": ablateMlp must be an array, got " + describe(mlps));
+    const int n = mlps["length"].as<int>();
+    for (int i = 0; i < n; ++i) {
+      const std::string w = what + ": ablateMlp[" + std::to_string(i) + "]";
+      const val a = mlps[i];
+      if (!is_plain_object(a)) throw std::invalid_argument(w + " must be an object {layer, mean?}, got " + describe(a));
+      check_keys(a, {"layer", "mean"}, w);
+      cs::MlpAblation m;
+      m.layer = to_int(a["layer"], w + ".layer");
+      const val mean = a["mean"];
+      if (!mean.isUndefined() && !mean.isNull()) {
+        m.mean = true;
+        m.mean_value = copy_in<float>(mean, w + ".mean");
+      }
+      iv.mlp_ablations.push_back(std::move(m));
     }
   }
 
@@ -384,7 +404,15 @@ val intervention_js(const cs::Intervention& iv) {
     o.set("input", std::string(k.input == cs::Input::Q ? "q" : k.input == cs::Input::K ? "k" : "v"));
     cut.call<void>("push", o);
   }
+  val mlps = val::array();
+  for (const auto& a : iv.mlp_ablations) {
+    val o = val::object();
+    o.set("layer", a.layer);
+    if (a.mean) o.set("mean", copy_out(a.mean_value.data(), a.mean_value.size(), "Float32Array"));
+    mlps.call<void>("push", o);
+  }
   out.set("ablate", ablate);
+  out.set("ablateMlp", mlps);
   out.set("cut", cut);
   out.set("removePos", iv.remove_pos);
   out.set("ablation", std::string(cs::ablation_name(iv.ablation)));
@@ -1072,6 +1100,12 @@ val Model::patch(const val& ids_js, const val& opts) const {
     const std::vector<std::string> axes = {"layer", "head", "pos"};
     out.set("head_pos", rq.per_position ? tagged(r.head_pos, axes) : val::null());
     out.set("head_pos_effect", rq.per_position ? tagged(r.head_pos_effect, axes) : val::null());
+    // Each layer's MLP output, for a model with MLPs (null for an attention-only one).
+    const bool mlp = !r.mlp.empty();
+    out.set("mlp", mlp ? tagged(r.mlp, {"layer"}) : val::null());
+    out.set("mlp_effect", mlp ? tagged(r.mlp_effect, {"layer"}) : val::null());
+    out.set("mlp_pos", mlp && rq.per_position ? tagged(r.mlp_pos, {"layer", "pos"}) : val::null());
+    out.set("mlp_pos_effect", mlp && rq.per_position ? tagged(r.mlp_pos_effect, {"layer", "pos"}) : val::null());
     out.set("passes", r.passes);
     return out;
   });

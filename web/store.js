@@ -7,7 +7,8 @@
 //   model    a shipped model (models/index.json) or local:NAME, a model file opened in the page
 //            (local-models.js): its link opens only where the same file is opened too
 //   text     short text, percent-encoded; long text goes as tz=<lz-string encodedURIComponent>
-//   head     "L{layer}H{head}"; ablate: comma-separated heads
+//   head     "L{layer}H{head}"; ablate: comma-separated heads, and "L{layer}MLP" for a layer's MLP
+//            output (models with MLPs, e.g. TransformerLens's gelu-Nl)
 //   cut      comma-separated composition cuts "FROM>TO.INPUT": FROM, TO a head or * (every
 //            head), INPUT q, k or v. "*>*.q" cuts every path into every head's query: the IOI
 //            view's "cut Q-composition". This is the one intervention encoding: in the store,
@@ -61,6 +62,7 @@ export const PANELS = Object.freeze([
   'report-claims',
 ]);
 const HEAD_RE = /^L\d{1,2}H\d{1,2}$/;
+const ABLATE_RE = /^L\d{1,2}(?:H\d{1,2}|MLP)$/;   // a head, or a layer's MLP output
 const END_RE = '(?:L\\d{1,2}H\\d{1,2}|\\*)';
 const CUT_RE = new RegExp(`^${END_RE}>${END_RE}\\.[qkv]$`);
 const NAME_RE = /^[\w.-]{1,64}$/;
@@ -143,7 +145,7 @@ const FIELDS = new Map(Object.entries({
   snapshot: matching('snapshot', /^step\d{1,15}$/, 'a snapshot name such as step1000'),
   pos: integer('pos', 0, 99_999),
   head: matching('head', HEAD_RE, 'a head such as L1H2'),
-  ablate: list('ablate', HEAD_RE, 'a head such as L1H2'),
+  ablate: list('ablate', ABLATE_RE, 'a head such as L1H2 or a layer\'s MLP such as L0MLP'),
   cut: list('cut', CUT_RE, 'a cut such as L0H1>L1H2.k'),
   nopos: flag('nopos'),
   abl: oneOf('abl', ABLATIONS),
@@ -346,6 +348,13 @@ export function parseHead(s) {
 
 export const headName = (l, h) => `L${l}H${h}`;
 
+/** "L0MLP" -> 0 (the layer whose MLP output it names), else null. */
+export function parseMlp(s) {
+  const m = typeof s === 'string' && /^L(\d+)MLP$/.exec(s);
+  return m ? Number(m[1]) : null;
+}
+export const mlpName = (l) => `L${l}MLP`;
+
 /**
  * [layer, head] a view or panel shows: the state's head when the model has it, else the core's
  * one default (model.defaultHead(): the strongest induction head); null without attention layers.
@@ -373,14 +382,15 @@ function heads(config) {
 }
 
 /**
- * The core's intervention for a state: {ablate: [{layer, head}], cut: [{from, to, input}],
- * removePos, ablation}. Cuts with * ends name every head there (only paths from an earlier layer
+ * The core's intervention for a state: {ablate: [{layer, head}], ablateMlp: [{layer}], cut:
+ * [{from, to, input}], removePos, ablation}. Cuts with * ends name every head there (only paths from an earlier layer
  * to a later one exist); ablation (the state's abl) comes with the cuts when it is not zero.
  * Call after checkState(): heads outside the model are not expected here.
  */
 export function interventionOf(state, config) {
   const out = {};
   const ablate = (state.ablate || []).map(parseHead).filter(Boolean).map(([layer, head]) => ({ layer, head }));
+  const ablateMlp = (state.ablate || []).map(parseMlp).filter((l) => l !== null).map((layer) => ({ layer }));
   const cut = [];
   const seen = new Set();
   for (const c of (state.cut || []).map(parseCut).filter(Boolean)) {
@@ -392,6 +402,7 @@ export function interventionOf(state, config) {
     }
   }
   if (ablate.length) out.ablate = ablate;
+  if (ablateMlp.length) out.ablateMlp = ablateMlp;
   if (cut.length) out.cut = cut;
   if (cut.length && state.abl && state.abl !== 'zero') out.ablation = state.abl;
   if (state.nopos) out.removePos = true;
@@ -407,7 +418,11 @@ export function checkState(state, { config, snapshots = [] }) {
   const inside = (h) => h && h[0] < config.n_layers && h[1] < config.n_heads;
   const size = config.n_layers ? `${config.n_layers} layer${config.n_layers > 1 ? 's' : ''} of ${config.n_heads} head${config.n_heads > 1 ? 's' : ''}` : 'no attention heads';
   for (const h of [state.head, state.through, ...(state.ablate || [])]) {
-    if (h && !inside(parseHead(h))) return `${name} has no head ${h} (it has ${size})`;
+    const mlp = parseMlp(h);
+    if (mlp !== null) {
+      if (!(config.d_mlp > 0)) return `${name} has no MLP to ablate (${h}): it is attention-only`;
+      if (mlp >= config.n_layers) return `${name} has no layer ${mlp} (it has ${size})`;
+    } else if (h && !inside(parseHead(h))) return `${name} has no head ${h} (it has ${size})`;
   }
   for (const s of state.cut || []) {
     const c = parseCut(s);

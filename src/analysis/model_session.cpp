@@ -337,6 +337,16 @@ nlohmann::json patch_run_json(const std::vector<int>& clean, const PatchRun& run
     j["head_pos"] = nested(r.head_pos);
     j["head_pos_effect"] = nested(r.head_pos_effect);
   }
+  if (!r.mlp.data.empty()) {  // [L], and [L][T] at each position
+    j["mlp"] = r.mlp.data;
+    j["mlp_effect"] = r.mlp_effect.data;
+    if (!r.mlp_pos.data.empty()) {
+      const int T = r.mlp_pos.shape[1];
+      j["mlp_pos_effect"] = nlohmann::json::array();
+      for (std::size_t l = 0; l < r.mlp.data.size(); ++l)
+        j["mlp_pos_effect"].push_back(std::vector<float>(r.mlp_pos_effect.data.begin() + l * T, r.mlp_pos_effect.data.begin() + (l + 1) * T));
+    }
+  }
   j["passes"] = r.passes;
   return j;
 }

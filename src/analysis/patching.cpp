@@ -77,13 +77,31 @@ double forward_work(const Config& c, int T) {
   const double L = c.n_layers, H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab, t = T;
   const double per_layer = t * D * 3 * H * Dh   // q, k, v
                            + H * t * t * Dh     // scores and z over the causal half
-                           + t * H * Dh * D;    // each head's output
+                           + t * H * Dh * D     // each head's output
+                           + 2 * t * D * c.d_mlp;  // the MLP's two products
   return L * per_layer + t * D * V;
 }
 
 double patching_work(const Config& c, int T, bool per_position) {
-  const double heads = static_cast<double>(c.n_layers) * c.n_heads;
-  return (2 + heads + (per_position ? heads * T : 0)) * forward_work(c, T);
+  const double parts = static_cast<double>(c.n_layers) * c.n_heads + (c.d_mlp > 0 ? c.n_layers : 0);
+  return (2 + parts + (per_position ? parts * T : 0)) * forward_work(c, T);
+}
+
+Intervention patch_mlp_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
+                                    const std::vector<int>& positions) {
+  if (source.n_batch != 1 || layer < 0 || layer >= static_cast<int>(source.layers.size()) ||
+      source.layers[layer].mlp_out.size() == 0)
+    throw std::invalid_argument("activation patching: the source run holds no MLP output for layer " + std::to_string(layer));
+  const int T = source.n_pos, D = c.d_model;
+  MlpAblation a;
+  a.layer = layer;
+  a.mean = true;
+  a.mean_value.assign(static_cast<std::size_t>(c.n_ctx) * D, 0.0f);  // rows past T are never read
+  std::copy_n(source.layers[layer].mlp_out.ptr(), static_cast<std::size_t>(T) * D, a.mean_value.begin());
+  a.positions = positions;
+  Intervention iv = base;
+  iv.mlp_ablations.push_back(std::move(a));
+  return iv;
 }
 
 Intervention patch_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
@@ -119,6 +137,7 @@ PatchResult activation_patching(const Params<float>& p, const PatchSpec& spec, c
   r.work = patching_work(c, spec.pos + 1, spec.per_position);
   if (r.work > kMaxPatchWork)
     throw std::invalid_argument("activation patching of " + std::to_string(L * H) + " head(s)" +
+                                (c.d_mlp > 0 ? " and " + std::to_string(L) + " MLP(s)" : std::string()) +
                                 (spec.per_position ? " at " + std::to_string(spec.pos + 1) + " positions" : std::string()) +
                                 " would take about " + sci(r.work) + " multiply-adds, more than the " + sci(kMaxPatchWork) +
                                 " (a few seconds) circuitscope allows for one analysis; use a shorter text or patch whole heads only");
@@ -133,28 +152,40 @@ PatchResult activation_patching(const Params<float>& p, const PatchSpec& spec, c
   const std::vector<int>& target = denoise ? corrupted : clean;
   const double unpatched = denoise ? r.corrupted_diff : r.clean_diff;
 
+  // One part patched: `iv` replaces it at every position (into `all`), then, per_position, at
+  // each position alone (into per_pos[0..T), through the positions `where` gives of iv's patch).
+  auto sweep = [&](Intervention iv, std::vector<int>& (*where)(Intervention&), float& all, float* per_pos) {
+    all = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
+    ++r.passes;
+    if (!spec.per_position) return;
+    where(iv) = {0};
+    for (int t = 0; t < T; ++t) {
+      if (t > spec.pos) {
+        per_pos[t] = static_cast<float>(unpatched);
+        continue;
+      }
+      where(iv)[0] = t;
+      per_pos[t] = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
+      ++r.passes;
+    }
+  };
   r.head.resize({L, H});
   if (spec.per_position) r.head_pos.resize({L, H, T});
   for (int l = 0; l < L; ++l)
-    for (int h = 0; h < H; ++h) {
-      Intervention iv = patch_intervention(c, base, source, l, h, {});
-      r.head.data[l * H + h] = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
-      ++r.passes;
-      if (!spec.per_position) continue;
-      iv.ablations.back().positions = {0};
-      for (int t = 0; t < T; ++t) {
-        float& out = r.head_pos.data[(static_cast<std::size_t>(l) * H + h) * T + t];
-        if (t > spec.pos) {
-          out = static_cast<float>(unpatched);
-          continue;
-        }
-        iv.ablations.back().positions[0] = t;
-        out = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
-        ++r.passes;
-      }
-    }
+    for (int h = 0; h < H; ++h)
+      sweep(patch_intervention(c, base, source, l, h, {}), [](Intervention& v) -> std::vector<int>& { return v.ablations.back().positions; },
+            r.head.data[l * H + h], spec.per_position ? &r.head_pos.data[(static_cast<std::size_t>(l) * H + h) * T] : nullptr);
   fill_effects(r, r.head, r.head_effect);
   if (spec.per_position) fill_effects(r, r.head_pos, r.head_pos_effect);
+  if (c.d_mlp > 0) {
+    r.mlp.resize({L});
+    if (spec.per_position) r.mlp_pos.resize({L, T});
+    for (int l = 0; l < L; ++l)
+      sweep(patch_mlp_intervention(c, base, source, l, {}), [](Intervention& v) -> std::vector<int>& { return v.mlp_ablations.back().positions; },
+            r.mlp.data[l], spec.per_position ? &r.mlp_pos.data[static_cast<std::size_t>(l) * T] : nullptr);
+    fill_effects(r, r.mlp, r.mlp_effect);
+    if (spec.per_position) fill_effects(r, r.mlp_pos, r.mlp_pos_effect);
+  }
   return r;
 }
 

@@ -56,6 +56,9 @@ struct PatchResult {
   // unpatched run's logit difference, and no pass is made for them.
   Tensor<float> head_pos;         // [n_layers, n_heads, T]
   Tensor<float> head_pos_effect;  // [n_layers, n_heads, T]
+  // The same for each layer's MLP output (hook_mlp_out), for a model with MLPs (else empty).
+  Tensor<float> mlp, mlp_effect;          // [n_layers]
+  Tensor<float> mlp_pos, mlp_pos_effect;  // [n_layers, T] (per_position)
   int passes = 0;                 // forward passes made
   double work = 0;                // their multiply-adds (patching_work)
 };
@@ -63,7 +66,8 @@ struct PatchResult {
 // Multiply-adds of one forward pass over T tokens (the products of q, k, v, the pattern, z, each
 // head's output and the unembedding).
 double forward_work(const Config& c, int T);
-// Multiply-adds of activation_patching over a T-token answer prefix: 2 + L H (+ L H T) passes.
+// Multiply-adds of activation_patching over a T-token answer prefix: 2 + P (+ P T) passes, P the
+// patched parts (L H heads, and L MLPs when the model has them).
 double patching_work(const Config& c, int T, bool per_position);
 
 // The intervention of one patch: `base` plus head (layer, head)'s output replaced by `source`'s
@@ -72,7 +76,12 @@ double patching_work(const Config& c, int T, bool per_position);
 Intervention patch_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
                                 int head, const std::vector<int>& positions);
 
-// Activation patching of every head (and every head at every position) between spec.clean and
+// The intervention of one MLP patch: `base` plus layer `layer`'s MLP output replaced by `source`'s
+// hook_mlp_out at `positions` (empty: every position).
+Intervention patch_mlp_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
+                                    const std::vector<int>& positions);
+
+// Activation patching of every head and MLP (and each at every position) between spec.clean and
 // spec.corrupted, both run under `base`. Throws std::invalid_argument with a sentence for
 // sequences of different lengths, a position or token out of range, or work past kMaxPatchWork.
 PatchResult activation_patching(const Params<float>& p, const PatchSpec& spec, const Intervention& base = Intervention());

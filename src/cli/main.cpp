@@ -50,7 +50,7 @@ const char* kUsage =
     "      --config: the TransformerLens config.json beside the weights; --no-processing: the weights as written\n"
     "      (from_pretrained_no_processing) instead of TransformerLens's fold_ln and centring.\n"
     "  circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
-    "      Activation patching of every head (and every head at every position) on the logit difference.\n"
+    "      Activation patching of every head and MLP (and each at every position) on the logit difference.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
     "  circuitscope ioi MODEL.safetensors [--cut q|k|v] [--ablation KIND] [--seed N] [--json]\n"
@@ -139,12 +139,13 @@ const std::map<std::string, std::string> kHelp = {
      "  Corrupts the text the standard way (--kind auto: swap_names for an IOI model, the second\n"
      "  mention of the subject becoming the indirect object; break_repeat otherwise, the first copy\n"
      "  of the longest repeated block replaced by tokens drawn with --seed, default 0), then patches\n"
-     "  each head's output (hook_result) from the clean run into the corrupted one (--noise: from the\n"
+     "  each head's output (hook_result), and each layer's MLP output (hook_mlp_out) in a model with\n"
+     "  MLPs, from the clean run into the corrupted one (--noise: from the\n"
      "  corrupted run into the clean one), at every position and at each position alone, and prints\n"
      "  the logit difference logit[correct] - logit[wrong] at the answer position and the normalised\n"
      "  effect (patched - corrupted) / (clean - corrupted). --heads-only skips the per-position table.\n"
      "  --json prints {tokens, corruption, direction, clean_logit_diff, corrupted_logit_diff,\n"
-     "  normalised, head, head_effect, head_pos, head_pos_effect, passes}.\n"},
+     "  normalised, head, head_effect, head_pos, head_pos_effect, [mlp, mlp_effect, mlp_pos_effect,] passes}.\n"},
     {"leading",
      "circuitscope leading RECIPE.json [--steps N] [--init-scale S] [--optimizer gd|adamw] [--lr X] [--rows N] [--json] [--out FILE]\n"
      "  Gradient leading terms (seed 002) measured as the seed measures them: the recipe's model with its\n"
@@ -1045,6 +1046,12 @@ int cmd_patch(int argc, char** argv) {
         for (int t = 0; t < T; ++t) std::printf(" %6.3f", r.head_pos_effect.data[(static_cast<std::size_t>(l) * H + h) * T + t]);
       std::printf("\n");
     }
+  for (int l = 0; l < static_cast<int>(r.mlp.data.size()); ++l) {
+    std::printf("L%dMLP  %9.4f %8.3f", l, r.mlp.data[l], r.mlp_effect.data[l]);
+    if (rq.per_position)
+      for (int t = 0; t < T; ++t) std::printf(" %6.3f", r.mlp_pos_effect.data[static_cast<std::size_t>(l) * T + t]);
+    std::printf("\n");
+  }
   return 0;
 }
 

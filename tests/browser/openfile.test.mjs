@@ -302,6 +302,19 @@ make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 7), cfg)
     await page.fill('cs-induction textarea', '5 6 7 8 9 5 6 7 8 9');
     await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.T === 10);
     await settle(page);
+    // Each layer's MLP output has its Ablate toggle; it goes into the link and changes the losses.
+    const before = await page.evaluate(() => document.querySelector('cs-induction').lastResult.loss);
+    assert.equal(await page.locator('cs-induction [data-mlp]').count(), 2);
+    await page.click('cs-induction [data-mlp="L1MLP"] button');
+    await page.waitForFunction(() => window.__cs.store.state.ablate.includes('L1MLP'));
+    await settle(page);
+    await page.waitForFunction((b) => JSON.stringify(document.querySelector('cs-induction').lastResult.loss) !== b, JSON.stringify(before));
+    assert.equal(await page.getAttribute('cs-induction [data-mlp="L1MLP"] button', 'aria-pressed'), 'true');
+    assert.match(await page.evaluate(() => window.__cs.encodeState(window.__cs.store.state)), /ablate=L1MLP/);
+    // Activation patching lists each MLP beside the heads.
+    await page.evaluate(() => window.__cs.store.dispatch({ type: 'set', values: { patch: 'denoise' } }));
+    await page.waitForFunction(() => document.querySelectorAll('cs-induction .cs-patch-mlps li').length === 2, null, { timeout: 60_000 });
+    assert.match(await page.textContent('cs-induction .cs-patch-mlps'), /MLP of layer 0, every position: effect -?\d/);
     await visit(page, 'circuits', 'local:gelu-2l');
     await visit(page, 'induction', 'local:gelu-2l');
     assert.deepEqual(uploads(requests), []);

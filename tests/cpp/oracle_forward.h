@@ -18,6 +18,7 @@ namespace cs::testing {
 // activation-patching oracle (tests/cpp/test_patching.cpp).
 struct OraclePatch {
   int layer = 0, head = 0;
+  bool mlp = false;            // the layer's MLP output instead of a head's
   std::vector<int> positions;  // empty: every position
   std::vector<double> value;   // [T, D]
 };
@@ -26,6 +27,7 @@ struct Oracle {
   std::vector<double> logits;                    // [T, V]
   std::vector<std::vector<double>> patterns;     // per layer: [H, T, T]
   std::vector<std::vector<double>> results;      // per layer: [H, T, D] each head's output (after patches)
+  std::vector<std::vector<double>> mlp_outs;     // per layer: [T, D] the MLP's output (after patches; empty without MLPs)
 };
 
 // TransformerLens's LayerNorm of every row of x [T, D] (LNPre without w): centre, divide by
@@ -119,7 +121,7 @@ inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok
         }
       }
       for (const OraclePatch& pt : patches) {
-        if (pt.layer != l || pt.head != h) continue;
+        if (pt.mlp || pt.layer != l || pt.head != h) continue;
         for (int i = 0; i < T; ++i) {
           const bool here = pt.positions.empty() || std::find(pt.positions.begin(), pt.positions.end(), i) != pt.positions.end();
           if (here)
@@ -135,9 +137,11 @@ inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok
         resid[t * D + d] += out[t * D + d] + bo;
         base[t * D + d] += bo;
       }
+    std::vector<double> mlp_out;
     if (c.d_mlp > 0) {  // mlp_out = act(ln2(resid_mid) W_in + b_in) W_out + b_out, added to both streams
       const int M = c.d_mlp;
       const std::vector<double> x = oracle_layer_norm(c, resid, w.ln2_w, w.ln2_b);
+      mlp_out.assign(static_cast<std::size_t>(T) * D, 0.0);
       for (int t = 0; t < T; ++t) {
         std::vector<double> post(M);
         for (int m = 0; m < M; ++m) {
@@ -148,11 +152,16 @@ inline Oracle oracle_forward(const Params<float>& p, const std::vector<int>& tok
         for (int d = 0; d < D; ++d) {
           double y = at(w.b_out, d);
           for (int m = 0; m < M; ++m) y += post[m] * at(w.W_out, m * D + d);
+          for (const OraclePatch& pt : patches)  // the MLP's output replaced here
+            if (pt.mlp && pt.layer == l && (pt.positions.empty() || std::find(pt.positions.begin(), pt.positions.end(), t) != pt.positions.end()))
+              y = pt.value[t * D + d];
+          mlp_out[t * D + d] = y;
           resid[t * D + d] += y;
           base[t * D + d] += y;
         }
       }
     }
+    o.mlp_outs.push_back(mlp_out);
     o.patterns.push_back(pat);
     o.results.push_back(res);
   }

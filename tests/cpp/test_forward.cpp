@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "kernels/relaxed.h"
 #include "model.h"
@@ -238,6 +239,73 @@ TEST(Interventions, CuttingOneInputLeavesTheOthers) {
   auto v1 = plain.layers[1].v.slice(1), v1c = vcut.layers[1].v.slice(1);
   if (fused) EXPECT_LE((v1 - v1c).norm(), 1e-5f * v1.norm());
   else EXPECT_EQ((v1 - v1c).norm(), 0.0f);
+}
+
+// Zero-ablating an MLP is the model whose W_out and b_out of that layer are zero; replacing it by
+// a value is the model whose b_out is that value (W_out zero): bit for bit, at the positions asked.
+TEST(Interventions, MlpAblationIsThatMlpWithoutItsOutput) {
+  for (const Config& c : {testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LN, 8, Act::GELU),
+                          testing::tiny_norm_mlp_config(2, PosEmbed::Shortformer, Norm::None, 5, Act::ReLU)}) {
+    SCOPED_TRACE(testing::config_name(c));
+    const Params<float> p = testing::random_params<float>(c, 71);
+    std::vector<int> ids = {1, 4, 2, 6, 0, 3};
+    for (int l = 0; l < c.n_layers; ++l) {
+      Params<float> q = p;
+      q.blocks[l].W_out.zero();
+      std::vector<float> value(c.d_model);
+      for (int d = 0; d < c.d_model; ++d) value[d] = 0.25f * d - 0.5f;
+      for (bool mean : {false, true}) {
+        for (int d = 0; d < c.d_model; ++d) q.blocks[l].b_out.data[d] = mean ? value[d] : 0.0f;
+        Intervention iv;
+        iv.mlp_ablations.push_back({l, mean, mean ? value : std::vector<float>{}, {}});
+        ActivationCache<float> a, b;
+        forward(p, ids, 1, 6, a, iv);
+        forward(q, ids, 1, 6, b);
+        EXPECT_EQ(a.logits.data, b.logits.data) << "layer " << l << (mean ? " (value)" : " (zero)");
+        // At positions 3 and 5 only: positions before 3 are the clean run's.
+        iv.mlp_ablations[0].positions = {3, 5};
+        ActivationCache<float> part, clean;
+        forward(p, ids, 1, 6, part, iv);
+        forward(p, ids, 1, 6, clean);
+        const int V = c.d_vocab;
+        for (int t = 0; t < 3; ++t)
+          for (int v = 0; v < V; ++v) EXPECT_EQ(part.logits.data[t * V + v], clean.logits.data[t * V + v]);
+        // The last layer's MLP at position 3 reaches only position 3's logits: there, as ablated everywhere.
+        if (l == c.n_layers - 1)
+          for (int v = 0; v < V; ++v) EXPECT_EQ(part.logits.data[3 * V + v], b.logits.data[3 * V + v]);
+        bool changed = false;
+        for (int v = 0; v < V; ++v) changed |= part.logits.data[3 * V + v] != clean.logits.data[3 * V + v];
+        EXPECT_TRUE(changed) << "position 3 is ablated";
+      }
+    }
+    // Refusals, in a sentence.
+    Intervention bad;
+    bad.mlp_ablations.push_back({c.n_layers, false, {}, {}});
+    EXPECT_THROW(forward(p, ids, 1, 6, *std::make_unique<ActivationCache<float>>(), bad), std::invalid_argument);
+    bad.mlp_ablations[0] = {0, false, {}, {6}};
+    EXPECT_THROW(forward(p, ids, 1, 6, *std::make_unique<ActivationCache<float>>(), bad), std::invalid_argument);
+    bad.mlp_ablations[0] = {0, true, {1.0f, 2.0f}, {}};
+    EXPECT_THROW(forward(p, ids, 1, 6, *std::make_unique<ActivationCache<float>>(), bad), std::invalid_argument);
+    bad.mlp_ablations[0] = {0, false, {}, {}};
+    bad.ablation = Ablation::Mean;
+    try {
+      ActivationCache<float> x;
+      forward(p, ids, 1, 6, x, bad);
+      ADD_FAILURE() << "a mean ablation of an MLP without its value was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("kept for heads only"), std::string::npos) << e.what();
+    }
+  }
+  Intervention none;
+  none.mlp_ablations.push_back({0, false, {}, {}});
+  const Params<float> attn = testing::random_params<float>(testing::tiny_config(1, PosEmbed::Standard, false, false), 1);
+  ActivationCache<float> x;
+  try {
+    forward(attn, {1, 2}, 1, 2, x, none);
+    ADD_FAILURE() << "an attention-only model took an MLP ablation";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("attention-only"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Interventions, MeanAblationAndPositionRemoval) {

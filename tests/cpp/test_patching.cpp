@@ -104,6 +104,42 @@ TEST(Patching, EveryHeadAndPositionMatchesThePlainLoopOracle) {
     }
 }
 
+// Models with MLPs: each layer's MLP output is patched too, and every number is the plain-loop
+// oracle's with that MLP's output replaced.
+TEST(Patching, EveryMlpAndPositionMatchesThePlainLoopOracle) {
+  int n = 0;
+  for (const Config& c : {testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LN, 8, Act::GELU),
+                          testing::tiny_norm_mlp_config(2, PosEmbed::Shortformer, Norm::LNPre, 5, Act::ReLU),
+                          testing::tiny_norm_mlp_config(1, PosEmbed::Standard, Norm::None, 4, Act::GELUNew)})
+    for (PatchDirection dir : {PatchDirection::Denoise, PatchDirection::Noise}) {
+      SCOPED_TRACE(testing::config_name(c) + " " + patch_direction_name(dir));
+      const Params<float> p = testing::random_params<float>(c, 500 + n);
+      const PatchSpec s = random_spec(c, 29 + n++, dir);
+      const PatchResult r = activation_patching(p, s);
+      const bool denoise = dir == PatchDirection::Denoise;
+      const Oracle source = oracle_forward(p, denoise ? s.clean : s.corrupted, false);
+      const std::vector<int>& target = denoise ? s.corrupted : s.clean;
+      const int L = c.n_layers, T = c.n_ctx, D = c.d_model;
+      ASSERT_EQ(r.mlp.shape, (Shape{L}));
+      ASSERT_EQ(r.mlp_pos.shape, (Shape{L, T}));
+      for (int l = 0; l < L; ++l) {
+        auto patch = [&](std::vector<int> positions) {
+          OraclePatch pt;
+          pt.layer = l, pt.mlp = true, pt.positions = std::move(positions), pt.value = source.mlp_outs[l];
+          return pt;
+        };
+        expect_near_diff(r.mlp.data[l], oracle_diff(oracle_forward(p, target, false, {patch({})}), c, s), "MLP " + std::to_string(l));
+        for (int t = 0; t < T; ++t)
+          expect_near_diff(r.mlp_pos.data[l * T + t], oracle_diff(oracle_forward(p, target, false, {patch({t})}), c, s),
+                           "MLP " + std::to_string(l) + " at position " + std::to_string(t));
+        ASSERT_EQ(source.mlp_outs[l].size(), static_cast<std::size_t>(T) * D);
+      }
+      EXPECT_EQ(r.passes, 2 + (L * c.n_heads + L) * (1 + T));
+    }
+  // An attention-only model has no MLP rows.
+  EXPECT_TRUE(activation_patching(testing::random_params<float>(patch_configs()[0], 1), random_spec(patch_configs()[0], 3, PatchDirection::Denoise)).mlp.empty());
+}
+
 TEST(Patching, DenoisingEveryHeadGivesTheCleanRunAndNothingTheCorrupted) {
   // The final residual stream at pos is its embedding (unchanged: the corruption is elsewhere)
   // plus every head's output there: with every head's output clean, the logits at pos are clean.

@@ -586,7 +586,7 @@ test('IOI: ioi-1l2h solves all 60 sequences; the analysis adds up; cuts and abla
   const broken = ioi.ioiEvaluate({ ablate: [{ layer: 0, head: 0 }, { layer: 0, head: 1 }] });
   assert.ok(broken.accuracy < 0.5, `accuracy with both heads ablated ${broken.accuracy}`);
   // cutComposition: nothing to cut in one layer; every layer-0 -> layer-1 pair in two.
-  assert.deepEqual(ioi.cutComposition('v'), { ablate: [], cut: [], removePos: false, ablation: 'zero' });
+  assert.deepEqual(ioi.cutComposition('v'), { ablate: [], ablateMlp: [], cut: [], removePos: false, ablation: 'zero' });
   const cuts = char.cutComposition('k');
   assert.equal(cuts.cut.length, 16);
   assert.ok(cuts.cut.every((c) => c.input === 'k' && c.from[0] === 0 && c.to[0] === 1));

@@ -132,3 +132,55 @@ test('patch() and corrupt() refuse bad input with a sentence', () => {
   const long = char.patch('abcdefghij'.repeat(25) + 'abcd', { positions: false });
   assert.equal(long.passes, 2 + char.config.n_layers * char.config.n_heads);
 });
+
+// A model with MLPs (LayerNorm, GELU; the TransformerLens family's shape, small): each layer's MLP
+// output is ablated through the intervention's ablateMlp and patched like a head, in WASM as in
+// the native CLI.
+test('MLP outputs: ablateMlp changes the run, patch() patches each MLP as the native CLI does', async () => {
+  const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const recipe = {
+    name: 'mlp-patching', steps: 20, batch_size: 8, seed: 3,
+    model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'standard', normalization_type: 'LN', d_mlp: 64, act_fn: 'gelu' },
+    tokenizer: { kind: 'synthetic', size: 40 },
+    data: { kind: 'repeated_segment', seq_len: 48, min_len: 6, max_len: 20 },
+    optimizer: { lr: 0.01 }, schedule: { kind: 'constant' },
+  };
+  const tr = instance.trainer(recipe);
+  for (let i = 0; i < 20; i++) tr.step();
+  const bytes = tr.save();
+  tr.delete();
+  const m = instance.load(bytes);
+  const dir = mkdtempSync(path.join(tmpdir(), 'cs-mlp-'));
+  try {
+    const ids = [0, 5, 9, 12, 20, 7, 33, 5, 9, 12, 20, 7, 33];
+    const clean = m.run(ids, undefined, { patterns: false });
+    for (const layer of [0, 1]) {
+      const ablated = m.run(ids, { ablateMlp: [{ layer }] }, { patterns: false });
+      assert.ok(Array.from(ablated.loss.data).some((x, i) => Number.isFinite(x) && Math.abs(x - clean.loss.data[i]) > 1e-4), `the MLP of layer ${layer} matters`);
+    }
+    const file = path.join(dir, 'mlp.safetensors');
+    writeFileSync(file, bytes);
+    const text = m.tokenText(ids.slice(1)).join(' ');   // the synthetic tokens are words t0, t1, ...
+    const native = JSON.parse(execFileSync(cli, ['patch', file, '--text', text, '--json'], { encoding: 'utf8', maxBuffer: 1 << 28 }));
+    const r = m.patch(text);
+    assert.deepEqual(Array.from(r.tokens), ids);
+    assert.deepEqual(r.mlp.shape, [2]);
+    assert.deepEqual(r.mlp_pos.axes, ['layer', 'pos']);
+    const T = r.tokens.length;
+    assert.equal(r.passes, 2 + (2 * 2 + 2) * (r.corruption.pos + 2));
+    const scale = Math.max(Math.abs(native.clean_logit_diff), Math.abs(native.corrupted_logit_diff));
+    for (let l = 0; l < 2; l++) {
+      close(r.mlp.data[l], native.mlp[l], scale, `MLP ${l}`);
+      for (let t = 0; t < T; t++) close(r.mlp_pos_effect.data[l * T + t], native.mlp_pos_effect[l][t], scale, `MLP ${l} at ${t} effect`);
+    }
+    // Refusals in words.
+    assert.throws(() => m.run(ids, { ablateMlp: [{ layer: 2 }] }), /no layer 2/);
+    assert.throws(() => m.run(ids, { ablateMlp: [{ layer: 0, head: 1 }] }), /unknown|head/);
+    assert.throws(() => model('char-2l').run('abc', { ablateMlp: [{ layer: 0 }] }), /attention-only, so there is no MLP in layer 0/);
+    assert.equal(model('char-2l').patch('The quick brown fox. The quick brown fox').mlp, null);
+  } finally {
+    m.delete();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -123,6 +123,22 @@ test('store: interventionOf expands * ends to the paths from an earlier layer in
   assert.equal(S.checkState({ model: 'm', head: 'L1H1', ablate: ['L0H0'], cut: ['*>*.v'] }, { config }), null);
 });
 
+test('store: a layer\'s MLP output (L0MLP) is ablated through the link, for models with MLPs only', () => {
+  const gelu = { n_layers: 2, n_heads: 2, d_mlp: 8, pos_embed: 'standard' };
+  const attn = { n_layers: 2, n_heads: 2, d_mlp: 0, pos_embed: 'standard' };
+  const st = { ...S.DEFAULT_STATE, model: 'm', ablate: ['L0H1', 'L1MLP'] };
+  const back = S.decodeHash(`#${S.encodeState(st)}`);
+  assert.equal(back.error, null);
+  assert.deepEqual(back.state.ablate, ['L0H1', 'L1MLP']);
+  const iv = S.interventionOf(st, gelu);
+  assert.deepEqual(iv.ablate, [{ layer: 0, head: 1 }]);
+  assert.deepEqual(iv.ablateMlp, [{ layer: 1 }]);
+  assert.equal(S.checkState(st, { config: gelu }), null);
+  assert.match(S.checkState(st, { config: attn }), /m has no MLP to ablate \(L1MLP\): it is attention-only/);
+  assert.match(S.checkState({ ...st, ablate: ['L2MLP'] }, { config: gelu }), /m has no layer 2/);
+  assert.match(S.decodeHash('#v=2&ablate=L0MLX').error, /not a head such as L1H2 or a layer's MLP such as L0MLP/);
+});
+
 test('store: the ablation kind (abl) goes into the link, into the intervention with the cuts, and only in the IOI view', () => {
   const config = { n_layers: 2, n_heads: 1, pos_embed: 'standard' };
   assert.equal(S.DEFAULT_STATE.abl, 'zero');

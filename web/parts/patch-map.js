@@ -11,7 +11,8 @@
 //   result: clean, corrupted: [{text, changed}] (one per position), sep ('' for characters),
 //   description, what (the logit difference in words), cleanDiff, corruptedDiff, normalised,
 //   passes, L, H, T, pos, head, headEffect [L*H], headPos, headPosEffect [L*H*T], labels [T]
-//   (short token labels), names [T] (the tokens in full), cell (pixels)}
+//   (short token labels), names [T] (the tokens in full), cell (pixels), and for a model with
+//   MLPs mlp, mlpEffect [L] (each layer's MLP output patched at every position; else null)}
 // The read-out (.cs-patch-hover) carries data-map, data-head, data-pos, data-effect and
 // data-value, and each canvas its geometry (data-x0, data-y0, data-cell), so a test can point at
 // a cell and read what the page says there.
@@ -110,7 +111,10 @@ function maps(d) {
     });
     figures.push(el('figure', { class: 'cs-figure' }, el('div', { class: 'cs-heat-wrap cs-patch-wrap' }, posCanvas), el('figcaption', {}, 'each head at each position')));
   }
-  return [el('div', { class: 'cs-figures' }, figures), legend(bound), out];
+  // Each layer's MLP output (a model with MLPs), patched at every position: one line each.
+  const mlps = d.mlpEffect ? el('ul', { class: 'cs-patch-mlps' }, ...Array.from(d.mlpEffect, (e, l) =>
+    el('li', { dataset: { mlp: `L${l}MLP`, effect: String(e) } }, `MLP of layer ${l}, every position: effect ${fmt(e, 3)} (logit difference ${fmt(d.mlp[l], 3)})`))) : null;
+  return [el('div', { class: 'cs-figures' }, figures), ...(mlps ? [mlps] : []), legend(bound), out];
 }
 
 /** The body for a result. */

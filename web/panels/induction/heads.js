@@ -32,9 +32,9 @@ export default definePanel({
   render(data, ctx) {
     const c = data.a.config;
     const node = el('div', { class: 'ind-heads' },
-      el('p', { class: 'explain' }, 'Every head\'s pattern: row = the token attending (query), column = the token attended to (key), darker = more attention. Select a head to enlarge it; the Ablate toggle zero-ablates that head\'s output.'));
+      el('p', { class: 'explain' }, `Every head's pattern: row = the token attending (query), column = the token attended to (key), darker = more attention. Select a head to enlarge it; the Ablate toggle zero-ablates that head's output${c.d_mlp > 0 ? ' (at the end of each layer, its MLP\'s output)' : ''}.`));
     const grid = headGrid({
-      layers: c.n_layers, heads: c.n_heads, prefix: 'ind',
+      layers: c.n_layers, heads: c.n_heads, prefix: 'ind', mlps: c.d_mlp > 0,
       figure: () => el('canvas', { class: 'ind-thumb', width: 1, height: 1, 'aria-hidden': 'true' }),
       selectLabel: (name) => `${name}: enlarge its attention pattern`,
       onSelect: (name) => node.csHeads.ctx.dispatch({ type: 'set', values: { head: name } }),

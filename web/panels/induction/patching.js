@@ -30,6 +30,7 @@ function shown(model, a, r) {
     cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes,
     L, H, T: a.T, pos: c.pos, head: r.head.data, headEffect: r.head_effect.data,
     headPos: r.head_pos?.data ?? null, headPosEffect: r.head_pos_effect?.data ?? null,
+    mlp: r.mlp?.data ?? null, mlpEffect: r.mlp_effect?.data ?? null,
     labels: names.map((t) => (t === 'BOS' ? 'B' : t)), names, cell: 12,
   };
 }

@@ -27,6 +27,7 @@ function shown(model, d, r) {
     cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes,
     L, H, T: r.tokens.length, pos: c.pos, head: r.head.data, headEffect: r.head_effect.data,
     headPos: r.head_pos?.data ?? null, headPosEffect: r.head_pos_effect?.data ?? null,
+    mlp: r.mlp?.data ?? null, mlpEffect: r.mlp_effect?.data ?? null,
     labels: d.result.labelsX, names: words(r.tokens), cell: d.result.cell,
   };
 }
