@@ -56,7 +56,9 @@ export class CsTraining extends CsView {
 
   /** A checkpoint series being scored (series.js): which checkpoint, above the panels. */
   showProgress(p) {
-    if (!this._progress || p.name !== this.modelName) return;
+    if (!this._sections || p.name !== this.modelName) return;
+    // Made for the first series shown: a view of the shipped runs has no such line.
+    if (!this._progress) this.prepend(this._progress = el('p', { class: 'cs-note cs-series-progress', role: 'status', 'aria-live': 'polite', hidden: true }));
     const busy = p.done < p.total;
     this._progress.hidden = !busy;
     this._progress.textContent = busy ? `Scoring checkpoint ${p.done + 1} of ${p.total} (${String(p.file).slice(0, 80)}): validation loss, in-context learning score and head scores, one checkpoint in memory at a time…` : '';
@@ -71,13 +73,15 @@ export class CsTraining extends CsView {
 
   async draw() {
     this.classList.add('cs-view');
-    if (!this._sections) {
-      this._progress = el('p', { class: 'cs-note cs-series-progress', role: 'status', 'aria-live': 'polite', hidden: true });
-      this.replaceChildren(this._progress, ...(this._sections = PANELS.map(() => el('section'))));
-    }
+    if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
     this._offSeries ??= onSeriesProgress((p) => this.showProgress(p));
     const scoring = seriesProgress.get(this.modelName);
     if (scoring) this.showProgress(scoring);
+    else if (this._progress) {   // another model than the series: no line
+      this._progress.remove();
+      this._progress = null;
+      delete this.dataset.seriesScored;
+    }
     const [shown, snap, pca] = await Promise.all(PANELS.map((p, i) => showPanel(this._sections[i], p, this.modelName, this.store)));
     const run = shown.run;
     this.dataset.charts = run.recs ? String(3 + (pca.metrics?.pca?.components?.length >= 2 ? 1 : 0)) : 'missing';

@@ -65,7 +65,7 @@ export default definePanel({
     const output = el('output', { for: id });
     const note = el('p', { class: 'cs-note', role: 'status', 'aria-live': 'polite' });
     const node = el('div', {},
-      el('div', { class: 'cs-controls' }, el('div', { class: 'cs-field' }, el('label', { for: id }, 'Training step of the snapshot to use'), slider), output),
+      el('div', { class: 'cs-controls' }, el('div', { class: 'cs-field' }, el('label', { for: id }, data.run.series ? 'Checkpoint to use' : 'Training step of the snapshot to use'), slider), output),
       note);
     node.csRefs = { slider, output, note };
     node.csData = data;
