@@ -290,7 +290,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Recipe& recipe, const Tokenizer
   }
   has_icl_ = spec.icl_late < valid_.T - 1;
   head_batch_ = spec.batch;
-  init_repeats(c, tok, "recipe: ");
+  init_repeats(tok);
   L_ = spec.repeat_len > 0 ? spec.repeat_len : std::min(n_, (c.n_ctx - 1) / 2);
   if (L_ < 2 || 2 * L_ + 1 > c.n_ctx) throw std::invalid_argument("recipe: eval.repeat_len must be at least 2 and fit 2L+1 <= n_ctx");
   L_ = std::min(L_, n_);
@@ -312,7 +312,7 @@ Evaluator::Evaluator(const EvalSpec& spec, const Config& c, const Tokenizer& tok
     throw std::invalid_argument("checkpoint scores: the ICL score needs held-out text");
   }
   has_icl_ = false;  // the ICL score is the paired one or none
-  init_repeats(c, tok, "checkpoint scores: ");
+  init_repeats(tok);
   RepeatedTokensSpec rs;
   if (spec.repeat_len > 0) rs.L = spec.repeat_len;
   const RepeatedTokensSpec r = resolve_repeated_tokens(rs, tok, c);
@@ -348,7 +348,7 @@ void Evaluator::init_held_out(const std::vector<int>& ids, const Config& c, cons
 }
 
 // Repeated random tokens for the head scores: ids other than the special tokens.
-void Evaluator::init_repeats(const Config&, const Tokenizer& tok, const char*) {
+void Evaluator::init_repeats(const Tokenizer& tok) {
   bos_ = std::max(0, tok.bos_id());
   const TokenPool pool = random_token_pool(tok);
   first_ = pool.first;

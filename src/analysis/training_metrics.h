@@ -125,7 +125,7 @@ class Evaluator {
 
  private:
   void init_held_out(const std::vector<int>& ids, const Config& c, const Tokenizer& tok, int trained_len, const char* what);
-  void init_repeats(const Config& c, const Tokenizer& tok, const char* what);
+  void init_repeats(const Tokenizer& tok);
 
   EvalSpec spec_;
   int T_ = 0, first_ = 0, n_ = 0, bos_ = 0, L_ = 0;
