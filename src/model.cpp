@@ -849,38 +849,54 @@ Ablation ablation_from_name(const std::string& name, const std::string& where) {
 template <class T>
 std::shared_ptr<const AblationReference> ablation_reference(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl) {
   const Config& c = p.cfg;
-  ActivationCache<T> cache;
-  cache.keep_result = true;
-  forward(p, tokens, B, Tl, cache);
+  if (B < 1 || Tl < 1 || tokens.size() != static_cast<std::size_t>(B) * Tl)
+    throw std::invalid_argument("ablation reference: " + std::to_string(tokens.size()) + " token ids do not make a [" +
+                                std::to_string(B) + ", " + std::to_string(Tl) + "] batch");
   auto ref = std::make_shared<AblationReference>();
   ref->B = B;
   ref->T = Tl;
   ref->tokens = tokens;
-  const int D = c.d_model;
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_heads; ++h) {
-      auto r = cache.layers[l].result.slice(h);  // [B*T, D]
-      std::vector<float> out(static_cast<std::size_t>(B) * Tl * D), mean(static_cast<std::size_t>(Tl) * D), all(D);
-      std::vector<double> acc(static_cast<std::size_t>(Tl) * D, 0.0);
-      for (int b = 0; b < B; ++b)
-        for (int t = 0; t < Tl; ++t)
-          for (int d = 0; d < D; ++d) {
-            const T x = r(b * Tl + t, d);
-            out[(static_cast<std::size_t>(b) * Tl + t) * D + d] = static_cast<float>(x);
-            acc[static_cast<std::size_t>(t) * D + d] += static_cast<double>(x);
-          }
-      for (int d = 0; d < D; ++d) {
-        double s = 0;
-        for (int t = 0; t < Tl; ++t) {
-          mean[static_cast<std::size_t>(t) * D + d] = static_cast<float>(acc[static_cast<std::size_t>(t) * D + d] / B);
-          s += acc[static_cast<std::size_t>(t) * D + d];
-        }
-        all[d] = static_cast<float>(s / (static_cast<double>(B) * Tl));
+  const int D = c.d_model, K = c.n_layers * c.n_heads;
+  const std::size_t row = static_cast<std::size_t>(Tl) * D;
+  ref->result.assign(K, std::vector<float>(static_cast<std::size_t>(B) * row));
+  std::vector<std::vector<double>> acc(K, std::vector<double>(row, 0.0));
+  // The rows go through the forward pass in chunks whose activations stay within 32 MB, so the
+  // reference costs its own size, not a whole batch's cache besides.
+  const int chunk = std::max(1, std::min(B, static_cast<int>(32.0 * (1 << 20) / std::max(1.0, forward_bytes(c, 1, Tl)))));
+  ActivationCache<T> cache;
+  cache.keep_result = true;
+  for (int b0 = 0; b0 < B; b0 += chunk) {
+    const int nb = std::min(chunk, B - b0);
+    const std::vector<int> part(tokens.begin() + static_cast<std::ptrdiff_t>(b0) * Tl,
+                                tokens.begin() + static_cast<std::ptrdiff_t>(b0 + nb) * Tl);
+    forward(p, part, nb, Tl, cache);
+    for (int l = 0; l < c.n_layers; ++l)
+      for (int h = 0; h < c.n_heads; ++h) {
+        const int k = l * c.n_heads + h;
+        auto r = cache.layers[l].result.slice(h);  // [nb*T, D]
+        float* out = ref->result[k].data() + static_cast<std::size_t>(b0) * row;
+        for (int b = 0; b < nb; ++b)
+          for (int t = 0; t < Tl; ++t)
+            for (int d = 0; d < D; ++d) {
+              const T x = r(b * Tl + t, d);
+              out[static_cast<std::size_t>(b) * row + static_cast<std::size_t>(t) * D + d] = static_cast<float>(x);
+              acc[k][static_cast<std::size_t>(t) * D + d] += static_cast<double>(x);
+            }
       }
-      ref->result.push_back(std::move(out));
-      ref->mean.push_back(std::move(mean));
-      ref->mean_all.push_back(std::move(all));
+  }
+  for (int k = 0; k < K; ++k) {
+    std::vector<float> mean(row), all(D);
+    for (int d = 0; d < D; ++d) {
+      double s = 0;
+      for (int t = 0; t < Tl; ++t) {
+        mean[static_cast<std::size_t>(t) * D + d] = static_cast<float>(acc[k][static_cast<std::size_t>(t) * D + d] / B);
+        s += acc[k][static_cast<std::size_t>(t) * D + d];
+      }
+      all[d] = static_cast<float>(s / (static_cast<double>(B) * Tl));
     }
+    ref->mean.push_back(std::move(mean));
+    ref->mean_all.push_back(std::move(all));
+  }
   return ref;
 }
 

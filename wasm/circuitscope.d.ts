@@ -1135,6 +1135,12 @@ export interface InitOptions {
    * wasmBinary or wasmUrl given, 'simd128'.
    */
   simd?: 'auto' | 'relaxed' | 'simd128';
+  /**
+   * A module of its own, for one large file: it is not the one the module-level phaseChange() uses,
+   * so once nothing holds it (or a model it loaded), its whole memory is given back. Every init()
+   * makes a new instance; in a browser the .wasm is compiled once per URL and instantiated again.
+   */
+  separate?: boolean;
   print?: (text: string) => void;
   printErr?: (text: string) => void;
 }

@@ -452,11 +452,22 @@ async function chooseSimd(options) {
   return 'relaxed';
 }
 
+const compiledWasm = new Map();   // url -> Promise of its WebAssembly.Module: every init() after the first only instantiates
+/** A .wasm compiled once per URL (compileWasmOnce). @param {string} url @returns {Promise<WebAssembly.Module>} */
+function compileWasm(url) {
+  let p = compiledWasm.get(url);
+  if (!p) {
+    p = compileWasmOnce(url);
+    p.catch(() => compiledWasm.delete(url));
+    compiledWasm.set(url, p);
+  }
+  return p;
+}
 /**
  * Fetches and compiles a .wasm, streaming where the server sends it as application/wasm, else from
  * its bytes. @param {string} url @returns {Promise<WebAssembly.Module>}
  */
-async function compileWasm(url) {
+async function compileWasmOnce(url) {
   if (typeof WebAssembly.compileStreaming === 'function') {
     try {
       return await WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
@@ -506,7 +517,7 @@ export async function init(options = {}) {
   const { default: createCircuitscope } = simd === 'relaxed' ? await import('./circuitscope-relaxed.mjs') : await import('./circuitscope.mjs');
   // A failed fetch, compile or instantiation rejects here: the glue would wait for its instance for ever.
   const mod = await (failure ? Promise.race([createCircuitscope(moduleOptions), failure]) : createCircuitscope(moduleOptions));
-  if (!readyModule) readyModule = mod;
+  if (!readyModule && !options.separate) readyModule = mod;
   return {
     module: mod,
     simd,

@@ -14,7 +14,7 @@ import {
 import { el } from './parts/dom.js';
 import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
-import { isLocalName, localModel } from './local-models.js';
+import { closeLocal, isLocalName, localModel } from './local-models.js';
 import { openModelFiles } from './open-model.js';
 
 // Every view needs the core: its fetch and compile start now, beside the model list and the view's
@@ -43,6 +43,7 @@ const els = {
   openLessons: $('open-lessons'),
   openFull: $('open-full'),
   openFile: $('open-file'),
+  closeFile: $('close-file'),
   openFileInput: $('open-file-input'),
   dropHint: $('drop-hint'),
 };
@@ -266,6 +267,7 @@ async function fillPickers(state, seq) {
   els.model.replaceChildren(...offered.map((m) => el('option', { value: m.name, title: m.description || null }, m.title || m.name)));
   els.model.value = current ?? '';
   els.model.disabled = offered.length < 2;
+  els.closeFile.hidden = !(current && localModel(current));
   els.snapshotField.hidden = snapshots.length === 0;
   els.snapshot.replaceChildren(
     el('option', { value: '' }, 'final model'),
@@ -436,6 +438,17 @@ async function showOpened({ entry, message, view }) {
   document.body.dataset.openFile = 'opened';
 }
 document.addEventListener('cs-model-opened', (/** @type {CustomEvent} */ e) => showOpened(e.detail));
+
+// Closing a file opened in the page: the views move to the view's first shipped model, then the
+// file leaves the registry, and with nothing holding its WebAssembly instance its memory goes.
+els.closeFile.addEventListener('click', () => {
+  const name = store.state.model;
+  const entry = name && localModel(name);
+  if (!entry) return;
+  closeLocal(name);
+  store.dispatch({ type: 'model', model: null });
+  setStatus(`Closed ${entry.file.slice(0, 80)}: its memory is given back. Open it again to see it.`);
+});
 
 els.openFile.addEventListener('click', () => els.openFileInput.click());
 els.openFileInput.addEventListener('change', () => {

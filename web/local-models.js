@@ -3,7 +3,8 @@
 // models/index.json, so getModel, modelsFor and the model picker serve them as they serve a
 // shipped model. A local model is named "local:NAME", NAME from its file name (letters, digits,
 // '.', '_' and '-'; a second file of the same name gets "-2", "-3", ...). Its bytes stay in the
-// page: nothing here fetches or sends anything, and the model lives as long as the tab.
+// page: nothing here fetches or sends anything, and the model lives until it is closed (closeLocal)
+// or the tab is.
 //
 // Which views offer a local model (viewsOf): Induction and Circuits always (any tokenizer; the
 // Induction view's sample text comes from the core for token-id and word vocabularies); IOI when
@@ -38,6 +39,23 @@ export const localModels = () => [...models.values()];
 
 /** Calls fn(entry) whenever a model is registered; returns an unsubscribe function. */
 export function onLocalModel(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+
+const closeListeners = new Set();
+/** Calls fn(name) whenever a local model is closed; returns an unsubscribe function. */
+export function onLocalClosed(fn) { closeListeners.add(fn); return () => closeListeners.delete(fn); }
+
+/**
+ * Closes a model file opened in the page: it leaves the registry (and its checkpoints the store's
+ * cache), so once the views have moved to another model nothing holds its WebAssembly instance
+ * and the browser takes back all of its memory (store.js newModule). Its handle is not deleted
+ * here: a render still in flight may read it, and the instance goes as a whole. True when there
+ * was such a model.
+ */
+export function closeLocal(name) {
+  if (!models.delete(name)) return false;
+  for (const fn of [...closeListeners]) fn(name);
+  return true;
+}
 
 /** The name a file would get: "local:" and its name without .safetensors or .pth, made safe for a link. */
 export function localNameFor(fileName) {

@@ -6,7 +6,7 @@
 // nothing here fetches. A file over the core's limits.maxModelFileBytes is refused before it is read; a file the
 // loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
 // document (detail: {entry, message, view}); the app shell (app.js) shows the model from it.
-import { getModule } from './store.js';
+import { getModule, newModule } from './store.js';
 import { registerLocal } from './local-models.js';
 import { vocabularyText } from './parts/format.js';
 
@@ -35,9 +35,13 @@ export async function openModelBytes(bytes, file, { firstView = false, view = nu
   return { entry, message };
 }
 
-/** Model-file bytes through the core's loader (with a config.json's and a tokenizer.json's text), or a sentence. */
+/**
+ * Model-file bytes through the core's loader (with a config.json's and a tokenizer.json's text),
+ * or a sentence. Each file is loaded in a WebAssembly instance of its own, so a refused file (the
+ * instance is dropped with the error) or a closed one gives its memory back.
+ */
 async function loadBytes(bytes, file, { config = undefined, tokenizer = undefined } = {}) {
-  const cs = await getModule();
+  const cs = await newModule();
   try {
     /** @type {{config?: string, tokenizer?: string}} */
     const options = {};

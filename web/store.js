@@ -14,13 +14,16 @@
 //            view's "cut Q-composition". This is the one intervention encoding: in the store,
 //            in the link, and (expanded by interventionOf) at the core's boundary.
 //   nopos    1 = act as if W_pos were zero
-//   abl      what replaces a cut head's contribution (IOI view): zero (default, left out of the
-//            link: removed, as every link without abl meant), mean (the head's output averaged
-//            over the task's sequences, at each position), mean-all (averaged over the sequences
-//            and their positions), resample (the head's output on another sequence of the task,
-//            drawn with a fixed seed). The core computes the means and resamples; it goes to the
-//            boundary as the intervention's `ablation`. Other views have no reference sequences:
-//            a link giving them abl other than zero is refused with a sentence.
+//   abl      what replaces an ablated or cut head's contribution (IOI and Induction views): zero
+//            (default, left out of the link: removed, as every link without abl meant), mean (the
+//            head's output averaged over reference sequences, at each position), mean-all
+//            (averaged over the sequences and their positions), resample (the head's output on
+//            another reference sequence, drawn with a fixed seed). The reference sequences are
+//            the IOI task's for an IOI model, else repeated random tokens as long as the context
+//            (the core's repeated_reference_sequences). The core computes the means and
+//            resamples; it goes to the boundary as the intervention's `ablation`. The Circuits and
+//            Training views ablate nothing: a link giving them abl other than zero is refused
+//            with a sentence.
 //   IOI      order IOSS | SIOS; io, s: the names; names: six display names of the symbolic
 //            task; tpl, place, object: the sentence template, its place and object
 //   Circuits sort (token | row | col | both), top (all | 80 | 40 | 20 | 10), zoom (3..28); target: the
@@ -41,7 +44,7 @@
 // link); values are checked, and a link that cannot be read gives the default state and a
 // sentence. decodeHash never throws.
 import LZString from './vendor/lz-string.mjs';
-import { isLocalName, localModel, localModels } from './local-models.js';
+import { isLocalName, localModel, localModels, onLocalClosed } from './local-models.js';
 
 export const VERSION = 2;
 /** The kinds of ablation the core offers for cuts (the intervention's `ablation`). */
@@ -384,7 +387,7 @@ function heads(config) {
 /**
  * The core's intervention for a state: {ablate: [{layer, head}], ablateMlp: [{layer}], cut:
  * [{from, to, input}], removePos, ablation}. Cuts with * ends name every head there (only paths from an earlier layer
- * to a later one exist); ablation (the state's abl) comes with the cuts when it is not zero.
+ * to a later one exist); ablation (the state's abl) comes with the cuts and head ablations when it is not zero.
  * Call after checkState(): heads outside the model are not expected here.
  */
 export function interventionOf(state, config) {
@@ -404,7 +407,7 @@ export function interventionOf(state, config) {
   if (ablate.length) out.ablate = ablate;
   if (ablateMlp.length) out.ablateMlp = ablateMlp;
   if (cut.length) out.cut = cut;
-  if (cut.length && state.abl && state.abl !== 'zero') out.ablation = state.abl;
+  if ((cut.length || ablate.length) && state.abl && state.abl !== 'zero') out.ablation = state.abl;
   if (state.nopos) out.removePos = true;
   return out;
 }
@@ -432,7 +435,10 @@ export function checkState(state, { config, snapshots = [] }) {
   if (state.target !== null && state.target !== undefined && !(state.target < config.d_vocab)) return `${name} has no token ${state.target} (its vocabulary has ${config.d_vocab})`;
   if (state.snapshot && !snapshots.includes(state.snapshot)) return `${name} has no training snapshot ${state.snapshot}`;
   if (state.nopos && config.pos_embed === 'none') return `${name} has no positional embedding to remove`;
-  if (state.abl && state.abl !== 'zero' && state.view !== 'ioi') return `the ${state.abl} ablation (abl=${state.abl}) reads the IOI task's sequences, so only the IOI view offers it`;
+  if (state.abl && state.abl !== 'zero') {
+    if (state.view !== 'ioi' && state.view !== 'induction') return `the ${state.abl} ablation (abl=${state.abl}) replaces what the IOI and Induction views remove; this view removes nothing`;
+    if ((state.ablate || []).some((h) => parseMlp(h) !== null)) return `the ${state.abl} ablation (abl=${state.abl}) is kept for heads only: an MLP is zero-ablated, so leave abl out of a link that ablates one`;
+  }
   return null;
 }
 
@@ -574,6 +580,25 @@ export function getModule() {
   return modulePromise;
 }
 
+// Model files opened in the page each get a WebAssembly instance of their own (newModule): a
+// module's memory can only grow, so a file kept in the page's one instance would hold its
+// megabytes for as long as the tab, refused files included. An instance nothing holds any more
+// (its file refused, or closed: closeLocal) is collected with all its memory.
+let separateModules = 0;
+const collected = typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(() => { separateModules -= 1; }) : null;
+/**
+ * A new WASM instance (the page's .wasm, compiled once, instantiated again) for one model file.
+ * @returns {Promise<import('./wasm/circuitscope.js').Circuitscope>}
+ */
+export async function newModule() {
+  const api = await import(siteUrl('wasm/circuitscope.js')).then((m) => m.init({ separate: true }));
+  separateModules += 1;
+  collected?.register(api.module, null);
+  return api;
+}
+/** How many of newModule()'s instances have not been collected yet (for tests and the soak). */
+export const separateModulesAlive = () => separateModules;
+
 const modelCache = new Map();
 /**
  * Loads (once) and returns models/<name>.safetensors as a LoadedModel, or with a snapshot
@@ -611,6 +636,7 @@ export function getModel(name, { snapshot = null } = {}) {
 // TransformerLens checkpoint is 200 MB); the one read longest ago is freed when a third is asked for.
 const checkpointCache = new Map();   // "local:NAME/stepN" -> Promise of a LoadedModel
 const KEEP_CHECKPOINTS = 2;
+onLocalClosed((name) => { for (const key of [...checkpointCache.keys()]) if (key.startsWith(`${name}/`)) checkpointCache.delete(key); });
 
 /** A model file opened in this page (never fetched: it is in the page or it is not there), or one checkpoint of its series. */
 function getLocalModel(name, snapshot) {

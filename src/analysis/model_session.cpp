@@ -3,6 +3,7 @@
 #include "checks.h"
 #include "data.h"
 
+#include <cmath>
 #include <algorithm>
 #include <stdexcept>
 
@@ -187,6 +188,32 @@ nlohmann::json ModelSession::ioi_task_json() const {
   return j;
 }
 
+Batch repeated_reference_sequences(const Tokenizer& tok, const Config& c) {
+  const double row_bytes = 4.0 * c.n_layers * c.n_heads * c.n_ctx * c.d_model;
+  const int rows = static_cast<int>(std::min<double>(kMaxAblationReferenceRows, std::floor(kMaxAblationReferenceBytes / row_bytes)));
+  if (rows < kMinAblationReferenceRows) {
+    const auto mb = [](double b) { return std::to_string(static_cast<long long>(std::ceil(b / (1 << 20)))); };
+    throw std::invalid_argument("mean and resample ablation replace a head's output with its outputs on at least " +
+                                std::to_string(kMinAblationReferenceRows) + " reference sequences of repeated random tokens; for this model (" +
+                                std::to_string(c.n_layers * c.n_heads) + " heads, " + std::to_string(c.n_ctx) + " positions, " +
+                                std::to_string(c.d_model) + " wide) they would hold " + mb(row_bytes * kMinAblationReferenceRows) +
+                                " MB, and circuitscope keeps at most " + mb(kMaxAblationReferenceBytes) + " MB of them: zero-ablate instead");
+  }
+  RepeatedTokensSpec spec;
+  spec.batch = rows;
+  spec.seed = 0;
+  const RepeatedTokensSpec r = resolve_repeated_tokens(spec, tok, c.n_ctx);
+  const RepeatedTokens rt = make_repeated_tokens(r);
+  Batch out;
+  out.B = rows;
+  out.T = c.n_ctx;
+  out.tokens.assign(static_cast<std::size_t>(rows) * c.n_ctx, r.bos);
+  for (int b = 0; b < rows; ++b)
+    for (int t = 1; t < c.n_ctx; ++t)
+      out.tokens[static_cast<std::size_t>(b) * c.n_ctx + t] = rt.tokens[static_cast<std::size_t>(b) * rt.T() + 1 + (t - 1) % r.L];
+  return out;
+}
+
 Intervention ModelSession::with_ablation_reference(const Intervention& iv) const {
   bool replaces = !iv.cuts.empty();
   for (const auto& a : iv.ablations) replaces |= !a.mean;
@@ -195,11 +222,10 @@ Intervention ModelSession::with_ablation_reference(const Intervention& iv) const
     Batch ref;
     if (task_) {
       ref = ioi_template_sequences(*task_, file_.tokenizer, IoiSplit::Train, kAblationReferenceRows);
-    } else {
-      if (file_.cfg.d_vocab != ioi_symbolic_tokenizer().size())
-        throw std::invalid_argument(std::string(ablation_name(iv.ablation)) +
-                                    " ablation reads the heads' outputs over the IOI task's sequences, and this model has no IOI task");
+    } else if (file_.cfg.d_vocab == ioi_symbolic_tokenizer().size()) {
       ref = ioi_symbolic_sequences();
+    } else {
+      ref = repeated_reference_sequences(file_.tokenizer, file_.cfg);
     }
     reference_ = ablation_reference(file_.params, ref.tokens, ref.B, ref.T);
   }

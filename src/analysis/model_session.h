@@ -41,6 +41,17 @@ struct HeadScoresRun {
 };
 // Seed 004 on the weights `p` of a model with tokenizer `tok`: the unset choices of `spec`
 // resolved (resolve_repeated_tokens), the batch made and scored.
+// The reference sequences of mean and resample ablation for a model without an IOI task (seed 004's
+// repeated random tokens, made as long as the context): rows of [BOS] + R + R + ..., R the head
+// scores' random segment (distinct tokens of random_token_pool, L = min(pool, (n_ctx - 1) / 2)),
+// repeated and cut at n_ctx tokens, seed 0. As many rows as keep every head's output on them
+// within kMaxAblationReferenceBytes, at most kMaxAblationReferenceRows; fewer than
+// kMinAblationReferenceRows is refused with a sentence that gives the size.
+constexpr double kMaxAblationReferenceBytes = 64.0 * (1 << 20);
+constexpr int kMaxAblationReferenceRows = 32;
+constexpr int kMinAblationReferenceRows = 8;
+Batch repeated_reference_sequences(const Tokenizer& tok, const Config& c);
+
 HeadScoresRun head_scores_run(const Params<float>& p, const Tokenizer& tok, const RepeatedTokensSpec& spec);
 
 // Corpus statistics and their cosines with the model's tables (seed 002).
@@ -156,10 +167,10 @@ class ModelSession {
 
   // Seed 001 (mean and resample ablation): iv with the reference run its ablation kind reads, the
   // task's sequences: the symbolic task's 60, or a template model's training split evenly
-  // subsampled to kAblationReferenceRows rows (positions past its padded length have no mean).
+  // subsampled to kAblationReferenceRows rows (positions past its padded length have no mean); for
+  // a model without an IOI task, repeated_reference_sequences().
   // iv unchanged when its kind is zero, it carries a reference or it has nothing to replace.
-  // run(), patch(), ioi(), ioi_all() and ioi_evaluate() apply it; a model without an IOI task is
-  // refused with a sentence.
+  // run(), patch(), ioi(), ioi_all() and ioi_evaluate() apply it.
   Intervention with_ablation_reference(const Intervention& iv) const;
   static constexpr int kAblationReferenceRows = 256;
 

@@ -12,7 +12,8 @@
 //  (b5) a TransformerLens state dict with GPT-2's vocabulary opens with a tokenizer.json beside
 //      it and reads typed text with it (␣ for a space); a tokenizer.json alone or a broken one
 //      is refused in words;
-//  (b4) a 43 MB file shows its reading progress in the status line before it opens;
+//  (b4) a 43 MB file shows its reading progress in the status line before it opens, in a WebAssembly
+//      instance of its own: closing it (and a refused file) gives all its memory back;
 //  (c) a file dropped on the page opens (a drop event with a DataTransfer built in the page), and
 //      the drop hint shows while it is dragged;
 //  (d) corrupt files (truncated; metadata strings holding <img onerror> and <script>) give the
@@ -324,7 +325,7 @@ make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 7), cfg)
   }
 });
 
-test('(b4) a large model file shows how much of it has been read before it opens', async () => {
+test('(b4) a large model file shows how much of it has been read before it opens, and closing it gives its memory back', async () => {
   const file = path.join(tmp, 'wide.safetensors');
   const py = `
 import sys; sys.path.insert(0, sys.argv[1])
@@ -348,6 +349,33 @@ make_models.write_model(sys.argv[2], make_models.random_state_dict(cfg, 2), cfg)
     assert.ok(seen.some((t) => /^Reading wide\.safetensors: \d+ of 43 MB \(\d+%\)…$/.test(t)), `no reading progress among: ${seen.slice(0, 5).join(' | ')}`);
     assert.ok(seen.some((t) => /^Opening wide\.safetensors \(43 MB\): the core is checking and loading it…$/.test(t)), 'no loading message');
     assert.match(await status(page), /^Opened wide\.safetensors as local:wide/);
+
+    // Memory: the file lives in a WebAssembly instance of its own, so the page's instance does not
+    // grow; closing it, or a refused file, leaves nothing behind once the browser collects garbage.
+    const shared = () => page.evaluate(async () => (await (await import('/store.js')).getModule()).memory().heapSize);
+    const alive = () => page.evaluate(async () => (await import('/store.js')).separateModulesAlive());
+    const before = await shared();
+    assert.equal(await alive(), 1, 'the opened file has its own instance');
+    await visit(page, 'training', 'local:wide');
+    await visit(page, 'induction', 'local:wide');
+    assert.equal(await page.isHidden('#close-file'), false, 'a local model can be closed');
+    await page.click('#close-file');
+    await page.waitForFunction(() => window.__cs.store.state.model === null);
+    await settle(page);
+    assert.match(await status(page), /^Closed wide\.safetensors: its memory is given back/);
+    assert.equal(await page.isHidden('#close-file'), true, 'a shipped model has no Close button');
+    assert.ok(!(await page.$$eval('#model-switch option', (os) => os.map((o) => o.value))).includes('local:wide'), 'the picker no longer offers it');
+    writeFileSync(path.join(tmp, 'cut.safetensors'), readFileSync(file).subarray(0, 30 * 1024 * 1024));
+    assert.equal(await chooseFile(page, path.join(tmp, 'cut.safetensors')), 'failed');
+    const cdp = await context.newCDPSession(page);
+    let left = await alive();
+    for (let i = 0; i < 50 && left > 0; i++) {
+      await cdp.send('HeapProfiler.collectGarbage');
+      await page.waitForTimeout(100);
+      left = await alive();
+    }
+    assert.equal(left, 0, 'the closed and the refused file\'s instances were collected');
+    assert.equal(await shared(), before, 'the page\'s own instance did not grow');
     assert.deepEqual(problems, []);
   } finally {
     await context.close();

@@ -200,7 +200,7 @@ test('induction view: "Insert a repeated random sequence" picks the inserted blo
   }
 });
 
-test('induction view: one composition path into the shown head is cut from the Cut composition menu, and a link reopens it', async () => {
+test('induction view: one composition path into the shown head is cut from the Cut composition menu, replaced by its mean or a resample, and a link reopens it', async () => {
   const { context, page, problems } = await openPage();
   try {
     await waitForInduction(page);
@@ -232,6 +232,24 @@ test('induction view: one composition path into the shown head is cut from the C
     await waitForInduction(fresh);
     await fresh.waitForFunction((v) => document.querySelector('#ind-cut')?.value === v, last);
     await fresh.close();
+    // What replaces the cut head: its mean, or its output on another of the core's repeated
+    // random-token sequences; each kind moves the loss, goes into the link and reopens.
+    const cutLoss = seen.at(-1)[1];
+    const byKind = {};
+    for (const kind of ['mean', 'resample']) {
+      await page.selectOption('#ind-abl', kind);
+      await page.waitForFunction((k) => new RegExp(`abl=${k}(&|$)`).test(location.hash), kind);
+      await page.waitForFunction(VIEW_SETTLED, { complete: true });
+      byKind[kind] = await second();
+    }
+    assert.ok(byKind.mean !== cutLoss || byKind.resample !== cutLoss, `the kind changes the second copy's loss (${cutLoss}; ${JSON.stringify(byKind)})`);
+    const reopened = await context.newPage();
+    await reopened.goto(page.url());
+    await waitForInduction(reopened);
+    await reopened.waitForFunction(() => document.querySelector('#ind-abl')?.value === 'resample');
+    await reopened.waitForFunction(VIEW_SETTLED, { complete: true });
+    assert.equal(await reopened.$eval('cs-induction .ind-card.second strong', (e) => e.textContent), byKind.resample);
+    await reopened.close();
     assert.deepEqual(problems, []);
   } finally {
     await context.close();
@@ -339,8 +357,8 @@ test('a malformed hash shows a message and the default view', async () => {
     `#v=1&text=${'a'.repeat(70_000)}`,
     // Settings the model does not have: checked against it before the view opens.
     '#v=2&head=L7H0', '#v=2&ablate=L0H9', '#v=2&snapshot=step999999', '#v=2&cut=L1H0>L0H1.k', '#v=2&model=ioi-1l2h',
-    // An ablation kind the view cannot compute (only the IOI view has the task's sequences), or that does not exist.
-    '#v=2&cut=*>*.k&abl=mean', '#v=2&view=ioi&model=ioi-2l1h&cut=*>*.v&abl=median'];
+    // An ablation kind in a view that removes nothing, with an MLP (zero-ablated only), or one that does not exist.
+    '#v=2&view=circuits&abl=mean', '#v=2&view=ioi&model=ioi-2l1h&cut=*>*.v&abl=median'];
   for (const hash of bad) {
     const { context, page, problems } = await openPage(hash);
     try {

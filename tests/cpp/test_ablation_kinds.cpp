@@ -211,13 +211,78 @@ TEST(AblationKinds, SessionAnalysesOfOneSequenceAgreeWithTheEvaluationOfAll) {
         EXPECT_NEAR(one.logit_diff, ev.logit_diff[b], 1e-4);
       }
     }
-  // A model without an IOI task has no reference sequences: refused with a sentence.
+}
+
+// A model without an IOI task averages and resamples over repeated random tokens as long as its
+// context: [BOS] + R + R + ..., the head scores' R; the reference (built in chunks of rows) holds
+// what one forward pass over all the rows gives.
+TEST(AblationKinds, AModelWithoutAnIoiTaskReadsRepeatedRandomTokens) {
   ModelSession chars(load_model_file("models/char-2l.safetensors"));
-  Intervention iv = cut_composition(chars.file().cfg, Input::K);
+  const Config& c = chars.file().cfg;
+  const Batch seq = repeated_reference_sequences(chars.file().tokenizer, c);
+  ASSERT_EQ(seq.T, c.n_ctx);
+  ASSERT_EQ(seq.B, kMaxAblationReferenceRows);  // 8 heads x 256 x 64 floats a row: 32 rows fit in 64 MB
+  const RepeatedTokensSpec r = resolve_repeated_tokens({}, chars.file().tokenizer, c.n_ctx);
+  std::set<std::vector<int>> segments;
+  for (int b = 0; b < seq.B; ++b) {
+    const int* row = seq.tokens.data() + static_cast<std::size_t>(b) * seq.T;
+    EXPECT_EQ(row[0], chars.file().tokenizer.bos_id());
+    for (int t = 1 + r.L; t < seq.T; ++t) ASSERT_EQ(row[t], row[t - r.L]) << b << " " << t;
+    const std::vector<int> seg(row + 1, row + 1 + r.L);
+    EXPECT_EQ(std::set<int>(seg.begin(), seg.end()).size(), static_cast<std::size_t>(r.L)) << "R's tokens are distinct";
+    for (int x : seg) EXPECT_TRUE(x >= r.first && x < r.first + r.n);
+    segments.insert(seg);
+  }
+  EXPECT_EQ(segments.size(), static_cast<std::size_t>(seq.B));
+
+  Intervention iv = cut_composition(c, Input::K);
   iv.ablation = Ablation::Mean;
-  EXPECT_THROW(chars.with_ablation_reference(iv), std::invalid_argument);
-  iv.cuts.clear();  // nothing to replace: nothing to refuse
-  EXPECT_NO_THROW(chars.with_ablation_reference(iv));
+  const Intervention with = chars.with_ablation_reference(iv);
+  ASSERT_TRUE(with.reference);
+  const AblationReference& ref = *with.reference;
+  EXPECT_EQ(ref.tokens, seq.tokens);
+  ActivationCache<float> all;
+  all.keep_result = true;
+  forward(chars.file().params, seq.tokens, seq.B, seq.T, all);
+  const int D = c.d_model;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; h += 3) {
+      auto res = all.layers[l].result.slice(h);
+      const auto& kept = ref.result[l * c.n_heads + h];
+      const auto& mean = ref.mean[l * c.n_heads + h];
+      for (int t = 0; t < seq.T; t += 37)
+        for (int d = 0; d < D; d += 5) {
+          double s = 0;
+          for (int b = 0; b < seq.B; ++b) {
+            s += res(b * seq.T + t, d);
+            ASSERT_NEAR(kept[(static_cast<std::size_t>(b) * seq.T + t) * D + d], res(b * seq.T + t, d), 1e-5);
+          }
+          ASSERT_NEAR(mean[static_cast<std::size_t>(t) * D + d], s / seq.B, 1e-5);
+        }
+    }
+  // The page's run: every kind answers on a typed text and changes the loss the cut gives.
+  const std::vector<int> ids = chars.file().tokenizer.encode_ids("the cat sat on the mat. the cat sat on the mat.", true);
+  std::set<double> losses;
+  for (Ablation a : kAblations) {
+    iv.ablation = a;
+    losses.insert(chars.run(ids, iv, {}).mean_loss);
+  }
+  EXPECT_EQ(losses.size(), std::size(kAblations));
+  iv.cuts.clear();  // nothing to replace: no reference is made
+  EXPECT_FALSE(chars.with_ablation_reference(iv).reference);
+
+  // A model too large for 8 rows within the budget is refused with its size, before any pass.
+  Config big = c;
+  big.n_heads = 8;
+  big.d_head = 64;
+  big.d_model = 512;
+  big.n_ctx = 1024;
+  try {
+    repeated_reference_sequences(chars.file().tokenizer, big);
+    FAIL() << "no refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("would hold 256 MB"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

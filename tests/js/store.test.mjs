@@ -139,7 +139,7 @@ test('store: a layer\'s MLP output (L0MLP) is ablated through the link, for mode
   assert.match(S.decodeHash('#v=2&ablate=L0MLX').error, /not a head such as L1H2 or a layer's MLP such as L0MLP/);
 });
 
-test('store: the ablation kind (abl) goes into the link, into the intervention with the cuts, and only in the IOI view', () => {
+test('store: the ablation kind (abl) goes into the link, into the intervention with the cuts and ablations, in the IOI and Induction views', () => {
   const config = { n_layers: 2, n_heads: 1, pos_embed: 'standard' };
   assert.equal(S.DEFAULT_STATE.abl, 'zero');
   // Zero is the default and left out, so every link made before the key means what it meant.
@@ -158,9 +158,13 @@ test('store: the ablation kind (abl) goes into the link, into the intervention w
   // An odd value: a sentence naming the key and the kinds.
   const bad = S.decodeHash('#v=2&view=ioi&abl=median');
   assert.match(bad.error, /abl: "median" is not one of zero, mean, mean-all, resample/);
-  // Only the IOI view has the task's sequences the means and resamples read.
-  assert.match(S.checkState({ view: 'induction', model: 'char-2l', ablate: [], cut: ['*>*.k'], abl: 'resample' }, { config }),
-    /only the IOI view offers it/);
+  // The Induction view replaces ablated heads and cuts alike (the core's repeated random tokens);
+  // views that remove nothing refuse the key, and an MLP is zero-ablated only.
+  const induction = { view: 'induction', model: 'char-2l', ablate: ['L0H0'], cut: [], abl: 'resample' };
+  assert.equal(S.checkState(induction, { config }), null);
+  assert.deepEqual(S.interventionOf(induction, config), { ablate: [{ layer: 0, head: 0 }], ablation: 'resample' });
+  assert.match(S.checkState({ ...induction, view: 'circuits' }, { config }), /this view removes nothing/);
+  assert.match(S.checkState({ ...induction, ablate: ['L0MLP'] }, { config: { ...config, d_mlp: 8 } }), /kept for heads only: an MLP is zero-ablated/);
   // Leaving the view or the model puts it back to zero, as the cut it goes with.
   const store = S.createStore({ view: 'ioi', model: 'ioi-2l1h', cut: ['*>*.v'], abl: 'mean' });
   store.dispatch({ type: 'model', model: 'ioi-1l2h' });

@@ -162,11 +162,16 @@ test('ioi-2l1h: every composition cut under every ablation kind, native CLI and 
   } finally {
     model.delete();
   }
-  // A model without the IOI task has no sequences to average over: refused with a sentence.
+  // A model without the IOI task averages over repeated random tokens as long as its context:
+  // every kind answers, differently, and the same kind answers the same way twice.
   const char = instance.load(readFileSync(path.join(modelsDir, 'char-2l.safetensors')));
   try {
-    assert.throws(() => char.run('hello', { ...char.cutComposition('k'), ablation: 'mean' }),
-      (e) => e instanceof Error && /mean ablation reads the heads' outputs over the IOI task's sequences, and this model has no IOI task/.test(e.message));
+    const text = 'the cat sat on the mat. the cat sat on the mat.';
+    const losses = ['zero', 'mean', 'mean-all', 'resample'].map((ablation) => char.run(text, { ablate: [{ layer: 1, head: 1 }], ...char.cutComposition('k'), ablation }).loss.data.join());
+    assert.equal(new Set(losses).size, 4, 'four kinds, four results');
+    assert.equal(char.run(text, { ...char.cutComposition('k'), ablation: 'resample' }).loss.data.join(),
+      char.run(text, { ...char.cutComposition('k'), ablation: 'resample' }).loss.data.join());
+    assert.throws(() => char.run(text, { ablateMlp: [{ layer: 0 }], ablation: 'mean' }), (e) => e instanceof Error && /MLP|attention-only|no MLP/i.test(e.message));
   } finally {
     char.delete();
   }

@@ -66,6 +66,7 @@ export class CsInduction extends CsView {
       note: el('p', { class: 'note', role: 'status', 'aria-live': 'polite', hidden: true }),
       status: el('p', { class: 'status ind-status', role: 'status', 'aria-live': 'polite' }, 'Loading the model…'),
       cut: cutControl((cut) => this.update({ cut })),
+      abl: ablationControl((abl) => this.update({ abl })),
       label: el('label', { for: 'ind-text' }, TEXT_LABEL.char),
     });
     this.sections = PANELS.map(([, cls]) => el('section', { class: `panel ${cls}` }));
@@ -81,6 +82,7 @@ export class CsInduction extends CsView {
           button('Insert a repeated random sequence', () => insertRandom(this)),
           button('Clear ablations', () => this.update({ ablate: [] })),
           E.cut.field,
+          E.abl.field,
           button('Download losses (CSV)', () => exportCSV(this)),
           button('Download patterns (PNG)', () => downloadPNG('circuitscope-attention.png', E.patternRow))),
         E.status, E.note),
@@ -118,6 +120,7 @@ export class CsInduction extends CsView {
     }
     this.clearError();
     syncCut(this.els.cut, m.config, this.state.cut, chosenHead(m, this.state));
+    if (this.els.abl.select.value !== (this.state.abl || 'zero')) this.els.abl.select.value = this.state.abl || 'zero';
     renderNote(this.els.note, a, m.tokenizer.kind);
     await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName, this.store))));
     await showPatching(this);
@@ -214,6 +217,20 @@ function cutControl(onCut) {
   const select = el('select', { id: 'ind-cut', onchange: () => onCut(!select.value ? [] : /^[qkv]$/.test(select.value) ? [`*>*.${select.value}`] : [select.value]) });
   const sign = el('strong', { class: 'ind-cut-sign', hidden: true });
   return { select, sign, shape: '', field: el('span', { class: 'ind-cut' }, el('label', { for: 'ind-cut' }, 'Cut composition'), select, sign) };
+}
+
+/**
+ * "Ablation": what replaces an ablated or cut head's output (the store's abl): nothing, or its
+ * output on the core's reference sequences (repeated random tokens as long as the context, for a
+ * model without an IOI task). {field, select}.
+ */
+function ablationControl(onChange) {
+  const select = el('select', { id: 'ind-abl', onchange: () => onChange(select.value) },
+    el('option', { value: 'zero' }, 'zero: the head\'s output is removed'),
+    el('option', { value: 'mean' }, 'mean: its mean over reference sequences of repeated random tokens, at each position'),
+    el('option', { value: 'mean-all' }, 'mean-all: one mean over those sequences and their positions'),
+    el('option', { value: 'resample' }, 'resample: its output on one of those sequences'));
+  return { select, field: el('span', { class: 'ind-abl' }, el('label', { for: 'ind-abl' }, 'Ablation'), select) };
 }
 
 const INPUTS = { q: 'query', k: 'key', v: 'value' };

@@ -31,7 +31,7 @@ export function analyse(model, state) {
   const c = model.config;
   const text = state.text ?? sampleFor(model);
   // The panels of one render ask with the same state: answered without tokenizing again.
-  const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${state.pos ?? ''}|${text}`;
+  const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${state.abl ?? ''}|${state.pos ?? ''}|${text}`;
   if (s.last && s.last.sk === sk) return s.last;
   const { ids, begins, ends, bos, truncated } = shownTokens(model, text);
   const vocab = model.tokenizer.vocab;
