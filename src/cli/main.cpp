@@ -49,15 +49,15 @@ const char* kUsage =
     "      The config, tokenizer and parameter table of a model file (.safetensors, or a TransformerLens .pth).\n"
     "      --config: the TransformerLens config.json beside the weights; --no-processing: the weights as written\n"
     "      (from_pretrained_no_processing) instead of TransformerLens's fold_ln and centring.\n"
-    "  circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
+    "  circuitscope patch MODEL --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      Activation patching of every head and MLP (and each at every position) on the logit difference.\n"
     "  circuitscope sweep RECIPE.json [--seeds N] [--out FILE]\n"
     "      Train a symbolic-IOI recipe with seeds 0..N-1, keep the median seed's model, write the spread.\n"
-    "  circuitscope ioi MODEL.safetensors [--cut q|k|v] [--ablation KIND] [--seed N] [--json]\n"
+    "  circuitscope ioi MODEL [--cut q|k|v] [--ablation KIND] [--seed N] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      Accuracy on the 60 symbolic IOI sequences, optionally with a composition cut.\n"
     "  circuitscope report [--models DIR] [--check]\n"
     "      Measure the seeds' claims on the shipped models; write DIR/REPORT.md and DIR/report.json.\n"
-    "  circuitscope icl MODEL.safetensors [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--unpaired] [--json]\n"
+    "  circuitscope icl MODEL [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--unpaired] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      The in-context-learning score (loss at token B minus token A) on held-out text, with its standard error.\n"
     "  circuitscope series CHECKPOINT... [--text FILE] [--out METRICS.json] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
     "      Score the checkpoints of one training run (NAME_N.pth, stepN.safetensors) as the trainer scores its own.\n"
@@ -101,7 +101,7 @@ const std::map<std::string, std::string> kHelp = {
      "  avx512 kernels give the same bits as each other; portable (the page's arithmetic) rounds\n"
      "  differently, so its runs differ from theirs by float rounding that grows over training.\n"},
     {"run",
-     "circuitscope run MODEL.safetensors (--text TEXT | --file FILE) [--top K] [--json] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
+     "circuitscope run MODEL (--text TEXT | --file FILE) [--top K] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Tokenizes the text (a <BOS> token first), runs the model and prints, for every token,\n"
      "  the loss of predicting it and the model's top K guesses for the next token.\n"
      "  --json prints {\"tokens\", \"token_text\", \"loss\", \"logits\", \"top\"} instead of a table.\n"
@@ -119,7 +119,7 @@ const std::map<std::string, std::string> kHelp = {
      "  the Q-, K- and V-composition cut under each ablation kind (zero, mean, mean-all, resample;\n"
      "  see circuitscope help ioi).\n"},
     {"ioi",
-     "circuitscope ioi MODEL.safetensors [--cut q|k|v] [--ablation KIND] [--seed N] [--json]\n"
+     "circuitscope ioi MODEL [--cut q|k|v] [--ablation KIND] [--seed N] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Accuracy, mean logit difference and mean p(IO), p(S) of a symbolic IOI model over all 60\n"
      "  sequences of the task. --cut cuts that input (query, key or value) of every head from the output\n"
      "  of every head of every earlier layer (seed 001's composition cut). --ablation says what replaces\n"
@@ -135,7 +135,7 @@ const std::map<std::string, std::string> kHelp = {
      "  and give each seed's figure and on how many seeds they hold. With --check it writes nothing\n"
      "  and exits 1 if the committed files differ from what it computes.\n"},
     {"patch",
-     "circuitscope patch MODEL.safetensors --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json]\n"
+     "circuitscope patch MODEL --text TEXT [--kind K] [--seed N] [--noise] [--heads-only] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Corrupts the text the standard way (--kind auto: swap_names for an IOI model, the second\n"
      "  mention of the subject becoming the indirect object; break_repeat otherwise, the first copy\n"
      "  of the longest repeated block replaced by tokens drawn with --seed, default 0), then patches\n"
@@ -159,7 +159,7 @@ const std::map<std::string, std::string> kHelp = {
      "  --json prints the curve (every head) as JSON; --out FILE also writes it there (the report reads\n"
      "  models/char-1l.leading.json). Deterministic for a recipe, its options and the kernel.\n"},
     {"icl",
-     "circuitscope icl MODEL.safetensors [MORE.safetensors ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--before-phase-change METRICS] [--unpaired] [--json]\n"
+     "circuitscope icl MODEL [MORE ...] --file TEXT [--windows N] [--early A] [--late B] [--batch K] [--before-phase-change METRICS] [--unpaired] [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  The in-context-learning score (induction-heads seed, 004) on held-out text, on paired windows: N\n"
      "  target tokens spread evenly over the text (default 1000), each predicted once with the B tokens\n"
      "  before it (default 500) and once with the A tokens before it (default 50), both after <BOS>; the\n"
@@ -196,7 +196,7 @@ const std::map<std::string, std::string> kHelp = {
      "  --json           print the metrics file instead of the table\n"
      "  --config, --no-processing, --tokenizer, --bos: as for run; every checkpoint is read with them\n"},
     {"inspect",
-     "circuitscope inspect MODEL.safetensors [--json] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
+     "circuitscope inspect MODEL [--json] [--config CONFIG.json] [--no-processing] [--tokenizer TOKENIZER.json [--bos TOKEN]]\n"
      "  Prints the config, tokenizer summary, training info and every tensor with its shape.\n"},
 };
 
@@ -612,9 +612,36 @@ int cmd_leading(int argc, char** argv) {
   return 0;
 }
 
+// A tokenizer.json's text, refused before reading when it is larger than the core reads.
+std::string read_tokenizer_file(const std::string& path) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > cs::hf::kMaxFileBytes)
+    throw std::runtime_error(path + " is " + std::to_string(bytes >> 20) + " MB; circuitscope reads tokenizer files of up to " +
+                             std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
+  return read_file(path);
+}
+
+// The options of every command that opens a model file: a TransformerLens config.json beside the
+// weights, the weights as written, a Hugging Face tokenizer.json, its <BOS> token.
+std::map<std::string, bool> with_load_options(std::map<std::string, bool> known) {
+  known.insert({{"--config", true}, {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
+  return known;
+}
+
+// A model file with those options (--config, --no-processing, --tokenizer, --bos).
+cs::ModelFile load_with_options(const std::string& path, Args& a) {
+  cs::LoadOptions o;
+  if (a.opts.count("--no-processing")) o.processing = cs::Processing::none();
+  if (a.opts.count("--config")) o.tl_config = read_file(a.opts["--config"]);
+  if (a.opts.count("--tokenizer")) o.tokenizer_json = read_tokenizer_file(a.opts["--tokenizer"]);
+  if (a.opts.count("--bos")) o.bos_token = a.opts["--bos"];
+  return cs::load_model_file(path, o);
+}
+
 int cmd_icl(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true}, {"--json", false},
-                                      {"--before-phase-change", true}, {"--unpaired", false}});
+  Args a = parse_args(argc, argv, 2, with_load_options({{"--file", true}, {"--windows", true}, {"--early", true}, {"--late", true}, {"--batch", true},
+                                                         {"--json", false}, {"--before-phase-change", true}, {"--unpaired", false}}));
   const bool unpaired = a.opts.count("--unpaired") > 0;
   if (a.positional.empty()) throw UsageError("icl takes one or more model files");
   if (!a.opts.count("--file")) throw UsageError("icl needs --file TEXT, the held-out text to score");
@@ -650,7 +677,7 @@ int cmd_icl(int argc, char** argv) {
     std::optional<cs::ModelFile> before_m, end_m;
     std::string before_path, end_path;
     for (const std::string& path : paths) {
-      cs::ModelFile m = cs::load_model_file(path);
+      cs::ModelFile m = load_with_options(path, a);
       const int s = step_of(m);
       if (s < 0) throw std::runtime_error(path + ": the file records no training step, so it cannot be placed before or after the phase change");
       if (s < pc->step && s > before_step) before_step = s, before_m = m, before_path = path;
@@ -669,7 +696,7 @@ int cmd_icl(int argc, char** argv) {
   std::vector<cs::Batch> batches;  // --unpaired
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    const cs::ModelFile m = loaded[i] ? std::move(*loaded[i]) : cs::load_model_file(path);
+    const cs::ModelFile m = loaded[i] ? std::move(*loaded[i]) : load_with_options(path, a);
     if (unpaired && late + 2 > m.cfg.n_ctx)
       throw std::runtime_error(path + ": the score needs windows of " + std::to_string(late + 2) + " tokens but this model's context holds " +
                                std::to_string(m.cfg.n_ctx) + "; use a smaller --late");
@@ -713,30 +740,8 @@ int cmd_icl(int argc, char** argv) {
   return 0;
 }
 
-// A tokenizer.json's text, refused before reading when it is larger than the core reads.
-std::string read_tokenizer_file(const std::string& path) {
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > cs::hf::kMaxFileBytes)
-    throw std::runtime_error(path + " is " + std::to_string(bytes >> 20) + " MB; circuitscope reads tokenizer files of up to " +
-                             std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
-  return read_file(path);
-}
-
-// A model file with the TransformerLens options of run and inspect (--config, --no-processing,
-// --tokenizer, --bos).
-cs::ModelFile load_with_options(const std::string& path, Args& a) {
-  cs::LoadOptions o;
-  if (a.opts.count("--no-processing")) o.processing = cs::Processing::none();
-  if (a.opts.count("--config")) o.tl_config = read_file(a.opts["--config"]);
-  if (a.opts.count("--tokenizer")) o.tokenizer_json = read_tokenizer_file(a.opts["--tokenizer"]);
-  if (a.opts.count("--bos")) o.bos_token = a.opts["--bos"];
-  return cs::load_model_file(path, o);
-}
-
 int cmd_run(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false},
-                                      {"--config", true}, {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
+  Args a = parse_args(argc, argv, 2, with_load_options({{"--text", true}, {"--file", true}, {"--top", true}, {"--json", false}}));
   if (a.positional.size() != 1) throw UsageError("run takes one model file");
   if (a.opts.count("--text") == a.opts.count("--file")) throw UsageError("run needs exactly one of --text TEXT or --file FILE");
   const std::string text = a.opts.count("--text") ? a.opts["--text"] : read_file(a.opts["--file"]);
@@ -820,8 +825,7 @@ int cmd_run(int argc, char** argv) {
 }
 
 int cmd_series(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--text", true}, {"--out", true}, {"--json", false}, {"--config", true},
-                                      {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
+  Args a = parse_args(argc, argv, 2, with_load_options({{"--text", true}, {"--out", true}, {"--json", false}}));
   if (a.positional.empty()) throw UsageError("series takes the checkpoint files of one run");
   std::vector<std::pair<std::int64_t, std::string>> files;
   for (const std::string& path : a.positional) {
@@ -892,9 +896,9 @@ int cmd_series(int argc, char** argv) {
 }
 
 int cmd_ioi(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--cut", true}, {"--ablation", true}, {"--seed", true}, {"--json", false}});
+  Args a = parse_args(argc, argv, 2, with_load_options({{"--cut", true}, {"--ablation", true}, {"--seed", true}, {"--json", false}}));
   if (a.positional.size() != 1) throw UsageError("ioi takes one model file");
-  cs::ModelFile m = cs::load_model_file(a.positional[0]);
+  cs::ModelFile m = load_with_options(a.positional[0], a);
   cs::check_symbolic_vocabulary(m.cfg);
   cs::Intervention iv;
   std::string cut;
@@ -928,7 +932,7 @@ int cmd_ioi(int argc, char** argv) {
 }
 
 int cmd_inspect(int argc, char** argv) {
-  Args a = parse_args(argc, argv, 2, {{"--json", false}, {"--config", true}, {"--no-processing", false}, {"--tokenizer", true}, {"--bos", true}});
+  Args a = parse_args(argc, argv, 2, with_load_options({{"--json", false}}));
   if (a.positional.size() != 1) throw UsageError("inspect takes one model file");
   cs::ModelFile m = load_with_options(a.positional[0], a);
   json tensors = json::array();
@@ -1011,10 +1015,10 @@ int cmd_tokenize(int argc, char** argv) {
 
 int cmd_patch(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
-                      {{"--text", true}, {"--kind", true}, {"--seed", true}, {"--noise", false}, {"--heads-only", false}, {"--json", false}});
+                      with_load_options({{"--text", true}, {"--kind", true}, {"--seed", true}, {"--noise", false}, {"--heads-only", false}, {"--json", false}}));
   if (a.positional.size() != 1) throw UsageError("patch takes one model file");
   if (!a.opts.count("--text")) throw UsageError("patch needs --text TEXT");
-  cs::ModelSession m(cs::load_model_file(a.positional[0]));
+  cs::ModelSession m(load_with_options(a.positional[0], a));
   cs::PatchRequest rq;
   for (const auto& t : m.tokenize(a.opts["--text"])) rq.clean.push_back(t.id);
   if (a.opts.count("--kind")) rq.kind = a.opts["--kind"];

@@ -6,9 +6,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { cs, root } from './module.mjs';
+import { toTransformerLens } from './tlens-fixture.mjs';
 
 const cli = path.join(root, 'build', 'native', 'circuitscope');
 const CASES = [
@@ -181,6 +183,37 @@ test('MLP outputs: ablateMlp changes the run, patch() patches each MLP as the na
     assert.equal(model('char-2l').patch('The quick brown fox. The quick brown fox').mlp, null);
   } finally {
     m.delete();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// The CLI's ioi and patch open a TransformerLens file as run, inspect and series do: with its
+// config.json (--config), which says what the tensors cannot; without it, refused in words.
+test('CLI: ioi and patch take a TransformerLens file with --config', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cs-tlcli-'));
+  try {
+    const file = path.join(dir, 'tl-ioi.safetensors');
+    writeFileSync(file, toTransformerLens(readFileSync(path.join(root, 'models', 'ioi-2l1h.safetensors')), { metadata: null }));
+    const config = path.join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ n_layers: 2, d_model: 32, n_heads: 1, d_head: 16, n_ctx: 5, d_vocab: 8,
+      normalization_type: null, positional_embedding_type: 'standard', attn_only: true, act_fn: null, eps: 1e-5, model_name: 'ioi' }));
+    const run = (args) => JSON.parse(execFileSync(cli, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+    const own = run(['ioi', path.join(root, 'models', 'ioi-2l1h.safetensors'), '--cut', 'v', '--json']);
+    const tl = run(['ioi', file, '--config', config, '--cut', 'v', '--json']);
+    assert.equal(tl.accuracy, own.accuracy);
+    assert.ok(Math.abs(tl.mean_logit_diff - own.mean_logit_diff) < 1e-4, `${tl.mean_logit_diff} vs ${own.mean_logit_diff}`);
+    assert.throws(() => execFileSync(cli, ['ioi', file, '--json'], { stdio: 'pipe' }), (e) => /holds no LayerNorm weights/.test(String(e.stderr)));
+    // char-2l in TransformerLens layout (shortformer): its text is token ids, a repeat to break.
+    const chars = path.join(dir, 'tl-char.safetensors');
+    writeFileSync(chars, toTransformerLens(readFileSync(path.join(root, 'models', 'char-2l.safetensors')), { metadata: null }));
+    writeFileSync(config, JSON.stringify({ n_layers: 2, d_model: 64, n_heads: 4, d_head: 16, n_ctx: 256, normalization_type: null,
+      positional_embedding_type: 'shortformer', attn_only: true, act_fn: null, eps: 1e-5, model_name: 'char-2l' }));
+    const ids = '40 41 42 43 44 45 46 47 40 41 42 43 44 45 46 47';
+    const patched = run(['patch', chars, '--config', config, '--text', ids, '--json']);
+    assert.deepEqual([patched.head.length, patched.head[0].length], [2, 4]);
+    assert.ok(patched.head.flat().every(Number.isFinite) && patched.head.flat().some((x) => Math.abs(x) > 0.01), JSON.stringify(patched.head));
+    assert.throws(() => execFileSync(cli, ['patch', chars, '--text', ids], { stdio: 'pipe' }), (e) => /holds no LayerNorm weights/.test(String(e.stderr)));
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
