@@ -55,8 +55,7 @@ constexpr double kMaxCircuitBytes = 64.0 * (1 << 20);
 // (x - mean(x)) / s diag(ln_final.w) W_U, and ln_final.b W_U joins "bias"; the rows still sum
 // to the logits.
 //
-// paths (models without LayerNorm and MLPs only; empty otherwise) (virtual heads, one group per
-// head in layer >= 1, pattern a = hook_pattern[l2][h2] row
+// paths (virtual heads, one group per head in layer >= 1, pattern a = hook_pattern[l2][h2] row
 // `pos` of batch_row; X = the rows 0..pos of batch_row):
 //   "L{l2}H{h2}<-embed"      (a . embed_X) W_V W_O W_U          token embeddings read through h2
 //   "L{l2}H{h2}<-pos_embed"  (a . W_pos[0..pos]) W_V W_O W_U    Standard only; zero otherwise
@@ -70,6 +69,12 @@ constexpr double kMaxCircuitBytes = 64.0 * (1 << 20);
 // head's result is its *total* output (for 3+ layers, paths are one composition step deep;
 // expand an earlier head by reading its own group). A head the intervention ablates outputs a
 // constant, so it gets no group.
+// With MLPs, "L{l2}H{h2}<-MLP{l1}" (a . mlp_out_{l1}) for every l1 < l2 joins the group. With ln1
+// (LN, LNPre) its scale s_j at each source position j is frozen at the forward pass's value
+// (TransformerLens's apply_ln_to_stack(layer=l2)): every source row x_j is read as
+// (x_j - mean(x_j)) / s_j diag(ln1.w), ln1.b W_V joins "bias", and with a final LayerNorm each
+// path is read through it as the parts are; a head with a value cut into it gets no group then
+// (the core recomputes its ln1 without the cut output, so frozen-scale paths would not sum to it).
 struct Attribution {
   int batch_row = 0, pos = 0, token = 0;
   Tensor<float> logits;                 // [V]     the forward pass's logits at (batch_row, pos)

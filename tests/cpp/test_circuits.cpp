@@ -101,7 +101,9 @@ TEST(CircuitsAttribution, PartsAndPathsSumBackForEveryArchitecture) {
 }
 
 // LayerNorm and MLPs: the final LayerNorm's scale frozen, every part centred and divided by it,
-// MLPs as parts of their own; the rows still sum to the logits (no virtual-head paths yet).
+// MLPs as parts of their own; the rows still sum to the logits. Virtual-head paths freeze ln1's
+// scale at each source position, list each earlier MLP as a source, and each group still sums to
+// its head's part.
 TEST(CircuitsAttribution, FrozenFinalScaleAndMlpPartsSumBack) {
   for (const Config& c : norm_mlp_configs()) {
     const Params<float> p = random_params<float>(c, 12);
@@ -114,9 +116,32 @@ TEST(CircuitsAttribution, FrozenFinalScaleAndMlpPartsSumBack) {
       const int P = 3 + c.n_layers * c.n_heads + (c.d_mlp > 0 ? c.n_layers : 0);
       ASSERT_EQ(a.parts.shape, (Shape{P, c.d_vocab})) << what;
       if (c.d_mlp > 0) EXPECT_EQ(a.names.back(), "MLP" + std::to_string(c.n_layers - 1)) << what;
-      EXPECT_TRUE(a.path_names.empty()) << what;
+      std::size_t expect_q = 0;
+      for (int l2 = 1; l2 < c.n_layers; ++l2) expect_q += c.n_heads * (3 + l2 * (c.n_heads + (c.d_mlp > 0 ? 1 : 0)));
+      EXPECT_EQ(a.path_names.size(), expect_q) << what;
+      if (c.d_mlp > 0 && c.n_layers > 1) EXPECT_NE(index_of(a.path_names, "L1H0<-MLP0"), -1) << what;
       expect_sums(a, what);
       if (c.normalization == Norm::None || c.n_layers == 0) continue;
+      if (c.n_layers > 1) {
+        // One path by hand: L0H1's output at each source j, centred, over ln1's scale there,
+        // through diag(ln1.w) W_V W_O of L1H0, mixed by its pattern row, then the final LayerNorm.
+        const float* pat = cache.layers[1].pattern.ptr() + static_cast<std::size_t>(t) * T;  // head 0, row t
+        RowVecT<double> m = RowVecT<double>::Zero(c.d_model);
+        for (int j = 0; j <= t; ++j) {
+          RowVecT<double> x = Dm(cache.layers[0].result.slice(1)).row(j);
+          x = (x.array() - x.mean()) / static_cast<double>(cache.layers[1].ln1_scale.data[j]);
+          if (c.normalization == Norm::LN) x = x.cwiseProduct(Dm(p.blocks[1].ln1_w.mat()).reshaped(1, c.d_model));
+          m += static_cast<double>(pat[j]) * x;
+        }
+        RowVecT<double> y = m * Dm(p.blocks[1].W_V.slice(0)) * Dm(p.blocks[1].W_O.slice(0));
+        y = (y.array() - y.mean()) / static_cast<double>(cache.ln_final_scale.data[t]);
+        MatRM<double> WU = Dm(p.W_U.mat());
+        if (c.normalization == Norm::LN)
+          for (int d = 0; d < c.d_model; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
+        const int q = index_of(a.path_names, "L1H0<-L0H1");
+        ASSERT_NE(q, -1) << what;
+        EXPECT_LT((trow(a.paths, q) - y * WU).cwiseAbs().maxCoeff(), 1e-4) << what;
+      }
       // A head's part is its output, centred, over the frozen scale, through diag(w) W_U.
       RowVecT<double> x = Dm(cache.layers[0].result.slice(1)).row(t);
       x = (x.array() - x.mean()) / static_cast<double>(cache.ln_final_scale.data[t]);

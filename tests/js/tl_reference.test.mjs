@@ -304,6 +304,21 @@ function compareAttribution(problems, m, ids, a, V) {
       `the reference's biases (b_O through the final LN, ln_final.b @ W_U, b_U) to ${fmt(rowsWant.get('bias')[at])} (|diff| ${fmt(d)} > ${fmt(tol)})`);
   }
   if (P !== rowsWant.size) problems.push('internal: duplicate reference row names');
+  // Virtual-head paths (every head of layer >= 1 split by its value input's sources, ln1's scale
+  // frozen at each source position): each of the reference's by name, within the same tolerance.
+  if (a.paths_file) {
+    const wantPaths = f64(a.paths_file);
+    const index = new Map(got.path_names.map((n, i) => [n, i]));
+    if (got.path_names.length !== a.path_names.length) {
+      problems.push(`attribution at pos ${a.pos}: ${got.path_names.length} virtual-head paths, the reference has ${a.path_names.length}`);
+    }
+    a.path_names.forEach((n, q) => {
+      const i = index.get(n);
+      if (i === undefined) { problems.push(`attribution at pos ${a.pos}: no path ${n}`); return; }
+      const [dp, atp] = maxDiff(got.paths.data.subarray(i * V, (i + 1) * V), wantPaths.subarray(q * V, (q + 1) * V));
+      if (dp > tol) problems.push(`attribution at pos ${a.pos}, path ${n}, logit ${atp}: |diff| ${fmt(dp)} > ${fmt(tol)}`);
+    });
+  }
 }
 
 const POS_EMBED = { standard: 'standard', shortformer: 'shortformer' };

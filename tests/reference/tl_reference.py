@@ -110,10 +110,11 @@ def forward(sd, cfg, tokens):
 
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     act = None if cfg["attn_only"] else activation(cfg["act_fn"])
-    stages, patterns, results, mlp_outs = [x], [], [], []
+    stages, patterns, results, mlp_outs, ln1_scales = [x], [], [], [], []
     for l in range(L):
         p = f"blocks.{l}."
-        h, _ = layer_norm(x, sd, p + "ln1", ntype, eps)
+        h, s1 = layer_norm(x, sd, p + "ln1", ntype, eps)
+        ln1_scales.append(None if s1 is None else s1[:, 0])
         qk_in = h if shortformer_pos is None else h + shortformer_pos
         q = torch.einsum("td,hde->the", qk_in, sd[p + "attn.W_Q"]) + sd[p + "attn.b_Q"]
         k = torch.einsum("td,hde->the", qk_in, sd[p + "attn.W_K"]) + sd[p + "attn.b_K"]
@@ -146,6 +147,7 @@ def forward(sd, cfg, tokens):
         "result": torch.stack(results) if L else torch.zeros(0, H, T, cfg["d_model"]),
         "mlp_out": torch.stack(mlp_outs) if mlp_outs else None,
         "final_scale": None if scale is None else scale[:, 0],
+        "ln1_scale": ln1_scales,
         "logits": logits, "logprobs": logprobs, "losses": losses,
     }
 
@@ -313,6 +315,69 @@ def attribution(sd, cfg, cache, pos):
     return names, parts, extra_names, (torch.stack(extras) if extras else None)
 
 
+def virtual_paths(sd, cfg, cache, pos):
+    """Every head of layer >= 1 split by what its value input is made of, at pos: the residual
+    stream's components before that layer (cache.decompose_resid(layer=l2): embed, pos_embed (zero
+    for shortformer), each earlier head's hook_result, each earlier hook_mlp_out) passed through
+    ln1 with its scale frozen at each source position (cache.apply_ln_to_stack(layer=l2):
+    centred, divided by blocks.l2.ln1.hook_scale there, * ln1.w for LN), mixed by the head's
+    pattern row, through W_V W_O, then read as attribution() reads a head's output (the final
+    LayerNorm frozen at pos). The constants (every earlier b_O through ln1, ln1.b and b_V through
+    W_V W_O) make the "bias" path. Rows [Q, d_vocab], named "L{l2}H{h2}<-SOURCE"; asserts that
+    each head's paths sum to its attribution row."""
+    cfg = full_config(cfg)
+    ntype = cfg["normalization_type"]
+    L, H, D = cfg["n_layers"], cfg["n_heads"], cfg["d_model"]
+    WU = sd["unembed.W_U"]
+
+    def to_logits(vec):
+        if ntype in ("LN", "LNPre"):
+            vec = (vec - vec.mean(-1, keepdim=True)) / cache["final_scale"][pos]
+            if ntype == "LN":
+                vec = vec * sd["ln_final.w"]
+        return vec @ WU
+
+    standard = cfg["positional_embedding_type"] == "standard"
+    names, rows = [], []
+    for l2 in range(1, L):
+        p = f"blocks.{l2}."
+
+        def ln1_stack(src):  # [T, D] rows of one component, as ln1 passes them on
+            if ntype in ("LN", "LNPre"):
+                src = (src - src.mean(-1, keepdim=True)) / cache["ln1_scale"][l2][:, None]
+                if ntype == "LN":
+                    src = src * sd[p + "ln1.w"]
+            return src
+
+        # Shortformer positions never enter the residual stream: their path is zero, as in attribution().
+        sources = [("embed", cache["embed"]), ("pos_embed", cache["pos_embed"] if standard else torch.zeros_like(cache["embed"]))]
+        for l1 in range(l2):
+            sources += [(f"L{l1}H{h1}", cache["result"][l1, h1]) for h1 in range(H)]
+            if cache["mlp_out"] is not None:
+                sources.append((f"MLP{l1}", cache["mlp_out"][l1]))
+        T = cache["embed"].shape[0]
+        b_O = sum((sd[f"blocks.{l}.attn.b_O"] for l in range(l2)), torch.zeros(D))
+        for h2 in range(H):
+            a = cache["patterns"][l2, h2, pos]
+            OV = sd[p + "attn.W_V"][h2] @ sd[p + "attn.W_O"][h2]
+            total = torch.zeros(WU.shape[1], dtype=WU.dtype)
+            for src_name, src in sources:
+                row = to_logits(a @ ln1_stack(src) @ OV)
+                names.append(f"L{l2}H{h2}<-{src_name}")
+                rows.append(row)
+                total = total + row
+            const = a @ ln1_stack(b_O.expand(T, D)) @ OV
+            v_bias = sd[p + "attn.b_V"][h2] + (sd[p + "ln1.b"] @ sd[p + "attn.W_V"][h2] if ntype == "LN" else 0.0)
+            row = to_logits(const + v_bias @ sd[p + "attn.W_O"][h2])
+            names.append(f"L{l2}H{h2}<-bias")
+            rows.append(row)
+            total = total + row
+            want = to_logits(cache["result"][l2, h2, pos])
+            gap = (total - want).abs().max().item()
+            assert gap <= 1e-9 * max(1.0, want.abs().max().item()), f"L{l2}H{h2}'s paths miss its output by {gap}"
+    return names, (torch.stack(rows) if rows else None)
+
+
 # ----------------------------------------------------------------------------- the program
 
 def to_torch(sd):
@@ -390,6 +455,11 @@ def run_case(case, outdir):
                 if extras is not None:
                     a["extra_file"] = f"{name}.{variant}.attribution{pos}.extra.f64"
                     write_f64(os.path.join(outdir, a["extra_file"]), extras)
+                path_names, paths = virtual_paths(vsd, vcfg, cache, pos)
+                if paths is not None:
+                    a["path_names"] = path_names
+                    a["paths_file"] = f"{name}.{variant}.paths{pos}.f64"
+                    write_f64(os.path.join(outdir, a["paths_file"]), paths)
                 v["attribution"].append(a)
         out["variants"][variant] = v
         caches[variant] = cache
