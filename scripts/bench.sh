@@ -55,7 +55,7 @@ echo "== GEMM kernel (build/native/gemm_bench, node tests/bench/gemm/bench_gemm.
 build/native/gemm_bench --reps "$TRAIN_REPS" >"$OUT/gemm-native.json"
 node tests/bench/gemm/bench_gemm.mjs --reps "$TRAIN_REPS" >"$OUT/gemm-wasm.json"
 
-# The relaxed-SIMD module, the same calls (README, "Relaxed SIMD").
+# The relaxed-SIMD module, the same calls (docs/developer-notes.md, "Relaxed SIMD").
 echo "== WASM relaxed SIMD (node tests/bench/bench_wasm.mjs --relaxed, node tests/bench/gemm/bench_gemm.mjs --relaxed)"
 node tests/bench/bench_wasm.mjs --relaxed --forward-reps "$FORWARD_REPS" --train-reps "$TRAIN_REPS" --json >"$OUT/wasm-relaxed.json"
 node tests/bench/gemm/bench_gemm.mjs --relaxed --reps "$TRAIN_REPS" >"$OUT/gemm-wasm-relaxed.json"

@@ -370,7 +370,7 @@ void allocate(ModelFile& m, std::uint64_t need, std::uint64_t section_size, cons
   }
 }
 
-// --- TransformerLens state dicts (README, "Files saved from TransformerLens") ---
+// --- TransformerLens state dicts (docs/model-files.md, "Files saved from TransformerLens") ---
 
 // The layer of a "blocks.{l}.<rest>" name, with <rest> in *rest; -1 for other names.
 int block_layer(const std::string& key, std::string* rest) {
@@ -417,7 +417,7 @@ const char* const kTlSays = ", but embed.W_E, pos_embed.W_pos and blocks.0.attn.
 const char* const kTlReads =
     "circuitscope reads TransformerLens models with attention, LayerNorm (LN or LNPre, or none) and MLPs "
     "(gelu, gelu_new, relu), with learned absolute positions";
-// The one line of Python that writes the hints a state dict cannot show (README, "Open the model
+// The one line of Python that writes the hints a state dict cannot show (docs/model-files.md, "Open the model
 // from your notebook").
 const char* const kTlHintLine =
     "save it with: safetensors.torch.save_file(model.state_dict(), \"model.safetensors\", metadata={"

@@ -50,8 +50,8 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dty
 // "model file: " and says what is wrong, e.g.
 // "model file: tensor blocks.1.attn.W_Q has shape [4,64,16], config says [8,64,16]".
 // A file whose __metadata__ neither says format "circuitscope" nor carries a config (or has no
-// __metadata__) is read as a TransformerLens HookedTransformer state dict (README, "Files saved
-// from TransformerLens"): the config comes from the tensor shapes, missing biases are zero, the
+// __metadata__) is read as a TransformerLens HookedTransformer state dict (docs/model-files.md,
+// "Files saved from TransformerLens"): the config comes from the tensor shapes, missing biases are zero, the
 // attn.mask and attn.IGNORE buffers are checked and dropped, LayerNorm (ln1, ln2, ln_final) and
 // MLP tensors are read; what the tensors cannot show (normalization_type when there is no
 // LayerNorm tensor, act_fn with MLPs, shortformer positions) comes from __metadata__ or the file

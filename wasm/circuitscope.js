@@ -10,7 +10,7 @@
 // `tsc -p tests/types` checks this file against circuitscope.d.ts through the JSDoc types below.
 // The Emscripten module itself is imported by init(): circuitscope.mjs (SIMD128) or, where the
 // engine has relaxed SIMD, circuitscope-relaxed.mjs (the same core with fused multiply-adds in
-// its kernels; README, "Relaxed SIMD").
+// its kernels; docs/developer-notes.md, "Relaxed SIMD").
 
 /** @typedef {import('./circuitscope.js').LoadedModel} LoadedModel */
 /** @typedef {import('./circuitscope.js').Trainer} Trainer */

@@ -4,7 +4,7 @@
 // must not pass), and wait for the check to turn green. Progress goes into the link: reopening
 // the last link shows every step done. Also: a lesson opened from the list (its first step's
 // state, its panel outlined once the view has loaded, its ticks kept in the browser and said in
-// words); a teacher's own lesson, written from the README's format alone, pasted into the page;
+// words); a teacher's own lesson, written from docs/lessons.md alone, pasted into the page;
 // a pasted lesson's problems shown open (nesting 5,000 deep among them); a hostile lesson file
 // (scripts, event handlers, javascript: and http: links, frames, styles, images by ..) that must
 // run nothing; the glossary links. Screenshots go to test-artifacts/lesson-*.png.
@@ -204,7 +204,7 @@ test('a glossary link in a lesson opens its entry beside the step', async () => 
   }
 });
 
-// A teacher's lesson, written from the README's "Writing a lesson" section alone.
+// A teacher's lesson, written from docs/lessons.md ("Writing a lesson") alone.
 const TEACHER = `# My first lesson
 
 Read the model's guess for a name.

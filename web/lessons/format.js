@@ -1,4 +1,4 @@
-// The lesson format: a Markdown file (the README's "Writing a lesson" documents it).
+// The lesson format: a Markdown file (docs/lessons.md documents it).
 //
 //   # The lesson's title
 //   Paragraphs before the first step: what the lesson is about.

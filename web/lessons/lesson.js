@@ -206,7 +206,7 @@ function indexView({ lessons, error }) {
       el('a', { href: read.has(l.name) ? firstStepLink(l.name, read.get(l.name)) : `#${linkOf({ ...store.state, lesson: l.name, step: null, done: savedDone(l.name), lessonText: null }).hash}`, dataset: { lesson: l.name } }, l.title ?? l.name),
       l.summary ? el('p', { class: 'muted' }, l.summary) : null))),
     el('details', { class: 'cs-lesson-paste' }, el('summary', {}, 'Paste a lesson'),
-      el('p', { class: 'muted' }, 'A lesson file in the format the README describes. "Copy link" then carries the lesson itself (compressed), so students open it from the link alone.'), area, paste),
+      el('p', { class: 'muted' }, 'A lesson file in the format docs/lessons.md describes. "Copy link" then carries the lesson itself (compressed), so students open it from the link alone.'), area, paste),
   ];
 }
 

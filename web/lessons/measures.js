@@ -4,7 +4,7 @@
 //   {view, head?, about, get({model, modelName, state}, head) -> number | null}
 // where `view` is the view whose state it reads (the step must show that view), `head` says it
 // takes a head as in prefix(L1H4), and null means "not available for this state" (a check
-// comparing it is then not met). The README's lesson format lists them with `about`.
+// comparing it is then not met). docs/lessons.md lists them with `about`.
 import { parseHead } from '../store.js';
 import { analyse, repeatOf } from '../panels/induction/analysis.js';
 import { ioiInput } from '../panels/ioi/analysis.js';
