@@ -465,7 +465,7 @@ export interface IoiAnalysis {
   predicted: number;
   logit_io: number;
   logit_s: number;
-  /** logit_io - logit_s = sum(head_diff) + direct_diff + bias_diff */
+  /** logit_io - logit_s = sum(head_diff) + sum(mlp_diff) + direct_diff + bias_diff (with a final LayerNorm, every term read with its scale at pos frozen) */
   logit_diff: number;
   prob_io: number;
   prob_s: number;
@@ -480,6 +480,9 @@ export interface IoiAnalysis {
   direct_sum: number;
   bias_diff: number;
   bias_sum: number;
+  /** Each layer's MLP output's direct effect on logit(IO) - logit(S) and on the sum: shape [n_layers], axes ["layer"]; null without MLPs. */
+  mlp_diff: Tagged | null;
+  mlp_sum: Tagged | null;
   /** Logit lens at pos, each shape [n_layers + 1], axes ["stage"]. */
   lens: { logit_io: Tagged; logit_s: Tagged; prob_io: Tagged; prob_s: Tagged };
   /** The softmax at pos over the whole vocabulary: shape [d_vocab], axes ["d_vocab"] (p of name id = probs.data[id]). */

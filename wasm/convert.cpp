@@ -534,6 +534,9 @@ val ioi_analysis_js(const cs::IoiAnalysis& a, int n_layers, int d_vocab, const s
   out.set("direct_sum", a.direct_sum);
   out.set("bias_diff", a.bias_diff);
   out.set("bias_sum", a.bias_sum);
+  const int M = static_cast<int>(a.mlp_diff.data.size());
+  out.set("mlp_diff", M ? tagged(a.mlp_diff.data, {M}, {"layer"}) : val::null());
+  out.set("mlp_sum", M ? tagged(a.mlp_sum.data, {M}, {"layer"}) : val::null());
   val lens = val::object();
   lens.set("logit_io", tagged(a.lens_logit_io, {S}, {"stage"}));
   lens.set("logit_s", tagged(a.lens_logit_s, {S}, {"stage"}));

@@ -135,18 +135,106 @@ void order_paths(Attribution& out, int target) {
   auto size_of = [&](int q) { return std::abs(out.paths.data[static_cast<std::size_t>(q) * V + out.target]); };
   std::stable_sort(out.path_order.begin(), out.path_order.end(), [&](int a, int b) { return size_of(a) > size_of(b); });
 }
-}  // namespace
-
-// Framework paper, "Path Expansion of Logits" / seed 000.
-void require_linear_unembed(const Config& c, const std::string& what) {
-  if (!c.has_norm_or_mlp()) return;
-  std::string has = c.normalization != Norm::None ? "LayerNorm" : "";
-  if (c.d_mlp > 0) has += std::string(has.empty() ? "" : " and ") + "MLPs";
-  throw std::invalid_argument(what + ": its terms read the logits as a sum of the residual stream's parts times W_U, "
-                                     "which holds for attention-only models without normalization; this model has " + has +
-                                     ", for which circuitscope does not compute these terms yet (attribution splits its "
-                                     "logits with the final LayerNorm's scale frozen)");
+// Attribution's virtual-head paths (see Attribution in circuits.h), appended to out's path names
+// and parts; WU is the unembed the parts read (diag(ln_final.w) W_U with LN), scale the final
+// LayerNorm's frozen scale at pos (1 without one). Returns the path rows [Q][V].
+std::vector<RowVecT<double>> virtual_paths(const Params<float>& p, const ActivationCache<float>& cache, int batch_row,
+                                           int pos, const Intervention& iv, const MatRM<double>& WU, double scale,
+                                           Attribution& out) {
+  const Config& c = p.cfg;
+  const int L = c.n_layers, H = c.n_heads, D = c.d_model, V = c.d_vocab, T = cache.n_pos;
+  const bool norm = c.normalization != Norm::None;
+  const bool standard = c.pos_embed == PosEmbed::Standard;
+  const RowVecT<double> zero = RowVecT<double>::Zero(V);
+  const auto through_ln = [&](RowVecT<double> x) {  // what the final LayerNorm passes on
+    if (norm) x = (x.array() - x.mean()) / scale;
+    return x;
+  };
+  // Virtual heads: split every head of layer >= 1 by what its value input is made of. With ln1
+  // (LN or LNPre) its scale at each source position j is frozen at the forward pass's value, as
+  // the final one is: a source's row c_j enters as (c_j - mean(c_j)) / s_j diag(ln1.w), and ln1.b
+  // joins the bias path (rows of the pattern sum to 1).
+  std::vector<RowVecT<double>> paths;
+  const bool norm1 = c.normalization != Norm::None;
+  for (int l2 = 1; l2 < L; ++l2) {
+    const LayerParams<float>& w = p.blocks[l2];
+    const float* s1 = norm1 ? cache.layers[l2].ln1_scale.ptr() + static_cast<std::size_t>(batch_row) * T : nullptr;
+    for (int h2 = 0; h2 < H; ++h2) {
+      bool ablated = false;
+      for (const auto& a : iv.ablations) ablated |= (a.layer == l2 && a.head == h2);
+      if (ablated) continue;
+      // A cut value path into h2 changes its value input's LayerNorm scale (the core recomputes
+      // it without the cut output), so frozen-scale paths would not sum to its output: no group.
+      int cuts_into = 0;
+      for (const auto& k : iv.cuts) cuts_into += (k.input == Input::V && k.dst_layer == l2 && k.dst_head == h2);
+      if (norm1 && cuts_into) continue;
+      const int part_row = 3 + l2 * H + h2;
+      const std::string nm = head_name(l2, h2) + "<-";
+      // a = hook_pattern[batch_row, h2, pos, :]
+      const float* a = cache.layers[l2].pattern.ptr() + ((static_cast<std::size_t>(batch_row) * H + h2) * T + pos) * T;
+      auto mix = [&](const CMapM<float>& X, int row0) {  // sum_j a_j ln1(X[row0 + j]) (without ln1.b)
+        RowVecT<double> m = RowVecT<double>::Zero(D);
+        for (int j = 0; j <= pos; ++j) {
+          RowVecT<double> x = drow(X, row0 + j);
+          if (norm1) x = (x.array() - x.mean()) / static_cast<double>(s1[j]);
+          m += static_cast<double>(a[j]) * x;
+        }
+        return m;
+      };
+      auto mix_const = [&](const RowVecT<double>& x0) {  // the same for a row every position shares
+        RowVecT<double> m = RowVecT<double>::Zero(D);
+        if (!norm1) return RowVecT<double>(x0);
+        const RowVecT<double> centred = x0.array() - x0.mean();
+        double k = 0;
+        for (int j = 0; j <= pos; ++j) k += static_cast<double>(a[j]) / static_cast<double>(s1[j]);
+        return RowVecT<double>(k * centred);
+      };
+      MatRM<double> WV = dbl(w.W_V.slice(h2));  // [D, Dh]
+      RowVecT<double> bV = c.use_bias ? RowVecT<double>(w.b_V.row(h2).cast<double>()) : RowVecT<double>::Zero(c.d_head);
+      if (c.normalization == Norm::LN) {
+        bV += p.blocks[l2].ln1_b.vec().cast<double>() * WV;
+        for (int d = 0; d < D; ++d) WV.row(d) *= static_cast<double>(p.blocks[l2].ln1_w.data[d]);
+      }
+      const MatRM<double> WO = dbl(w.W_O.slice(h2));  // [Dh, D]
+      const MatRM<double> OU = WO * WU;              // [Dh, V]: without a final LayerNorm
+      const MatRM<double> OVU = WV * OU;             // [D, V]
+      const MatRM<double> OV = WV * WO;              // [D, D]
+      // A source's mixed value input, as h2 passes it on to the logits.
+      auto read = [&](const RowVecT<double>& m) {
+        return norm ? RowVecT<double>(through_ln(m * OV) * WU) : RowVecT<double>(m * OVU);
+      };
+      auto add = [&](const std::string& what, RowVecT<double> row) {
+        out.path_names.push_back(nm + what);
+        out.path_part.push_back(part_row);
+        paths.push_back(std::move(row));
+      };
+      add("embed", read(mix(cache.embed.mat(), batch_row * T)));
+      add("pos_embed", standard ? read(mix(cache.pos_embed.mat(), 0)) : zero);
+      RowVecT<double> bo = RowVecT<double>::Zero(D);
+      if (c.use_bias)
+        for (int l = 0; l < l2; ++l) bo += p.blocks[l].b_O.vec().cast<double>();
+      RowVecT<double> vb = read(mix_const(bo));
+      const RowVecT<double> bias_out = bV * WO;  // [D]: b_V (and ln1.b through W_V), weights summing to 1
+      vb += norm ? RowVecT<double>(through_ln(bias_out) * WU) : RowVecT<double>(bias_out * WU);
+      add("bias", (c.use_bias || c.normalization == Norm::LN) ? vb : zero);
+      for (int l1 = 0; l1 < l2; ++l1) {
+        for (int h1 = 0; h1 < H; ++h1) {
+          // A cut subtracts h1's output from h2's value input (once per listed cut).
+          int ncut = 0;
+          for (const auto& k : iv.cuts)
+            ncut += (k.input == Input::V && k.src_layer == l1 && k.src_head == h1 && k.dst_layer == l2 && k.dst_head == h2);
+          RowVecT<double> r = zero;
+          if (ncut != 1) r = (1.0 - ncut) * read(mix(cache.layers[l1].result.slice(h1), batch_row * T));
+          add(head_name(l1, h1), r);
+        }
+        if (c.d_mlp > 0) add("MLP" + std::to_string(l1), read(mix(cache.layers[l1].mlp_out.mat(), batch_row * T)));
+      }
+    }
+  }
+  return paths;
 }
+
+}  // namespace
 
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
                         const Intervention& iv, int target) {
@@ -238,87 +326,7 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     }
   put_rows(out.parts, parts, V);
 
-  // Virtual heads: split every head of layer >= 1 by what its value input is made of. With ln1
-  // (LN or LNPre) its scale at each source position j is frozen at the forward pass's value, as
-  // the final one is: a source's row c_j enters as (c_j - mean(c_j)) / s_j diag(ln1.w), and ln1.b
-  // joins the bias path (rows of the pattern sum to 1).
-  std::vector<RowVecT<double>> paths;
-  const bool norm1 = c.normalization != Norm::None;
-  for (int l2 = 1; l2 < L; ++l2) {
-    const LayerParams<float>& w = p.blocks[l2];
-    const float* s1 = norm1 ? cache.layers[l2].ln1_scale.ptr() + static_cast<std::size_t>(batch_row) * T : nullptr;
-    for (int h2 = 0; h2 < H; ++h2) {
-      bool ablated = false;
-      for (const auto& a : iv.ablations) ablated |= (a.layer == l2 && a.head == h2);
-      if (ablated) continue;
-      // A cut value path into h2 changes its value input's LayerNorm scale (the core recomputes
-      // it without the cut output), so frozen-scale paths would not sum to its output: no group.
-      int cuts_into = 0;
-      for (const auto& k : iv.cuts) cuts_into += (k.input == Input::V && k.dst_layer == l2 && k.dst_head == h2);
-      if (norm1 && cuts_into) continue;
-      const int part_row = 3 + l2 * H + h2;
-      const std::string nm = head_name(l2, h2) + "<-";
-      // a = hook_pattern[batch_row, h2, pos, :]
-      const float* a = cache.layers[l2].pattern.ptr() + ((static_cast<std::size_t>(batch_row) * H + h2) * T + pos) * T;
-      auto mix = [&](const CMapM<float>& X, int row0) {  // sum_j a_j ln1(X[row0 + j]) (without ln1.b)
-        RowVecT<double> m = RowVecT<double>::Zero(D);
-        for (int j = 0; j <= pos; ++j) {
-          RowVecT<double> x = drow(X, row0 + j);
-          if (norm1) x = (x.array() - x.mean()) / static_cast<double>(s1[j]);
-          m += static_cast<double>(a[j]) * x;
-        }
-        return m;
-      };
-      auto mix_const = [&](const RowVecT<double>& x0) {  // the same for a row every position shares
-        RowVecT<double> m = RowVecT<double>::Zero(D);
-        if (!norm1) return RowVecT<double>(x0);
-        const RowVecT<double> centred = x0.array() - x0.mean();
-        double k = 0;
-        for (int j = 0; j <= pos; ++j) k += static_cast<double>(a[j]) / static_cast<double>(s1[j]);
-        return RowVecT<double>(k * centred);
-      };
-      MatRM<double> WV = dbl(w.W_V.slice(h2));  // [D, Dh]
-      RowVecT<double> bV = c.use_bias ? RowVecT<double>(w.b_V.row(h2).cast<double>()) : RowVecT<double>::Zero(c.d_head);
-      if (c.normalization == Norm::LN) {
-        bV += p.blocks[l2].ln1_b.vec().cast<double>() * WV;
-        for (int d = 0; d < D; ++d) WV.row(d) *= static_cast<double>(p.blocks[l2].ln1_w.data[d]);
-      }
-      const MatRM<double> WO = dbl(w.W_O.slice(h2));  // [Dh, D]
-      const MatRM<double> OU = WO * WU;              // [Dh, V]: without a final LayerNorm
-      const MatRM<double> OVU = WV * OU;             // [D, V]
-      const MatRM<double> OV = WV * WO;              // [D, D]
-      // A source's mixed value input, as h2 passes it on to the logits.
-      auto read = [&](const RowVecT<double>& m) {
-        return norm ? RowVecT<double>(through_ln(m * OV) * WU) : RowVecT<double>(m * OVU);
-      };
-      auto add = [&](const std::string& what, RowVecT<double> row) {
-        out.path_names.push_back(nm + what);
-        out.path_part.push_back(part_row);
-        paths.push_back(std::move(row));
-      };
-      add("embed", read(mix(cache.embed.mat(), batch_row * T)));
-      add("pos_embed", standard ? read(mix(cache.pos_embed.mat(), 0)) : zero);
-      RowVecT<double> bo = RowVecT<double>::Zero(D);
-      if (c.use_bias)
-        for (int l = 0; l < l2; ++l) bo += p.blocks[l].b_O.vec().cast<double>();
-      RowVecT<double> vb = read(mix_const(bo));
-      const RowVecT<double> bias_out = bV * WO;  // [D]: b_V (and ln1.b through W_V), weights summing to 1
-      vb += norm ? RowVecT<double>(through_ln(bias_out) * WU) : RowVecT<double>(bias_out * WU);
-      add("bias", (c.use_bias || c.normalization == Norm::LN) ? vb : zero);
-      for (int l1 = 0; l1 < l2; ++l1) {
-        for (int h1 = 0; h1 < H; ++h1) {
-          // A cut subtracts h1's output from h2's value input (once per listed cut).
-          int ncut = 0;
-          for (const auto& k : iv.cuts)
-            ncut += (k.input == Input::V && k.src_layer == l1 && k.src_head == h1 && k.dst_layer == l2 && k.dst_head == h2);
-          RowVecT<double> r = zero;
-          if (ncut != 1) r = (1.0 - ncut) * read(mix(cache.layers[l1].result.slice(h1), batch_row * T));
-          add(head_name(l1, h1), r);
-        }
-        if (c.d_mlp > 0) add("MLP" + std::to_string(l1), read(mix(cache.layers[l1].mlp_out.mat(), batch_row * T)));
-      }
-    }
-  }
+  std::vector<RowVecT<double>> paths = virtual_paths(p, cache, batch_row, pos, iv, WU, scale, out);
   put_rows(out.paths, paths, V);
   order_paths(out, target);
   return out;

@@ -97,10 +97,6 @@ struct Attribution {
 Attribution attribution(const Params<float>& p, const ActivationCache<float>& cache, int batch_row, int pos,
                         const Intervention& iv = Intervention(), int target = -1);
 
-// Throws std::invalid_argument ("<what>: its terms read the logits as a sum ... this model has
-// LayerNorm ...") for a model with LayerNorm or MLPs, whose logits are not a sum of the residual
-// stream's parts times W_U: the IOI terms call it before they split.
-void require_linear_unembed(const Config& c, const std::string& what);
 
 // ---------------------------------------------------------------------------------------------
 // 2. Full circuits in factored form (TransformerLens FactoredMatrix)

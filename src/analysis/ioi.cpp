@@ -38,7 +38,6 @@ double cosine(const VecD& c, const VecD& u) {
 IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& cache, int row, int pos,
                         const std::vector<int>& names) {
   const Config& c = p.cfg;
-  require_linear_unembed(c, "IOI analysis");
   const int T = cache.n_pos, D = c.d_model, NL = c.n_layers, H = c.n_heads;
   std::vector<int> toks(cache.tokens.begin() + static_cast<std::size_t>(row) * T,
                         cache.tokens.begin() + static_cast<std::size_t>(row + 1) * T);
@@ -58,7 +57,24 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   a.logit_diff = a.logit_io - a.logit_s;
   two_probs(lg, a.io, a.s, a.prob_io, a.prob_s);
 
-  const MatRM<double> WU = p.W_U.mat().cast<double>();  // [D, V]
+  // With a final LayerNorm its scale at pos is frozen at the forward pass's value, as attribution
+  // freezes it (TransformerLens's apply_ln_to_stack): each term is centred, divided by it and read
+  // through diag(ln_final.w) W_U, and ln_final.b W_U joins the bias; the terms still sum to the
+  // logit difference.
+  const bool norm = c.normalization != Norm::None;
+  const double scale = norm ? static_cast<double>(cache.ln_final_scale.data[n]) : 1.0;
+  MatRM<double> WU = p.W_U.mat().cast<double>();  // [D, V]
+  double ln_bias_io = 0, ln_bias_s = 0;
+  if (c.normalization == Norm::LN) {
+    const VecD b = p.ln_final_b.vec().transpose().cast<double>();
+    ln_bias_io = b.dot(WU.col(a.io));
+    ln_bias_s = b.dot(WU.col(a.s));
+    for (int d = 0; d < D; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
+  }
+  const auto through_ln = [&](VecD x) {  // what the final LayerNorm passes on of a term
+    if (norm) x = (x.array() - x.mean()) / scale;
+    return x;
+  };
   const VecD u_io = WU.col(a.io), u_s = WU.col(a.s);
   const VecD u_diff = u_io - u_s, u_sum = u_io + u_s;
 
@@ -69,7 +85,7 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   for (int l = 0; l < NL; ++l)
     for (int h = 0; h < H; ++h) {
       // hook_result [H, B, T, D]: head h's output at (row, pos).
-      const VecD r = cache.layers[l].result.slice(h).row(n).transpose().cast<double>();
+      const VecD r = through_ln(cache.layers[l].result.slice(h).row(n).transpose().cast<double>());
       a.head_diff.data[l * H + h] = static_cast<float>(r.dot(u_diff));
       a.head_sum.data[l * H + h] = static_cast<float>(r.dot(u_sum));
       a.head_cos_diff.data[l * H + h] = static_cast<float>(cosine(r, u_diff));
@@ -78,13 +94,25 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   // Direct path: embedding (+ positions added to the residual stream).
   VecD direct = cache.embed.mat().row(n).transpose().cast<double>();
   if (c.pos_embed == PosEmbed::Standard) direct += cache.pos_embed.mat().row(pos).transpose().cast<double>();
+  direct = through_ln(direct);
   a.direct_diff = direct.dot(u_diff);
   a.direct_sum = direct.dot(u_sum);
   if (c.use_bias) {
     VecD bo = VecD::Zero(D);
     for (int l = 0; l < NL; ++l) bo += p.blocks[l].b_O.vec().transpose().cast<double>();
+    bo = through_ln(bo);
     a.bias_diff = bo.dot(u_diff) + p.b_U.data[a.io] - p.b_U.data[a.s];
     a.bias_sum = bo.dot(u_sum) + p.b_U.data[a.io] + p.b_U.data[a.s];
+  }
+  a.bias_diff += ln_bias_io - ln_bias_s;
+  a.bias_sum += ln_bias_io + ln_bias_s;
+  // Each layer's MLP output (hook_mlp_out, with its b_out) is a term of its own.
+  a.mlp_diff.resize({c.d_mlp > 0 ? NL : 0});
+  a.mlp_sum.resize({c.d_mlp > 0 ? NL : 0});
+  for (int l = 0; l < NL && c.d_mlp > 0; ++l) {
+    const VecD m = through_ln(cache.layers[l].mlp_out.mat().row(n).transpose().cast<double>());
+    a.mlp_diff.data[l] = static_cast<float>(m.dot(u_diff));
+    a.mlp_sum.data[l] = static_cast<float>(m.dot(u_sum));
   }
 
   // Logit lens over resid_pre of layer 0 and resid_post of every layer.
@@ -93,7 +121,10 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   else stages.push_back(&cache.layers[0].resid_pre);
   for (int l = 0; l < NL; ++l) stages.push_back(&cache.layers[l].resid_post);
   for (const Tensor<float>* st : stages) {
-    RowVecT<double> x = st->mat().row(n).cast<double>() * WU;  // [V]
+    // With a final LayerNorm, each stage through it with the scale frozen at the last stage's
+    // (apply_ln_to_stack), so the last stage gives the model's logits.
+    RowVecT<double> x = through_ln(st->mat().row(n).transpose().cast<double>()).transpose() * WU;  // [V]
+    if (c.normalization == Norm::LN) x += p.ln_final_b.vec().cast<double>() * p.W_U.mat().cast<double>();
     if (c.use_bias) x += p.b_U.vec().cast<double>();
     double pio, ps;
     two_probs(x, a.io, a.s, pio, ps);

@@ -52,10 +52,17 @@ struct IoiAnalysis {
   Tensor<float> head_cos_sum;   // [n_layers, n_heads]
   // The direct path: hook_embed[pos] (+ hook_pos_embed[pos] for standard positions).
   double direct_diff = 0, direct_sum = 0;
-  // Every b_O, plus b_U[IO] -+ b_U[S] (0 for a model without biases).
+  // Every b_O, plus b_U[IO] -+ b_U[S] (0 for a model without biases), plus ln_final.b's (LN).
   double bias_diff = 0, bias_sum = 0;
+  // Each layer's MLP output at pos (hook_mlp_out) . u_diff and . u_sum: [n_layers] with MLPs,
+  // [0] without. With a final LayerNorm every term above and here is read with its scale at pos
+  // frozen (apply_ln_to_stack): centred, divided by it, through diag(ln_final.w) W_U. Then
+  // logit_diff = sum(head_diff) + sum(mlp_diff) + direct_diff + bias_diff.
+  Tensor<float> mlp_diff, mlp_sum;
 
-  // Logit lens: the residual stream at pos after each stage, unembedded (x W_U + b_U).
+  // Logit lens: the residual stream at pos after each stage, unembedded (x W_U + b_U; with a final
+  // LayerNorm, through it with its scale at pos frozen, as TransformerLens's accumulated_resid
+  // with apply_ln reads it).
   // Stage 0 is blocks.0.hook_resid_pre (the embedding, + positions if standard); stage l+1 is
   // blocks.l.hook_resid_post, so the last stage gives the model's logits.
   std::vector<float> lens_logit_io;  // [n_layers + 1]

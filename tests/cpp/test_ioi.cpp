@@ -10,6 +10,7 @@
 
 #include "analysis/ioi.h"
 #include "data.h"
+#include "test_util.h"
 #include "train.h"
 
 namespace cs {
@@ -275,6 +276,37 @@ TEST(IoiAnalysis, ProbabilitiesTopTokensAndRolesComeWithTheAnalysis) {
   double share = 0;
   for (float x : a.head_share_diff.data) share += x;
   EXPECT_NEAR(share * a.logit_diff + a.direct_diff + a.bias_diff, a.logit_diff, 1e-3 * std::max(1.0, std::abs(a.logit_diff)));
+}
+
+// LayerNorm and MLPs (the TransformerLens family): the final scale frozen at pos, every term read
+// through it, each MLP a term of its own; the terms still sum to the logit difference and to the
+// sum, and the lens's last stage is the model's output.
+TEST(IoiAnalysis, TermsWithLayerNormAndMlpsSumToTheLogits) {
+  int checked = 0;
+  for (const Config& c : testing::norm_mlp_configs()) {
+    if (c.n_layers == 0) continue;
+    const Params<float> p = testing::random_params<float>(c, 21);
+    const IoiAnalysis a = ioi_analyse(p, {0, 2, 3, 3, 1});
+    const std::string what = testing::config_name(c);
+    ASSERT_EQ(a.mlp_diff.data.size(), static_cast<std::size_t>(c.d_mlp > 0 ? c.n_layers : 0)) << what;
+    double diff = a.direct_diff + a.bias_diff, sum = a.direct_sum + a.bias_sum;
+    for (float x : a.head_diff.data) diff += x;
+    for (float x : a.head_sum.data) sum += x;
+    for (float x : a.mlp_diff.data) diff += x;
+    for (float x : a.mlp_sum.data) sum += x;
+    EXPECT_NEAR(diff, a.logit_diff, 1e-4 * std::max(1.0, std::abs(a.logit_diff))) << what;
+    EXPECT_NEAR(sum, a.logit_io + a.logit_s, 1e-4 * std::max(1.0, std::abs(a.logit_io + a.logit_s))) << what;
+    ASSERT_EQ(a.lens_logit_io.size(), static_cast<std::size_t>(c.n_layers + 1)) << what;
+    EXPECT_NEAR(a.lens_logit_io.back(), a.logit_io, 1e-4) << what;
+    EXPECT_NEAR(a.lens_logit_s.back(), a.logit_s, 1e-4) << what;
+    if (c.d_mlp > 0) {
+      double m = 0;
+      for (float x : a.mlp_diff.data) m += std::abs(x);
+      EXPECT_GT(m, 0.0) << what;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
 }
 
 TEST(IoiSymbolic, SentenceBuilderMatchesTheTasksSequences) {

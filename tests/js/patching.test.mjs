@@ -217,3 +217,36 @@ test('CLI: ioi and patch take a TransformerLens file with --config', () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The IOI terms of a model with LayerNorm and MLPs (an IOI recipe with normalization_type and
+// d_mlp, trained here): every term read with the final scale frozen, each MLP a term of its own,
+// and together they give the logit difference and sum, as for the attention-only models.
+test('IOI terms of a LayerNorm + MLP model sum to its logits, MLPs included', () => {
+  const recipe = {
+    name: 'ioi-ln-mlp', steps: 30, batch_size: 60, seed: 1,
+    model: { n_layers: 2, n_heads: 1, d_model: 32, d_head: 16, n_ctx: 5, pos_embed: 'standard', normalization_type: 'LN', d_mlp: 64, act_fn: 'gelu' },
+    tokenizer: { kind: 'ioi_symbolic' }, data: { kind: 'ioi_symbolic' },
+    optimizer: { lr: 0.01 }, schedule: { kind: 'constant' },
+  };
+  const tr = instance.trainer(recipe);
+  for (let i = 0; i < 30; i++) tr.step();
+  const m = instance.load(tr.save());
+  tr.delete();
+  try {
+    const all = m.ioi();
+    assert.equal(all.length, 60);
+    for (const a of all.slice(0, 12)) {
+      assert.deepEqual(a.mlp_diff.shape, [2]);
+      const sum = (t) => Array.from(t.data).reduce((x, y) => x + y, 0);
+      const diff = sum(a.head_diff) + sum(a.mlp_diff) + a.direct_diff + a.bias_diff;
+      const total = sum(a.head_sum) + sum(a.mlp_sum) + a.direct_sum + a.bias_sum;
+      assert.ok(Math.abs(diff - a.logit_diff) < 1e-3, `difference: terms ${diff} vs ${a.logit_diff}`);
+      assert.ok(Math.abs(total - (a.logit_io + a.logit_s)) < 1e-3, `sum: terms ${total} vs ${a.logit_io + a.logit_s}`);
+      assert.ok(Math.abs(a.lens.logit_io.data.at(-1) - a.logit_io) < 1e-3, 'the lens ends at the logits');
+    }
+    assert.ok(all.some((a) => Math.abs(a.mlp_diff.data[0]) > 1e-4), 'the MLPs carry part of the difference');
+    assert.equal(model('ioi-2l1h').ioi()[0].mlp_diff, null, 'attention-only: no MLP terms');
+  } finally {
+    m.delete();
+  }
+});

@@ -269,6 +269,21 @@ def process(sd, cfg, fold_ln=True, center_writing=True, center_unembed_=True, fo
 
 # ----------------------------------------------------------------------------- attribution
 
+def frozen_final_ln(sd, ntype, cache, pos):
+    """A component's logits with the final LayerNorm's scale frozen at pos
+    (ActivationCache.apply_ln_to_stack: centre for LN/LNPre, divide by ln_final.hook_scale there,
+    * ln_final.w for an unfolded LN), then W_U; ln_final.b and b_U are left to the caller."""
+    WU = sd["unembed.W_U"]
+
+    def to_logits(vec):
+        if ntype in ("LN", "LNPre"):
+            vec = (vec - vec.mean(-1, keepdim=True)) / cache["final_scale"][pos]
+            if ntype == "LN":
+                vec = vec * sd["ln_final.w"]
+        return vec @ WU
+    return to_logits
+
+
 def attribution(sd, cfg, cache, pos):
     """Direct logit attribution at pos with the final LayerNorm scale frozen from the run
     (ActivationCache.apply_ln_to_stack: centre each component for LN/LNPre, divide by
@@ -282,12 +297,7 @@ def attribution(sd, cfg, cache, pos):
     ntype = cfg["normalization_type"]
     WU, bU = sd["unembed.W_U"], sd["unembed.b_U"]
 
-    def to_logits(vec):
-        if ntype in ("LN", "LNPre"):
-            vec = (vec - vec.mean(-1, keepdim=True)) / cache["final_scale"][pos]
-            if ntype == "LN":
-                vec = vec * sd["ln_final.w"]
-        return vec @ WU
+    to_logits = frozen_final_ln(sd, ntype, cache, pos)
 
     L, H = cfg["n_layers"], cfg["n_heads"]
     names, rows = ["embed", "pos_embed", "bias"], []
@@ -330,12 +340,7 @@ def virtual_paths(sd, cfg, cache, pos):
     L, H, D = cfg["n_layers"], cfg["n_heads"], cfg["d_model"]
     WU = sd["unembed.W_U"]
 
-    def to_logits(vec):
-        if ntype in ("LN", "LNPre"):
-            vec = (vec - vec.mean(-1, keepdim=True)) / cache["final_scale"][pos]
-            if ntype == "LN":
-                vec = vec * sd["ln_final.w"]
-        return vec @ WU
+    to_logits = frozen_final_ln(sd, ntype, cache, pos)
 
     standard = cfg["positional_embedding_type"] == "standard"
     names, rows = [], []

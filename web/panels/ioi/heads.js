@@ -9,7 +9,7 @@ import { definePanel } from '../panel.js';
 import { ioiInput, LETTERS } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 
-/** Each head's row, then the direct path and the bias: [{part, diff, sum, cd?, cs?}]. */
+/** Each head's row, each MLP's (models with MLPs), then the direct path and the bias: [{part, diff, sum, cd?, cs?}]. */
 export function headRows(a) {
   const [L, H] = a.head_diff.shape;
   const rows = [];
@@ -19,6 +19,8 @@ export function headRows(a) {
       rows.push({ part: `L${l}H${h}`, diff: a.head_diff.data[k], sum: a.head_sum.data[k], cd: a.head_cos_diff.data[k], cs: a.head_cos_sum.data[k] });
     }
   }
+  // A model with MLPs: each layer's MLP output is a term of its own (null without MLPs).
+  if (a.mlp_diff) for (let l = 0; l < a.mlp_diff.data.length; l++) rows.push({ part: `MLP${l}`, diff: a.mlp_diff.data[l], sum: a.mlp_sum.data[l] });
   rows.push({ part: 'direct path (embedding)', diff: a.direct_diff, sum: a.direct_sum });
   rows.push({ part: 'bias', diff: a.bias_diff, sum: a.bias_sum });
   return rows;
