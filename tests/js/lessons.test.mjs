@@ -44,6 +44,29 @@ test('the index lists every lesson file, and each reads without a problem', () =
   }
 });
 
+// The README's lesson for teachers (its indented block) and docs/lessons.md's example read as
+// written: no problem, a link, a panel of the step's view, a check.
+test('the lessons the README and docs/lessons.md show read without a problem', () => {
+  for (const file of ['README.md', 'docs/lessons.md']) {
+    const md = readFileSync(path.join(root, file), 'utf8');
+    const start = md.search(/^ {4,}# /m);
+    assert.ok(start >= 0, `${file} shows a lesson`);
+    const indent = md.slice(start).match(/^ */)[0].length;
+    const lines = [];
+    for (const line of md.slice(start).split('\n')) {
+      if (line.trim() && line.length - line.trimStart().length < indent) break;
+      lines.push(line.slice(indent));
+    }
+    const lesson = parseLesson(lines.join('\n'));
+    assert.deepEqual(lesson.problems, [], file);
+    assert.ok(lesson.steps.length >= 1, `${file}: a step`);
+    for (const st of lesson.steps) {
+      assert.ok(st.state && st.check?.when.length, `${file}: the step opens a link and has a check`);
+      if (st.panel) assert.equal(st.panel.split('-')[0], st.state.view, `${file}: the panel is in the step's view`);
+    }
+  }
+});
+
 test('conditions parse as documented and decide against the state and the measures', () => {
   const base = { ...S.DEFAULT_STATE, view: 'induction', text: 'abc' };
   const state = { ...base, ablate: ['L0H1'], text: 'abcd', nopos: true, cut: ['*>*.k'] };
