@@ -271,6 +271,20 @@ TEST(AblationKinds, AModelWithoutAnIoiTaskReadsRepeatedRandomTokens) {
   iv.cuts.clear();  // nothing to replace: no reference is made
   EXPECT_FALSE(chars.with_ablation_reference(iv).reference);
 
+  // One such reference is kept at a time: asked again, the same; another model's replaces it, and
+  // this one's is made again, equal to the first.
+  EXPECT_EQ(chars.with_ablation_reference(cut_composition(c, Input::K)).reference, nullptr);
+  Intervention mean = cut_composition(c, Input::K);
+  mean.ablation = Ablation::Mean;
+  const auto first = chars.with_ablation_reference(mean).reference;
+  EXPECT_EQ(chars.with_ablation_reference(mean).reference, first);
+  ModelSession other(load_model_file("models/char-2l-smeared.safetensors"));
+  const auto theirs = other.with_ablation_reference(mean).reference;
+  EXPECT_NE(theirs, first);
+  const auto again = chars.with_ablation_reference(mean).reference;
+  EXPECT_NE(again, first);
+  EXPECT_EQ(again->mean, first->mean);
+
   // A model too large for 8 rows within the budget is refused with its size, before any pass.
   Config big = c;
   big.n_heads = 8;

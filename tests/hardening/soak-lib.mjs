@@ -161,6 +161,18 @@ export async function warmUp(page) {
         await settled(page, 30_000);
         visits++;
       }
+      // The Induction view's mean ablation keeps one model's repeated-token reference at a time
+      // (the last asked for): bpe-2l's, the largest a shipped model makes (32 MB), is made here,
+      // so the soak's choices replace it with one no larger.
+      if (view === 'induction' && m.name === 'bpe-2l') {
+        await page.evaluate((model) => {
+          window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view: 'induction', model, snapshot: null, abl: 'mean', ablate: ['L1H1'] } });
+        }, m.name);
+        await settled(page, 30_000);
+        await page.evaluate(() => window.__cs.store.dispatch({ type: 'set', values: { abl: 'zero', ablate: [] } }));
+        await settled(page, 30_000);
+        visits++;
+      }
       if (view === 'ioi') {
         await page.evaluate((model) => {
           window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view: 'ioi', model, snapshot: null, abl: 'mean', cut: ['*>*.q'] } });
