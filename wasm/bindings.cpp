@@ -51,7 +51,8 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("patch", &Model::patch)
       .function("save", &Model::save)
       .function("forwardBatch", &Model::forwardBatch)
-      .function("checkpointScores", &Model::checkpointScores);
+      .function("checkpointScores", &Model::checkpointScores)
+      .function("heldOutIds", &Model::heldOutIds);
   emscripten::class_<Trainer>("Trainer")
       .constructor<const std::string&>()
       .function("step", &Trainer::step)

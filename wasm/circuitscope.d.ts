@@ -681,6 +681,8 @@ export interface CheckpointScoreOptions {
   step?: number;
   /** Held-out text (read with the model's tokenizer; token ids for a model that reads none); none: no validation loss or ICL score. */
   text?: string;
+  /** Or the text's ids as heldOutIds() gives them (not both): a series tokenizes its text once. */
+  ids?: Int32Array | number[];
   /** Tokens a validation window holds (default min(n_ctx, 256)). */
   window?: number;
   /** Validation windows (default 8, fewer for a large vocabulary). */
@@ -937,6 +939,8 @@ export interface LoadedModel {
    * previous-token scores with the loss on repeated random tokens.
    */
   checkpointScores(options?: CheckpointScoreOptions): CheckpointScores;
+  /** The held-out token ids checkpointScores() reads from a text (the tokenizer's, without <BOS>). */
+  heldOutIds(text: string): Int32Array;
   /** The k (default 5) most probable next tokens at every position. */
   topK(tokens: TokensIn, k?: number): TopKResult;
   /**

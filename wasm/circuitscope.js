@@ -171,7 +171,10 @@ const MODEL_CALLS = {
   skipTrigrams: [['k', 'maxBugs'], 2, (o, l, h) => [l, h, o.k ?? 20, o.maxBugs ?? 32]],
   save: [null, 0, () => []],
   // One checkpoint of a series: the core chooses every option left out (checkpoint_eval_spec).
-  checkpointScores: [['step', 'text', 'window', 'batch', 'iclEarly', 'iclLate', 'iclPairs', 'repeatLen', 'seed'], 0, (o) => [o]],
+  // The held-out ids checkpointScores reads from a text (no <BOS>): a series tokenizes once.
+  heldOutIds: [null, 0, (_, text) => [text]],
+  checkpointScores: [['step', 'text', 'ids', 'window', 'batch', 'iclEarly', 'iclLate', 'iclPairs', 'repeatLen', 'seed'], 0,
+    (o) => [o.ids === undefined || o.ids === null ? o : { ...o, ids: toInt32(o.ids, 'checkpointScores: ids') }]],
 };
 /** @satisfies {Record<string, CallRow>} */
 const TRAINER_CALLS = {

@@ -1304,6 +1304,9 @@ val Model::checkpointScores(const val& opts) const {
     if (!text_js.isUndefined() && !text_js.isNull() && !text_js.isString())
       throw std::invalid_argument("checkpointScores: text must be a string");
     const std::string text = text_js.isString() ? text_js.as<std::string>() : std::string();
+    const val ids_js = opt(opts, "ids");
+    const bool has_ids = !ids_js.isUndefined() && !ids_js.isNull();
+    if (has_ids && text_js.isString()) throw std::invalid_argument("checkpointScores: give the held-out text or its ids, not both");
     const val step_js = opt(opts, "step");
     const std::int64_t step = step_js.isUndefined() || step_js.isNull() ? 0 : to_int53(step_js, "checkpointScores: step");
     cs::CheckpointEvalOptions o;
@@ -1316,27 +1319,25 @@ val Model::checkpointScores(const val& opts) const {
     const val seed = opt(opts, "seed");
     if (!seed.isUndefined() && !seed.isNull()) o.seed = static_cast<long long>(to_seed(seed, "checkpointScores: seed"));
     const cs::ModelFile& f = session_->file();
+    if (has_ids) {
+      const std::vector<int> ids = copy_in<int>(ids_js, "checkpointScores: ids");
+      return json_js(cs::checkpoint_eval_json(cs::evaluate_checkpoint(f.params, f.tokenizer, ids, step, o, cs::trained_window(f.info))));
+    }
     return json_js(cs::checkpoint_eval_json(cs::evaluate_checkpoint(f.params, f.tokenizer, text, step, o, cs::trained_window(f.info))));
+  });
+}
+
+val Model::heldOutIds(const val& text) const {
+  return guarded([&] {
+    if (!text.isString()) throw std::invalid_argument("heldOutIds: expected a string");
+    const std::vector<int> ids = cs::held_out_ids(session_->file().tokenizer, text.as<std::string>());
+    return copy_out(ids.data(), ids.size(), "Int32Array");
   });
 }
 
 val checkpointMetrics(const std::string& scores_json) {
   return guarded([&] {
-    const nlohmann::json j = cs::parse_json_text(scores_json, "checkpointMetrics:");
-    if (!j.is_array() || j.empty()) throw std::invalid_argument("checkpointMetrics: give the checkpoints' scores as a non-empty list");
-    std::vector<cs::EvalRecord> records;
-    for (const auto& e : j) {
-      if (!e.is_object() || !e.contains("record")) throw std::invalid_argument("checkpointMetrics: each entry must be a checkpointScores() result");
-      records.push_back(cs::eval_record_from_json(e["record"]));
-    }
-    const cs::EvalSpec spec = cs::checkpoint_spec_from_json(j[0].contains("spec") ? j[0]["spec"] : nlohmann::json());
-    for (const auto& e : j)
-      if (e.value("spec", nlohmann::json()) != j[0]["spec"])
-        throw std::invalid_argument("checkpointMetrics: the checkpoints were scored with different settings");
-    std::stable_sort(records.begin(), records.end(), [](const cs::EvalRecord& a, const cs::EvalRecord& b) { return a.step < b.step; });
-    nlohmann::json m = cs::metrics_json(spec, records);
-    if (spec.icl_pairs == 0) m.erase("icl_indices");
-    return json_js(m);
+    return json_js(cs::checkpoint_metrics_json(cs::parse_json_text(scores_json, "checkpointMetrics:"), "checkpointMetrics:"));
   });
 }
 

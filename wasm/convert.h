@@ -72,6 +72,7 @@ class Model {
   // cs::evaluate_checkpoint on this model as one checkpoint of a series: options {step, text,
   // window, batch, iclEarly, iclLate, iclPairs, repeatLen, seed}; checkpoint_eval_json's object.
   val checkpointScores(const val& options) const;
+  val heldOutIds(const val& text) const;
 
  private:
   std::unique_ptr<cs::ModelSession> session_;

@@ -15,7 +15,7 @@ import { el } from './parts/dom.js';
 import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
 import { closeLocal, isLocalName, localModel } from './local-models.js';
-import { openModelFiles } from './open-model.js';
+import { droppedFolderFiles, folderFiles, openModelFiles } from './open-model.js';
 
 // Every view needs the core: its fetch and compile start now, beside the model list and the view's
 // own scripts, not after them.
@@ -45,6 +45,8 @@ const els = {
   openFile: $('open-file'),
   closeFile: $('close-file'),
   openFileInput: $('open-file-input'),
+  openFolder: $('open-folder'),
+  openFolderInput: $('open-folder-input'),
   dropHint: $('drop-hint'),
 };
 
@@ -393,7 +395,7 @@ els.copyBare.addEventListener('change', copyEmbed);
 // Opening a model file: the header's button (a file input) and a file dropped anywhere on the page
 // (open-model.js reads and loads it; local-models.js keeps it). Nothing is uploaded.
 
-async function openFiles(files) {
+async function openFiles(files, { left = 0 } = {}) {
   document.body.dataset.openFile = 'opening';
   showError('');
   delete document.body.dataset.openProgress;
@@ -409,7 +411,8 @@ async function openFiles(files) {
       : `Opening ${String(name).slice(0, 80)} (${Math.round(total / MB)} MB): the core is checking and loading it…`);
   };
   try {
-    await openModelFiles(files, { onProgress });   // success: the cs-model-opened event below shows it
+    if (!files.length) throw new Error(`Nothing to open in that folder: it holds no .safetensors or .pth file${left ? ` (${left} other file${left === 1 ? ' was' : 's were'} left out)` : ''}.`);
+    await openModelFiles(files, { onProgress, note: left ? ` (${left} other file${left === 1 ? '' : 's'} of the folder left out: only model files, config.json and tokenizer.json are read.)` : '' });
   } catch (e) {
     // A refusal goes where people look (the alert box under the header, read out), not the grey line.
     document.body.dataset.openFile = 'failed';
@@ -451,6 +454,12 @@ els.closeFile.addEventListener('click', () => {
 });
 
 els.openFile.addEventListener('click', () => els.openFileInput.click());
+els.openFolder.addEventListener('click', () => els.openFolderInput.click());
+els.openFolderInput.addEventListener('change', () => {
+  const all = [...(els.openFolderInput.files ?? [])];
+  els.openFolderInput.value = '';
+  if (all.length) { const { files, left } = folderFiles(all); openFiles(files, { left }); }
+});
 els.openFileInput.addEventListener('change', () => {
   const files = [...(els.openFileInput.files ?? [])];
   els.openFileInput.value = '';   // the same file chosen again is a change too
@@ -473,8 +482,13 @@ window.addEventListener('drop', (e) => {
   e.preventDefault();   // the browser would otherwise leave the page for the file
   dragDepth = 0;
   dropHint(false);
+  // A dropped folder is read from its entries, which must be taken while the event lasts.
+  const entries = [...(e.dataTransfer.items ?? [])].map((i) => i.webkitGetAsEntry?.() ?? null);
   const files = [...e.dataTransfer.files];
-  if (files.length) openFiles(files);
+  droppedFolderFiles(entries).then((folder) => {
+    if (folder) openFiles(folder.files, { left: folder.left });
+    else if (files.length) openFiles(files);
+  }, (err) => showError(`Could not read the dropped folder: ${String(err?.message ?? err)}`));
 });
 
 // ------------------------------------------------------------------------------------------------

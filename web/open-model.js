@@ -84,6 +84,52 @@ async function readBytes(file, onProgress) {
 }
 
 const isJson = (file) => /\.json$/i.test(String(file?.name ?? ''));
+const isModel = (file) => /\.(safetensors|pth)$/i.test(String(file?.name ?? ''));
+const MAX_FOLDER_FILES = 2000;   // a TransformerLens run has about 200 checkpoints
+const MAX_FOLDER_DEPTH = 3;      // e.g. attn-only-2l/checkpoints/NAME_N.pth
+
+/**
+ * The files of a folder chosen or dropped (a model's folder as the hub serves it, or a run with
+ * its checkpoints/): its model files (.safetensors, .pth), its config.json and its tokenizer.json,
+ * at any depth up to MAX_FOLDER_DEPTH; everything else (README.md, tokenizer_config.json,
+ * special_tokens_map.json, merges.txt, ...) is left out, and `left` says how many were.
+ * @param {File[]} files @returns {{files: File[], left: number}}
+ */
+export function folderFiles(files) {
+  // A folder input gives every file under the folder, with its path (run/checkpoints/x.pth: 2 folders).
+  const deep = (f) => String(f.webkitRelativePath ?? '').split('/').length - 1 > MAX_FOLDER_DEPTH;
+  const kept = files.filter((f) => !deep(f) && (isModel(f) || /^config\.json$/i.test(String(f.name)) || /^tokenizer\.json$/i.test(String(f.name))))
+    .slice(0, MAX_FOLDER_FILES);
+  return { files: kept, left: files.length - kept.length };
+}
+
+/**
+ * The files under the folders (and files) of a drop, read from its entries
+ * (DataTransferItem.webkitGetAsEntry(), taken while the drop event lasts): null when nothing
+ * dropped is a folder (the plain file list serves), else folderFiles() of every file found, at
+ * most MAX_FOLDER_FILES of them.
+ * @param {any[]} entries
+ */
+export async function droppedFolderFiles(entries) {
+  if (!entries.some((e) => e?.isDirectory)) return null;
+  /** @type {File[]} */
+  const out = [];
+  const walk = async (entry, depth) => {
+    if (!entry || out.length >= MAX_FOLDER_FILES) return;
+    if (entry.isFile) {
+      out.push(await new Promise((resolve, reject) => entry.file(resolve, reject)));
+    } else if (entry.isDirectory && depth < MAX_FOLDER_DEPTH) {
+      const reader = entry.createReader();
+      for (;;) {
+        const batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject));
+        if (!batch.length) break;
+        for (const e of batch) await walk(e, depth + 1);
+      }
+    }
+  };
+  for (const e of entries) await walk(e, 0);
+  return folderFiles(out);
+}
 const isText = (file) => /\.txt$/i.test(String(file?.name ?? ''));
 // Hugging Face names its tokenizer file tokenizer.json; any other .json is a TransformerLens config.
 const isTokenizer = (file) => /(^|[^a-z0-9])tokenizer\.json$/i.test(String(file?.name ?? ''));
@@ -107,11 +153,12 @@ async function jsonText(file, limit, why) {
  * what a state dict cannot (the core reads and checks it), and a Hugging Face tokenizer.json (a
  * .json file of that name), with which the model reads typed text. Resolves to {entry, message} (the
  * message names the config and any file left unopened); rejects with a sentence.
- * onProgress(name, read, total): bytes of the model file read so far.
+ * onProgress(name, read, total): bytes of the model file read so far; note: words added to the
+ * message (what a folder left out).
  * @param {Iterable<File>} files
- * @param {{onProgress?: (name: string, read: number, total: number) => void}} [options]
+ * @param {{onProgress?: (name: string, read: number, total: number) => void, note?: string}} [options]
  */
-export async function openModelFiles(files, { onProgress } = {}) {
+export async function openModelFiles(files, { onProgress, note = '' } = {}) {
   const list = [...(files ?? [])].filter((f) => f && typeof f.arrayBuffer === 'function');
   if (!list.length) throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth), with its config.json if it has one.');
   const configs = list.filter(isConfig), tokenizers = list.filter(isTokenizer), texts = list.filter(isText);
@@ -132,7 +179,7 @@ export async function openModelFiles(files, { onProgress } = {}) {
     : undefined;
   if (texts.length > 1) throw new Error(`Could not open ${shownName(models[0].name)}: ${texts.length} .txt files were chosen with it; choose one held-out text for the checkpoints.`);
   const read = [...configs.slice(0, 1), ...tokenizers].map((f) => shownName(f.name));
-  const withConfig = read.length ? ` Read with ${read.join(' and ')}.` : '';
+  const withConfig = (read.length ? ` Read with ${read.join(' and ')}.` : '') + note;
   const series = await seriesOf(models);
   if (series) return openSeries(series, { config, tokenizer, text: texts[0], withConfig, onProgress });
   const left = models.slice(1).map((f) => shownName(f.name));

@@ -231,9 +231,7 @@ Tensor<float> per_token_loss(const ActivationCache<float>& cache) {
   for (int b = 0; b < B; ++b)
     for (int t = 0; t + 1 < T; ++t) {
       const int n = b * T + t;
-      const double mx = lg.row(n).maxCoeff();
-      const double lse = mx + std::log((lg.row(n).cast<double>().array() - mx).exp().sum());
-      out.data[static_cast<std::size_t>(b) * (T - 1) + t] = static_cast<float>(lse - lg(n, cache.tokens[n + 1]));
+      out.data[static_cast<std::size_t>(b) * (T - 1) + t] = next_token_loss(lg.row(n), cache.tokens[n + 1]);
     }
   return out;
 }

@@ -108,6 +108,15 @@ HeadScores head_scores(const Params<float>& p, const RepeatedTokens& rt);
 // Cross-entropy at every position with a next token: entry [b, t] = -log p(token t+1 | tokens 0..t)
 // of row b. Seed 004's per-token loss vector. Shape [B, T-1].
 Tensor<float> per_token_loss(const ActivationCache<float>& cache);
+// The cross-entropy of `target` from one row of logits (an Eigen row of floats): the log-sum-exp
+// in double, shifted by the row's maximum, minus the target's logit. What per_token_loss gives at
+// each position, and the paired ICL score at its one scored position.
+template <class Row>
+float next_token_loss(const Row& row, int target) {
+  const double mx = row.maxCoeff();
+  const double lse = mx + std::log((row.template cast<double>().array() - mx).exp().sum());
+  return static_cast<float>(lse - row(target));
+}
 
 // The k most probable next tokens at every position, most probable first.
 struct TopK {

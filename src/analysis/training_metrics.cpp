@@ -185,12 +185,7 @@ IclEstimate icl_paired(const Params<float>& p, const IclPairedWindows& w) {
     forward(p, inputs, b.B, T, c);
     check_output_finite(c);
     auto lg = c.logits.mat();  // [B, V]
-    for (int r = 0; r < b.B; ++r) {
-      // As per_token_loss computes it.
-      const double mx = lg.row(r).maxCoeff();
-      const double lse = mx + std::log((lg.row(r).cast<double>().array() - mx).exp().sum());
-      out.push_back(static_cast<float>(lse - lg(r, b.tokens[static_cast<std::size_t>(r) * b.T + T])));
-    }
+    for (int r = 0; r < b.B; ++r) out.push_back(next_token_loss(lg.row(r), b.tokens[static_cast<std::size_t>(r) * b.T + T]));
   };
   for (std::size_t i = 0; i < w.late.size(); ++i) {
     last_losses(w.late[i], w.late_index, late);
@@ -427,13 +422,28 @@ EvalSpec checkpoint_eval_spec(const Config& c, int held_out_tokens, int trained_
   return s;
 }
 
-CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
-                                   const CheckpointEvalOptions& o, int trained_len) {
+std::vector<int> held_out_ids(const Tokenizer& tok, const std::string& text) {
   if (text.size() > kMaxHeldOutBytes)
     throw std::invalid_argument("checkpoint scores: the held-out text is " + std::to_string(text.size() >> 20) +
                                 " MB; circuitscope scores checkpoints on at most " + std::to_string(kMaxHeldOutBytes >> 20) + " MB of text");
+  return text.empty() ? std::vector<int>() : tok.encode_ids(text, false);
+}
+
+CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
+                                   const CheckpointEvalOptions& o, int trained_len) {
+  return evaluate_checkpoint(p, tok, held_out_ids(tok, text), step, o, trained_len);
+}
+
+CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::vector<int>& ids, std::int64_t step,
+                                   const CheckpointEvalOptions& o, int trained_len) {
   const Config& c = p.cfg;
-  const std::vector<int> ids = text.empty() ? std::vector<int>() : tok.encode_ids(text, false);
+  if (ids.size() > kMaxHeldOutBytes)
+    throw std::invalid_argument("checkpoint scores: " + std::to_string(ids.size()) + " held-out tokens; circuitscope scores checkpoints on at most " +
+                                std::to_string(kMaxHeldOutBytes) + " of them");
+  for (int id : ids)
+    if (id < 0 || id >= c.d_vocab)
+      throw std::invalid_argument("checkpoint scores: held-out token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                                  std::to_string(c.d_vocab));
   CheckpointEval out;
   out.held_out_tokens = static_cast<int>(ids.size());
   out.window = o.window >= 0 ? o.window : checkpoint_window(c);
@@ -463,6 +473,22 @@ nlohmann::json checkpoint_eval_json(const CheckpointEval& e) {
           {"spec", {{"window", e.window}, {"batch", s.batch}, {"icl_early", s.icl_early}, {"icl_late", s.icl_late}, {"icl_pairs", s.icl_pairs},
                     {"repeat_len", s.repeat_len}, {"seed", s.seed}}},
           {"held_out_tokens", e.held_out_tokens}};
+}
+
+nlohmann::json checkpoint_metrics_json(const nlohmann::json& entries, const std::string& what) {
+  if (!entries.is_array() || entries.empty()) throw std::invalid_argument(what + " give the checkpoints' scores as a non-empty list");
+  std::vector<EvalRecord> records;
+  for (const auto& e : entries) {
+    if (!e.is_object() || !e.contains("record")) throw std::invalid_argument(what + " each entry must be a checkpointScores() result");
+    if (e.value("spec", nlohmann::json()) != entries[0].value("spec", nlohmann::json()))
+      throw std::invalid_argument(what + " the checkpoints were scored with different settings");
+    records.push_back(eval_record_from_json(e["record"]));
+  }
+  const EvalSpec spec = checkpoint_spec_from_json(entries[0].value("spec", nlohmann::json()));
+  std::stable_sort(records.begin(), records.end(), [](const EvalRecord& a, const EvalRecord& b) { return a.step < b.step; });
+  nlohmann::json m = metrics_json(spec, records);
+  if (spec.icl_pairs == 0) m.erase("icl_indices");
+  return m;
 }
 
 EvalSpec checkpoint_spec_from_json(const nlohmann::json& j) {

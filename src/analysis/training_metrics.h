@@ -166,12 +166,26 @@ constexpr std::size_t kMaxHeldOutBytes = 8u << 20;  // held-out text a checkpoin
 // `trained_len`: as for checkpoint_eval_spec (trained_window of the file's info).
 CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::string& text, std::int64_t step,
                                    const CheckpointEvalOptions& o = CheckpointEvalOptions(), int trained_len = 0);
+// The held-out token ids checkpoint scores read from a text: encode_ids without <BOS>; refused
+// with a sentence past kMaxHeldOutBytes of text.
+std::vector<int> held_out_ids(const Tokenizer& tok, const std::string& text);
+// The same for held-out text already tokenized (encode_ids without <BOS>, ids inside the model's
+// vocabulary; at most kMaxHeldOutBytes of them): a series tokenizes its text once, not once per
+// checkpoint, and gets the same scores.
+CheckpointEval evaluate_checkpoint(const Params<float>& p, const Tokenizer& tok, const std::vector<int>& ids, std::int64_t step,
+                                   const CheckpointEvalOptions& o = CheckpointEvalOptions(), int trained_len = 0);
 // {record (eval_record_json), spec: {window, batch, icl_early, icl_late, icl_pairs, repeat_len,
 // seed}, held_out_tokens}
 nlohmann::json checkpoint_eval_json(const CheckpointEval& e);
 // The inverse of checkpoint_eval_json's spec object (what the series' metrics_json is given);
 // throws std::invalid_argument on a damaged one.
 EvalSpec checkpoint_spec_from_json(const nlohmann::json& j);
+// A series' metrics from its checkpoints' checkpoint_eval_json entries, in any order: metrics_json
+// of their records in step order (without icl_indices when they have no ICL score). Every entry
+// must have the first one's spec, all of it (scored alike: one model's checkpoints, one setting);
+// refused otherwise with a sentence starting with `what`. The CLI's series and the page's
+// checkpointMetrics both put a series together here.
+nlohmann::json checkpoint_metrics_json(const nlohmann::json& entries, const std::string& what);
 
 // The label of a checkpoint file in a series, from its name: the number its name ends with before
 // the extension (TransformerLens's checkpoints/NAME_N.pth, N the tokens seen; circuitscope's

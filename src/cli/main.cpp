@@ -839,8 +839,7 @@ int cmd_series(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   const std::string text = a.opts.count("--text") ? read_file(a.opts["--text"]) : std::string();
   std::vector<cs::EvalRecord> records;
-  cs::EvalSpec spec;
-  bool first = true;
+  json entries = json::array();
   int n_heads = 0;
   for (const auto& [label, path] : files) {
     // One checkpoint in memory at a time.
@@ -851,16 +850,17 @@ int cmd_series(int argc, char** argv) {
     } catch (const std::invalid_argument& err) {
       throw std::runtime_error(path + ": " + err.what());
     }
-    if (!first && (e.spec.icl_pairs != spec.icl_pairs || e.spec.batch != spec.batch || e.spec.icl_late != spec.icl_late))
+    json entry = cs::checkpoint_eval_json(e);
+    if (!entries.empty() && entry["spec"] != entries[0]["spec"])
       throw std::runtime_error(path + " is not a checkpoint of the same model as " + files.front().second + " (it is scored differently)");
-    if (first) spec = e.spec, n_heads = m.cfg.n_heads;
-    first = false;
+    if (entries.empty()) n_heads = m.cfg.n_heads;
+    entries.push_back(std::move(entry));
     if (!a.opts.count("--json"))
       std::fprintf(stderr, "scored %s (%zu of %zu)\n", path.c_str(), records.size() + 1, files.size());
     records.push_back(std::move(e.record));
   }
-  json mj = cs::metrics_json(spec, records);
-  if (spec.icl_pairs == 0) mj.erase("icl_indices");
+  json mj = cs::checkpoint_metrics_json(entries, "series:");
+  const cs::EvalSpec spec = cs::checkpoint_spec_from_json(entries[0]["spec"]);
   const auto pc = cs::phase_change(mj["records"], n_heads);
   if (a.opts.count("--out")) {
     std::ofstream f(a.opts["--out"]);

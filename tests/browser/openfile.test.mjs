@@ -587,6 +587,20 @@ test('(f) checkpoints of one run open together as its training, scored by the co
     assert.equal(view.phaseChange, /phase change at checkpoint (\d+)/.exec(cli.stdout)?.[1]);
     assert.match(view.text, /head scores only: the model reads no typed text and no held-out text was chosen/);
     assert.match(view.text, /No per-token-loss trajectory: the checkpoints of local:Char_2L_checkpoint_5000 were scored without held-out text/);
+    // The same run as a folder, as one downloads it from the hub: its checkpoints/ and config.json
+    // beside files that are not the model's (left out, and said so).
+    const run = path.join(tmp, 'char-2l-run');
+    mkdirSync(path.join(run, 'checkpoints'), { recursive: true });
+    for (const p of pths) writeFileSync(path.join(run, 'checkpoints', path.basename(p)), readFileSync(p));
+    writeFileSync(path.join(run, 'config.json'), readFileSync(config));
+    writeFileSync(path.join(run, 'README.md'), '# char-2l\n');
+    writeFileSync(path.join(run, 'tokenizer_config.json'), '{}');
+    await tl.page.evaluate(() => { delete document.body.dataset.openFile; });
+    await tl.page.setInputFiles('#open-folder-input', run);
+    await tl.page.waitForFunction(() => ['opened', 'failed'].includes(document.body.dataset.openFile));
+    assert.match(await status(tl.page), /^Opened Char_2L_checkpoint_5000\.pth as local:Char_2L_checkpoint_5000-2 .*Read with config\.json\. \(2 other files of the folder left out: only model files, config\.json and tokenizer\.json are read\.\) With 3 checkpoints of its training \(0 to 5000\)/);
+    await settle(tl.page, 180_000);
+    assert.equal(await tl.page.$eval('cs-training', (e) => e.dataset.phaseChange), view.phaseChange, 'the folder gives the same run');
     assert.deepEqual(tl.problems, []);
   } finally {
     await tl.context.close();

@@ -22,13 +22,23 @@ const snapshots = readdirSync(snapDir).filter((f) => /^step\d+\.safetensors$/.te
   .sort((a, b) => parseInt(a.slice(4), 10) - parseInt(b.slice(4), 10));
 
 /** Every checkpoint file scored in the module, one model at a time, then the series' metrics. */
+// As the page scores a series: the held-out text tokenized once (heldOutIds), each checkpoint
+// scored on those ids; the first is also scored on the text itself, which must give the same.
 async function seriesInWasm(files, text) {
   const api = await cs();
   const scores = [];
+  let ids = null;
   for (const f of files) {
     const m = api.load(readFileSync(f));
     try {
-      scores.push(m.checkpointScores({ step: api.checkpointLabel(path.basename(f)), text }));
+      const step = api.checkpointLabel(path.basename(f));
+      if (ids === null) {
+        ids = m.heldOutIds(text);
+        assert.deepEqual(m.checkpointScores({ step, ids }), m.checkpointScores({ step, text }), 'ids or text: the same scores');
+        assert.throws(() => m.checkpointScores({ step, ids, text }), /the held-out text or its ids, not both/);
+        assert.throws(() => m.checkpointScores({ step, ids: [1, 2, m.config.d_vocab] }), /outside the model's vocabulary/);
+      }
+      scores.push(m.checkpointScores({ step, ids }));
     } finally {
       m.delete();
     }
