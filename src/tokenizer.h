@@ -14,8 +14,8 @@
 
 namespace cs {
 
-namespace hf {
-class Tokenizer;
+namespace tok {
+class Pipeline;
 }
 
 struct Token {
@@ -66,17 +66,21 @@ class Tokenizer {
   // the file has more tokens than d_vocab.
   static Tokenizer build_hf(const std::string& tokenizer_json, int d_vocab, const std::string& bos_token = "");
 
+  // The form the model file stores it in (to_json); what it does comes from its pipeline.
   Kind kind() const { return kind_; }
-  const char* kind_name() const {
-    return kind_ == Kind::Char ? "char" : kind_ == Kind::Word ? "word" : kind_ == Kind::Bpe ? "bpe" : kind_ == Kind::Hf ? "hf" : "ids";
-  }
+  const char* kind_name() const;
   // Whether any typed text becomes tokens (char, bpe, hf). A word-level tokenizer reads only its
   // own words and a token-id one only ids, so the page gives those a sample from the core instead.
-  bool reads_text() const { return kind_ == Kind::Char || kind_ == Kind::Bpe || kind_ == Kind::Hf; }
+  bool reads_text() const { return reads_text_; }
   // The vocabulary in words, as the page and CLI name it: "character-level vocabulary of 82
-  // tokens", "sub-word (byte-pair) vocabulary of 2048 tokens", "GPT-2-style byte-level
-  // vocabulary of 50257 tokens (tokenizer.json)", ...
-  std::string description() const;
+  // tokens", "sub-word (byte-pair) vocabulary of 2048 tokens", "Hugging Face tokenizer.json
+  // vocabulary of 50257 tokens (BPE ...)", ...
+  const std::string& description() const { return description_; }
+  // What to type, for the label above the page's text box: "Text (character-level: every character
+  // is a token)", ...
+  const std::string& typing_hint() const { return typing_hint_; }
+  // The stages it runs (tokenizer/pipeline.h): for the summary, the incremental-encoding count.
+  const tok::Pipeline& pipeline() const { return *p_; }
   int size() const { return static_cast<int>(vocab_.size()); }
   // Each token's text; for hf, as a page draws it (hf::Tokenizer::display: "␣the", "<0xE2>").
   const std::vector<std::string>& vocab() const { return vocab_; }
@@ -89,7 +93,7 @@ class Tokenizer {
   std::string token_bytes(int id) const;
   int bos_id() const;                           // -1 if the vocabulary has no <BOS>
   int unk_id() const { return unk_; }           // -1 for word-level
-  // Bpe: the merges in order, each a pair of ids; merge k made token id (size() - merges) + k.
+  // Bpe: the merges in order, each a pair of ids.
   const std::vector<std::pair<int, int>>& merges() const { return merges_; }
   // Id of an exact vocabulary entry, or -1.
   int find(const std::string& text) const;
@@ -110,6 +114,10 @@ class Tokenizer {
   std::string decode(const std::vector<int>& ids) const;
 
   nlohmann::json to_json() const;
+  // What the API and the page are told: to_json() without a tokenizer.json's text, with
+  // reads_text, description, typing_hint, units ("characters" or "tokens", what a truncation
+  // note counts), bos_id and the pipeline's stages in words (summary).
+  nlohmann::json describe() const;
   // Validates: kind, vocab array of unique non-empty strings, <BOS>/<UNK> positions for char
   // and bpe, "#0", "#1", ... in order for ids; for bpe, "merges" (pairs of earlier ids whose texts
   // join to the token they make).
@@ -118,18 +126,19 @@ class Tokenizer {
  private:
   Kind kind_ = Kind::Char;
   std::vector<std::string> vocab_;
-  std::unordered_map<std::string, int> index_;
   int unk_ = -1;
   int bos_ = -1;
-  std::vector<std::pair<int, int>> merges_;                 // Bpe
-  std::unordered_map<std::uint64_t, int> merge_rank_;       // Bpe: (left << 32 | right) -> merge index
-  std::vector<int> merge_made_;                             // Bpe: the token each merge makes
-  std::shared_ptr<const hf::Tokenizer> hf_;                 // Hf
-  std::shared_ptr<const std::string> hf_text_;              // Hf: the tokenizer.json, saved with the model
-  std::string hf_bos_;                                      // Hf: the bos_token asked for, or ""
-  void build_index();
-  std::vector<Token> encode_ids_text(const std::string& text, bool add_bos) const;
-  void check_merges_and_index();
+  std::vector<std::pair<int, int>> merges_;     // Bpe, as stored
+  std::shared_ptr<const tok::Pipeline> p_;      // what encodes and decodes
+  bool reads_text_ = true;
+  bool typed_bos_first_ = false;                // Word: a <BOS> typed first is the one add_bos puts there
+  std::string description_, typing_hint_, no_bos_;
+  std::shared_ptr<const std::string> hf_text_;  // Hf: the tokenizer.json, saved with the model
+  std::string hf_bos_;                          // Hf: the bos_token asked for, or ""
+  void set_pipeline(std::shared_ptr<const tok::Pipeline> p);
+  // <BOS>, <UNK>, characters (and merged tokens): checked by the caller.
+  static Tokenizer with_characters(std::vector<std::string> vocab);
+  static Tokenizer with_byte_pairs(std::vector<std::string> vocab, std::vector<std::pair<int, int>> merges, const std::vector<int>& made);
 };
 
 }  // namespace cs

@@ -76,11 +76,19 @@ export interface TokenizerJson {
   reads_text: boolean;
   /** The vocabulary in words, e.g. "sub-word (byte-pair) vocabulary of 2048 tokens". */
   description: string;
+  /** What to type, for a text box's label: "Text (character-level: every character is a token)", ... */
+  typing_hint: string;
+  /** What a token is called in a sentence: "characters" for a character-level vocabulary, else "tokens". */
+  units: 'characters' | 'tokens';
   /** The id tokenize() puts first (<BOS>, or <|endoftext|> for "hf"), -1 when there is none. */
   bos_id?: number;
-  /** "hf" only: what the tokenizer.json configures (normalizer, pre_tokenizer, model, ...). */
-  summary?: Record<string, unknown>;
-  /** "bpe" only: the merges in order, each a pair of earlier ids; merge k made id vocab.length - merges.length + k. */
+  /**
+   * The stages of the tokenizer pipeline in words (normalizer, pre_tokenizer, model, added_tokens,
+   * post_processor, decoder): for "hf", what the tokenizer.json configures; for circuitscope's own
+   * kinds, e.g. {"pre_tokenizer": "circuitscope's pieces", "model": "BPE (2048 tokens, 1966 merges)"}.
+   */
+  summary: Record<string, unknown>;
+  /** "bpe" only: the merges in order, each a pair of earlier ids. */
   merges?: [number, number][];
   [key: string]: unknown;
 }

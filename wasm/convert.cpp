@@ -1255,10 +1255,7 @@ std::string Trainer::config() const {
     const cs::Recipe& r = trainer_->recipe();
     nlohmann::json j;
     j["config"] = cs::config_to_json(r.model);
-    j["tokenizer"] = trainer_->tokenizer().to_json();
-    j["tokenizer"]["reads_text"] = trainer_->tokenizer().reads_text();
-    j["tokenizer"]["description"] = trainer_->tokenizer().description();
-    j["tokenizer"]["bos_id"] = trainer_->tokenizer().bos_id();
+    j["tokenizer"] = trainer_->tokenizer().describe();
     j["recipe"] = r.source;
     j["steps"] = r.steps;
     j["batch_size"] = r.batch_size;

@@ -71,11 +71,7 @@ nlohmann::json ModelSession::describe() const {
   j["config"]["normalization_type"] = norm_name(file_.cfg.normalization);
   j["config"]["d_mlp"] = file_.cfg.d_mlp;
   j["config"]["act_fn"] = file_.cfg.d_mlp > 0 ? nlohmann::json(act_name(file_.cfg.act_fn)) : nlohmann::json(nullptr);
-  j["tokenizer"] = file_.tokenizer.to_json();
-  j["tokenizer"].erase("tokenizer_json");  // a tokenizer.json's text: saved with the model, not described
-  j["tokenizer"]["reads_text"] = file_.tokenizer.reads_text();
-  j["tokenizer"]["description"] = file_.tokenizer.description();
-  j["tokenizer"]["bos_id"] = file_.tokenizer.bos_id();
+  j["tokenizer"] = file_.tokenizer.describe();
   j["info"] = file_.info;
   return j;
 }

@@ -951,11 +951,8 @@ int cmd_inspect(int argc, char** argv) {
   }
   std::printf("config:\n%s\n", cs::config_to_json(m.cfg).dump(2).c_str());
   std::printf("tokenizer: %s, %d tokens\n", m.tokenizer.kind_name(), m.tokenizer.size());
-  if (m.tokenizer.kind() == cs::Tokenizer::Kind::Hf) {
-    const json tj = m.tokenizer.to_json();
-    std::printf("tokenizer.json: %s\n", tj["summary"].dump().c_str());
-    if (m.tokenizer.bos_id() >= 0) std::printf("<BOS> put first: id %d\n", m.tokenizer.bos_id());
-  }
+  std::printf("tokenizer stages: %s\n", m.tokenizer.pipeline().summary().dump().c_str());
+  if (m.tokenizer.bos_id() >= 0) std::printf("<BOS> put first: id %d\n", m.tokenizer.bos_id());
   if (m.info.contains("source") && m.info["source"].is_string() && m.info.contains("note") && m.info["note"].is_string())
     std::printf("source: %s\nnote: %s\n", m.info["source"].get<std::string>().c_str(), m.info["note"].get<std::string>().c_str());
   if (m.info.contains("step")) std::printf("trained steps: %s\n", m.info["step"].dump().c_str());
@@ -968,8 +965,8 @@ int cmd_inspect(int argc, char** argv) {
 }
 
 // One text's tokens as a JSON line for `tokenize`.
-json tokenize_line(const cs::hf::Tokenizer& t, const std::string& text, bool special) {
-  const cs::hf::Encoding e = t.encode(text, special);
+json tokenize_line(const cs::tok::Pipeline& t, const std::string& text, bool special) {
+  const cs::tok::Encoding e = t.encode(text, special);
   json bytes = json::array(), spans = json::array();
   for (const auto& [b, en] : e.bytes) bytes.push_back({b, en});
   for (const auto& [b, en] : cs::utf16_spans(text, e.bytes)) spans.push_back({b, en});
@@ -981,7 +978,7 @@ int cmd_tokenize(int argc, char** argv) {
   if (!a.positional.empty()) throw UsageError("tokenize takes no file names; give the tokenizer with --tokenizer");
   if (!a.opts.count("--tokenizer")) throw UsageError("tokenize needs --tokenizer TOKENIZER.json");
   if (a.opts.count("--text") == a.opts.count("--jsonl")) throw UsageError("tokenize needs one of --text TEXT or --jsonl FILE");
-  const auto tok = cs::hf::Tokenizer::from_text(read_tokenizer_file(a.opts["--tokenizer"]));
+  const auto tok = cs::hf::from_text(read_tokenizer_file(a.opts["--tokenizer"]));
   const bool special = a.opts.count("--special") > 0;
   if (a.opts.count("--text")) {
     std::cout << tokenize_line(*tok, a.opts["--text"], special).dump() << "\n";

@@ -4,6 +4,8 @@
 // byte-pair merges are applied lowest rank first, leftmost first among equal ranks.
 #include "tokenizer/hf.h"
 
+#include "tokenizer/models.h"
+
 #include <algorithm>
 #include <queue>
 #include <stdexcept>
@@ -16,29 +18,11 @@
 namespace cs::hf {
 
 using nlohmann::json;
+using namespace cs::tok;
 
 namespace {
 
 [[noreturn]] void refuse(const std::string& what) { throw std::invalid_argument("tokenizer.json: " + what); }
-
-// GPT-2's byte-to-character table: printable Latin-1 bytes stand for themselves, the other 68 bytes
-// for the characters U+0100 onwards, in byte order (so a space is "Ġ", U+0120).
-struct ByteTable {
-  char32_t byte_to_char[256];
-  std::unordered_map<char32_t, unsigned char> char_to_byte;
-  ByteTable() {
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      byte_to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-      char_to_byte[byte_to_char[b]] = static_cast<unsigned char>(b);
-    }
-  }
-};
-const ByteTable& byte_table() {
-  static const ByteTable t;
-  return t;
-}
 
 std::vector<char32_t> code_points(const std::string& s) {
   std::vector<CodePoint> cps;
@@ -47,12 +31,6 @@ std::vector<char32_t> code_points(const std::string& s) {
   out.reserve(cps.size());
   for (const auto& c : cps) out.push_back(c.cp);
   return out;
-}
-
-std::string text_of(const std::vector<Char>& chars, std::size_t b, std::size_t e) {
-  std::string s;
-  for (std::size_t i = b; i < e; ++i) append_utf8(s, chars[i].cp);
-  return s;
 }
 
 const std::string& type_of(const json& j, const std::string& stage) {
@@ -311,7 +289,6 @@ class ByteLevelPre final : public PreTokenizer {
     }
     if (regex_) split_all(pieces, Behavior::Isolated, false, gpt2_matches);
     // Every character becomes its UTF-8 bytes, each written as the byte table's character.
-    const ByteTable& t = byte_table();
     for (Piece& p : pieces) {
       if (p.id >= 0) continue;
       std::vector<Char> bytes;
@@ -322,7 +299,7 @@ class ByteLevelPre final : public PreTokenizer {
         append_utf8(u, c.cp);
         for (std::size_t k = 0; k < u.size(); ++k) {
           Char b;
-          b.cp = t.byte_to_char[static_cast<unsigned char>(u[k])];
+          b.cp = byte_to_char(static_cast<unsigned char>(u[k]));
           if (c.exact) {
             b.begin = c.begin + static_cast<std::uint32_t>(k);
             b.end = b.begin + 1;
@@ -453,22 +430,12 @@ std::unique_ptr<PreTokenizer> read_pre(const json& j, int depth, PreInfo& info) 
 // Added tokens: found leftmost, longest first, before and after normalization.
 // ----------------------------------------------------------------------------------------------
 
-bool word_char(char32_t c) { return c == '_' || unicode::is_letter(c) || unicode::is_number(c); }
 
-}  // namespace
-
-struct Reader {
-  static void read_model(Tokenizer& t, const json& m, bool byte_level);
-  static void read_added(Tokenizer& t, const json& a);
-  static void read_post(Tokenizer& t, const json& p, int depth);
-  static void read_decoder(Tokenizer& t, const json& d, bool byte_level);
-};
-
-void Reader::read_model(Tokenizer& t, const json& m, bool byte_level) {
+std::unique_ptr<Model> read_model(Stages& t, const json& m, bool byte_level) {
   const std::string& type = type_of(m, "the model");
   if (type != "BPE")
     refuse("the model is \"" + type + "\"; circuitscope reads byte-pair (BPE) tokenizers only, such as GPT-2's and GPT-NeoX's");
-  Tokenizer::Bpe& b = t.bpe_;
+  BpeVocab b;
   if (const auto d = m.find("dropout"); d != m.end() && !d->is_null() && !(d->is_number() && d->get<double>() == 0.0))
     refuse("the model has a dropout; a tokenizer that drops merges at random cannot be reproduced");
   const auto v = m.find("vocab");
@@ -483,14 +450,14 @@ void Reader::read_model(Tokenizer& t, const json& m, bool byte_level) {
     b.vocab.emplace(tok, idj.get<int>());
     max_id = std::max(max_id, idj.get<int>());
   }
-  t.id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string());
+  t.id_to_token.assign(static_cast<std::size_t>(max_id + 1), std::string());
   std::vector<char> used(static_cast<std::size_t>(max_id + 1), 0);
   for (const auto& [tok, id] : b.vocab) {
     if (used[static_cast<std::size_t>(id)])
       refuse("the vocabulary gives the id " + std::to_string(id) + " to two tokens, " + json(tok).dump() + " and " +
-             json(t.id_to_token_[static_cast<std::size_t>(id)]).dump());
+             json(t.id_to_token[static_cast<std::size_t>(id)]).dump());
     used[static_cast<std::size_t>(id)] = 1;
-    t.id_to_token_[static_cast<std::size_t>(id)] = tok;
+    t.id_to_token[static_cast<std::size_t>(id)] = tok;
   }
   b.fuse_unk = flag(m, "fuse_unk", false, "the model");
   b.byte_fallback = flag(m, "byte_fallback", false, "the model");
@@ -531,8 +498,7 @@ void Reader::read_model(Tokenizer& t, const json& m, bool byte_level) {
              ", but " + json(l == b.vocab.end() ? left : right).dump() + " is not in the vocabulary");
     if (made == b.vocab.end())
       refuse("merge " + std::to_string(rank + 1) + " makes " + json(left + right).dump() + ", which is not in the vocabulary");
-    const std::uint64_t key = (static_cast<std::uint64_t>(l->second) << 32) | static_cast<std::uint32_t>(r->second);
-    if (!b.merges.emplace(key, std::make_pair(rank, made->second)).second)
+    if (!b.merges.emplace(merge_key(l->second, r->second), std::make_pair(rank, made->second)).second)
       refuse("merge " + std::to_string(rank + 1) + " (" + json(left).dump() + " and " + json(right).dump() +
              ") is listed twice; which rank it has would depend on the reader");
     ++rank;
@@ -540,22 +506,22 @@ void Reader::read_model(Tokenizer& t, const json& m, bool byte_level) {
   b.n_merges = rank;
   if (byte_level) {
     // Every byte must be a token, or some texts could not be encoded at all.
-    const ByteTable& bt = byte_table();
     for (int x = 0; x < 256; ++x) {
-      const std::string s = encode_utf8(bt.byte_to_char[x]);
+      const std::string s = encode_utf8(byte_to_char(static_cast<unsigned char>(x)));
       if (!b.vocab.count(s) && b.unk < 0)
         refuse("the pre-tokenizer is ByteLevel but the byte " + std::to_string(x) + " (" + json(s).dump() +
                ") is not in the vocabulary and there is no unk_token");
     }
   }
+  return std::make_unique<BpeModel>(std::move(b));
 }
 
-void Reader::read_added(Tokenizer& t, const json& a) {
+void read_added(Stages& t, const json& a) {
   if (a.is_null()) return;
   if (!a.is_array()) refuse("\"added_tokens\" is not a list");
   for (const json& e : a) {
     if (!e.is_object()) refuse("an added token is not an object");
-    Tokenizer::AddedToken tok;
+    AddedToken tok;
     const auto id = e.find("id");
     tok.content = str(e, "content", "", "an added token");
     if (id == e.end() || !id->is_number_integer() || id->get<long long>() < 0 || id->get<long long>() >= kMaxVocab)
@@ -568,19 +534,17 @@ void Reader::read_added(Tokenizer& t, const json& a) {
     tok.single_word = flag(e, "single_word", false, where);
     tok.lstrip = flag(e, "lstrip", false, where);
     tok.rstrip = flag(e, "rstrip", false, where);
-    for (const auto& other : t.added_)
+    for (const auto& other : t.added)
       if (other.id == tok.id || other.content == tok.content)
         refuse("two added tokens share the " + std::string(other.id == tok.id ? "id " + std::to_string(tok.id) : "content " + json(tok.content).dump()));
-    if (static_cast<std::size_t>(tok.id) >= t.id_to_token_.size()) t.id_to_token_.resize(static_cast<std::size_t>(tok.id) + 1);
-    t.id_to_token_[static_cast<std::size_t>(tok.id)] = tok.content;
-    tok.pattern = code_points(tok.content);
-    t.added_.push_back(std::move(tok));
+    if (static_cast<std::size_t>(tok.id) >= t.id_to_token.size()) t.id_to_token.resize(static_cast<std::size_t>(tok.id) + 1);
+    t.id_to_token[static_cast<std::size_t>(tok.id)] = tok.content;
+    code_points(tok.content);  // refuses a content that is not UTF-8
+    t.added.push_back(std::move(tok));
   }
-  t.special_.assign(t.id_to_token_.size(), 0);
-  for (const auto& tok : t.added_) t.special_[static_cast<std::size_t>(tok.id)] = tok.special ? 1 : 0;
 }
 
-void Reader::read_post(Tokenizer& t, const json& p, int depth) {
+void read_post(Stages& t, const json& p, int depth) {
   if (p.is_null()) return;
   const std::string& type = type_of(p, "the post_processor");
   if (type == "ByteLevel") return;  // it only trims offsets, which circuitscope keeps whole
@@ -609,9 +573,9 @@ void Reader::read_post(Tokenizer& t, const json& p, int depth) {
           !(*specials)[name]["ids"].is_array())
         refuse("the TemplateProcessing template names " + json(name).dump() + ", which its special_tokens do not list");
       for (const json& id : (*specials)[name]["ids"]) {
-        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= static_cast<long long>(t.id_to_token_.size()))
+        if (!id.is_number_integer() || id.get<long long>() < 0 || id.get<long long>() >= static_cast<long long>(t.id_to_token.size()))
           refuse("the TemplateProcessing special token " + json(name).dump() + " has an id that is not a token");
-        (seen_sequence ? t.suffix_ids_ : t.prefix_ids_).push_back(id.get<int>());
+        (seen_sequence ? t.suffix_ids : t.prefix_ids).push_back(id.get<int>());
       }
     }
     if (!seen_sequence) refuse("the TemplateProcessing single template does not hold the sequence ($A)");
@@ -620,369 +584,53 @@ void Reader::read_post(Tokenizer& t, const json& p, int depth) {
   refuse("the post-processor \"" + type + "\" is not one circuitscope implements (it implements ByteLevel, TemplateProcessing and Sequence)");
 }
 
-void Reader::read_decoder(Tokenizer& t, const json& d, bool byte_level) {
+void read_decoder(Stages& t, const json& d, bool byte_level) {
   if (d.is_null()) {
-    t.decoder_ = Tokenizer::Decoder::None;
+    t.decoder = Decoder::Spaced;
     return;
   }
   const std::string& type = type_of(d, "the decoder");
   if (type == "ByteLevel") {
-    t.decoder_ = Tokenizer::Decoder::ByteLevel;
+    t.decoder = Decoder::ByteLevel;
     return;
   }
   (void)byte_level;
   refuse("the decoder \"" + type + "\" is not one circuitscope implements (it implements ByteLevel)");
 }
 
-std::shared_ptr<const Tokenizer> Tokenizer::from_text(const std::string& text) {
+}  // namespace
+
+std::shared_ptr<const tok::Pipeline> from_text(const std::string& text) {
   if (text.size() > kMaxFileBytes)
     refuse("the file is " + std::to_string(text.size() >> 20) + " MB; circuitscope reads tokenizer files of up to " +
            std::to_string(kMaxFileBytes >> 20) + " MB");
   return from_json(parse_json_text(text, "tokenizer.json:"));
 }
 
-std::shared_ptr<const Tokenizer> Tokenizer::from_json(const json& j) {
+std::shared_ptr<const tok::Pipeline> from_json(const json& j) {
   if (!j.is_object()) refuse("the file is not a JSON object");
   const auto model = j.find("model");
   if (model == j.end()) refuse("the file has no \"model\"; is it a tokenizer.json?");
-  auto t = std::make_shared<Tokenizer>();
+  Stages t;
   PreInfo info;
   const json null;
   const json& norm = j.contains("normalizer") ? j["normalizer"] : null;
   const json& pre = j.contains("pre_tokenizer") ? j["pre_tokenizer"] : null;
   const json& post = j.contains("post_processor") ? j["post_processor"] : null;
   const json& dec = j.contains("decoder") ? j["decoder"] : null;
-  t->normalizer_ = read_normalizer(norm, 0);
-  t->pre_tokenizer_ = read_pre(pre, 0, info);
-  Reader::read_model(*t, *model, info.byte_level);
-  Reader::read_added(*t, j.contains("added_tokens") ? j["added_tokens"] : null);
-  Reader::read_post(*t, post, 0);
-  Reader::read_decoder(*t, dec, info.byte_level);
-  if (t->special_.size() != t->id_to_token_.size()) t->special_.resize(t->id_to_token_.size(), 0);
-  // A normalized added token is matched in normalized text, so its pattern is normalized too.
-  for (AddedToken& a : t->added_) {
-    if (!a.normalized || !t->normalizer_) continue;
-    std::vector<Char> cs;
-    for (char32_t c : a.pattern) cs.push_back(Char{c, 0, 0, true});
-    t->normalizer_->normalize(cs);
-    a.pattern.clear();
-    for (const Char& c : cs) a.pattern.push_back(c.cp);
-    if (a.pattern.empty()) refuse("the added token " + json(a.content).dump() + " normalizes to nothing");
-  }
-  t->summary_ = {{"normalizer", describe_stage(norm, "normalizers")},
-                 {"pre_tokenizer", describe_stage(pre, "pretokenizers")},
-                 {"model", "BPE (" + std::to_string(t->bpe_.vocab.size()) + " tokens, " + std::to_string(t->bpe_.n_merges) + " merges)"},
-                 {"added_tokens", t->added_.size()},
-                 {"post_processor", post.is_null() ? "none" : post["type"].get<std::string>()},
-                 {"decoder", dec.is_null() ? "none" : dec["type"].get<std::string>()}};
-  return t;
-}
-
-const std::string& Tokenizer::token(int id) const {
-  if (id < 0 || id >= size()) throw std::out_of_range("token id " + std::to_string(id) + " is not below the vocabulary size " + std::to_string(size()));
-  return id_to_token_[static_cast<std::size_t>(id)];
-}
-
-int Tokenizer::find(const std::string& tok) const {
-  for (const auto& a : added_)
-    if (a.content == tok) return a.id;
-  const auto it = bpe_.vocab.find(tok);
-  return it == bpe_.vocab.end() ? -1 : it->second;
-}
-
-bool Tokenizer::is_special(int id) const { return id >= 0 && id < size() && special_[static_cast<std::size_t>(id)]; }
-
-void Tokenizer::split_added(std::vector<Piece>& pieces, bool normalized) const {
-  // Patterns of this pass, by first character, longest first (leftmost-longest matching).
-  std::vector<const AddedToken*> pats;
-  for (const auto& a : added_)
-    if (a.normalized == normalized) pats.push_back(&a);
-  if (pats.empty()) return;
-  std::stable_sort(pats.begin(), pats.end(), [](const AddedToken* a, const AddedToken* b) { return a->pattern.size() > b->pattern.size(); });
-  std::vector<Piece> out;
-  for (Piece& p : pieces) {
-    if (p.id >= 0) {
-      out.push_back(std::move(p));
-      continue;
-    }
-    const std::vector<Char>& c = p.chars;
-    const std::size_t n = c.size();
-    std::size_t at = 0;  // the end of the last piece put out
-    std::size_t i = 0;
-    while (i < n) {
-      const AddedToken* hit = nullptr;
-      for (const AddedToken* a : pats) {
-        const std::size_t k = a->pattern.size();
-        if (i + k > n || c[i].cp != a->pattern[0]) continue;
-        bool same = true;
-        for (std::size_t j = 1; j < k && same; ++j) same = c[i + j].cp == a->pattern[j];
-        if (same) {
-          hit = a;
-          break;
-        }
-      }
-      if (!hit) {
-        ++i;
-        continue;
-      }
-      std::size_t b = i, e = i + hit->pattern.size();
-      if (hit->single_word && ((b > 0 && word_char(c[b - 1].cp)) || (e < n && word_char(c[e].cp)))) {
-        i = e;  // this occurrence is inside a word: not the token, and not searched again
-        continue;
-      }
-      if (hit->lstrip)
-        while (b > at && unicode::is_white_space(c[b - 1].cp)) --b;
-      if (hit->rstrip)
-        while (e < n && unicode::is_white_space(c[e].cp)) ++e;
-      if (at < b) {
-        Piece before;
-        before.chars.assign(c.begin() + static_cast<std::ptrdiff_t>(at), c.begin() + static_cast<std::ptrdiff_t>(b));
-        out.push_back(std::move(before));
-      }
-      Piece tok;
-      tok.chars.assign(c.begin() + static_cast<std::ptrdiff_t>(b), c.begin() + static_cast<std::ptrdiff_t>(e));
-      tok.id = hit->id;
-      out.push_back(std::move(tok));
-      at = i = e;
-    }
-    if (at < n) {
-      Piece rest;
-      rest.chars.assign(c.begin() + static_cast<std::ptrdiff_t>(at), c.end());
-      out.push_back(std::move(rest));
-    }
-  }
-  pieces.swap(out);
-}
-
-void Tokenizer::bpe_word(const std::vector<Char>& word, Encoding& out) const {
-  const Bpe& b = bpe_;
-  const std::size_t n = word.size();
-  if (n == 0) return;
-  if (b.ignore_merges) {
-    const auto it = b.vocab.find(text_of(word, 0, n));
-    if (it != b.vocab.end()) {
-      out.ids.push_back(it->second);
-      out.bytes.emplace_back(word.front().begin, word.back().end);
-      return;
-    }
-  }
-  // Symbols: a token id over the characters [begin, end) of the word, in a linked list.
-  struct Sym {
-    int id;
-    std::size_t begin, end;
-    int prev, next;
-  };
-  std::vector<Sym> syms;
-  syms.reserve(n);
-  std::string s;
-  for (std::size_t i = 0; i < n; ++i) {
-    s.clear();
-    if (i > 0) s += b.prefix;
-    append_utf8(s, word[i].cp);
-    if (i + 1 == n) s += b.suffix;
-    const auto it = b.vocab.find(s);
-    if (it != b.vocab.end()) {
-      syms.push_back(Sym{it->second, i, i + 1, 0, 0});
-      continue;
-    }
-    if (b.byte_fallback) {
-      std::string u;
-      append_utf8(u, word[i].cp);
-      std::vector<int> ids;
-      for (unsigned char ch : u) {
-        static const char* hex = "0123456789ABCDEF";
-        const std::string name = std::string("<0x") + hex[ch >> 4] + hex[ch & 15] + ">";
-        const auto f = b.vocab.find(name);
-        if (f == b.vocab.end()) {
-          ids.clear();
-          break;
-        }
-        ids.push_back(f->second);
-      }
-      if (!ids.empty()) {
-        for (int id : ids) syms.push_back(Sym{id, i, i + 1, 0, 0});
-        continue;
-      }
-    }
-    if (b.unk < 0) continue;  // no unknown token: the character is left out, as `tokenizers` does
-    if (b.fuse_unk && !syms.empty() && syms.back().id == b.unk && syms.back().end == i) {
-      syms.back().end = i + 1;
-    } else {
-      syms.push_back(Sym{b.unk, i, i + 1, 0, 0});
-    }
-  }
-  const int m = static_cast<int>(syms.size());
-  for (int k = 0; k < m; ++k) {
-    syms[static_cast<std::size_t>(k)].prev = k - 1;
-    syms[static_cast<std::size_t>(k)].next = k + 1 < m ? k + 1 : -1;
-  }
-  // (rank, position, new id), lowest rank first, then leftmost.
-  using Merge = std::tuple<int, int, int>;
-  std::priority_queue<Merge, std::vector<Merge>, std::greater<Merge>> queue;
-  auto push = [&](int k) {
-    const int nx = syms[static_cast<std::size_t>(k)].next;
-    if (nx < 0) return;
-    const std::uint64_t key = (static_cast<std::uint64_t>(syms[static_cast<std::size_t>(k)].id) << 32) |
-                              static_cast<std::uint32_t>(syms[static_cast<std::size_t>(nx)].id);
-    const auto it = b.merges.find(key);
-    if (it != b.merges.end()) queue.emplace(it->second.first, k, it->second.second);
-  };
-  for (int k = 0; k < m; ++k) push(k);
-  std::vector<char> gone(static_cast<std::size_t>(m), 0);
-  while (!queue.empty()) {
-    const auto [rank, k, made] = queue.top();
-    queue.pop();
-    Sym& left = syms[static_cast<std::size_t>(k)];
-    if (gone[static_cast<std::size_t>(k)] || left.next < 0) continue;
-    Sym& right = syms[static_cast<std::size_t>(left.next)];
-    const std::uint64_t key = (static_cast<std::uint64_t>(left.id) << 32) | static_cast<std::uint32_t>(right.id);
-    const auto it = b.merges.find(key);
-    if (it == b.merges.end() || it->second.second != made || it->second.first != rank) continue;  // stale
-    left.id = made;
-    left.end = right.end;
-    gone[static_cast<std::size_t>(left.next)] = 1;
-    left.next = right.next;
-    if (left.next >= 0) syms[static_cast<std::size_t>(left.next)].prev = k;
-    if (left.prev >= 0) push(left.prev);
-    push(k);
-  }
-  for (int k = m > 0 ? 0 : -1; k >= 0; k = syms[static_cast<std::size_t>(k)].next) {
-    const Sym& sy = syms[static_cast<std::size_t>(k)];
-    std::uint32_t lo = word[sy.begin].begin, hi = word[sy.begin].end;
-    for (std::size_t i = sy.begin + 1; i < sy.end; ++i) {
-      lo = std::min(lo, word[i].begin);
-      hi = std::max(hi, word[i].end);
-    }
-    out.ids.push_back(sy.id);
-    out.bytes.emplace_back(lo, hi);
-  }
-}
-
-std::vector<Piece> Tokenizer::pieces_of(const std::string& text) const {
-  std::vector<CodePoint> cps;
-  const std::size_t bad = decode_utf8(text, &cps);
-  if (bad != std::string::npos) throw std::invalid_argument("text is not valid UTF-8 at byte " + std::to_string(bad));
-  if (text.size() > 0xFFFFFFF0u) throw std::invalid_argument("text is too long to tokenize (over 4 GB)");
-  std::vector<Piece> pieces(1);
-  pieces[0].chars.reserve(cps.size());
-  for (const CodePoint& c : cps)
-    pieces[0].chars.push_back(Char{c.cp, static_cast<std::uint32_t>(c.byte_begin), static_cast<std::uint32_t>(c.byte_begin + c.byte_len), true});
-  split_added(pieces, false);
-  if (normalizer_)
-    for (Piece& p : pieces)
-      if (p.id < 0) normalizer_->normalize(p.chars);
-  split_added(pieces, true);
-  if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(pieces);
-  return pieces;
-}
-
-std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> Tokenizer::pre_tokenize_str(const std::string& text) const {
-  std::vector<std::pair<std::string, std::pair<std::size_t, std::size_t>>> out;
-  for (const Piece& p : pieces_of(text)) {
-    std::uint32_t lo = p.chars.empty() ? 0 : p.chars.front().begin, hi = lo;
-    for (const Char& c : p.chars) {
-      lo = std::min(lo, c.begin);
-      hi = std::max(hi, c.end);
-    }
-    out.emplace_back(text_of(p.chars, 0, p.chars.size()), std::make_pair(std::size_t{lo}, std::size_t{hi}));
-  }
-  return out;
-}
-
-Encoding Tokenizer::encode(const std::string& text, bool add_special_tokens) const {
-  const std::vector<Piece> pieces = pieces_of(text);
-  Encoding out;
-  out.ids.reserve(text.size() / 3 + 4);
-  if (add_special_tokens)
-    for (int id : prefix_ids_) {
-      out.ids.push_back(id);
-      out.bytes.emplace_back(0, 0);
-    }
-  for (const Piece& p : pieces) {
-    if (p.id >= 0) {
-      out.ids.push_back(p.id);
-      out.bytes.emplace_back(p.chars.empty() ? 0 : p.chars.front().begin, p.chars.empty() ? 0 : p.chars.back().end);
-      continue;
-    }
-    bpe_word(p.chars, out);
-  }
-  if (add_special_tokens)
-    for (int id : suffix_ids_) {
-      out.ids.push_back(id);
-      out.bytes.emplace_back(text.size(), text.size());
-    }
-  return out;
-}
-
-std::string Tokenizer::token_bytes(int id) const {
-  const std::string& t = token(id);
-  if (decoder_ != Decoder::ByteLevel) return t;
-  // ByteLevel: each character back to its byte; a token holding a character outside the byte table
-  // (an added token such as "  ") stands for its own UTF-8, as `tokenizers` decodes it.
-  const ByteTable& bt = byte_table();
-  std::vector<CodePoint> cps;
-  decode_utf8(t, &cps);
-  std::string mine;
-  for (const CodePoint& c : cps) {
-    const auto it = bt.char_to_byte.find(static_cast<char32_t>(c.cp));
-    if (it == bt.char_to_byte.end()) return t;
-    mine += static_cast<char>(it->second);
-  }
-  return mine;
-}
-
-std::string Tokenizer::display(int id) const {
-  const std::string b = token_bytes(id);
-  std::vector<CodePoint> cps;
-  std::string out;
-  static const char* hex = "0123456789ABCDEF";
-  auto byte = [&](unsigned char ch) { out += std::string("<0x") + hex[ch >> 4] + hex[ch & 15] + ">"; };
-  std::size_t i = 0;
-  while (i < b.size()) {
-    // The longest valid character at i, else one byte shown as <0xNN>.
-    const auto b0 = static_cast<unsigned char>(b[i]);
-    const std::size_t len = b0 < 0x80 ? 1 : b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
-    cps.clear();
-    if (len == 0 || i + len > b.size() || decode_utf8(b.substr(i, len), &cps) != std::string::npos) {
-      byte(b0);
-      ++i;
-      continue;
-    }
-    const std::uint32_t cp = cps[0].cp;
-    if (cp == ' ') {
-      out += "\u2423";
-    } else if (cp == '\n') {
-      out += "\u21B5";
-    } else if (cp == '\t') {
-      out += "\u21E5";
-    } else if (cp < 0x20 || cp == 0x7F) {
-      byte(static_cast<unsigned char>(cp));
-    } else {
-      out.append(b, i, len);
-    }
-    i += len;
-  }
-  return out;
-}
-
-std::string Tokenizer::decode(const std::vector<int>& ids, bool skip_special) const {
-  // `tokenizers` without a decoder joins the tokens with spaces; ByteLevel joins their bytes and
-  // decodes them as UTF-8, lossily.
-  const bool spaced = decoder_ == Decoder::None;
-  std::string out;
-  bool first = true;
-  for (int id : ids) {
-    const std::string& t = token(id);  // throws for an id outside the vocabulary, skipped or not
-    if (skip_special && is_special(id)) continue;
-    if (spaced) {
-      if (!first) out += ' ';
-      out += t;
-    } else {
-      out += token_bytes(id);
-    }
-    first = false;
-  }
-  return spaced ? out : decode_utf8_lossy(out);
+  t.normalizer = read_normalizer(norm, 0);
+  t.pre_tokenizer = read_pre(pre, 0, info);
+  t.model = read_model(t, *model, info.byte_level);
+  read_added(t, j.contains("added_tokens") ? j["added_tokens"] : null);
+  read_post(t, post, 0);
+  read_decoder(t, dec, info.byte_level);
+  t.summary = {{"normalizer", describe_stage(norm, "normalizers")},
+               {"pre_tokenizer", describe_stage(pre, "pretokenizers")},
+               {"model", t.model->describe()},
+               {"added_tokens", t.added.size()},
+               {"post_processor", post.is_null() ? "none" : post["type"].get<std::string>()},
+               {"decoder", dec.is_null() ? "none" : dec["type"].get<std::string>()}};
+  return std::make_shared<const tok::Pipeline>(std::move(t), "tokenizer.json: ");
 }
 
 }  // namespace cs::hf

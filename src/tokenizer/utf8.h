@@ -31,6 +31,9 @@ void append_utf8(std::string& out, std::uint32_t cp);
 // policy of the WHATWG encoding standard (TextDecoder) and of Rust's String::from_utf8_lossy.
 std::string decode_utf8_lossy(const std::string& bytes);
 
+// Text for an error message: control characters written as \n, \t, \r or \x1b, the rest as is.
+std::string visible_text(const std::string& s);
+
 // Byte ranges [begin, end) of `text` (valid UTF-8) as UTF-16 ranges: a begin inside a character
 // moves back to the character's start and an end inside one moves on to its end, so a token that
 // holds part of a character's bytes covers the whole character.

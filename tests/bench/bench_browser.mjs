@@ -74,7 +74,7 @@ async function tokenizing(browser, url, reps) {
     'model.safetensors': { body: Buffer.from(tlVocabFixture(50257)), contentType: 'application/octet-stream' },
     'tokenizer.json': { body: JSON.stringify(gpt2TokenizerJson()), contentType: 'application/json' },
     'tokenizers.mjs': { body: readFileSync(path.join(root, 'node_modules', '@huggingface', 'tokenizers', 'dist', 'tokenizers.min.mjs')), contentType: 'text/javascript' },
-    'text.txt': { body: readFileSync(path.join(root, 'models', 'corpus', 'gutenberg-valid.txt'), 'utf8').slice(0, 100_000), contentType: 'text/plain' },
+    'text.txt': { body: readFileSync(path.join(root, 'models', 'corpus', 'gutenberg-valid.txt'), 'utf8').slice(0, 310_000), contentType: 'text/plain' },
   };
   const context = await browser.newContext();
   try {
@@ -102,13 +102,35 @@ async function tokenizing(browser, url, reps) {
         return ts.sort((a, b) => a - b)[Math.floor(ts.length / 2)];
       };
       const out = { load_ms: { wasm: loadOurs, tokenizers_js: loadTheirs }, texts: [] };
+      const once = (fn) => {
+        const t = performance.now();
+        fn();
+        return performance.now() - t;
+      };
       for (const size of [1000, 100_000]) {
-        const text = all.slice(0, size);
+        const text = all.slice(size === 1000 ? 200_000 : 0, (size === 1000 ? 200_000 : 0) + size);
+        // The first encoding merges every piece; later ones find the text's pieces already merged.
+        const firstOurs = once(() => model.tokenize(text));
+        const firstTheirs = once(() => hf.encode(text, { add_special_tokens: false }));
         const ours = Array.from(model.tokenize(text).ids).slice(1);   // without the <BOS> put first
         const theirs = hf.encode(text, { add_special_tokens: false }).ids;
         out.texts.push({ chars: text.length, tokens: theirs.length, same_ids: JSON.stringify(ours) === JSON.stringify(theirs),
+          first_wasm_ms: firstOurs, first_tokenizers_js_ms: firstTheirs,
           wasm_ms: time(() => model.tokenize(text)), tokenizers_js_ms: time(() => hf.encode(text, { add_special_tokens: false })) });
       }
+      // Typing: a 4,000-character text grows by one character of the next text at each keystroke,
+      // and the whole text is encoded again, as the page does.
+      const start = 300_000;
+      let typed = all.slice(start, start + 4000);
+      const keys = { wasm: [], tokenizers_js: [] };
+      for (let i = 0; i < reps * 4; i++) {
+        typed += all[start + 4000 + i];
+        keys.wasm.push(once(() => model.tokenize(typed)));
+        keys.tokenizers_js.push(once(() => hf.encode(typed, { add_special_tokens: false })));
+      }
+      const median = (ts) => ts.sort((a, b) => a - b)[Math.floor(ts.length / 2)];
+      out.typing = { chars: 4000, keystrokes: keys.wasm.length, wasm_ms: median(keys.wasm), tokenizers_js_ms: median(keys.tokenizers_js),
+        same_ids: JSON.stringify(Array.from(model.tokenize(typed).ids).slice(1)) === JSON.stringify(hf.encode(typed, { add_special_tokens: false }).ids) };
       model.delete();
       return out;
     }, reps);
@@ -216,8 +238,10 @@ async function main() {
       const z = result.tokenize;
       console.log(`tokenizer.json (GPT-2's) encoding prose, WebAssembly core vs @huggingface/tokenizers, same page (opening it: ${z.load_ms.wasm.toFixed(0)} ms with the model vs ${z.load_ms.tokenizers_js.toFixed(0)} ms):`);
       for (const x of z.texts) {
-        console.log(`  ${x.chars} characters (${x.tokens} tokens): ${x.wasm_ms.toFixed(2)} ms vs ${x.tokenizers_js_ms.toFixed(2)} ms (medians); ids ${x.same_ids ? 'identical' : 'DIFFER'}`);
+        console.log(`  ${x.chars} characters (${x.tokens} tokens): first ${x.first_wasm_ms.toFixed(2)} ms vs ${x.first_tokenizers_js_ms.toFixed(2)} ms; again ${x.wasm_ms.toFixed(2)} ms vs ${x.tokenizers_js_ms.toFixed(2)} ms (medians); ids ${x.same_ids ? 'identical' : 'DIFFER'}`);
       }
+      const y = z.typing;
+      console.log(`  typing at the end of ${y.chars} characters, the whole text encoded at each of ${y.keystrokes} keystrokes: ${y.wasm_ms.toFixed(2)} ms vs ${y.tokenizers_js_ms.toFixed(2)} ms (medians); ids ${y.same_ids ? 'identical' : 'DIFFER'}`);
     }
     if (t) {
       console.log(`in-browser training, ${t.recipe} (${t.steps} steps, Web Worker):`);

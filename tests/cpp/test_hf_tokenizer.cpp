@@ -58,7 +58,7 @@ json byte_level_for_tests() { return byte_level({}); }
 
 namespace {
 
-std::vector<std::string> piece_texts(const Tokenizer& t, const std::string& text) {
+std::vector<std::string> piece_texts(const tok::Pipeline& t, const std::string& text) {
   std::vector<std::string> out;
   for (const auto& p : t.pre_tokenize_str(text)) out.push_back(p.first);
   return out;
@@ -68,7 +68,7 @@ const std::string G = "\xC4\xA0";  // "Ġ", the byte character of a space
 const std::string C = "\xC4\x8A";  // "Ċ", of "\n"
 
 TEST(HfTokenizer, Gpt2PatternPieces) {
-  const auto t = Tokenizer::from_json(byte_level({}));
+  const auto t = from_json(byte_level({}));
   // Contractions are their own pieces, lower case only; a space joins the word after it.
   EXPECT_EQ(piece_texts(*t, "I'm don't WE'LL"),
             (std::vector<std::string>{"I", "'m", G + "don", "'t", G + "WE", "'", "LL"}));
@@ -80,9 +80,9 @@ TEST(HfTokenizer, Gpt2PatternPieces) {
 }
 
 TEST(HfTokenizer, MergesLowestRankFirstWithByteRanges) {
-  const auto t = Tokenizer::from_json(byte_level({{G, "t"}, {"h", "e"}, {G + "t", "he"}}));
+  const auto t = from_json(byte_level({{G, "t"}, {"h", "e"}, {G + "t", "he"}}));
   // " the": Ġ t h e -> Ġt h e -> Ġt he -> Ġthe; "the": t h e -> t he (no merge joins t and he).
-  const Encoding e = t->encode("the the");
+  const tok::Encoding e = t->encode("the the");
   EXPECT_EQ(e.ids, (std::vector<int>{'t', 257, 258}));
   EXPECT_EQ(e.bytes, (std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {1, 3}, {3, 7}}));
   EXPECT_EQ(t->decode(e.ids), "the the");
@@ -91,9 +91,9 @@ TEST(HfTokenizer, MergesLowestRankFirstWithByteRanges) {
 }
 
 TEST(HfTokenizer, ATokenInsideACharacterCoversOnlyItsBytes) {
-  const auto t = Tokenizer::from_json(byte_level({}));
+  const auto t = from_json(byte_level({}));
   const std::string euro = "\xE2\x82\xAC";  // three bytes, one UTF-16 unit
-  const Encoding e = t->encode("a" + euro);
+  const tok::Encoding e = t->encode("a" + euro);
   ASSERT_EQ(e.ids.size(), 4u);
   EXPECT_EQ(e.bytes[1], (std::pair<std::size_t, std::size_t>{1, 2}));
   EXPECT_EQ(e.bytes[3], (std::pair<std::size_t, std::size_t>{3, 4}));
@@ -110,7 +110,7 @@ TEST(HfTokenizer, ATokenInsideACharacterCoversOnlyItsBytes) {
 TEST(HfTokenizer, TokensAreDrawnReadably) {
   json j = byte_level({{G, "t"}, {byte_char(0xC3), byte_char(0xA9)}});  // "é" is the bytes C3 A9, written "Ã" "©"
   j["added_tokens"] = json::array({{{"id", 300}, {"content", "<|endoftext|>"}, {"special", true}}});
-  const auto t = Tokenizer::from_json(j);
+  const auto t = from_json(j);
   EXPECT_EQ(t->display(256), "\u2423t");  // "Ġt": a leading space as ␣
   EXPECT_EQ(t->token_bytes(256), " t");
   EXPECT_EQ(t->display(257), "\xC3\xA9");  // the merged token "Ã©" is the whole character é
@@ -123,9 +123,9 @@ TEST(HfTokenizer, TokensAreDrawnReadably) {
 TEST(HfTokenizer, NfcOffsetsPointAtTheOriginalCharacters) {
   json j = byte_level({});
   j["normalizer"] = {{"type", "NFC"}};
-  const auto t = Tokenizer::from_json(j);
+  const auto t = from_json(j);
   const std::string text = "e\xCC\x81x";  // e + combining acute (2 bytes) + x: NFC makes é (2 bytes)
-  const Encoding e = t->encode(text);
+  const tok::Encoding e = t->encode(text);
   ASSERT_EQ(e.ids.size(), 3u);  // é's two bytes, then x
   EXPECT_EQ(e.ids[0], 0xC3);
   EXPECT_EQ(e.ids[1], 0xA9);
@@ -142,16 +142,16 @@ TEST(HfTokenizer, AddedTokensAreSplitOutFirst) {
                                     {"single_word", false}, {"lstrip", false}, {"rstrip", false}},
                                    {{"id", 257}, {"content", "  "}, {"special", false}, {"normalized", true}},
                                    {{"id", 258}, {"content", "cat"}, {"special", false}, {"single_word", true}, {"rstrip", true}}});
-  const auto t = Tokenizer::from_json(j);
+  const auto t = from_json(j);
   EXPECT_EQ(t->size(), 259);
   EXPECT_TRUE(t->is_special(256));
   EXPECT_FALSE(t->is_special(257));
-  const Encoding e = t->encode("a<|endoftext|>b  c");
+  const tok::Encoding e = t->encode("a<|endoftext|>b  c");
   EXPECT_EQ(e.ids, (std::vector<int>{'a', 256, 'b', 257, 'c'}));
   EXPECT_EQ(e.bytes[1], (std::pair<std::size_t, std::size_t>{1, 14}));
   // single_word: "cat" inside "cats" is not the added token; rstrip takes the spaces after it.
   EXPECT_EQ(t->encode("cats").ids, (std::vector<int>{'c', 'a', 't', 's'}));
-  const Encoding w = t->encode("a cat  b");
+  const tok::Encoding w = t->encode("a cat  b");
   EXPECT_EQ(w.ids, (std::vector<int>{'a', ' ', 258, 'b'}));
   EXPECT_EQ(w.bytes[2], (std::pair<std::size_t, std::size_t>{2, 7}));
   EXPECT_EQ(t->decode(e.ids), "a<|endoftext|>b  c");
@@ -162,11 +162,11 @@ TEST(HfTokenizer, DigitsAndSplitBehaviours) {
   const json digits = {{"type", "Sequence"},
                        {"pretokenizers", json::array({{{"type", "Digits"}, {"individual_digits", true}},
                                                       {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}})}};
-  const auto t = Tokenizer::from_json(byte_level({}, digits));
+  const auto t = from_json(byte_level({}, digits));
   EXPECT_EQ(piece_texts(*t, "ab 123"), (std::vector<std::string>{"ab", G, "1", "2", "3"}));
   auto split = [&](const std::string& behavior) {
     const json pre = {{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", false}};
-    return piece_texts(*Tokenizer::from_json(byte_level({}, pre)), "a--b-c");
+    return piece_texts(*from_json(byte_level({}, pre)), "a--b-c");
   };
   EXPECT_EQ(split("Removed"), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(split("Isolated"), (std::vector<std::string>{"a", "-", "-", "b", "-", "c"}));
@@ -183,13 +183,13 @@ TEST(HfTokenizer, TemplateProcessingAddsItsTokensWhenAsked) {
                          {"single", json::array({{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
                                                  {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})},
                          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {256}}, {"tokens", {"<s>"}}}}}}};
-  const auto t = Tokenizer::from_json(j);
+  const auto t = from_json(j);
   EXPECT_EQ(t->encode("hi").ids, (std::vector<int>{'h', 'i'}));
   EXPECT_EQ(t->encode("hi", true).ids, (std::vector<int>{256, 'h', 'i'}));
 }
 
 TEST(HfTokenizer, RefusesWhatItDoesNotImplementInASentence) {
-  auto problem = [](const json& j) { return invalid_argument_message([&] { Tokenizer::from_json(j); }); };
+  auto problem = [](const json& j) { return invalid_argument_message([&] { from_json(j); }); };
   json j = byte_level({});
   j["model"]["type"] = "Unigram";
   EXPECT_TRUE(contains(problem(j), "the model is \"Unigram\"; circuitscope reads byte-pair (BPE) tokenizers only"));
@@ -225,16 +225,16 @@ TEST(HfTokenizer, RefusesWhatItDoesNotImplementInASentence) {
   j = byte_level({});
   j["normalizer"] = deep;
   EXPECT_TRUE(contains(problem(j), "nests Sequence more than 8 deep"));
-  EXPECT_TRUE(contains(invalid_argument_message([] { Tokenizer::from_text("{\"model\": {\"type\": \"BPE\"}, \"model\": 1}"); }),
+  EXPECT_TRUE(contains(invalid_argument_message([] { from_text("{\"model\": {\"type\": \"BPE\"}, \"model\": 1}"); }),
                        "twice"));
-  EXPECT_TRUE(contains(invalid_argument_message([] { Tokenizer::from_text("{\"model\": "); }), "not valid JSON"));
-  EXPECT_TRUE(contains(invalid_argument_message([] { Tokenizer::from_text("[1, 2]"); }), "not a JSON object"));
-  EXPECT_TRUE(contains(invalid_argument_message([] { Tokenizer::from_text(std::string(kMaxFileBytes + 1, ' ')); }),
+  EXPECT_TRUE(contains(invalid_argument_message([] { from_text("{\"model\": "); }), "not valid JSON"));
+  EXPECT_TRUE(contains(invalid_argument_message([] { from_text("[1, 2]"); }), "not a JSON object"));
+  EXPECT_TRUE(contains(invalid_argument_message([] { from_text(std::string(kMaxFileBytes + 1, ' ')); }),
                        "circuitscope reads tokenizer files of up to 64 MB"));
 }
 
 TEST(HfTokenizer, TextThatIsNotUtf8IsRefused) {
-  const auto t = Tokenizer::from_json(byte_level({}));
+  const auto t = from_json(byte_level({}));
   EXPECT_TRUE(contains(invalid_argument_message([&] { t->encode("ab\xFF"); }), "not valid UTF-8 at byte 2"));
   EXPECT_THROW(t->decode({100000}), std::out_of_range);
 }

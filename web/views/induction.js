@@ -67,7 +67,7 @@ export class CsInduction extends CsView {
       status: el('p', { class: 'status ind-status', role: 'status', 'aria-live': 'polite' }, 'Loading the model…'),
       cut: cutControl((cut) => this.update({ cut })),
       abl: ablationControl((abl) => this.update({ abl })),
-      label: el('label', { for: 'ind-text' }, TEXT_LABEL.char),
+      label: el('label', { for: 'ind-text' }, 'Text'),
     });
     this.sections = PANELS.map(([, cls]) => el('section', { class: `panel ${cls}` }));
     E.patternRow = el('div', { class: 'ind-pattern-row' }, this.sections[1], this.sections[2]);
@@ -121,7 +121,7 @@ export class CsInduction extends CsView {
     this.clearError();
     syncCut(this.els.cut, m.config, this.state.cut, chosenHead(m, this.state));
     if (this.els.abl.select.value !== (this.state.abl || 'zero')) this.els.abl.select.value = this.state.abl || 'zero';
-    renderNote(this.els.note, a, m.tokenizer.kind);
+    renderNote(this.els.note, a, m.tokenizer.units);
     await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName, this.store))));
     await showPatching(this);
     const head = chosenHead(m, this.state);
@@ -164,7 +164,7 @@ export class CsInduction extends CsView {
     const c = m.config;
     const layers = c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers (the direct path only)';
     this.els.status.textContent = `${key}: ${layers}, d_model ${c.d_model}, context ${c.n_ctx} tokens, ${vocabularyText(m.tokenizer)}${c.smeared_keys ? ', smeared keys' : ''}.${typeof m.info?.note === 'string' ? ` ${m.info.note}` : ''}`;
-    this.els.label.textContent = TEXT_LABEL[m.tokenizer.kind] ?? TEXT_LABEL.char;
+    this.els.label.textContent = m.tokenizer.typing_hint;
     this.els.text.placeholder = readsText(m.tokenizer) ? PLACEHOLDER
       : `Type tokens here, separated by spaces, e.g. ${tokenSample(m) || 'a few tokens, then the same tokens again'}`;
     // The default head is the strongest induction head by the random-token scores (0.3 s).
@@ -199,14 +199,6 @@ async function showPatching(view) {
 
 /** What the text box reads, by the model's tokenizer (a file opened in the page may be word-level or token ids). */
 const PLACEHOLDER = 'Type or paste text here: a sentence, then the same sentence again, shows the induction head at work.';
-const TEXT_LABEL = {
-  char: 'Text (character-level: every character is a token)',
-  bpe: 'Text (sub-word: the model\'s byte-pair tokenizer cuts it into tokens; ␣ marks a space, ↵ a newline)',
-  word: 'Text (word-level: words of the model\'s vocabulary, separated by spaces)',
-  hf: 'Text (the model\'s Hugging Face tokenizer cuts it into byte-level tokens; ␣ marks a space, <0xE2> one byte of a character)',
-  ids: 'Text (token ids separated by spaces, e.g. "12 7 7 3": this model file carries no tokenizer)',
-};
-
 /**
  * "Cut composition": every path from layer 0 into the query, key or value of layer 1 (the
  * store's cut "*>*.q", as the IOI view's), or one path into the shown head's query, key or value
@@ -261,10 +253,10 @@ function syncCut(c, config, cut, head) {
   c.sign.hidden = !sign;
 }
 
-function renderNote(node, a, kind) {
+function renderNote(node, a, units) {
   const notes = [];
   const c = a.config;
-  if (a.truncated) notes.push(`The text is longer than the model's context of ${c.n_ctx} tokens: only the last ${c.n_ctx - a.bos} ${kind === 'char' ? 'characters' : 'tokens'} are used; the first ${a.truncated} ${kind === 'char' ? '' : 'tokens '}are greyed out below.`);
+  if (a.truncated) notes.push(`The text is longer than the model's context of ${c.n_ctx} tokens: only the last ${c.n_ctx - a.bos} ${units} are used; the first ${a.truncated} ${units === 'characters' ? '' : 'tokens '}are greyed out below.`);
   let n = 0;
   if (a.unk >= 0) for (let i = 0; i < a.T; i++) if (a.ids[i] === a.unk) n += 1;
   if (n) notes.push(`${n} character${n === 1 ? ' is' : 's are'} not in the model's vocabulary and ${n === 1 ? 'is' : 'are'} read as <UNK> (marked with a dotted box).`);
