@@ -4,6 +4,7 @@
 
 #include "analysis/training_metrics.h"
 #include "convert.h"
+#include "tokenizer/hf.h"
 
 EMSCRIPTEN_BINDINGS(circuitscope) {
   using csjs::Model;
@@ -18,6 +19,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::constant("maxTrainWeights", static_cast<double>(cs::kMaxTrainWeights));
   emscripten::constant("maxModelFileBytes", static_cast<double>(cs::kMaxModelFileBytes));
   emscripten::constant("maxHeldOutBytes", static_cast<double>(cs::kMaxHeldOutBytes));
+  emscripten::constant("maxTokenizerBytes", static_cast<double>(cs::hf::kMaxFileBytes));
   emscripten::class_<Model>("Model")
       .constructor<const emscripten::val&, const emscripten::val&>()
       .function("config", &Model::config)

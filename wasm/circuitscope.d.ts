@@ -1170,10 +1170,11 @@ export interface Circuitscope {
   minInductionScore: number;
   /**
    * The core's size limits (src/config.h): the weights a model may hold, the weights a recipe may
-   * train, the largest model file read (the largest model in float32 and a 64 MB header), and the
-   * most held-out text a checkpoint is scored on.
+   * train, the largest model file read (the largest model in float32 and a 64 MB header), the
+   * most held-out text a checkpoint is scored on, and the largest tokenizer.json read
+   * (src/tokenizer/hf.h).
    */
-  limits: { maxWeights: number; maxTrainWeights: number; maxModelFileBytes: number; maxHeldOutBytes: number };
+  limits: { maxWeights: number; maxTrainWeights: number; maxModelFileBytes: number; maxHeldOutBytes: number; maxTokenizerBytes: number };
   /**
    * Opens a model file (safetensors bytes, or a .pth state dict as torch.save writes it). Throws
    * an Error whose message starts with "model file:" when the file is corrupt or does not match

@@ -526,7 +526,7 @@ export async function init(options = {}) {
     simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
-    limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes, maxHeldOutBytes: mod.maxHeldOutBytes },
+    limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes, maxHeldOutBytes: mod.maxHeldOutBytes, maxTokenizerBytes: mod.maxTokenizerBytes },
     load(bytes, options) {
       const b = toBytes(bytes);
       const handle = call(() => new mod.Model(b, options ?? {}));

@@ -98,7 +98,7 @@ const MAX_FOLDER_DEPTH = 3;      // e.g. attn-only-2l/checkpoints/NAME_N.pth
 export function folderFiles(files) {
   // A folder input gives every file under the folder, with its path (run/checkpoints/x.pth: 2 folders).
   const deep = (f) => String(f.webkitRelativePath ?? '').split('/').length - 1 > MAX_FOLDER_DEPTH;
-  const kept = files.filter((f) => !deep(f) && (isModel(f) || /^config\.json$/i.test(String(f.name)) || /^tokenizer\.json$/i.test(String(f.name))))
+  const kept = files.filter((f) => !deep(f) && (isModel(f) || /^config\.json$/i.test(String(f.name)) || isTokenizer(f)))
     .slice(0, MAX_FOLDER_FILES);
   return { files: kept, left: files.length - kept.length };
 }
@@ -134,8 +134,6 @@ const isText = (file) => /\.txt$/i.test(String(file?.name ?? ''));
 // Hugging Face names its tokenizer file tokenizer.json; any other .json is a TransformerLens config.
 const isTokenizer = (file) => /(^|[^a-z0-9])tokenizer\.json$/i.test(String(file?.name ?? ''));
 const isConfig = (file) => isJson(file) && !isTokenizer(file);
-// The largest tokenizer.json the core reads (hf::kMaxFileBytes).
-const MAX_TOKENIZER_BYTES = 64 * MB;
 
 /** A chosen JSON (or text) file's text, or a sentence saying why it cannot be read. */
 async function jsonText(file, limit, why) {
@@ -174,8 +172,9 @@ export async function openModelFiles(files, { onProgress, note = '' } = {}) {
     throw new Error(`Could not open ${shownName(models[0].name)}: ${configs.length} .json files were chosen with it (${configs.map((f) => shownName(f.name)).join(', ')}); choose the one config.json that belongs to it.`);
   }
   const config = configs.length ? await jsonText(configs[0], 16 * MB, 'a TransformerLens config.json is a few kilobytes') : undefined;
+  const { limits } = await getModule();
   const tokenizer = tokenizers.length
-    ? await jsonText(tokenizers[0], MAX_TOKENIZER_BYTES, `circuitscope reads tokenizer files of up to ${MAX_TOKENIZER_BYTES / MB} MB`)
+    ? await jsonText(tokenizers[0], limits.maxTokenizerBytes, `circuitscope reads tokenizer files of up to ${Math.round(limits.maxTokenizerBytes / MB)} MB`)
     : undefined;
   if (texts.length > 1) throw new Error(`Could not open ${shownName(models[0].name)}: ${texts.length} .txt files were chosen with it; choose one held-out text for the checkpoints.`);
   const read = [...configs.slice(0, 1), ...tokenizers].map((f) => shownName(f.name));

@@ -146,10 +146,7 @@ std::vector<RowVecT<double>> virtual_paths(const Params<float>& p, const Activat
   const bool norm = c.normalization != Norm::None;
   const bool standard = c.pos_embed == PosEmbed::Standard;
   const RowVecT<double> zero = RowVecT<double>::Zero(V);
-  const auto through_ln = [&](RowVecT<double> x) {  // what the final LayerNorm passes on
-    if (norm) x = (x.array() - x.mean()) / scale;
-    return x;
-  };
+  const auto through_ln = [&](RowVecT<double> x) { return through_frozen_ln(std::move(x), norm, scale); };
   // Virtual heads: split every head of layer >= 1 by what its value input is made of. With ln1
   // (LN or LNPre) its scale at each source position j is frozen at the forward pass's value, as
   // the final one is: a source's row c_j enters as (c_j - mean(c_j)) / s_j diag(ln1.w), and ln1.b
@@ -196,9 +193,9 @@ std::vector<RowVecT<double>> virtual_paths(const Params<float>& p, const Activat
         for (int d = 0; d < D; ++d) WV.row(d) *= static_cast<double>(p.blocks[l2].ln1_w.data[d]);
       }
       const MatRM<double> WO = dbl(w.W_O.slice(h2));  // [Dh, D]
-      const MatRM<double> OU = WO * WU;              // [Dh, V]: without a final LayerNorm
-      const MatRM<double> OVU = WV * OU;             // [D, V]
-      const MatRM<double> OV = WV * WO;              // [D, D]
+      const MatRM<double> OV = WV * WO;  // [D, D]
+      MatRM<double> OVU;                 // [D, V]: without a final LayerNorm, straight to the logits
+      if (!norm) OVU = WV * (WO * WU);
       // A source's mixed value input, as h2 passes it on to the logits.
       auto read = [&](const RowVecT<double>& m) {
         return norm ? RowVecT<double>(through_ln(m * OV) * WU) : RowVecT<double>(m * OVU);
@@ -272,9 +269,10 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     const double Dh = c.d_head;
     // With LayerNorm each path is read through W_V W_O [D, D] before W_U (the final scale is per
     // path row), without it through W_V W_O W_U [D, V].
-    const double per_path = c.has_norm_or_mlp() ? D * D + D * V : D * V;
+    const bool normed = c.normalization != Norm::None;
+    const double per_path = normed ? D * D + D * V : D * V;
     check_cost("attribution at position " + std::to_string(pos),
-               (P + Q) * (pos + 1.0) * D + P * D * V + Q * per_path + (Q > 0 ? L * H * (D * Dh * V + Dh * V * D) : 0.0),
+               (P + Q) * (pos + 1.0) * D + P * D * V + Q * per_path + (Q > 0 && !normed ? L * H * (D * Dh * V + Dh * V * D) : 0.0),
                (P + Q) * V * 12.0);
   }
   const int n = batch_row * T + pos;
@@ -289,10 +287,7 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
     ln_bias = p.ln_final_b.vec().cast<double>() * WU;
     for (int d = 0; d < D; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
   }
-  const auto through_ln = [&](RowVecT<double> x) {  // what the final LayerNorm passes on of a part
-    if (norm) x = (x.array() - x.mean()) / scale;
-    return x;
-  };
+  const auto through_ln = [&](RowVecT<double> x) { return through_frozen_ln(std::move(x), norm, scale); };
   const bool standard = c.pos_embed == PosEmbed::Standard;
 
   Attribution out;

@@ -149,6 +149,16 @@ MatRM<double> materialize(const Factored& f);
 // One entry / one row of A B without forming it.
 double entry(const Factored& f, int row, int col);
 RowVecT<double> row_of(const Factored& f, int row);  // [cols]
+
+// What a final LayerNorm passes on of one part of the residual stream with its scale frozen at the
+// forward pass's value (TransformerLens's ActivationCache.apply_ln_to_stack): the part centred and
+// divided by `scale`, before diag(ln_final.w) W_U; unchanged without normalization. Attribution,
+// virtual-head paths and the IOI terms read every part through it, so the parts sum to the logits.
+template <typename X>
+X through_frozen_ln(X x, bool norm, double scale) {
+  if (norm) x = (x.array() - x.mean()) / scale;
+  return x;
+}
 // The k largest (largest=false: smallest) entries of one row, best first; k is capped at cols.
 std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest = true);
 // The k largest (or smallest) entries of the whole product, best first, computed row by row

@@ -71,10 +71,7 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
     ln_bias_s = b.dot(WU.col(a.s));
     for (int d = 0; d < D; ++d) WU.row(d) *= static_cast<double>(p.ln_final_w.data[d]);
   }
-  const auto through_ln = [&](VecD x) {  // what the final LayerNorm passes on of a term
-    if (norm) x = (x.array() - x.mean()) / scale;
-    return x;
-  };
+  const auto through_ln = [&](VecD x) { return through_frozen_ln(std::move(x), norm, scale); };
   const VecD u_io = WU.col(a.io), u_s = WU.col(a.s);
   const VecD u_diff = u_io - u_s, u_sum = u_io + u_s;
 
@@ -120,12 +117,13 @@ IoiAnalysis analyse_row(const Params<float>& p, const ActivationCache<float>& ca
   if (NL == 0) stages.push_back(&cache.resid_final);
   else stages.push_back(&cache.layers[0].resid_pre);
   for (int l = 0; l < NL; ++l) stages.push_back(&cache.layers[l].resid_post);
+  RowVecT<double> lens_bias = RowVecT<double>::Zero(c.d_vocab);  // ln_final.b W_U + b_U, every stage's
+  if (c.normalization == Norm::LN) lens_bias += p.ln_final_b.vec().cast<double>() * p.W_U.mat().cast<double>();
+  if (c.use_bias) lens_bias += p.b_U.vec().cast<double>();
   for (const Tensor<float>* st : stages) {
     // With a final LayerNorm, each stage through it with the scale frozen at the last stage's
     // (apply_ln_to_stack), so the last stage gives the model's logits.
-    RowVecT<double> x = through_ln(st->mat().row(n).transpose().cast<double>()).transpose() * WU;  // [V]
-    if (c.normalization == Norm::LN) x += p.ln_final_b.vec().cast<double>() * p.W_U.mat().cast<double>();
-    if (c.use_bias) x += p.b_U.vec().cast<double>();
+    const RowVecT<double> x = RowVecT<double>(through_ln(st->mat().row(n).transpose().cast<double>()).transpose() * WU) + lens_bias;  // [V]
     double pio, ps;
     two_probs(x, a.io, a.s, pio, ps);
     a.lens_logit_io.push_back(static_cast<float>(x(a.io)));

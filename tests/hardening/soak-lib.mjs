@@ -147,6 +147,18 @@ export async function soak(page, { count, seed = 1, onStep = async () => {} }) {
  * ioi-templates-2l), which it keeps for the model's life. Without that visit, whether a soak had
  * picked a mean or resample ablation on that model would decide whether 20 MB more were kept.
  */
+// Opens `state` (a view, a model and what to ablate or cut) under mean ablation, waits for it,
+// then sets `reset` with zero ablation and waits again: the core has made that model's mean
+// reference by then.
+async function withMeanAblation(page, state, reset) {
+  await page.evaluate((state) => {
+    window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, snapshot: null, abl: 'mean', ...state } });
+  }, state);
+  await settled(page, 30_000);
+  await page.evaluate((reset) => window.__cs.store.dispatch({ type: 'set', values: { abl: 'zero', ...reset } }), reset);
+  await settled(page, 30_000);
+}
+
 export async function warmUp(page) {
   const index = await page.evaluate(async () => (await import('/store.js')).getModelIndex());
   const manifest = await page.evaluate(async () => (await fetch('/models/manifest.json')).json()).catch(() => ({}));
@@ -165,21 +177,11 @@ export async function warmUp(page) {
       // (the last asked for): bpe-2l's, the largest a shipped model makes (32 MB), is made here,
       // so the soak's choices replace it with one no larger.
       if (view === 'induction' && m.name === 'bpe-2l') {
-        await page.evaluate((model) => {
-          window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view: 'induction', model, snapshot: null, abl: 'mean', ablate: ['L1H1'] } });
-        }, m.name);
-        await settled(page, 30_000);
-        await page.evaluate(() => window.__cs.store.dispatch({ type: 'set', values: { abl: 'zero', ablate: [] } }));
-        await settled(page, 30_000);
+        await withMeanAblation(page, { view, model: m.name, ablate: ['L1H1'] }, { ablate: [] });
         visits++;
       }
       if (view === 'ioi') {
-        await page.evaluate((model) => {
-          window.__cs.store.dispatch({ type: 'replace', state: { ...window.__cs.store.state, view: 'ioi', model, snapshot: null, abl: 'mean', cut: ['*>*.q'] } });
-        }, m.name);
-        await settled(page, 30_000);
-        await page.evaluate(() => window.__cs.store.dispatch({ type: 'set', values: { abl: 'zero', cut: [] } }));
-        await settled(page, 30_000);
+        await withMeanAblation(page, { view, model: m.name, cut: ['*>*.q'] }, { cut: [] });
         visits++;
       }
     }
