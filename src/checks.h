@@ -1,6 +1,7 @@
 // Checks on what users hand the core: JSON numbers read exactly (or refused with a sentence
-// naming the field), JSON errors told in our own words (never the JSON library's text), the
-// memory a forward pass would need, and a scan of a forward pass for non-finite values.
+// naming the field) and JSON errors told in our own words (never the JSON library's text). The
+// memory a forward pass needs is forward_bytes (config.h); a scan of a forward pass for non-finite
+// values is check_finite (model.h).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -8,8 +9,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config.h"
-#include "model.h"
 
 namespace cs {
 
@@ -61,27 +60,5 @@ inline std::optional<std::string> read_json(const std::string& text, nlohmann::j
 // Parses text; on failure throws std::invalid_argument(what + " " + read_json's problem),
 // e.g. "recipe: not valid JSON (line 1, column 11)" for what = "recipe:".
 nlohmann::json parse_json_text(const std::string& text, const std::string& what);
-
-// ---------------------------------------------------------------------------------------------
-// Sizes (the limits themselves are in config.h).
-// ---------------------------------------------------------------------------------------------
-
-// The bytes the activation cache (every hook, attention scores included) of a forward pass over
-// `batch` sequences of `len` tokens holds (logits at `logit_rows` positions a sequence; < 0: all
-// `len`). Computed in floating point, so it cannot overflow.
-double forward_bytes(const Config& c, double batch, double len, double logit_rows = -1);
-
-// ---------------------------------------------------------------------------------------------
-// Finite forward passes.
-// ---------------------------------------------------------------------------------------------
-
-// Throws std::runtime_error if any activation of the cache is NaN or Inf, naming the first hook
-// (in the order forward computes them) that holds one, e.g. "the forward pass overflowed: blocks.0.
-// attn.hook_q holds Inf; the model's weights are too large to compute with in float32". Masked
-// attention scores (-inf by design) are not counted.
-void check_finite(const ActivationCache<float>& cache);
-// The same, cheaply, for every call that returns results: scans only the logits (every overflow
-// reaches them) and, when they hold NaN or Inf, names the first stage with check_finite().
-void check_output_finite(const ActivationCache<float>& cache);
 
 }  // namespace cs

@@ -104,4 +104,9 @@ nlohmann::json config_to_json(const Config& c);
 // (a typo in a recipe should not be silently ignored). Validates the result.
 Config config_from_json(const nlohmann::json& j);
 
+// The bytes the activation cache (every hook, attention scores included) of a forward pass over
+// `batch` sequences of `len` tokens holds (logits at `logit_rows` positions a sequence; < 0: all
+// `len`). Computed in floating point, so it cannot overflow.
+double forward_bytes(const Config& c, double batch, double len, double logit_rows = -1);
+
 }  // namespace cs

@@ -1240,4 +1240,56 @@ CS_INSTANTIATE(float)
 CS_INSTANTIATE(double)
 #undef CS_INSTANTIATE
 
+namespace {
+
+// The first index of t holding NaN or Inf (skip_neg_inf: -Inf is allowed), or -1.
+long long first_bad(const Tensor<float>& t, bool skip_neg_inf = false) {
+  const float* p = t.data.data();
+  for (std::size_t i = 0; i < t.data.size(); ++i) {
+    const float x = p[i];
+    if (std::isfinite(x)) continue;
+    if (skip_neg_inf && x == -std::numeric_limits<float>::infinity()) continue;
+    return static_cast<long long>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void check_output_finite(const ActivationCache<float>& cache) {
+  if (first_bad(cache.logits, false) < 0) return;
+  check_finite(cache);   // names the first stage that overflowed
+  throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
+}
+
+void check_finite(const ActivationCache<float>& cache) {
+  auto check = [](const Tensor<float>& t, const std::string& hook, bool skip_neg_inf = false) {
+    const long long i = first_bad(t, skip_neg_inf);
+    if (i < 0) return;
+    const float x = t.data[static_cast<std::size_t>(i)];
+    throw std::runtime_error("the forward pass overflowed float32: " + hook + " holds " +
+                             (std::isnan(x) ? "NaN" : "Inf") + " (at index " + std::to_string(i) +
+                             "); the model's weights are too large to compute with");
+  };
+  check(cache.embed, "hook_embed");
+  check(cache.pos_embed, "hook_pos_embed");
+  for (std::size_t l = 0; l < cache.layers.size(); ++l) {
+    const LayerCache<float>& c = cache.layers[l];
+    const std::string b = "blocks." + std::to_string(l) + ".";
+    check(c.resid_pre, b + "hook_resid_pre");
+    check(c.q, b + "attn.hook_q");
+    check(c.k_unsmeared, b + "attn.hook_k_unsmeared");
+    check(c.k, b + "attn.hook_k");
+    check(c.v, b + "attn.hook_v");
+    check(c.attn_scores, b + "attn.hook_attn_scores", true);  // masked scores are -inf by design
+    check(c.pattern, b + "attn.hook_pattern");
+    check(c.z, b + "attn.hook_z");
+    check(c.result, b + "attn.hook_result");
+    check(c.attn_out, b + "hook_attn_out");
+    check(c.resid_post, b + "hook_resid_post");
+  }
+  check(cache.resid_final, "the final residual stream");
+  check(cache.logits, "logits");
+}
+
 }  // namespace cs

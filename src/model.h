@@ -210,4 +210,14 @@ void backward(const Params<T>& p, const ActivationCache<T>& cache, const Batch& 
 template <class T>
 double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>& cache, Params<T>& grads);
 
+// Finite forward passes.
+// Throws std::runtime_error if any activation of the cache is NaN or Inf, naming the first hook
+// (in the order forward computes them) that holds one, e.g. "the forward pass overflowed: blocks.0.
+// attn.hook_q holds Inf; the model's weights are too large to compute with in float32". Masked
+// attention scores (-inf by design) are not counted.
+void check_finite(const ActivationCache<float>& cache);
+// The same, cheaply, for every call that returns results: scans only the logits (every overflow
+// reaches them) and, when they hold NaN or Inf, names the first stage with check_finite().
+void check_output_finite(const ActivationCache<float>& cache);
+
 }  // namespace cs

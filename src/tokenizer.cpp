@@ -1,4 +1,6 @@
-// Tokenizer: strict UTF-8 decoding, character- and word-level vocabularies, spans in UTF-16 units.
+// Tokenizer: what a model holds. Each kind is built onto the tokenizer pipeline (tokenizer/own.h,
+// tokenizer/hf.h), which encodes and decodes; this file learns byte-pair merges, stores each kind's
+// JSON form, puts <BOS> first as TransformerLens prepends it, and turns byte ranges into UTF-16 spans.
 #include "tokenizer.h"
 #include "tokenizer/hf.h"
 #include "tokenizer/models.h"

@@ -1,8 +1,10 @@
 // Tokenizer: character-level (built from a corpus, with <BOS> and an unknown-character token),
 // word-level (a fixed list of words, punctuation and special tokens such as <BOS> <MID>) and
 // token-id (for models whose file carries no tokenizer: the text is the ids, "12 7 7 3") and
-// byte-pair (BPE: sub-word tokens learned from a corpus by merging the most frequent adjacent pair).
-// Every token keeps the span of text it came from so the page can colour what the user typed.
+// byte-pair (BPE: sub-word tokens learned from a corpus by merging the most frequent adjacent pair),
+// and a Hugging Face tokenizer.json. Every kind runs on the one tokenizer pipeline
+// (tokenizer/pipeline.h). Every token keeps the span of text it came from so the page can colour
+// what the user typed.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "model.h"
 #include "io.h"
 #include "rng.h"
 
