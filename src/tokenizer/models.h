@@ -30,12 +30,13 @@ std::uint64_t merge_key(int left, int right);
 // in the vocabulary becomes its <0xNN> byte tokens (byte_fallback), else the unknown token (fused
 // with an unknown token before it under fuse_unk), else is left out, as `tokenizers` leaves it.
 //
-// Pieces already merged are kept (up to kCachePieces of them, then the cache starts again), as
+// Pieces already merged are kept (up to kCachePieces of them, then the cache starts again: a few
+// hundred KB, which a page with many models open keeps for each), as
 // `tokenizers` keeps them: a text's pieces repeat, and a text typed into the page is encoded again
 // at every keystroke with all but the edited piece already known, so only what changed is merged.
 class BpeModel final : public Model {
  public:
-  static constexpr std::size_t kCachePieces = 50000;
+  static constexpr std::size_t kCachePieces = 1024;
   static constexpr std::size_t kCachedPieceChars = 64;  // longer pieces are merged every time
   explicit BpeModel(BpeVocab v) : v_(std::move(v)) {}
   void tokenize(const std::vector<Char>& piece, Encoding& out) const override;
