@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -312,14 +313,20 @@ T activation_grad(Act a, T x) {
 // with an intervention is refused, so the backward stages have no hook points.
 // ---------------------------------------------------------------------------------------------
 
-// One pass's sizes (legend in tensor.h).
+// One pass's sizes (legend in tensor.h). P0 is the first position the pass computes: 0, or in
+// an incremental pass over one sequence (B = 1) the first changed token, the cache keeping the
+// positions before it; the forward stages compute rows P0..N-1 of the cache (R of them), and the
+// residual stream they carry holds only those rows.
 struct Dims {
   int B, Tl, N, H, D, Dh, V, HDh;
   std::size_t NDh;  // one head's [N, Dh] block of hook_q/k/v/z
   std::size_t TT;   // one [T, T] pattern
-  Dims(const Config& c, int B_, int Tl_)
+  int P0 = 0, R;    // the first position computed (B = 1 when > 0), the rows computed (N - P0)
+  Dims(const Config& c, int B_, int Tl_, int P0_ = 0)
       : B(B_), Tl(Tl_), N(B_ * Tl_), H(c.n_heads), D(c.d_model), Dh(c.d_head), V(c.d_vocab), HDh(c.n_heads * c.d_head),
-        NDh(static_cast<std::size_t>(B_) * Tl_ * c.d_head), TT(static_cast<std::size_t>(Tl_) * Tl_) {}
+        NDh(static_cast<std::size_t>(B_) * Tl_ * c.d_head), TT(static_cast<std::size_t>(Tl_) * Tl_), P0(P0_),
+        R(B_ * Tl_ - P0_) {}
+  std::size_t off(int width) const { return static_cast<std::size_t>(P0) * width; }  // row P0 of a [N, width] block
   // The first row of head h, batch row b in a [H, B, T, Dh] tensor.
   std::size_t head_row0(int h, int b) const {
     return static_cast<std::size_t>(h) * NDh + static_cast<std::size_t>(b) * Tl * Dh;
@@ -347,7 +354,7 @@ void add_positions(const X& x, const P& pos, int B, int Tl, MatRM<T>& out) {
 }
 
 // Checks what forward() is given; throws std::invalid_argument with a sentence.
-void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl, bool last_logits_only) {
+void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl, int logit_rows) {
   const int V = c.d_vocab;
   if (B < 1) throw std::invalid_argument("forward: the batch is empty");
   if (Tl < 1) throw std::invalid_argument("forward: the sequence is empty");
@@ -362,7 +369,7 @@ void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, 
                                   " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
   // Sized for this pass, before anything is allocated (config.h): one sequence may use
   // kMaxForwardBytes, a training batch kMaxTrainBytes.
-  const double need = forward_bytes(c, B, Tl, last_logits_only ? 1 : -1), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
+  const double need = forward_bytes(c, B, Tl, logit_rows), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
   if (need > limit)
     throw std::invalid_argument("forward: a pass over " + (B == 1 ? std::string() : std::to_string(B) + " x ") +
                                 std::to_string(Tl) + " tokens would need " +
@@ -517,7 +524,7 @@ void embed_forward(const Params<T>& p, const std::vector<int>& tokens, const Dim
   cache.embed.ensure({dm.B, dm.Tl, dm.D});
   auto emb = cache.embed.mat();
   auto WE = p.W_E.mat();
-  for (int n = 0; n < dm.N; ++n) emb.row(n) = WE.row(tokens[n]);
+  for (int n = dm.P0; n < dm.N; ++n) emb.row(n) = WE.row(tokens[n]);
   cache.pos_embed.ensure({dm.Tl, dm.D});
   if (p.cfg.pos_embed != PosEmbed::None) cache.pos_embed.mat() = p.W_pos.mat().topRows(dm.Tl);
   else cache.pos_embed.zero();
@@ -527,9 +534,10 @@ void embed_forward(const Params<T>& p, const std::vector<int>& tokens, const Dim
 template <class T>
 void residual_forward(const Config& c, const Dims& dm, const ActivationCache<T>& cache, Stream<T>& st) {
   MatRM<T>& resid = *st.resid;
-  resid = cache.embed.mat();
+  resid = cache.embed.mat().bottomRows(dm.R);
+  const int Tr = dm.Tl - dm.P0;  // positions computed in each batch row
   if (c.pos_embed == PosEmbed::Standard && st.has_pos)
-    for (int b = 0; b < dm.B; ++b) resid.middleRows(b * dm.Tl, dm.Tl) += cache.pos_embed.mat();
+    for (int b = 0; b < dm.B; ++b) resid.middleRows(b * Tr, Tr) += cache.pos_embed.mat().bottomRows(Tr);
 }
 
 // Gives layer l's cache its shapes for this pass (no allocation for a shape already seen).
@@ -579,13 +587,14 @@ void attn_input_forward(const Config& c, const Dims& dm, const LayerParams<T>& w
   st.v_in = st.resid->data();
   if (c.normalization != Norm::None) {
     const bool ln = c.normalization == Norm::LN;
-    layer_norm_forward(st.resid->data(), dm.N, dm.D, ln ? w.ln1_w.ptr() : nullptr, ln ? w.ln1_b.ptr() : nullptr,
-                       lc.ln1_scale.ptr(), lc.ln1_out.ptr());
-    st.v_in = lc.ln1_out.ptr();
+    layer_norm_forward(st.resid->data(), dm.R, dm.D, ln ? w.ln1_w.ptr() : nullptr, ln ? w.ln1_b.ptr() : nullptr,
+                       lc.ln1_scale.ptr() + dm.P0, lc.ln1_out.ptr() + dm.off(dm.D));
+    st.v_in = lc.ln1_out.ptr() + dm.off(dm.D);
   }
   st.qk_in = st.v_in;
   if (c.pos_embed == PosEmbed::Shortformer && st.has_pos) {
-    add_positions(CMapM<T>(st.v_in, dm.N, dm.D), cache.pos_embed.mat(), dm.B, dm.Tl, ws.qk_in);
+    const int Tr = dm.Tl - dm.P0;
+    add_positions(CMapM<T>(st.v_in, dm.R, dm.D), cache.pos_embed.mat().bottomRows(Tr), dm.B, Tr, ws.qk_in);
     st.qk_in = ws.qk_in.data();
   }
 }
@@ -597,14 +606,14 @@ void attn_input_forward(const Config& c, const Dims& dm, const LayerParams<T>& w
 template <class T>
 void qkv_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const Stream<T>& st, LayerCache<T>& lc,
                  Workspace<T>& ws) {
-  const int N = dm.N, H = dm.H, D = dm.D, Dh = dm.Dh, HDh = dm.HDh;
+  const int N = dm.R, H = dm.H, D = dm.D, Dh = dm.Dh, HDh = dm.HDh;  // rows P0.. (all, without an intervention's cut)
   Tensor<T>& k_out = c.smeared_keys ? lc.k_unsmeared : lc.k;
   if (st.head_in.empty()) {
     concat_qkv(w, H, D, Dh, ws.wcat);
     T* outs[3] = {lc.q.ptr(), k_out.ptr(), lc.v.ptr()};
     ws.blocks.resize(3 * H);
     for (int m = 0; m < 3; ++m)
-      for (int h = 0; h < H; ++h) ws.blocks[m * H + h] = outs[m] + h * dm.NDh;
+      for (int h = 0; h < H; ++h) ws.blocks[m * H + h] = outs[m] + h * dm.NDh + dm.off(Dh);
     if (st.qk_in == st.v_in) {  // one product for q, k and v
       mm(Op::N, Op::N, N, 3 * HDh, D, T(1), st.v_in, D, ws.wcat.data(), 3 * HDh, T(0), nullptr, Dh, Causal::None,
          Dh, 0, ws.blocks.data());
@@ -624,9 +633,9 @@ void qkv_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const
   }
   if (c.use_bias)
     for (int h = 0; h < H; ++h) {
-      lc.q.slice(h).rowwise() += w.b_Q.row(h);
-      k_out.slice(h).rowwise() += w.b_K.row(h);
-      lc.v.slice(h).rowwise() += w.b_V.row(h);
+      lc.q.slice(h).bottomRows(N).rowwise() += w.b_Q.row(h);
+      k_out.slice(h).bottomRows(N).rowwise() += w.b_K.row(h);
+      lc.v.slice(h).bottomRows(N).rowwise() += w.b_V.row(h);
     }
 }
 
@@ -640,8 +649,8 @@ void smear_keys_forward(const Config& c, const Dims& dm, const LayerParams<T>& w
     auto kr = lc.k_unsmeared.slice(h);
     const T s = sigmoid(w.smear_alpha.data[h]);
     for (int b = 0; b < B; ++b) {
-      k.row(b * Tl) = kr.row(b * Tl);
-      for (int t = 1; t < Tl; ++t) k.row(b * Tl + t) = s * kr.row(b * Tl + t) + (T(1) - s) * kr.row(b * Tl + t - 1);
+      if (dm.P0 == 0) k.row(b * Tl) = kr.row(b * Tl);
+      for (int t = std::max(dm.P0, 1); t < Tl; ++t) k.row(b * Tl + t) = s * kr.row(b * Tl + t) + (T(1) - s) * kr.row(b * Tl + t - 1);
     }
   }
 }
@@ -649,28 +658,32 @@ void smear_keys_forward(const Config& c, const Dims& dm, const LayerParams<T>& w
 // scores = q k^T / sqrt(d_head) with the causal mask   hook_attn_scores [B, H, T, T] (if kept)
 // pattern = softmax(scores)                            hook_pattern     [B, H, T, T]
 // z = pattern v                                        hook_z           [H, B, T, Dh]
+// An incremental pass computes the query rows P0.. against every key; its pattern rows are
+// written whole (zeros past the diagonal), a full pass's up to the diagonal (the rest stays zero).
 template <class T>
 void attention_forward(const Dims& dm, bool keep_scores, LayerCache<T>& lc, Workspace<T>& ws) {
-  const int Tl = dm.Tl, Dh = dm.Dh;
+  const int Tl = dm.Tl, Dh = dm.Dh, P0 = dm.P0, rows = Tl - P0;
   const T scale = T(1) / std::sqrt(T(Dh));
-  if (!keep_scores) ws.S.resize(Tl, Tl);  // one head's scores at a time
+  const Causal lower_c = P0 == 0 ? Causal::LowerC : Causal::None, lower_a = P0 == 0 ? Causal::LowerA : Causal::None;
+  if (!keep_scores) ws.S.resize(rows, Tl);  // one head's scores at a time
   for (int h = 0; h < dm.H; ++h)
     for (int b = 0; b < dm.B; ++b) {
       const std::size_t bh = static_cast<std::size_t>(b) * dm.H + h;
-      T* S = keep_scores ? lc.attn_scores.ptr() + bh * dm.TT : ws.S.data();  // [T, T]
-      T* P = lc.pattern.ptr() + bh * dm.TT;                                  // [T, T]
+      T* S = keep_scores ? lc.attn_scores.ptr() + bh * dm.TT : ws.S.data();  // [rows, T]
+      T* P = lc.pattern.ptr() + bh * dm.TT + dm.off(Tl);                     // [rows, T]
       const std::size_t row0 = dm.head_row0(h, b);
-      // scores = q k^T / sqrt(d_head), causal mask (only the lower triangle is computed)
-      mm(Op::N, Op::T, Tl, Tl, Dh, scale, lc.q.ptr() + row0, Dh, lc.k.ptr() + row0, Dh, T(0), S, Tl, Causal::LowerC);
-      for (int i = 0; i < Tl; ++i) {
+      // scores = q k^T / sqrt(d_head), causal mask (a full pass computes only the lower triangle)
+      mm(Op::N, Op::T, rows, Tl, Dh, scale, lc.q.ptr() + row0 + dm.off(Dh), Dh, lc.k.ptr() + row0, Dh, T(0), S, Tl, lower_c);
+      for (int i = 0; i < rows; ++i) {
         T* Si = S + static_cast<std::size_t>(i) * Tl;
         T* Pi = P + static_cast<std::size_t>(i) * Tl;
-        if (keep_scores) std::fill(Si + i + 1, Si + Tl, -std::numeric_limits<T>::infinity());
+        const int n = P0 + i + 1;  // keys this query sees
+        if (keep_scores) std::fill(Si + n, Si + Tl, -std::numeric_limits<T>::infinity());
         // pattern = softmax(scores)
-        softmax_row(Si, Pi, i + 1, i + 1);
+        softmax_row(Si, Pi, n, P0 == 0 ? n : Tl);
       }
       // z = pattern v (the pattern is zero above the diagonal)
-      mm(Op::N, Op::N, Tl, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0, Dh, Causal::LowerA);
+      mm(Op::N, Op::N, rows, Dh, Tl, T(1), P, Tl, lc.v.ptr() + row0, Dh, T(0), lc.z.ptr() + row0 + dm.off(Dh), Dh, lower_a);
     }
 }
 
@@ -680,12 +693,12 @@ template <class T>
 void result_forward(const Dims& dm, const LayerParams<T>& w, bool keep_result, LayerCache<T>& lc) {
   const int N = dm.N, D = dm.D, Dh = dm.Dh;
   for (int h = 0; h < dm.H; ++h) {
-    const T* z = lc.z.ptr() + h * dm.NDh;                                // [N, Dh]
+    const T* z = lc.z.ptr() + h * dm.NDh + dm.off(Dh);                   // [R, Dh]
     const T* WO = w.W_O.ptr() + static_cast<std::size_t>(h) * Dh * D;    // [Dh, D]
     if (keep_result)
-      mm(Op::N, Op::N, N, D, Dh, T(1), z, Dh, WO, D, T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D, D);
+      mm(Op::N, Op::N, dm.R, D, Dh, T(1), z, Dh, WO, D, T(0), lc.result.ptr() + static_cast<std::size_t>(h) * N * D + dm.off(D), D);
     else
-      mm(Op::N, Op::N, N, D, Dh, T(1), z, Dh, WO, D, T(h == 0 ? 0 : 1), lc.attn_out.ptr(), D);
+      mm(Op::N, Op::N, dm.R, D, Dh, T(1), z, Dh, WO, D, T(h == 0 ? 0 : 1), lc.attn_out.ptr() + dm.off(D), D);
   }
 }
 
@@ -696,19 +709,19 @@ template <class T>
 void attn_out_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, bool keep_result, MatRM<T>& resid,
                       LayerCache<T>& lc) {
   const int H = dm.H, D = dm.D;
-  const std::size_t ND = static_cast<std::size_t>(dm.N) * D;
+  const std::size_t ND = static_cast<std::size_t>(dm.N) * D, off = dm.off(D);
   const T* res = lc.result.ptr();
   T* ao = lc.attn_out.ptr();
-  T* rs = resid.data();
+  T* rs = resid.data() - off;  // the stream holds rows P0..
   T* post = c.d_mlp > 0 ? lc.resid_mid.ptr() : lc.resid_post.ptr();
   if (keep_result) {
-    for (std::size_t i = 0; i < ND; ++i) {
+    for (std::size_t i = off; i < ND; ++i) {
       T a = res[i];
       for (int h = 1; h < H; ++h) a += res[h * ND + i];
       ao[i] = a;
     }
   }
-  for (std::size_t i = 0; i < ND; ++i) {
+  for (std::size_t i = off; i < ND; ++i) {
     const T a = c.use_bias ? ao[i] + w.b_O.data[i % D] : ao[i];
     ao[i] = a;
     post[i] = rs[i] += a;
@@ -726,25 +739,25 @@ void mlp_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w
   if (c.d_mlp == 0) return;
   LayerCache<T>& lc = cache.layers[l];
   MatRM<T>& resid = *st.resid;
-  const int N = dm.N, D = dm.D, M = c.d_mlp;
-  const T* x = lc.resid_mid.ptr();
+  const int N = dm.R, D = dm.D, M = c.d_mlp;  // rows P0..
+  const T* x = lc.resid_mid.ptr() + dm.off(D);
   if (c.normalization != Norm::None) {
     const bool ln = c.normalization == Norm::LN;
-    layer_norm_forward(x, N, D, ln ? w.ln2_w.ptr() : nullptr, ln ? w.ln2_b.ptr() : nullptr, lc.ln2_scale.ptr(),
-                       lc.ln2_out.ptr());
-    x = lc.ln2_out.ptr();
+    layer_norm_forward(x, N, D, ln ? w.ln2_w.ptr() : nullptr, ln ? w.ln2_b.ptr() : nullptr, lc.ln2_scale.ptr() + dm.P0,
+                       lc.ln2_out.ptr() + dm.off(D));
+    x = lc.ln2_out.ptr() + dm.off(D);
   }
-  mm(Op::N, Op::N, N, M, D, T(1), x, D, w.W_in.ptr(), M, T(0), lc.mlp_pre.ptr(), M);
-  lc.mlp_pre.mat().rowwise() += w.b_in.vec();
-  const std::size_t NM = static_cast<std::size_t>(N) * M;
+  mm(Op::N, Op::N, N, M, D, T(1), x, D, w.W_in.ptr(), M, T(0), lc.mlp_pre.ptr() + dm.off(M), M);
+  lc.mlp_pre.mat().bottomRows(N).rowwise() += w.b_in.vec();
+  const std::size_t NM = static_cast<std::size_t>(dm.N) * M;
   const T* pre = lc.mlp_pre.ptr();
   T* post = lc.mlp_post.ptr();
-  for (std::size_t i = 0; i < NM; ++i) post[i] = activation(c.act_fn, pre[i]);
-  mm(Op::N, Op::N, N, D, M, T(1), post, M, w.W_out.ptr(), D, T(0), lc.mlp_out.ptr(), D);
-  lc.mlp_out.mat().rowwise() += w.b_out.vec();
+  for (std::size_t i = dm.off(M); i < NM; ++i) post[i] = activation(c.act_fn, pre[i]);
+  mm(Op::N, Op::N, N, D, M, T(1), post + dm.off(M), M, w.W_out.ptr(), D, T(0), lc.mlp_out.ptr() + dm.off(D), D);
+  lc.mlp_out.mat().bottomRows(N).rowwise() += w.b_out.vec();
   apply_intervention_at(Hook::MlpOut, l, c, &w, iv, dm, st, cache);
-  resid += lc.mlp_out.mat();
-  lc.resid_post.mat() = resid;
+  resid += lc.mlp_out.mat().bottomRows(N);
+  lc.resid_post.mat().bottomRows(N) = resid;
 }
 
 // One block: hook_resid_pre -> hook_resid_post, the stream moving on in st.resid.
@@ -754,7 +767,7 @@ void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>&
   LayerCache<T>& lc = cache.layers[l];
   Workspace<T>& ws = cache.work;
   layer_buffers(c, dm, cache.keep_scores, keep_result, lc);
-  lc.resid_pre.mat() = *st.resid;
+  lc.resid_pre.mat().bottomRows(dm.R) = *st.resid;
   attn_input_forward(c, dm, w, cache, st, lc, ws);
   apply_intervention_at(Hook::AttnIn, l, c, &w, iv, dm, st, cache);
   qkv_forward(c, dm, w, st, lc, ws);
@@ -771,20 +784,24 @@ void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>&
 template <class T>
 void unembed_forward(const Params<T>& p, const Dims& dm, const MatRM<T>& resid, ActivationCache<T>& cache) {
   const Config& c = p.cfg;
-  const int N = dm.N, D = dm.D, V = dm.V;
+  const int N = dm.R, D = dm.D, V = dm.V;  // rows P0.. (x below points at row P0)
   cache.resid_final.ensure({dm.B, dm.Tl, D});
-  cache.resid_final.mat() = resid;
+  cache.resid_final.mat().bottomRows(N) = resid;
   const T* x = resid.data();
   if (c.normalization != Norm::None) {
     const bool ln = c.normalization == Norm::LN;
     cache.ln_final_scale.ensure({dm.B, dm.Tl});
     cache.ln_final_out.ensure({dm.B, dm.Tl, D});
     layer_norm_forward(x, N, D, ln ? p.ln_final_w.ptr() : nullptr, ln ? p.ln_final_b.ptr() : nullptr,
-                       cache.ln_final_scale.ptr(), cache.ln_final_out.ptr());
-    x = cache.ln_final_out.ptr();
+                       cache.ln_final_scale.ptr() + dm.P0, cache.ln_final_out.ptr() + dm.off(D));
+    x = cache.ln_final_out.ptr() + dm.off(D);
   } else {
     cache.ln_final_scale = Tensor<T>();
     cache.ln_final_out = Tensor<T>();
+  }
+  if (cache.skip_logits) {
+    cache.logits = Tensor<T>();  // computed where read (unembed_rows)
+    return;
   }
   if (cache.last_logits_only) {
     // logits[b, 0] = x[b, Tl-1] W_U + b_U: each row's last position only.
@@ -797,22 +814,18 @@ void unembed_forward(const Params<T>& p, const Dims& dm, const MatRM<T>& resid, 
     mm(Op::N, Op::N, dm.B, V, D, T(1), last.data(), D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
   } else {
     cache.logits.ensure({dm.B, dm.Tl, V});
-    mm(Op::N, Op::N, N, V, D, T(1), x, D, p.W_U.ptr(), V, T(0), cache.logits.ptr(), V);
+    mm(Op::N, Op::N, N, V, D, T(1), x, D, p.W_U.ptr(), V, T(0), cache.logits.ptr() + dm.off(V), V);
   }
-  if (p.cfg.use_bias) cache.logits.mat().rowwise() += p.b_U.vec();
+  if (p.cfg.use_bias) cache.logits.mat().bottomRows(cache.last_logits_only ? dm.B : N).rowwise() += p.b_U.vec();
 }
 
-}  // namespace
-
+// The stages in order over the rows dm says (all, or positions P0.. of one sequence).
 template <class T>
-void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
-             const Intervention& iv) {
+void forward_rows(const Params<T>& p, const std::vector<int>& tokens, const Dims& dm, ActivationCache<T>& cache,
+                  const Intervention& iv) {
   const Config& c = p.cfg;
-  check_forward_args(c, tokens, B, Tl, cache.last_logits_only);
-  check_intervention(c, iv, Tl);
-  const Dims dm(c, B, Tl);
-  cache.n_batch = B;
-  cache.n_pos = Tl;
+  cache.n_batch = dm.B;
+  cache.n_pos = dm.Tl;
   cache.tokens = tokens;
   cache.intervened = !iv.empty();
   // Cuts read earlier heads' results and ablations replace them: keep them then.
@@ -827,6 +840,94 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
   cache.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, keep_result, st, cache);
   unembed_forward(p, dm, *st.resid, cache);
+}
+
+// A [H, 1, T0, X] tensor (one sequence, each head's positions contiguous) laid out as
+// [H, 1, T1, X], each head's first `keep` positions kept (the rest is overwritten later).
+// Heads move in the order that never overwrites one not yet moved.
+template <class T>
+void relayout_heads(Tensor<T>& t, int H, int T0, int T1, int X, int keep) {
+  if (T0 == T1) return;
+  const std::size_t from = static_cast<std::size_t>(T0) * X, to = static_cast<std::size_t>(T1) * X, n = static_cast<std::size_t>(keep) * X;
+  if (T1 > T0) t.data.resize(H * to);
+  for (int i = 0; i < H; ++i) {
+    const int h = T1 > T0 ? H - 1 - i : i;
+    std::memmove(t.data.data() + h * to, t.data.data() + h * from, n * sizeof(T));
+  }
+  if (T1 <= T0) t.data.resize(H * to);
+  t.shape = {H, 1, T1, X};
+}
+
+// The same for a [1, H, T0, T0] pattern: each head's first `keep` rows (zero past the diagonal
+// and past `keep`) in a [T1, T1] block.
+template <class T>
+void relayout_pattern(Tensor<T>& t, int H, int T0, int T1, int keep) {
+  if (T0 == T1) return;  // rows from `keep` on are written whole by the pass
+  const std::size_t n0 = static_cast<std::size_t>(T0), n1 = static_cast<std::size_t>(T1);
+  if (T1 > T0) t.data.resize(H * n1 * n1);
+  for (int i = 0; i < H * keep; ++i) {
+    const int r = T1 > T0 ? H * keep - 1 - i : i, h = r / keep, row = r % keep;
+    T* dst = t.data.data() + (h * n1 + row) * n1;
+    std::memmove(dst, t.data.data() + (h * n0 + row) * n0, keep * sizeof(T));
+    std::fill(dst + keep, dst + n1, T(0));
+  }
+  if (T1 <= T0) t.data.resize(H * n1 * n1);
+  t.shape = {1, H, T1, T1};
+}
+
+}  // namespace
+
+template <class T>
+void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
+             const Intervention& iv) {
+  check_forward_args(p.cfg, tokens, B, Tl, cache.skip_logits ? 0 : cache.last_logits_only ? 1 : -1);
+  check_intervention(p.cfg, iv, Tl);
+  forward_rows(p, tokens, Dims(p.cfg, B, Tl), cache, iv);
+}
+
+template <class T>
+void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out) {
+  const int D = p.cfg.d_model, V = p.cfg.d_vocab;
+  if (cache.n_batch != 1 || from < 0 || to > cache.n_pos || from > to)
+    throw std::logic_error("unembed_rows: rows outside the one-sequence pass");
+  const Tensor<T>& x = p.cfg.normalization != Norm::None ? cache.ln_final_out : cache.resid_final;
+  out.resize(static_cast<std::size_t>(to - from) * V);
+  if (to == from) return;
+  mm(Op::N, Op::N, to - from, V, D, T(1), x.ptr() + static_cast<std::size_t>(from) * D, D, p.W_U.ptr(), V, T(0), out.data(), V);
+  if (p.cfg.use_bias)
+    for (int r = 0; r < to - from; ++r)
+      for (int v = 0; v < V; ++v) out[static_cast<std::size_t>(r) * V + v] += p.b_U.data[v];
+}
+
+template <class T>
+int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache) {
+  const Config& c = p.cfg;
+  const int Tl = static_cast<int>(tokens.size()), T0 = cache.n_pos;
+  const bool reusable = cache.n_batch == 1 && T0 > 0 && !cache.intervened && !cache.keep_scores && cache.keep_result &&
+                        !cache.last_logits_only && cache.layers.size() == static_cast<std::size_t>(c.n_layers) &&
+                        (cache.skip_logits || cache.logits.has_shape({1, T0, c.d_vocab})) &&
+                        std::all_of(cache.layers.begin(), cache.layers.end(), [&](const LayerCache<T>& lc) {
+                          return lc.result.has_shape({c.n_heads, 1, T0, c.d_model});
+                        });
+  int f = 0;
+  if (reusable)
+    while (f < std::min(Tl, T0) && tokens[f] == cache.tokens[f]) ++f;
+  f = std::min(f, Tl - 1);  // at least the last position is computed (its logits, after a cut)
+  if (f <= 0) {
+    forward(p, tokens, 1, Tl, cache);
+    return 0;
+  }
+  check_forward_args(c, tokens, 1, Tl, cache.skip_logits ? 0 : -1);
+  const int H = c.n_heads, Dh = c.d_head;
+  for (auto& lc : cache.layers) {
+    for (Tensor<T>* t : {&lc.q, &lc.k, &lc.v, &lc.z})
+      relayout_heads(*t, H, T0, Tl, Dh, f);
+    if (c.smeared_keys) relayout_heads(lc.k_unsmeared, H, T0, Tl, Dh, f);
+    relayout_heads(lc.result, H, T0, Tl, c.d_model, f);
+    relayout_pattern(lc.pattern, H, T0, Tl, f);
+  }
+  forward_rows(p, tokens, Dims(c, 1, Tl, f), cache, Intervention());
+  return f;
 }
 
 const char* ablation_name(Ablation a) {
@@ -933,16 +1034,25 @@ void loss_from_logits(const ActivationCache<T>& cache, const Batch& batch, LossR
                                     " is outside the vocabulary");
       continue;
     }
-    const T* lg = cache.logits.ptr() + static_cast<std::size_t>(n) * V;
-    const T mx = *std::max_element(lg, lg + V);
-    const T lse = mx + std::log(exp_shifted_sum(lg, mx, e.data(), V));
-    double ce = static_cast<double>(lse - lg[tgt]);
+    const double ce = cross_entropy_row(cache.logits.ptr() + static_cast<std::size_t>(n) * V, V, tgt, e);
     r.per_token[n] = static_cast<float>(ce);
     total += batch.mask[n] * ce;
     msum += batch.mask[n];
   }
   if (batch.mask_total > 0) msum = batch.mask_total;
   r.loss = msum > 0 ? total / msum : 0.0;
+}
+
+template <class T>
+T log_sum_exp_row(const T* logits, int V, std::vector<T>& scratch) {
+  scratch.resize(V);
+  const T mx = *std::max_element(logits, logits + V);
+  return mx + std::log(exp_shifted_sum(logits, mx, scratch.data(), V));
+}
+
+template <class T>
+double cross_entropy_row(const T* logits, int V, int target, std::vector<T>& scratch) {
+  return static_cast<double>(log_sum_exp_row(logits, V, scratch) - logits[target]);
 }
 
 template <class T>
@@ -1229,9 +1339,13 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
 }
 
 #define CS_INSTANTIATE(T)                                                                                  \
+  template int forward_incremental<T>(const Params<T>&, const std::vector<int>&, ActivationCache<T>&); \
+  template void unembed_rows<T>(const Params<T>&, const ActivationCache<T>&, int, int, std::vector<T>&); \
   template void forward<T>(const Params<T>&, const std::vector<int>&, int, int, ActivationCache<T>&,     \
                            const Intervention&);                                                         \
   template LossResult loss_from_logits<T>(const ActivationCache<T>&, const Batch&);                      \
+  template double cross_entropy_row<T>(const T*, int, int, std::vector<T>&);                            \
+  template T log_sum_exp_row<T>(const T*, int, std::vector<T>&);                                       \
   template void loss_from_logits<T>(const ActivationCache<T>&, const Batch&, LossResult&);               \
   template void backward<T>(const Params<T>&, const ActivationCache<T>&, const Batch&, Params<T>&);      \
   template double loss_and_grad<T>(const Params<T>&, const Batch&, ActivationCache<T>&, Params<T>&);         \
@@ -1243,9 +1357,9 @@ CS_INSTANTIATE(double)
 namespace {
 
 // The first index of t holding NaN or Inf (skip_neg_inf: -Inf is allowed), or -1.
-long long first_bad(const Tensor<float>& t, bool skip_neg_inf = false) {
+long long first_bad(const Tensor<float>& t, bool skip_neg_inf = false, std::size_t from = 0) {
   const float* p = t.data.data();
-  for (std::size_t i = 0; i < t.data.size(); ++i) {
+  for (std::size_t i = from; i < t.data.size(); ++i) {
     const float x = p[i];
     if (std::isfinite(x)) continue;
     if (skip_neg_inf && x == -std::numeric_limits<float>::infinity()) continue;
@@ -1256,8 +1370,10 @@ long long first_bad(const Tensor<float>& t, bool skip_neg_inf = false) {
 
 }  // namespace
 
-void check_output_finite(const ActivationCache<float>& cache) {
-  if (first_bad(cache.logits, false) < 0) return;
+void check_output_finite(const ActivationCache<float>& cache, int from_pos) {
+  std::size_t from = static_cast<std::size_t>(std::max(0, from_pos)) * cache.logits.shape.back();
+  if (cache.n_batch != 1 || cache.last_logits_only || from >= cache.logits.data.size()) from = 0;
+  if (first_bad(cache.logits, false, from) < 0) return;
   check_finite(cache);   // names the first stage that overflowed
   throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
 }

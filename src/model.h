@@ -173,6 +173,9 @@ struct ActivationCache {
                             // position only: logits is then [B, 1, V] (a score that reads one
                             // prediction per window, e.g. the paired ICL score, at a 50k vocabulary
                             // costs T times less). backward() and loss_from_logits() need it clear.
+  bool skip_logits = false; // set before forward() to stop at ln_final: logits stays empty (a
+                            // [T, V] table is 100 MB at 512 tokens of a 50k vocabulary), and
+                            // unembed_rows() computes rows of it where they are read.
   Tensor<T> embed;          // hook_embed      [B, T, D]
   Tensor<T> pos_embed;      // hook_pos_embed  [T, D] (zeros if none or removed)
   std::vector<LayerCache<T>> layers;
@@ -189,10 +192,36 @@ template <class T>
 void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen, ActivationCache<T>& cache,
              const Intervention& iv = Intervention());
 
+// Logits rows [from, to) of a one-sequence pass (B = 1) into out [to - from, V]: ln_final's output
+// (or the final residual) times W_U plus b_U, bit for bit what forward() writes in cache.logits.
+template <class T>
+void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out);
+
+// An incremental forward pass over one sequence, as a language model's KV cache serves typing:
+// `cache` holds the clean pass (no intervention) of this model over some tokens, made by forward()
+// or this function; the positions before the first token where `tokens` differs from those keep
+// their activations (attention is causal: nothing there reads a later position), each head's
+// keys and values included, and only the later positions are computed (at least the last one).
+// Returns the first position computed: 0 when the cache could not be reused (another batch shape,
+// an intervention, attention scores or only last logits kept, logits wanted that the kept pass
+// skipped; then this is forward()). The cache
+// then equals forward()'s over `tokens` bit for bit (tests/cpp/test_incremental.cpp). The caller
+// guarantees the cache was made with these weights (model_session.h keeps track of that).
+template <class T>
+int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache);
+
 struct LossResult {
   double loss = 0;                // mean cross-entropy over masked positions (sum / batch.mask_total if set)
   std::vector<float> per_token;   // [B, T] cross-entropy at every position (where the target is valid)
 };
+
+// -log softmax(logits)[target] of one row of V logits, as loss_from_logits computes each position's
+// (scratch: V values it may overwrite).
+template <class T>
+double cross_entropy_row(const T* logits, int V, int target, std::vector<T>& scratch);
+// log sum exp(logits) of one row, the normaliser cross_entropy_row subtracts from.
+template <class T>
+T log_sum_exp_row(const T* logits, int V, std::vector<T>& scratch);
 
 // Mean cross-entropy over the positions the mask selects.
 template <class T>
@@ -218,6 +247,8 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
 void check_finite(const ActivationCache<float>& cache);
 // The same, cheaply, for every call that returns results: scans only the logits (every overflow
 // reaches them) and, when they hold NaN or Inf, names the first stage with check_finite().
-void check_output_finite(const ActivationCache<float>& cache);
+// from_pos: an incremental pass's first computed position (one sequence); the logits before it
+// were checked by the pass that made them.
+void check_output_finite(const ActivationCache<float>& cache, int from_pos = 0);
 
 }  // namespace cs

@@ -16,16 +16,6 @@ void check_context_length(const Config& c, int T, const std::string& what) {
                                 std::to_string(c.n_ctx) + " tokens");
 }
 
-std::vector<float> position_losses(const ActivationCache<float>& cache, const std::vector<int>& ids) {
-  const int T = static_cast<int>(ids.size());
-  std::vector<float> loss(T, std::numeric_limits<float>::quiet_NaN());
-  if (T > 1) {
-    const LossResult lr = loss_from_logits<float>(cache, next_token_batch(ids, 1, T));
-    for (int t = 0; t + 1 < T && t < static_cast<int>(lr.per_token.size()); ++t) loss[t] = lr.per_token[t];
-  }
-  return loss;
-}
-
 std::vector<float> residual_stages(const ActivationCache<float>& cache) {
   const int L = static_cast<int>(cache.layers.size());
   const Tensor<float>& first = L > 0 ? cache.layers[0].resid_pre : cache.resid_final;
@@ -45,6 +35,81 @@ std::vector<float> head_results(const ActivationCache<float>& cache) {
   return out;
 }
 
+namespace {
+
+// Refuses a pass whose logits hold NaN or Inf (rows computed by unembed_rows), naming the first
+// stage that overflowed as check_output_finite does.
+void check_rows_finite(const std::vector<float>& rows, const ActivationCache<float>& cache) {
+  for (float v : rows)
+    if (!std::isfinite(v)) {
+      check_finite(cache);
+      throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
+    }
+}
+
+// The per-position outputs read from the logits: loss, top-k rows and the asked probabilities,
+// from the cache's logits or, when the pass skipped them, from rows computed a chunk at a time. Loss
+// and top-k rows before `from` (an incremental pass) come from `before`.
+void position_outputs(const Params<float>& p, const ActivationCache<float>& cache, const std::vector<int>& ids,
+                      const RunOptions& o, int from, const KeptRun& before, RunExtras& x) {
+  const int T = static_cast<int>(ids.size()), V = p.cfg.d_vocab, k = o.topk, pk = o.probs_k;
+  // Rows of logits computed at a time: each chunk reads all of W_U once, so as many as 32 MB hold
+  // (at least 64): at a 48,262-token vocabulary 173 rows, 6 chunks for 1,024 tokens.
+  const int kChunk = std::max(64, static_cast<int>((32 << 20) / (4.0 * V)));
+  x.loss.assign(T, std::numeric_limits<float>::quiet_NaN());
+  // Loss t reads the logits at t and token t + 1: unchanged for t + 1 < from.
+  const int loss_from = std::clamp(std::min(from - 1, static_cast<int>(before.loss.size())), 0, T);
+  std::copy(before.loss.begin(), before.loss.begin() + loss_from, x.loss.begin());
+  int top_from = T;
+  if (k > 0) {
+    check_top_k(k, V);
+    TopK& top = x.top.emplace();
+    top.k = k;
+    top.ids.resize({1, T, k});
+    top.probs.resize({1, T, k});
+    const std::size_t kept = static_cast<std::size_t>(from) * k;
+    top_from = before.top && before.top->k == k && from > 0 && before.top->ids.size() >= kept ? from : 0;
+    if (top_from > 0) {
+      std::copy(before.top->ids.data.begin(), before.top->ids.data.begin() + kept, top.ids.data.begin());
+      std::copy(before.top->probs.data.begin(), before.top->probs.data.begin() + kept, top.probs.data.begin());
+    }
+  }
+  if (!o.probs_of.empty()) {
+    if (pk < 1 || o.probs_of.size() != static_cast<std::size_t>(T) * pk)
+      throw std::invalid_argument("run: probsOf holds " + std::to_string(o.probs_of.size()) + " ids, not " + std::to_string(T) +
+                                  " rows of " + std::to_string(pk));
+    for (int id : o.probs_of)
+      if (id < 0 || id >= V)
+        throw std::invalid_argument("run: probsOf holds the token id " + std::to_string(id) + ", outside the vocabulary (0.." +
+                                    std::to_string(V - 1) + ")");
+    x.probs_of.resize(o.probs_of.size());
+  }
+  const int start = std::min({loss_from, top_from, o.probs_of.empty() ? T : 0});
+  std::vector<float> chunk, scratch;
+  for (int c0 = start; c0 < T; c0 += kChunk) {
+    const int c1 = std::min(T, c0 + kChunk);
+    const float* rows = cache.logits.ptr() + static_cast<std::size_t>(c0) * V;
+    if (cache.skip_logits) {
+      unembed_rows(p, cache, c0, c1, chunk);
+      check_rows_finite(chunk, cache);
+      rows = chunk.data();
+    }
+    for (int t = c0; t < c1; ++t) {
+      const float* row = rows + static_cast<std::size_t>(t - c0) * V;
+      const float lse = log_sum_exp_row(row, V, scratch);  // once per row (cross_entropy_row's)
+      if (t >= loss_from && t + 1 < T) x.loss[t] = static_cast<float>(static_cast<double>(lse - row[ids[t + 1]]));
+      if (t >= top_from) top_k_row(row, V, k, lse, x.top->ids.ptr() + static_cast<std::size_t>(t) * k, x.top->probs.ptr() + static_cast<std::size_t>(t) * k);
+      if (!o.probs_of.empty()) {
+        const int* want = o.probs_of.data() + static_cast<std::size_t>(t) * pk;
+        for (int j = 0; j < pk; ++j)
+          x.probs_of[static_cast<std::size_t>(t) * pk + j] = static_cast<float>(std::exp(static_cast<double>(row[want[j]]) - lse));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 double mean_token_loss(const std::vector<float>& loss, int from, int to) {
   double sum = 0;
   int n = 0;
@@ -54,22 +119,33 @@ double mean_token_loss(const std::vector<float>& loss, int from, int to) {
 }
 
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,
-                       int bos_id, ActivationCache<float>& cache, const std::string& what) {
+                       int bos_id, ActivationCache<float>& cache, const std::string& what, KeptRun* kept) {
   const int T = static_cast<int>(ids.size());
   check_context_length(p.cfg, T, what);
-  cache.keep_result = true;  // (a benchmark pass may have cleared it)
-  forward<float>(p, ids, 1, T, cache, iv);
-  check_output_finite(cache);
   RunExtras x;
-  x.loss = position_losses(cache, ids);
+  KeptRun before;
+  if (kept) {  // invalid until this pass has succeeded
+    before = std::move(*kept);
+    *kept = KeptRun();
+  }
+  cache.keep_result = true;  // (a benchmark pass may have cleared it)
+  cache.skip_logits = !o.logits;
+  if (kept && before.valid && iv.empty()) x.changed_from = forward_incremental<float>(p, ids, cache);
+  else forward<float>(p, ids, 1, T, cache, iv);
+  if (o.logits) check_output_finite(cache, x.changed_from);
+  position_outputs(p, cache, ids, o, x.changed_from, before, x);
   if (o.resid) x.resid = residual_stages(cache);
   if (o.result) x.result = head_results(cache);
-  if (o.topk > 0) x.top = top_k_predictions(cache, o.topk);
-  const int from = text_scores_from(ids, bos_id);
-  x.mean_loss = mean_token_loss(x.loss, from, T);
+  if (kept && iv.empty()) {
+    kept->loss = x.loss;
+    kept->top = x.top;
+    kept->valid = true;
+  }
+  const int first = text_scores_from(ids, bos_id);
+  x.mean_loss = mean_token_loss(x.loss, first, T);
   x.first_copy_loss = x.second_copy_loss = std::numeric_limits<double>::quiet_NaN();
   if (o.text_scores) {
-    x.text_scores = text_scores(cache, from, o.repeat_at);
+    x.text_scores = text_scores(cache, first, o.repeat_at);
     if (const auto& r = x.text_scores->repeat) {
       x.first_copy_loss = mean_token_loss(x.loss, r->a, r->a + r->r);
       x.second_copy_loss = mean_token_loss(x.loss, r->a + r->d, r->a + r->d + r->r);

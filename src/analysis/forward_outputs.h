@@ -18,9 +18,6 @@ namespace cs {
 // context of 256 tokens" for T > n_ctx.
 void check_context_length(const Config& c, int T, const std::string& what);
 
-// Entry t = -log p(token t+1 | tokens 0..t) of a one-sequence pass; NaN at the last position.
-std::vector<float> position_losses(const ActivationCache<float>& cache, const std::vector<int>& ids);  // [T]
-
 // Stage 0 = blocks.0.hook_resid_pre (resid_final for a 0-layer model), stage l+1 =
 // blocks.l.hook_resid_post: [L + 1, B * T, D].
 std::vector<float> residual_stages(const ActivationCache<float>& cache);
@@ -29,12 +26,25 @@ std::vector<float> head_results(const ActivationCache<float>& cache);
 
 struct RunOptions {
   bool resid = false, result = false;
+  // Keep the logits [T, V] in the cache (to copy them out). Without, the pass stops at ln_final
+  // and what is read from the logits (loss, top k, probs_of) is computed from chunks of rows (at
+  // most 32 MB each): at a 50,000-token vocabulary the whole table is 100 MB at 512 tokens.
+  bool logits = true;
   int topk = 0;              // 0: none
   bool text_scores = false;
   int repeat_at = -1;        // text scores: the repeated block holding this position (find_repeat)
+  // Token ids [T, probs_k] whose probabilities to return (e.g. the clean pass's probability of an
+  // ablated pass's top k); empty: none.
+  std::vector<int> probs_of;
+  int probs_k = 0;
 };
 struct RunExtras {
-  std::vector<float> loss;                 // [T], position_losses
+  // Positions before this one hold what the previous pass of the same model gave them (its tokens
+  // up to there were these and the pass was incremental, model.h forward_incremental); 0 when every
+  // position was computed. A view redraws only rows from here.
+  int changed_from = 0;
+  // Entry t = -log p(token t+1 | tokens 0..t); NaN at the last position.
+  std::vector<float> loss;                 // [T]
   // The mean loss per predicted token (mean_token_loss over the tokens after a leading <BOS>), and,
   // with text scores and a repeated block, over its first and its second copy (NaN otherwise):
   // the induction-heads paper's measure of in-context copying.
@@ -42,6 +52,7 @@ struct RunExtras {
   std::vector<float> resid;                // [L + 1, T, D] when asked for
   std::vector<float> result;               // [L, H, T, D] when asked for
   std::optional<TopK> top;                 // ids, probs [1, T, k] when topk > 0
+  std::vector<float> probs_of;             // [T, probs_k]: softmax probability of each asked id
   std::optional<TextScores> text_scores;   // when asked for (<BOS> first is left out)
 };
 // The mean of the losses of predicting tokens from .. to - 1 (loss[i - 1] is the loss of predicting
@@ -50,7 +61,16 @@ double mean_token_loss(const std::vector<float>& loss, int from, int to);
 
 // One forward pass over `ids` under `iv` into `cache` (reused between calls: nothing allocates
 // when T repeats), and the extras `o` asks for. bos_id: the vocabulary's <BOS> (-1 if none).
+// With `kept` (the extras of the clean pass `cache` holds, made with these weights), a clean pass
+// is incremental: only the positions from the first changed token are computed, and the losses
+// and top-k rows before it are taken from `kept`, which then holds this pass's.
+struct KeptRun {
+  std::vector<float> loss;
+  std::optional<TopK> top;
+  bool valid = false;  // false: the cache's pass is not the one these rows belong to
+};
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,
-                       int bos_id, ActivationCache<float>& cache, const std::string& what = "run");
+                       int bos_id, ActivationCache<float>& cache, const std::string& what = "run",
+                       KeptRun* kept = nullptr);
 
 }  // namespace cs

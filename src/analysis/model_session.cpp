@@ -89,15 +89,27 @@ ActivationCache<float>& ModelSession::kept_cache() {
   return cache;
 }
 
+namespace {
+// The losses and top-k rows of the clean run() the kept cache holds (valid only then).
+KeptRun& kept_run() {
+  thread_local KeptRun kept;
+  return kept;
+}
+}  // namespace
+
 ModelSession::~ModelSession() {
   if (kept_owner != this) return;
   kept_cache() = ActivationCache<float>();
+  kept_run() = KeptRun();
   kept_owner = nullptr;
 }
 
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
+  // The kept pass is this model's only if this session made it (another model's weights differ).
+  if (kept_owner != this) kept_run() = KeptRun();
   kept_owner = this;
-  return run_sequence(file_.params, ids, with_ablation_reference(iv), o, file_.tokenizer.bos_id(), kept_cache());
+  return run_sequence(file_.params, ids, with_ablation_reference(iv), o, file_.tokenizer.bos_id(), kept_cache(), "run",
+                      &kept_run());
 }
 
 double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
@@ -107,8 +119,10 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
                                 ", " + std::to_string(T) + "] batch");
   check_context_length(file_.cfg, T, "forwardBatch");
   kept_owner = this;
+  kept_run() = KeptRun();  // the cache no longer holds run()'s pass
   ActivationCache<float>& cache = kept_cache();
   cache.keep_result = false;  // the loss does not need each head's output
+  cache.skip_logits = false;
   forward<float>(file_.params, ids, B, T, cache);
   check_output_finite(cache);
   return loss_from_logits<float>(cache, next_token_batch(ids, B, T)).loss;

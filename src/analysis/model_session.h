@@ -108,7 +108,9 @@ class ModelSession {
   // With <BOS> first when the vocabulary has one (as the CLI does).
   std::vector<Token> tokenize(const std::string& text) const;
 
-  // One forward pass into the kept cache (see cache()) and run()'s extras.
+  // One forward pass into the kept cache (see cache()) and run()'s extras. A clean pass after this
+  // session's own clean run() is incremental (forward_incremental): the positions before the first
+  // changed token are kept, and x.changed_from says where recomputing began.
   RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
   // The cache of the last run() or forward_batch() (of any session on this thread: see kept_cache()).
   const ActivationCache<float>& cache() const { return kept_cache(); }

@@ -236,29 +236,39 @@ Tensor<float> per_token_loss(const ActivationCache<float>& cache) {
   return out;
 }
 
-// Seed 004: the model's most probable next tokens at each position.
-TopK top_k_predictions(const ActivationCache<float>& cache, int k) {
-  auto lg = cache.logits.mat();
-  const int V = static_cast<int>(lg.cols()), N = static_cast<int>(lg.rows());
+void top_k_row(const float* logits, int V, int k, float lse, int* ids, float* probs) {
+  // The k largest in one pass (a larger value first, the smaller id on a tie: ids come in
+  // increasing order, so an equal value never displaces one already kept).
+  int n = 0;
+  for (int v = 0; v < V; ++v) {
+    const float x = logits[v];
+    if (n == k && !(x > logits[ids[k - 1]])) continue;
+    int i = n < k ? n++ : k - 1;
+    for (; i > 0 && x > logits[ids[i - 1]]; --i) ids[i] = ids[i - 1];
+    ids[i] = v;
+  }
+  for (int i = 0; i < k; ++i) probs[i] = static_cast<float>(std::exp(static_cast<double>(logits[ids[i]]) - lse));
+}
+
+void check_top_k(int k, int V) {
   if (k < 1 || k > V)
     throw std::invalid_argument("top-k: k must be between 1 and the vocabulary size " + std::to_string(V) + ", got " +
                                 std::to_string(k));
+}
+
+// Seed 004: the model's most probable next tokens at each position.
+TopK top_k_predictions(const ActivationCache<float>& cache, int k) {
+  const int V = cache.logits.shape.back(), N = static_cast<int>(cache.logits.size() / V);
+  check_top_k(k, V);
   TopK r;
   r.k = k;
   r.ids.resize({cache.n_batch, cache.n_pos, k});
   r.probs.resize({cache.n_batch, cache.n_pos, k});
-  std::vector<int> idx(V);
+  std::vector<float> scratch;
   for (int n = 0; n < N; ++n) {
-    const double mx = lg.row(n).maxCoeff();
-    const double z = (lg.row(n).cast<double>().array() - mx).exp().sum();
-    std::iota(idx.begin(), idx.end(), 0);
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
-      return lg(n, a) > lg(n, b) || (lg(n, a) == lg(n, b) && a < b);
-    });
-    for (int i = 0; i < k; ++i) {
-      r.ids.data[static_cast<std::size_t>(n) * k + i] = idx[i];
-      r.probs.data[static_cast<std::size_t>(n) * k + i] = static_cast<float>(std::exp(lg(n, idx[i]) - mx) / z);
-    }
+    const float* row = cache.logits.ptr() + static_cast<std::size_t>(n) * V;
+    top_k_row(row, V, k, log_sum_exp_row(row, V, scratch), r.ids.ptr() + static_cast<std::size_t>(n) * k,
+              r.probs.ptr() + static_cast<std::size_t>(n) * k);
   }
   return r;
 }

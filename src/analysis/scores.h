@@ -126,6 +126,11 @@ struct TopK {
 };
 // Seed 004 (what the model predicts at each position); throws if k < 1 or k > d_vocab.
 TopK top_k_predictions(const ActivationCache<float>& cache, int k);
+// One row of it: the k largest of V logits (a larger value first, the smaller id on a tie) into
+// ids, and their softmax probabilities (exp(logit - lse), lse = log_sum_exp_row) into probs.
+void top_k_row(const float* logits, int V, int k, float lse, int* ids, float* probs);
+// Throws "top-k: k must be between 1 and the vocabulary size V, got k" unless 1 <= k <= V.
+void check_top_k(int k, int V);
 
 // Seed 004's in-context-learning score: the mean over rows of loss[b, late] - loss[b, early], with
 // loss from per_token_loss ([B, T-1]; index t is the loss of predicting token t+1). The paper uses

@@ -65,7 +65,24 @@ void micro_vector(const GemmArgs& g, int kn, const float* a, int a_step, const f
   v4f c20 = splat(0), c21 = splat(0), c30 = splat(0), c31 = splat(0);
   const float *a0 = nullptr, *a1 = nullptr, *a2 = nullptr, *a3 = nullptr;
   if constexpr (!PackedA) a0 = rows[0], a1 = rows[1], a2 = rows[2], a3 = rows[3];
-  for (int k = 0; k < kn; ++k) {
+  const bool short_tile = !PackedA && mr <= 2;
+  if (short_tile) {
+    // One or two rows (an incremental pass's new positions through the unembedding): the same
+    // sums for those rows, without the rows that would repeat the last one.
+    for (int k = 0; k < kn; ++k) {
+      const v4f b0 = load4(b), b1 = load4(b + 4);
+      v4f ak = splat(a0[k]);
+      c00 = madd(ak, b0, c00);
+      c01 = madd(ak, b1, c01);
+      if (mr == 2) {
+        ak = splat(a1[k]);
+        c10 = madd(ak, b0, c10);
+        c11 = madd(ak, b1, c11);
+      }
+      b += b_step;
+    }
+  }
+  for (int k = 0; k < (short_tile ? 0 : kn); ++k) {
     const v4f b0 = load4(b), b1 = load4(b + 4);
     v4f ak = splat(PackedA ? a[0] : a0[k]);
     c00 = madd(ak, b0, c00);

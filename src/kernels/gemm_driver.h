@@ -164,8 +164,9 @@ struct Tile {
 // reads each packed value of B only M / MR times, and packing it cost about as much as the
 // products (measured in WebAssembly). Such operands are read in place instead, where every tile
 // is whole (no reads past the matrix): op(A) = A^T (its MR values per k are consecutive, as in a
-// packed panel) when M is a multiple of MR, and op(B) = B when N is a multiple of NR and M is at
-// most kInPlaceB rows.
+// packed panel) when M is a multiple of MR, and op(B) = B when M is at most kInPlaceB rows, its
+// full NR-column panels read in place and only a last, narrower one packed (an unembedding of
+// one position, [1, d_model] x [d_model, 48,262], packed all of W_U before: most of its time).
 constexpr int kInPlaceB = 64;
 
 // C = alpha op(A) op(B) + beta C with the MR x NR kernel `micro` (called as micro(g, tile); a
@@ -186,7 +187,8 @@ void run(const GemmArgs& g, Micro micro, bool direct_a) {
   }
   direct_a = direct_a && g.op_a == Op::N;
   const bool in_place_at = g.op_a == Op::T && g.M % MR == 0;
-  const bool in_place_b = g.op_b == Op::N && g.N % NR == 0 && g.M <= kInPlaceB;
+  const bool in_place_b = g.op_b == Op::N && g.M <= kInPlaceB;
+  const int n_full = g.N - g.N % NR;  // columns in full panels (read in place when in_place_b)
   Scratch& s = scratch();
   for (int nc0 = 0; nc0 < g.N; nc0 += NC) {
     const int nb = std::min(NC, g.N - nc0);
@@ -195,13 +197,15 @@ void run(const GemmArgs& g, Micro micro, bool direct_a) {
       const int kb = std::min(KC, g.K - kc0);
       const bool first = kc0 == 0;
       if (!in_place_b) pack_b<NR>(g, kc0, kb, nc0, nb, s.b.data());
+      else if (nc0 + nb > n_full) pack_b<NR>(g, kc0, kb, n_full, g.N - n_full, s.b.data());  // the last panel only
       for (int mc0 = 0; mc0 < g.M; mc0 += MC) {
         const int mb = std::min(MC, g.M - mc0);
         if (g.causal == Causal::LowerC && nc0 > mc0 + mb - 1) continue;  // block entirely above the diagonal
         if (!direct_a && !in_place_at) pack_a<MR>(g, mc0, mb, kc0, kb, s.a.data());
         for (int pj = 0; pj < panels_n; ++pj) {
           const int j0 = nc0 + pj * NR, nc = std::min(NR, g.N - j0);
-          const float* bp = s.b.data() + static_cast<std::size_t>(pj) * kb * NR;
+          const bool b_here = in_place_b && j0 < n_full;  // this panel read in place
+          const float* bp = s.b.data() + (in_place_b ? 0 : static_cast<std::size_t>(pj) * kb * NR);
           for (int i0 = mc0; i0 < mc0 + mb; i0 += MR) {
             const int mr = std::min(MR, mc0 + mb - i0);
             const int i_last = i0 + mr - 1;
@@ -210,7 +214,7 @@ void run(const GemmArgs& g, Micro micro, bool direct_a) {
             k_range(g, i0, i_last, kc0, kb, k_lo, k_hi);
             Tile t;
             t.kn = std::max(0, k_hi - k_lo);
-            if (in_place_b) t.b = g.B + static_cast<std::size_t>(kc0 + k_lo) * g.ldb + j0, t.b_step = g.ldb;
+            if (b_here) t.b = g.B + static_cast<std::size_t>(kc0 + k_lo) * g.ldb + j0, t.b_step = g.ldb;
             else t.b = bp + static_cast<std::size_t>(k_lo) * NR, t.b_step = NR;
             t.i0 = i0, t.mr = mr, t.j0 = j0, t.nc = nc, t.first = first;
             const float* rows[MR];

@@ -165,6 +165,11 @@ std::vector<Case> cases() {
         v.push_back({oa, ob, 48, 64, square ? 48 : 600, 1, 0.5f, m});
         v.push_back({oa, ob, 24, 96, square ? 24 : 257, -1, 0, m});
         v.push_back({oa, ob, 240, 32, square ? 240 : 520, 1, 1, m});
+        // op(B) = B in place with a last, narrower panel packed; one row (the incremental pass's
+        // unembedding) and a last tile of one row.
+        v.push_back({oa, ob, 1, 2085, square ? 1 : 300, 1, 0, m});
+        v.push_back({oa, ob, 2, 83, square ? 2 : 300, 1, 0.5f, m});
+        v.push_back({oa, ob, 9, 45, square ? 9 : 520, 1, 0.5f, m});
       }
   v.push_back({Op::N, Op::N, 33, 40, 17, 1, 0, Causal::None, 4});   // split not a multiple of 8
   v.push_back({Op::N, Op::T, 33, 36, 17, 1, 1, Causal::None, 12});  // and ragged, accumulating

@@ -1,0 +1,199 @@
+// The incremental forward pass (forward_incremental, model.h) against a fresh forward() over the
+// same tokens: every activation of the cache, bit for bit, over random edit sequences (append,
+// delete, replace in the middle, cut, the same tokens again) in every configuration the core has.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "analysis/model_session.h"
+#include "model.h"
+#include "rng.h"
+#include "test_util.h"
+
+namespace cs {
+namespace {
+
+using testing::random_params;
+using testing::tiny_norm_mlp_config;
+
+// Every tensor of two caches equal bit for bit (as bytes), naming the first that differs.
+void expect_same_cache(const ActivationCache<float>& a, const ActivationCache<float>& b, const std::string& where) {
+  const auto same = [&](const Tensor<float>& x, const Tensor<float>& y, const std::string& name) {
+    ASSERT_EQ(x.shape, y.shape) << where << ": " << name;
+    ASSERT_EQ(0, std::memcmp(x.data.data(), y.data.data(), x.data.size() * sizeof(float))) << where << ": " << name;
+  };
+  ASSERT_EQ(a.tokens, b.tokens) << where;
+  same(a.embed, b.embed, "hook_embed");
+  same(a.pos_embed, b.pos_embed, "hook_pos_embed");
+  for (std::size_t l = 0; l < a.layers.size(); ++l) {
+    const LayerCache<float>&x = a.layers[l], &y = b.layers[l];
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    same(x.resid_pre, y.resid_pre, p + "hook_resid_pre");
+    same(x.ln1_scale, y.ln1_scale, p + "ln1.hook_scale");
+    same(x.ln1_out, y.ln1_out, p + "ln1.hook_normalized");
+    same(x.q, y.q, p + "attn.hook_q");
+    same(x.k, y.k, p + "attn.hook_k");
+    same(x.k_unsmeared, y.k_unsmeared, p + "attn.hook_k_unsmeared");
+    same(x.v, y.v, p + "attn.hook_v");
+    same(x.pattern, y.pattern, p + "attn.hook_pattern");
+    same(x.z, y.z, p + "attn.hook_z");
+    same(x.result, y.result, p + "attn.hook_result");
+    same(x.attn_out, y.attn_out, p + "hook_attn_out");
+    same(x.resid_mid, y.resid_mid, p + "hook_resid_mid");
+    same(x.ln2_scale, y.ln2_scale, p + "ln2.hook_scale");
+    same(x.ln2_out, y.ln2_out, p + "ln2.hook_normalized");
+    same(x.mlp_pre, y.mlp_pre, p + "mlp.hook_pre");
+    same(x.mlp_post, y.mlp_post, p + "mlp.hook_post");
+    same(x.mlp_out, y.mlp_out, p + "hook_mlp_out");
+    same(x.resid_post, y.resid_post, p + "hook_resid_post");
+  }
+  same(a.resid_final, b.resid_final, "resid_final");
+  same(a.ln_final_scale, b.ln_final_scale, "ln_final.hook_scale");
+  same(a.ln_final_out, b.ln_final_out, "ln_final.hook_normalized");
+  same(a.logits, b.logits, "logits");
+}
+
+// A random edit of `ids` within 1..n_ctx tokens; `first` is set to the first position it changes.
+std::vector<int> random_edit(std::vector<int> ids, int n_ctx, int V, Rng& r, int& first) {
+  const int T = static_cast<int>(ids.size());
+  const int kind = static_cast<int>(r.uniform() * 5);
+  const auto tok = [&] { return static_cast<int>(r.uniform() * V) % V; };
+  const auto at = [&](int n) { return static_cast<int>(r.uniform() * n) % n; };
+  if (kind == 0 && T < n_ctx) {  // type one token at the end
+    ids.push_back(tok());
+    first = T;
+  } else if (kind == 1 && T > 1) {  // delete one token
+    first = at(T);
+    ids.erase(ids.begin() + first);
+  } else if (kind == 2) {  // replace one token (maybe by itself)
+    first = at(T);
+    ids[first] = tok();
+  } else if (kind == 3 && T < n_ctx) {  // insert one in the middle
+    first = at(T + 1);
+    ids.insert(ids.begin() + first, tok());
+  } else if (kind == 4 && T > 2) {  // cut the end
+    ids.resize(1 + at(T - 1));
+    first = static_cast<int>(ids.size());
+  } else {
+    first = T;  // the same tokens again
+  }
+  return ids;
+}
+
+std::vector<Config> configs() {
+  std::vector<Config> out;
+  for (PosEmbed pos : {PosEmbed::Standard, PosEmbed::Shortformer, PosEmbed::None})
+    for (Norm norm : {Norm::None, Norm::LN, Norm::LNPre})
+      for (int mlp : {0, 8}) {
+        Config c = tiny_norm_mlp_config(2, pos, norm, mlp, Act::GELU, pos == PosEmbed::Shortformer && mlp == 0);
+        c.use_bias = norm != Norm::None || mlp > 0;  // with and without biases
+        c.n_ctx = 24;
+        out.push_back(c);
+      }
+  return out;
+}
+
+TEST(IncrementalForward, EqualsTheFullPassBitForBitOverRandomEdits) {
+  for (const Config& c : configs()) {
+    const Params<float> p = random_params<float>(c, 5);
+    Rng r(11);
+    std::vector<int> ids = {1, 2, 3};
+    ActivationCache<float> inc, full;
+    forward<float>(p, ids, 1, static_cast<int>(ids.size()), inc);
+    int reused = 0;
+    for (int step = 0; step < 200; ++step) {
+      int first = 0;
+      ids = random_edit(ids, c.n_ctx, c.d_vocab, r, first);
+      const int T = static_cast<int>(ids.size());
+      const int from = forward_incremental<float>(p, ids, inc);
+      // Every position before the first changed token is kept (at least the last is computed).
+      ASSERT_GE(from, std::min(first, T - 1)) << testing::config_name(c) << " step " << step;
+      ASSERT_LE(from, T - 1);
+      reused += from > 0;
+      forward<float>(p, ids, 1, T, full);
+      expect_same_cache(inc, full, testing::config_name(c) + " step " + std::to_string(step) + " T " + std::to_string(T));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    EXPECT_GT(reused, 100) << testing::config_name(c) << ": the cache was reused in too few steps";
+  }
+}
+
+TEST(IncrementalForward, StartsAgainAfterAnotherKindOfPass) {
+  const Config c = tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LN, 8, Act::GELU);
+  const Params<float> p = random_params<float>(c, 3);
+  const std::vector<int> ids = {1, 2, 3, 4};
+  ActivationCache<float> cache, full;
+  // After an intervention, a batch, or a pass that kept only the last logits: a full pass.
+  Intervention iv;
+  iv.ablations.push_back({0, 1});
+  forward<float>(p, ids, 1, 4, cache, iv);
+  EXPECT_EQ(0, forward_incremental<float>(p, {1, 2, 3, 4, 5}, cache));
+  forward<float>(p, {1, 2, 3, 4, 1, 2, 3, 4}, 2, 4, cache);
+  EXPECT_EQ(0, forward_incremental<float>(p, {1, 2, 3, 4, 5}, cache));
+  EXPECT_EQ(5, forward_incremental<float>(p, {1, 2, 3, 4, 5, 6}, cache));
+  forward<float>(p, {1, 2, 3, 4, 5, 6}, 1, 6, full);
+  expect_same_cache(cache, full, "after the reuse");
+  // Bad tokens are refused with the forward pass's sentence, and the cache stays usable.
+  EXPECT_THROW(forward_incremental<float>(p, {1, 2, 3, 4, 5, 99}, cache), std::invalid_argument);
+  EXPECT_EQ(3, forward_incremental<float>(p, {1, 2, 3, 5}, cache));
+  forward<float>(p, {1, 2, 3, 5}, 1, 4, full);
+  expect_same_cache(cache, full, "after a refused pass");
+}
+
+// The results run() gives, compared with another session's fresh run over the same tokens.
+void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& where) {
+  ASSERT_EQ(a.loss.size(), b.loss.size()) << where;
+  ASSERT_EQ(0, std::memcmp(a.loss.data(), b.loss.data(), a.loss.size() * sizeof(float))) << where << ": loss";
+  ASSERT_TRUE(a.top && b.top) << where;
+  EXPECT_EQ(a.top->ids.data, b.top->ids.data) << where << ": top ids";
+  EXPECT_EQ(a.top->probs.data, b.top->probs.data) << where << ": top probs";
+  ASSERT_TRUE(a.text_scores && b.text_scores) << where;
+  const auto& pa = a.text_scores->prefix_matching.data;
+  const auto& pb = b.text_scores->prefix_matching.data;  // NaN before a repeat: compared as bytes
+  ASSERT_EQ(pa.size(), pb.size());
+  EXPECT_EQ(0, std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float))) << where << ": prefix matching";
+  EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
+}
+
+// Typing into a model session: each clean run() after the session's own is incremental, its
+// losses, top-k rows and scores equal a fresh pass's (with the logits kept or computed where read); a run with an ablation, another model's
+// run, or a batch pass in between makes the next one start again.
+TEST(IncrementalForward, TypingIntoASessionGivesTheFreshResults) {
+  ModelSession m(load_model_file("models/bpe-2l.safetensors"));
+  ModelSession other(load_model_file("models/char-2l.safetensors"));
+  for (bool logits : {false, true}) {  // (logits wanted after a pass that skipped them: a full pass)
+  RunOptions o;
+  o.topk = 5;
+  o.text_scores = true;
+  o.logits = logits;  // without: the logit rows computed where read, 64 at a time
+  RunOptions full = o;
+  full.logits = true;
+  const std::string text = "Alice was beginning to get very tired of sitting by her sister on the bank. Alice was beginning";
+  std::vector<int> changed;
+  for (std::size_t n = 10; n <= text.size(); n += 7) {
+    std::vector<int> ids;
+    for (const Token& t : m.tokenize(text.substr(0, n))) ids.push_back(t.id);
+    if (n == 45) m.run(ids, Intervention{{{0, 1}}}, o);       // an ablated pass in between
+    if (n == 59) other.run({1, 2, 3}, Intervention(), o);      // another model's pass
+    if (n == 73) m.forward_batch(ids, 1, static_cast<int>(ids.size()));
+    const RunExtras x = m.run(ids, Intervention(), o);
+    changed.push_back(x.changed_from);
+    ActivationCache<float> own;  // a fresh pass of its own (another session would take the kept cache)
+    const RunExtras y = run_sequence(m.file().params, ids, Intervention(), full, m.file().tokenizer.bos_id(), own);
+    expect_same_run(x, y, "typed " + std::to_string(n) + " characters" + (logits ? "" : ", logits skipped"));
+    EXPECT_EQ(m.cache().logits.size(), logits ? ids.size() * m.config().d_vocab : 0u);
+    if (::testing::Test::HasFatalFailure()) return;
+    if (n == 45 || n == 59 || n == 73) EXPECT_EQ(x.changed_from, 0) << n;
+  }
+  EXPECT_EQ(changed[0], 0);
+  int reused = 0;
+  for (int f : changed) reused += f > 0;
+  EXPECT_GE(reused, static_cast<int>(changed.size()) - 5);
+  }
+}
+
+}  // namespace
+}  // namespace cs
