@@ -12,6 +12,8 @@
 #   - the shipped char-2l on one 256-token sequence, native and WASM;
 #   - a checkpoint of attn-only-2l's shape loaded and scored as the Training view scores a series
 #     (tests/bench/bench_series.mjs);
+#   - typing at attn-only-2l's shape: the induction view's core call per keystroke, incremental
+#     and full (tests/bench/bench_typing.mjs);
 #   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
 #     recipe until its phase change (tests/bench/bench_browser.mjs).
 # Nothing here asserts a time.
@@ -63,6 +65,10 @@ node tests/bench/gemm/bench_gemm.mjs --relaxed --reps "$TRAIN_REPS" >"$OUT/gemm-
 # A TransformerLens run's checkpoints at attn-only-2l's shape: what the Training view spends on each.
 echo "== checkpoint series (node tests/bench/bench_series.mjs)"
 node tests/bench/bench_series.mjs --checkpoints 3
+
+echo
+echo "== typing at attn-only-2l's shape (node tests/bench/bench_typing.mjs)"
+node tests/bench/bench_typing.mjs --keystrokes 20
 
 rm -f "$OUT/peers.json" "$OUT/browser.json"
 if [[ "${SKIP_PEERS:-}" != 1 ]]; then

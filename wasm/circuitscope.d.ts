@@ -158,7 +158,11 @@ export interface RunOptions {
   result?: boolean;
   /** Return the attention patterns (default true); false copies nothing for them. */
   patterns?: boolean;
-  /** Return the logits (default true); false copies nothing for them. */
+  /**
+   * Return the logits (default true); false copies nothing for them, and the core keeps no [T,
+   * d_vocab] table either: the loss, top-k rows and probsOf come from chunks of logit rows (at a
+   * 50,000-token vocabulary the table is 100 MB at 512 tokens, and a 1,024-token pass fits only so).
+   */
   logits?: boolean;
   /**
    * Caller-owned buffers that receive the results instead of new arrays, for callers that run on
@@ -186,6 +190,12 @@ export interface RunOptions {
    * longest of all when none holds it or when left out (findRepeat() chooses the same block).
    */
   repeatAt?: number;
+  /**
+   * Token ids, T rows of k (flat, row-major), whose softmax probabilities to return as `probs_of`
+   * [T, k]: e.g. a clean pass's probability of the tokens an ablated pass ranks first
+   * (run(ids, undefined, {probsOf: ablated.top_ids.data})), without copying any logits.
+   */
+  probsOf?: Int32Array | ArrayLike<number>;
 }
 
 /** A block of tokens that occurs twice: first copy [a, a + r), second copy [a + d, a + d + r). */
@@ -233,6 +243,16 @@ export interface RunResult {
   loss: Tagged;
   /** The mean loss per predicted token, over the tokens after a leading <BOS> (NaN with none). */
   mean_loss: number;
+  /**
+   * The first position whose results may differ from the previous run() of this model: a clean
+   * run after this model's own clean run computes only the positions from the first changed token
+   * (a key-value cache, as a language model serves typing), and rows before this one are those
+   * of that run. 0 when every position was computed (the first run, after an intervention, after
+   * another model's run). Pattern, loss and top-k rows before it may be left as drawn.
+   */
+  changed_from: number;
+  /** With {probsOf}: shape [T, k], axes ["pos", "rank"], each asked token's probability. */
+  probs_of?: Tagged;
   /**
    * With {textScores: true} and a repeated block (`repeat`): the mean loss per token of its first
    * and of its second copy (the induction-heads paper's in-context copying); NaN otherwise.

@@ -252,12 +252,13 @@ function wrap(handle) {
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt', 'probsOf'], 'run');
       const ids = tokens(input, 'run');
       const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
       const out = call(() => handle.run(ids, intervention, {
         resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
         logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false), repeatAt: o.repeatAt ?? -1,
+        probsOf: o.probsOf === undefined || o.probsOf === null ? undefined : Int32Array.from(o.probsOf),
       }));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };

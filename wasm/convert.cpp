@@ -675,8 +675,14 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     o.topk = opt_int(opts, "topk", 0, "run: topk");
     o.text_scores = opt_bool(opts, "textScores", false);
     o.repeat_at = opt_int(opts, "repeatAt", -1, "run: repeatAt");
+    const val probs_of = opt(opts, "probsOf");
+    if (!probs_of.isUndefined() && !probs_of.isNull()) {
+      o.probs_of = copy_in<int>(probs_of, "run: probsOf");
+      o.probs_k = ids.empty() ? 0 : static_cast<int>(o.probs_of.size() / ids.size());
+    }
     const bool want_patterns = opt_bool(opts, "patterns", true), want_logits = opt_bool(opts, "logits", true);
     const val into = opt(opts, "into");
+    o.logits = want_logits;  // without, the core computes logit rows only where it reads them
     const cs::RunExtras x = session_->run(ids, iv, o);
     const cs::ActivationCache<float>& cache = session_->cache();
     const int T = static_cast<int>(ids.size());
@@ -694,7 +700,9 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
       out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T}, {"layer", "head", "query_pos", "key_pos"}));
     }
     out.set("loss", tagged(fill_or_copy(buffer("loss"), {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
+    out.set("changed_from", x.changed_from);
     out.set("mean_loss", x.mean_loss);
+    if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, o.probs_k}, {"pos", "rank"}));
     out.set("first_copy_loss", x.first_copy_loss);
     out.set("second_copy_loss", x.second_copy_loss);
     if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));

@@ -491,6 +491,50 @@ test('run() into caller buffers: the same numbers, no new arrays; patterns and l
   throwsReadable(() => char.run(TEXT, undefined, { into: [] }), /options\.into must be an object/, 'an array');
 });
 
+test('typing: a clean run after a clean run computes from the first changed token and gives a fresh run\'s results', () => {
+  const other = cs.load(charBytes);
+  try {
+    const opts = { topk: 5, textScores: true, logits: true };
+    const texts = [TEXT.slice(0, 21), TEXT.slice(0, 30), TEXT.slice(0, 30).replace('time', 'tame'), TEXT.slice(0, 12), TEXT];
+    // Full passes (after an ablated pass the next clean one computes every position), first: a
+    // second session's run makes char's next run start again.
+    const fresh = texts.map((t) => {
+      other.run('x', { ablate: [{ layer: 0, head: 0 }] }, { patterns: false, logits: false });
+      const f = other.run(t, undefined, opts);
+      assert.equal(f.changed_from, 0);
+      return f;
+    });
+    char.run(TEXT.slice(0, 20), undefined, opts);
+    const typed = texts.map((next, i) => {
+      const r = char.run(next, undefined, opts);
+      for (const k of ['logits', 'patterns', 'loss', 'top_ids', 'top_probs'])
+        assert.deepEqual(Array.from(r[k].data), Array.from(fresh[i][k].data), `${k} after typing "${next}"`);
+      return r.changed_from;
+    });
+    // <BOS> + characters: the first changed token's position (at least the last position is
+    // computed, so a text cut short recomputes its last token).
+    assert.deepEqual(typed, [21, 22, TEXT.indexOf('time') + 2, 12, 13]);
+  } finally {
+    other.delete();
+  }
+});
+
+test('run({probsOf}): the probabilities of given tokens equal those of the full vocabulary', () => {
+  const abl = char.run(TEXT, { ablate: [{ layer: 1, head: 0 }] }, { topk: 5, patterns: false, logits: false });
+  const clean = char.run(TEXT, undefined, { probsOf: abl.top_ids.data, patterns: false, logits: false });
+  const all = char.run(TEXT, undefined, { topk: char.config.d_vocab, patterns: false, logits: false });
+  const T = abl.tokens.length, V = char.config.d_vocab;
+  assert.deepEqual(clean.probs_of.shape, [T, 5]);
+  for (let t = 0; t < T; t++)
+    for (let j = 0; j < 5; j++) {
+      const id = abl.top_ids.data[t * 5 + j];
+      const row = all.top_ids.data.subarray(t * V, (t + 1) * V);
+      assert.ok(Math.abs(clean.probs_of.data[t * 5 + j] - all.top_probs.data[t * V + row.indexOf(id)]) < 1e-6, `position ${t}, token ${id}`);
+    }
+  throwsReadable(() => char.run(TEXT, undefined, { probsOf: [1, 2, 3] }), /probsOf holds 3 ids, not \d+ rows of 0/, 'a table of the wrong size');
+  throwsReadable(() => char.run('ab', undefined, { probsOf: [1, 2, 3, 99999, 4, 5] }), /outside the vocabulary/, 'an unknown id');
+});
+
 test('a trainer\'s headScores() equals headScores() of the model it saves', () => {
   const recipe = {
     name: 'scores', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },

@@ -4,7 +4,6 @@
 // token's probability in another run (e.g. without an ablation) beside it.
 //
 //   topAt(run, pos, k?)  -> {ids, probs}: the row of run.top_ids / run.top_probs at pos (first k)
-//   probIn(run, pos, id) -> that token's probability in run's top list at pos (0 when not listed)
 //   topkList({ids, probs, label(id), title(id), actual, compare(id) -> number | null, compareLabel, className})
 //     label(id): the token as shown; title(id) (optional): its tooltip, e.g. the token's real text
 import { el } from './dom.js';
@@ -16,12 +15,6 @@ export function topAt(run, pos, k = Infinity) {
     ids: run.top_ids.data.subarray(pos * K, pos * K + n),
     probs: run.top_probs.data.subarray(pos * K, pos * K + n),
   };
-}
-
-export function probIn(run, pos, id) {
-  const K = run.top_ids.shape[1];
-  const j = run.top_ids.data.subarray(pos * K, (pos + 1) * K).indexOf(id);
-  return j >= 0 ? run.top_probs.data[pos * K + j] : 0;
 }
 
 const pct = (p) => `${(p * 100).toFixed(1)}%`;

@@ -52,10 +52,13 @@ export function analyse(model, state) {
     const b = (s.buffers ??= buffersFor(c));
     // The core scores every head on this text (text_scores, with the repeated block it finds)
     // and gives the top 5 next tokens at every position, in the same call.
-    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, textScores: true, repeatAt: at, topk: TOP_K });
-    // The clean pass is read for its losses and every token's probability (so the hover can say
-    // what each of the top 5 had without the ablation), never its patterns.
-    clean = ablating ? model.run(ids, undefined, { patterns: false, into: b.clean, topk: c.d_vocab }) : run;
+    // No logits are copied (the view reads top-k rows and losses; at a 50,000-token vocabulary
+    // the logits alone are 100 MB at 512 tokens). A clean pass after a clean pass is incremental
+    // in the core: only the positions from the first changed token are computed.
+    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, logits: false, textScores: true, repeatAt: at, topk: TOP_K });
+    // The clean pass is read for its losses and its probability of the ablated pass's top 5 at
+    // every position (so the hover can say what each had without the ablation), never its patterns.
+    clean = ablating ? model.run(ids, undefined, { patterns: false, logits: false, into: b.clean, probsOf: run.top_ids.data }) : run;
   }
   const T = ids.length;
   s.last = {
@@ -96,8 +99,8 @@ export function positionAt(model, text, offset) {
 function buffersFor(c) {
   const C = c.n_ctx;
   return {
-    run: { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
-    clean: { logits: new Float32Array(C * c.d_vocab), loss: new Float32Array(C) },
+    run: { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), loss: new Float32Array(C) },
+    clean: { loss: new Float32Array(C) },
   };
 }
 
@@ -113,6 +116,13 @@ function headRows(c, run) {
     }
   }
   return out;
+}
+
+/** While ablating: the clean pass's probability of `id`, one of the ablated pass's top k at position q (else 0). */
+export function cleanProb(a, q, id) {
+  const K = a.run.top_ids.shape[1];
+  const j = a.run.top_ids.data.subarray(q * K, (q + 1) * K).indexOf(id);
+  return j >= 0 ? a.clean.probs_of.data[q * K + j] : 0;
 }
 
 /** The text of token k of an analysis as shown ("BOS" for the start token). */

@@ -6,11 +6,11 @@
 import { el } from '../../parts/dom.js';
 import { lossColor, lossTextColor } from '../../parts/colour.js';
 import { tokenStrip, setTokens, colourTokens, setLead } from '../../parts/token-strip.js';
-import { topAt, probIn, topkList } from '../../parts/topk.js';
+import { topAt, topkList } from '../../parts/topk.js';
 import { attnColor } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K } from './analysis.js';
+import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K, cleanProb } from './analysis.js';
 import { fmt, tokenTitle, tokenIdBytes } from '../../parts/format.js';
 
 /** The event a token hover sends (detail: {pos}, null when it ends); the view passes it on. */
@@ -193,7 +193,7 @@ function focusDetails(t) {
     topkList({
       ...top, className: 'ind-top', actual: next ? a.ids[q + 1] : null,
       label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
-      compare: a.ablating ? (id) => probIn(a.clean, q, id) : null, compareLabel: 'clean',
+      compare: a.ablating ? (id) => cleanProb(a, q, id) : null, compareLabel: 'clean',
     }));
 }
 

@@ -1,0 +1,94 @@
+// Typing at the real shape: what the induction view's core call costs per keystroke on random
+// weights of attn-only-2l's shape (2 layers, d_model 512, 8 heads of 64, n_ctx 1,024, d_vocab
+// 48,262, LNPre), in WebAssembly (SIMD128) under node, one thread. The call is the view's own:
+// run(ids, undefined, {into, logits: false, textScores: true, topk: 5}) (web/panels/induction/
+// analysis.js). Rows:
+//   append     one token typed at the end of a T-token text (a clean run after a clean run: the
+//              core computes only the new position, changed_from = T - 1)
+//   middle     one token changed at T / 2 (the later half is computed)
+//   full       the same call computing every position (another model's run in between), as
+//              every keystroke cost before the incremental pass
+//   forward    a full pass over 1,024 tokens, patterns and top-k included
+// Nothing here asserts a time. Needs `npm run build`.
+//   node tests/bench/bench_typing.mjs [--keystrokes N] [--tokens T] [--json]
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { intArg, summary } from './common.mjs';
+import { attnOnly2l } from './bench_series.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
+const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+const V = 48262;
+
+async function main() {
+  const n = intArg('--keystrokes', 20);
+  const T = intArg('--tokens', 512);
+  if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  const { init } = await import(pathToFileURL(wrapper).href);
+  const cs = await init({ simd: 'simd128' });
+  const file = attnOnly2l(V);
+  const model = cs.load(file);
+  const other = cs.load(file);   // another session: its run makes the next one start again
+  const c = model.config;
+  const C = c.n_ctx;
+  const into = { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), loss: new Float32Array(C) };
+  const opts = { into, logits: false, textScores: true, topk: 5 };
+  let s = 12345;
+  const tok = () => { s = (s * 1103515245 + 12345) >>> 0; return s % V; };
+  const ids = Array.from({ length: C + n + 8 }, tok);
+  const time = (f) => { const t0 = performance.now(); const r = f(); return [performance.now() - t0, r]; };
+  const rows = { append: [], middle: [], full: [] };
+  const from = { append: [], middle: [], full: [] };
+  const run = (a) => model.run(Int32Array.from(a), undefined, opts);
+  run(ids.slice(0, T - 1));                    // warm-up and the text before the first keystroke
+  for (let i = 0; i < n + 2; i++) {
+    const base = ids.slice(i, i + T - 1);
+    run(base);
+    const [ta, ra] = time(() => run([...base, ids[i + T]]));     // a token typed at the end
+    const mid = [...base, ids[i + T]];
+    mid[T >> 1] = tok();
+    const [tm, rm] = time(() => run(mid));                        // a token changed in the middle
+    other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
+    const [tf, rf] = time(() => run(mid));                        // every position
+    if (i < 2) continue;                                          // warm-up
+    rows.append.push(ta); rows.middle.push(tm); rows.full.push(tf);
+    from.append.push(ra.changed_from); from.middle.push(rm.changed_from); from.full.push(rf.changed_from);
+  }
+  const long = ids.slice(0, C);
+  const fwd = [];
+  let refused = null;
+  for (let i = 0; i < 4 && !refused; i++) {
+    other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
+    long[5] = tok();
+    try {
+      const [t] = time(() => run(long));
+      if (i > 0) fwd.push(t);
+    } catch (e) {
+      refused = e.message;   // the core's budget (what a page shows), printed as measured
+    }
+  }
+  const out = {
+    shape: `attn-only-2l (2 x 8 x 64, d_model 512, n_ctx ${C}, d_vocab ${V}, LNPre), random weights`, tokens: T, keystrokes: n,
+    append: summary(rows.append), middle: summary(rows.middle), full: summary(rows.full), forward_1024: refused ? { refused } : summary(fwd),
+    changed_from: { append: from.append[0], middle: from.middle[0], full: from.full[0] },
+    heap_mb: cs.memory().heapSize / 2 ** 20,
+  };
+  model.delete();
+  other.delete();
+  if (process.argv.includes('--json')) {
+    console.log(JSON.stringify(out, null, 2));
+    return;
+  }
+  const line = (x) => (x.refused ? `refused: ${x.refused}` : `median ${x.median_ms.toFixed(1)} ms (min ${x.min_ms.toFixed(1)}, max ${x.max_ms.toFixed(1)})`);
+  console.log(`typing at ${out.shape}, WebAssembly (SIMD128) under node, one thread; the induction view's run() call:`);
+  console.log(`  a token appended at ${T} tokens (computed from ${out.changed_from.append}): ${line(out.append)}`);
+  console.log(`  a token changed at ${T >> 1} of ${T} (computed from ${out.changed_from.middle}): ${line(out.middle)}`);
+  console.log(`  every position computed (from ${out.changed_from.full}):            ${line(out.full)}`);
+  console.log(`  a full pass over ${C} tokens: ${line(out.forward_1024)} (target: <= 1,500 ms)`);
+  console.log(`  WASM heap: ${out.heap_mb.toFixed(0)} MB`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
