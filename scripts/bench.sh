@@ -14,6 +14,7 @@
 #     (tests/bench/bench_series.mjs);
 #   - typing at attn-only-2l's shape: the induction view's core call per keystroke, incremental
 #     and full (tests/bench/bench_typing.mjs);
+#   - the Circuits view's core calls at attn-only-2l's shape (tests/bench/bench_circuits.mjs);
 #   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
 #     recipe until its phase change (tests/bench/bench_browser.mjs).
 # Nothing here asserts a time.
@@ -69,6 +70,10 @@ node tests/bench/bench_series.mjs --checkpoints 3
 echo
 echo "== typing at attn-only-2l's shape (node tests/bench/bench_typing.mjs)"
 node tests/bench/bench_typing.mjs --keystrokes 20
+
+echo
+echo "== the Circuits view at attn-only-2l's shape (node tests/bench/bench_circuits.mjs)"
+node tests/bench/bench_circuits.mjs --reps 3
 
 rm -f "$OUT/peers.json" "$OUT/browser.json"
 if [[ "${SKIP_PEERS:-}" != 1 ]]; then

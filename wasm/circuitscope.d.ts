@@ -319,7 +319,7 @@ export interface Attribution {
 export interface CircuitOptions {
   /** How many top and bottom entries to list (default 10). */
   k?: number;
-  /** Materialise the whole table (default true). */
+  /** Materialise the whole table (default true; refused past 64 MB: ask for `top` rows and columns instead). */
   table?: boolean;
   /** Also return the factors A and B, table = A B (default false). */
   factors?: boolean;
@@ -350,15 +350,30 @@ export interface Circuit<E> {
   top: E[];
   /** The k smallest (most negative) entries, smallest first. */
   bottom: E[];
-  /** The table (unless {table: false}), shape and axes as above. */
+  /**
+   * How the search for `top` and `bottom` went. A large table (a 48,262-token vocabulary has 2.3
+   * billion entries) is searched row by row in order of decreasing row norm, leaving out rows and
+   * columns whose norms cannot reach the k-th entry found; it is `exact` when every row was read or
+   * ruled out. Otherwise it stopped at the time one analysis may take: the entries are the best of
+   * the `rows_searched` rows of largest norm, every entry of the other rows has |value| <= `bound`,
+   * and `note` says so in a sentence to show beside them ('' when exact).
+   */
+  search: Record<'top' | 'bottom', { exact: boolean; rows_searched: number; bound: number; note: string }>;
+  /** The whole table (unless {table: false}; refused past 64 MB), shape and axes as above. */
   table?: Tagged;
   /**
    * The rows of the table to show, in display order (options sort and top): indices into the
-   * table's rows. Present with the table (or when sort or top is given).
+   * table's rows. Present with the table (or when sort or top is given). Means and variances come
+   * from the factors, so a large vocabulary is ordered without forming its table.
    */
   rows?: Int32Array;
   /** The columns of the table to show, in display order, as `rows`. */
   cols?: Int32Array;
+  /**
+   * The entries at rows x cols, in display order: shape [rows.length, cols.length], the table's
+   * axes. Present with `rows`; refused when it would pass 64 MB (choose a smaller `top`).
+   */
+  shown?: Tagged;
   /** With {factors: true}: shape [rows, d_head], axes [rows axis, "inner"]. */
   A?: Tagged;
   /** With {factors: true}: shape [d_head, cols], axes ["inner", cols axis]. */

@@ -448,15 +448,26 @@ val factored_js(const cs::Factored& f, int k, bool table, bool factors, const va
   val out = val::object();
   out.set("shape", int_array({f.rows(), f.cols()}));
   out.set("axes", str_array({row_axis, col_axis}));
-  out.set("top", entries(cs::topk(f, k, true), row_name, col_name));
-  out.set("bottom", entries(cs::topk(f, k, false), row_name, col_name));
+  val search = val::object();
+  const cs::ExtremeEntries found = cs::extreme_entries(f, k);
+  for (const bool largest : {true, false}) {
+    const cs::TopEntries t = found.side(largest);
+    out.set(largest ? "top" : "bottom", entries(t.entries, row_name, col_name));
+    val s = val::object();
+    s.set("exact", t.exact);
+    s.set("rows_searched", t.rows_searched);
+    s.set("bound", t.bound);
+    s.set("note", cs::search_note(t, largest));
+    search.set(largest ? "top" : "bottom", s);
+  }
+  out.set("search", search);
+  if (table) out.set("table", tagged(cs::materialize(f), {row_axis, col_axis}));
   if (table || sort != cs::TableSort::None || top > 0) {
-    const cs::MatRM<double> m = cs::materialize(f);
-    // The display order, from the float table the page receives.
-    const cs::TableOrder order = cs::table_order(m.cast<float>(), sort, top);
+    // The display order from the factors, and the entries it shows.
+    const cs::TableOrder order = cs::table_order(f, sort, top);
     out.set("rows", copy_out(order.rows.data(), order.rows.size(), "Int32Array"));
     out.set("cols", copy_out(order.cols.data(), order.cols.size(), "Int32Array"));
-    if (table) out.set("table", tagged(m, {row_axis, col_axis}));
+    out.set("shown", tagged(cs::gather(f, order.rows, order.cols), {row_axis, col_axis}));
   }
   if (factors) {
     out.set("A", tagged(f.A, {row_axis, "inner"}));

@@ -332,11 +332,43 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
 // ---------------------------------------------------------------------------------------------
 
 namespace {
+// Rows of a float table read at once in double: 4,096 rows of 512 is 16 MB, where a whole
+// 48,262-token embedding in double would be 189 MB.
+constexpr Eigen::Index kRowBlock = 4096;
+
+// X W in double, with the float X ([N, D], e.g. W_E) cast a block of rows at a time.
+template <class M>
+MatRM<double> rows_times(const M& X, const MatRM<double>& W) {
+  MatRM<double> out(X.rows(), W.cols());
+  for (Eigen::Index r = 0; r < X.rows(); r += kRowBlock) {
+    const Eigen::Index n = std::min(kRowBlock, X.rows() - r);
+    out.middleRows(r, n).noalias() = X.middleRows(r, n).template cast<double>() * W;
+  }
+  return out;
+}
+
+// W X in double, with the float X ([D, N], e.g. W_U) cast a block of columns at a time.
+template <class M>
+MatRM<double> times_cols(const MatRM<double>& W, const M& X) {
+  MatRM<double> out(W.rows(), X.cols());
+  for (Eigen::Index c = 0; c < X.cols(); c += kRowBlock) {
+    const Eigen::Index n = std::min(kRowBlock, X.cols() - c);
+    out.middleCols(c, n).noalias() = W * X.middleCols(c, n).template cast<double>();
+  }
+  return out;
+}
+
 // X W_Q W_K^T X^T of one head, factored as (X W_Q) (X W_K)^T.
-Factored qk_through(const MatRM<double>& X, const LayerParams<float>& w, int head) {
+// Both factors come from one pass over X: X [W_Q | W_K].
+template <class M>
+Factored qk_through(const M& X, const LayerParams<float>& w, int head) {
+  const MatRM<double> WQ = dbl(w.W_Q.slice(head)), WK = dbl(w.W_K.slice(head));
+  MatRM<double> W(WQ.rows(), WQ.cols() + WK.cols());
+  W << WQ, WK;
+  const MatRM<double> P = rows_times(X, W);
   Factored f;
-  f.A = X * dbl(w.W_Q.slice(head));
-  f.B = (X * dbl(w.W_K.slice(head))).transpose();
+  f.A = P.leftCols(WQ.cols());
+  f.B = P.rightCols(WK.cols()).transpose();
   return f;
 }
 }  // namespace
@@ -345,7 +377,7 @@ Factored qk_through(const MatRM<double>& X, const LayerParams<float>& w, int hea
 Factored full_qk(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full QK circuit");
   require_folded(p.cfg, "full QK circuit");
-  return qk_through(dbl(p.W_E.mat()), p.blocks[layer], head);
+  return qk_through(p.W_E.mat(), p.blocks[layer], head);
 }
 
 // Seed 000/003, positional analogue: W_pos W_Q W_K^T W_pos^T.
@@ -354,7 +386,7 @@ Factored pos_qk(const Params<float>& p, int layer, int head) {
   require_folded(p.cfg, "positional QK circuit");
   if (p.cfg.pos_embed == PosEmbed::None)
     throw std::invalid_argument("positional QK circuit: this model has no positional embedding (pos_embed none)");
-  return qk_through(dbl(p.W_pos.mat()), p.blocks[layer], head);
+  return qk_through(p.W_pos.mat(), p.blocks[layer], head);
 }
 
 // Framework paper, one-layer section / seed 000: W_E W_V W_O W_U.
@@ -362,8 +394,8 @@ Factored full_ov(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full OV circuit");
   require_folded(p.cfg, "full OV circuit");
   Factored f;
-  f.A = dbl(p.W_E.mat()) * dbl(p.blocks[layer].W_V.slice(head));
-  f.B = dbl(p.blocks[layer].W_O.slice(head)) * dbl(p.W_U.mat());
+  f.A = rows_times(p.W_E.mat(), dbl(p.blocks[layer].W_V.slice(head)));
+  f.B = times_cols(dbl(p.blocks[layer].W_O.slice(head)), p.W_U.mat());
   return f;
 }
 
@@ -378,18 +410,22 @@ Factored composed_qk(const Params<float>& p, int layer, int head, int src_layer,
                                 head_name(layer, head) + ", so its output cannot reach that head's query or key");
   if (input == Input::V)
     throw std::invalid_argument("composed QK circuit: the input must be 'q' or 'k' (V-composition is an OV term, not a QK one)");
-  const MatRM<double> WE = dbl(p.W_E.mat());                                             // [V, D]
+  const auto WE = p.W_E.mat();                                                           // [V, D] float
   const auto& w1 = p.blocks[src_layer];
   const auto& w2 = p.blocks[layer];
-  const MatRM<double> moved = (WE * dbl(w1.W_V.slice(src_head))) * dbl(w1.W_O.slice(src_head));  // [V, D]: W_E OV^{h1}
+  const MatRM<double> OV1 = dbl(w1.W_V.slice(src_head)) * dbl(w1.W_O.slice(src_head));  // [D, D]: OV^{h1}
+  // W_E OV^{h1} W (W = W_K or W_Q of h2) is W_E (OV^{h1} W): [V, Dh] without a [V, D] product;
+  // both factors come from one pass over W_E: W_E [Q side | K side].
+  const MatRM<double> WQ = dbl(w2.W_Q.slice(head)), WK = dbl(w2.W_K.slice(head));
+  MatRM<double> W(WQ.rows(), WQ.cols() + WK.cols());
+  if (input == Input::K)
+    W << WQ, OV1 * WK;
+  else
+    W << OV1 * WQ, WK;
+  const MatRM<double> P = rows_times(WE, W);
   Factored f;
-  if (input == Input::K) {
-    f.A = WE * dbl(w2.W_Q.slice(head));                                 // [V, Dh]
-    f.B = (moved * dbl(w2.W_K.slice(head))).transpose();               // [Dh, V]
-  } else {
-    f.A = moved * dbl(w2.W_Q.slice(head));                              // [V, Dh]
-    f.B = (WE * dbl(w2.W_K.slice(head))).transpose();                  // [Dh, V]
-  }
+  f.A = P.leftCols(WQ.cols());                 // [V, Dh]
+  f.B = P.rightCols(WK.cols()).transpose();    // [Dh, V]
   return f;
 }
 
@@ -427,23 +463,164 @@ std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest) {
   return out;
 }
 
-// TransformerLens FactoredMatrix, read row by row (never forms A B).
-std::vector<Entry> topk(const Factored& f, int k, bool largest) {
-  if (k < 0) throw std::invalid_argument("top-k: k must be 0 or more, got " + std::to_string(k));
-  const double rows = f.rows(), cols = f.cols();
-  check_cost("top-k over the " + std::to_string(f.rows()) + " x " + std::to_string(f.cols()) + " table",
-             rows * cols * f.inner(), rows * std::min<double>(k, cols) * sizeof(EntryKey) + cols * 12.0);
-  std::vector<EntryKey> cand;
-  const double sign = largest ? 1.0 : -1.0;
-  for (int i = 0; i < f.rows(); ++i) {
-    RowVecT<double> key = sign * (f.A.row(i) * f.B);
-    for (int j : best_indices(key, k)) cand.push_back({key(j), i, j});
+namespace {
+// Keeps the k best EntryKeys seen (a heap whose top is the worst kept).
+struct BestK {
+  std::size_t k;
+  std::vector<EntryKey> heap;
+  bool full() const { return heap.size() >= k; }
+  double worst() const { return heap.front().key; }
+  void offer(const EntryKey& e) {
+    if (k == 0) return;
+    if (!full()) {
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end());
+    } else if (e < heap.front()) {
+      std::pop_heap(heap.begin(), heap.end());
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end());
+    }
   }
-  const std::size_t kk = std::min<std::size_t>(k, cand.size());
-  std::partial_sort(cand.begin(), cand.begin() + kk, cand.end());
-  std::vector<Entry> out;
-  for (std::size_t i = 0; i < kk; ++i) out.push_back({sign * cand[i].key, cand[i].row, cand[i].col});
+};
+
+// Indices 0..n-1 by decreasing norm (ties: lower index first).
+std::vector<int> by_norm(const Eigen::VectorXd& norm) {
+  std::vector<int> idx(static_cast<std::size_t>(norm.size()));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](int x, int y) { return norm(x) > norm(y); });
+  return idx;
+}
+}  // namespace
+
+// TransformerLens FactoredMatrix, read in blocks of rows by decreasing norm (never forms A B): the
+// largest entries (side 0) and the smallest (side 1) in one pass when both are wanted.
+ExtremeEntries extreme_entries(const Factored& f, int k, bool largest, bool smallest, double budget) {
+  if (k < 0) throw std::invalid_argument("top-k: k must be 0 or more, got " + std::to_string(k));
+  const int R = f.rows(), C = f.cols(), K = f.inner();
+  constexpr int kBlock = 32;
+  check_cost("top-k over the " + std::to_string(R) + " x " + std::to_string(C) + " table", 0,
+             (static_cast<double>(K) + kBlock) * C * sizeof(double) + 2.0 * std::min<double>(k, static_cast<double>(R) * C) * sizeof(EntryKey));
+  const Eigen::VectorXd an = f.A.rowwise().norm(), bn = f.B.colwise().norm().transpose();
+  const std::vector<int> rows = by_norm(an), cols = by_norm(bn);
+  MatRM<double> Bs(K, C);  // B's columns by decreasing norm
+  for (int j = 0; j < C; ++j) Bs.col(j) = f.B.col(cols[j]);
+  // A computed entry may exceed |A_i| |B_j| by rounding: the bound gets a margin so nothing is
+  // left out that could tie or beat the k-th entry.
+  const auto bound = [&](double a, double b) { return a * b * (1 + 1e-12) + 1e-300; };
+  const std::size_t kk = static_cast<std::size_t>(std::min<double>(k, static_cast<double>(R) * C));
+  BestK best[2] = {{largest ? kk : 0, {}}, {smallest ? kk : 0, {}}};
+  // Entries below this (in either side's key) cannot enter a side that still wants them.
+  const auto threshold = [&] {
+    double t = HUGE_VAL;
+    for (const BestK& b : best)
+      if (b.k > 0) t = std::min(t, b.full() ? b.worst() : -HUGE_VAL);
+    return t;
+  };
+  ExtremeEntries out;
+  out.rows = R;
+  double work = 0;
+  MatRM<double> Ab(kBlock, K);
+  for (int r0 = 0; r0 < R && kk > 0 && (largest || smallest); r0 += kBlock) {
+    const double a0 = an(rows[r0]), tau = threshold();
+    if (C > 0 && bound(a0, bn(cols[0])) < tau) break;  // no later row can enter
+    int c = C;  // columns whose norm could still reach tau for this block's largest row
+    while (c > 0 && bound(a0, bn(cols[c - 1])) < tau) --c;
+    const int nb = std::min(kBlock, R - r0);
+    if (work + static_cast<double>(nb) * c * K > budget && out.rows_searched > 0) {
+      out.exact = false;
+      out.bound = a0 * (C > 0 ? bn(cols[0]) : 0.0);
+      break;
+    }
+    work += static_cast<double>(nb) * c * K;
+    for (int i = 0; i < nb; ++i) Ab.row(i) = f.A.row(rows[r0 + i]);
+    const MatRM<double> vals = Ab.topRows(nb) * Bs.leftCols(c);
+    for (int i = 0; i < nb; ++i)
+      for (int j = 0; j < c; ++j) {
+        const double v = vals(i, j);
+        if (largest) best[0].offer({v, rows[r0 + i], cols[j]});
+        if (smallest) best[1].offer({-v, rows[r0 + i], cols[j]});
+      }
+    out.rows_searched += nb;
+  }
+  for (int side = 0; side < 2; ++side) {
+    std::sort(best[side].heap.begin(), best[side].heap.end());
+    for (const EntryKey& e : best[side].heap) (side ? out.smallest : out.largest).push_back({side ? -e.key : e.key, e.row, e.col});
+  }
   return out;
+}
+
+TopEntries top_entries(const Factored& f, int k, bool largest, double budget) {
+  ExtremeEntries e = extreme_entries(f, k, largest, !largest, budget);
+  return TopEntries{largest ? std::move(e.largest) : std::move(e.smallest), e.exact, e.rows_searched, e.rows, e.bound};
+}
+
+std::string search_note(const TopEntries& t, bool largest) {
+  if (t.exact) return "";
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%.3g", t.bound);
+  return std::string(largest ? "Largest" : "Smallest") + " entries among the " + std::to_string(t.rows_searched) +
+         " rows of largest norm (of " + std::to_string(t.rows) + ", searched within the time one analysis may take); " +
+         "no entry of the other rows is " + (largest ? "above " : "below -") + bound + ".";
+}
+
+TableStats table_stats(const Factored& f) {
+  const int R = f.rows(), C = f.cols(), K = f.inner();
+  check_cost("the row and column statistics of the " + std::to_string(R) + " x " + std::to_string(C) + " table",
+             2.0 * (R + C) * K * K, 2.0 * kRowBlock * K * sizeof(double));
+  TableStats s;
+  s.row_mean.resize(R), s.row_spread.resize(R), s.col_mean.resize(C), s.col_spread.resize(C);
+  // Sums first, divided after: a table of small integers gets exactly equal means where they tie.
+  const Eigen::VectorXd b_sum = f.B.rowwise().sum();      // [K]: A b_sum = the row sums
+  const Eigen::RowVectorXd a_sum = f.A.colwise().sum();   // [K]: a_sum B = the column sums
+  const Eigen::VectorXd b_mean = b_sum / std::max(C, 1);
+  const Eigen::RowVectorXd a_mean = a_sum / std::max(R, 1);
+  // GB = B_c B_c^T with B_c = B with each row centred (A B_c = A B minus its row means), GA = A_c^T A_c
+  // likewise; both summed a block at a time, never holding a centred copy of a factor.
+  MatRM<double> GB = MatRM<double>::Zero(K, K), GA = MatRM<double>::Zero(K, K);
+  for (Eigen::Index c = 0; c < C; c += kRowBlock) {
+    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, C - c);
+    const MatRM<double> Bc = f.B.middleCols(c, n).colwise() - b_mean;
+    GB.noalias() += Bc * Bc.transpose();
+  }
+  for (Eigen::Index r = 0; r < R; r += kRowBlock) {
+    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, R - r);
+    const MatRM<double> Ac = f.A.middleRows(r, n).rowwise() - a_mean;
+    GA.noalias() += Ac.transpose() * Ac;
+  }
+  for (Eigen::Index r = 0; r < R; r += kRowBlock) {
+    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, R - r);
+    const auto Ablk = f.A.middleRows(r, n);
+    const Eigen::VectorXd rm = (Ablk * b_sum) / std::max(C, 1), rs = (Ablk * GB).cwiseProduct(Ablk).rowwise().sum();
+    std::copy(rm.data(), rm.data() + n, s.row_mean.begin() + r);
+    std::copy(rs.data(), rs.data() + n, s.row_spread.begin() + r);
+  }
+  for (Eigen::Index c = 0; c < C; c += kRowBlock) {
+    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, C - c);
+    const auto Bblk = f.B.middleCols(c, n);
+    const Eigen::RowVectorXd cm = (a_sum * Bblk) / std::max(R, 1), cs_ = (GA * Bblk).cwiseProduct(Bblk).colwise().sum();
+    std::copy(cm.data(), cm.data() + n, s.col_mean.begin() + c);
+    std::copy(cs_.data(), cs_.data() + n, s.col_spread.begin() + c);
+  }
+  return s;
+}
+
+MatRM<double> gather(const Factored& f, const std::vector<int>& rows, const std::vector<int>& cols) {
+  const double n = static_cast<double>(rows.size()) * cols.size();
+  check_cost("showing " + std::to_string(rows.size()) + " x " + std::to_string(cols.size()) + " entries of the " +
+                 std::to_string(f.rows()) + " x " + std::to_string(f.cols()) + " table (choose fewer rows and columns)",
+             n * f.inner(), n * 12.0);
+  const auto check = [&](const std::vector<int>& idx, int n_max, const char* what) {
+    for (int i : idx)
+      if (i < 0 || i >= n_max)
+        throw std::invalid_argument(std::string("factored matrix: ") + what + " " + std::to_string(i) + " is outside 0.." +
+                                    std::to_string(n_max - 1));
+  };
+  check(rows, f.rows(), "row");
+  check(cols, f.cols(), "column");
+  MatRM<double> A(static_cast<Eigen::Index>(rows.size()), f.inner()), B(f.inner(), static_cast<Eigen::Index>(cols.size()));
+  for (std::size_t i = 0; i < rows.size(); ++i) A.row(static_cast<Eigen::Index>(i)) = f.A.row(rows[i]);
+  for (std::size_t j = 0; j < cols.size(); ++j) B.col(static_cast<Eigen::Index>(j)) = f.B.col(cols[j]);
+  return A * B;
 }
 
 TableSort table_sort_from_name(const std::string& name) {
@@ -473,24 +650,11 @@ void by_decreasing(std::vector<int>& idx, const std::vector<double>& mean) {
 
 }  // namespace
 
-TableOrder table_order(const MatRM<float>& t, TableSort sort, int top) {
-  const int R = static_cast<int>(t.rows()), C = static_cast<int>(t.cols());
-  std::vector<double> row_mean(R, 0.0), col_mean(C, 0.0), row_var(R, 0.0), col_var(C, 0.0);
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < C; ++j) {
-      const double v = t(i, j);
-      row_mean[i] += v / C;
-      col_mean[j] += v / R;
-    }
-  for (int i = 0; i < R; ++i)
-    for (int j = 0; j < C; ++j) {
-      const double v = t(i, j), dr = v - row_mean[i], dc = v - col_mean[j];
-      row_var[i] += dr * dr;
-      col_var[j] += dc * dc;
-    }
-  TableOrder out{most_varied(row_var, top), most_varied(col_var, top)};
-  if (sort == TableSort::Rows || sort == TableSort::Both) by_decreasing(out.rows, row_mean);
-  if (sort == TableSort::Cols || sort == TableSort::Both) by_decreasing(out.cols, col_mean);
+TableOrder table_order(const Factored& f, TableSort sort, int top) {
+  const TableStats s = table_stats(f);
+  TableOrder out{most_varied(s.row_spread, top), most_varied(s.col_spread, top)};
+  if (sort == TableSort::Rows || sort == TableSort::Both) by_decreasing(out.rows, s.row_mean);
+  if (sort == TableSort::Cols || sort == TableSort::Both) by_decreasing(out.cols, s.col_mean);
   return out;
 }
 

@@ -161,9 +161,52 @@ X through_frozen_ln(X x, bool norm, double scale) {
 }
 // The k largest (largest=false: smallest) entries of one row, best first; k is capped at cols.
 std::vector<Entry> row_topk(const Factored& f, int row, int k, bool largest = true);
-// The k largest (or smallest) entries of the whole product, best first, computed row by row
-// (refused when rows x cols x inner exceeds kMaxCircuitWork).
-std::vector<Entry> topk(const Factored& f, int k, bool largest = true);
+
+// The k largest (or smallest) entries of the whole product, best first (ties: lower row, then
+// lower column), found without forming it: rows are read in order of decreasing norm |A_i|, and
+// a row (or the columns of a row, in order of decreasing norm |B_j|) is left out once
+// |A_i| |B_j|, which bounds |(A B)_ij| (Cauchy-Schwarz), is below the k-th entry found. Where the
+// norms rule out every row early (a trained circuit's few strong tokens) the search is exhaustive
+// and exact. Otherwise it stops when `budget` multiply-adds are spent (a 48,262-token vocabulary
+// has 2.3e9 entries of 64 terms each: 1.5e11) and says so: the entries are then the best among
+// the rows searched, and `bound` bounds every entry of the rows not searched.
+struct TopEntries {
+  std::vector<Entry> entries;  // [<= k] best first
+  bool exact = true;           // every row was searched or ruled out by its norm
+  int rows_searched = 0;       // rows whose entries were compared (the largest norms)
+  int rows = 0;                // rows of the table
+  double bound = 0;            // !exact: |entry| <= bound in every row not searched
+};
+TopEntries top_entries(const Factored& f, int k, bool largest = true, double budget = kMaxCircuitWork);
+// The largest and the smallest entries in one pass over the rows (what the page shows of a
+// circuit): each side as top_entries gives it, the search state shared.
+struct ExtremeEntries {
+  std::vector<Entry> largest, smallest;  // [<= k] each, best first
+  bool exact = true;
+  int rows_searched = 0, rows = 0;
+  double bound = 0;
+  TopEntries side(bool large) const { return {large ? largest : smallest, exact, rows_searched, rows, bound}; }
+};
+// The page's circuit panels search with half the budget: making the factors of a large vocabulary
+// (2 x V x d_model x d_head multiply-adds) takes as long again.
+constexpr double kCircuitSearchWork = kMaxCircuitWork / 2;
+ExtremeEntries extreme_entries(const Factored& f, int k, bool largest = true, bool smallest = true,
+                               double budget = kCircuitSearchWork);
+// "" for an exact search; otherwise the sentence a reader is shown beside the entries: how many
+// rows were searched (of how many) and the bound on the rest.
+std::string search_note(const TopEntries& t, bool largest);
+
+// Row and column statistics of A B from its factors, never forming it (TransformerLens
+// FactoredMatrix computes norms the same way): with 1 the vector of ones,
+//   row means  A (B 1) / cols                 column means  (1^T A / rows) B
+//   row spread (sum of squared deviations from the row mean) = A_i (B_c B_c^T) A_i^T, where B_c is
+//   B with each row centred (so A B_c is A B with each row's mean taken away); column spread
+//   likewise through A with each column centred. O((rows + cols) inner^2), in double.
+struct TableStats {
+  std::vector<double> row_mean, row_spread;  // [rows]
+  std::vector<double> col_mean, col_spread;  // [cols]
+};
+TableStats table_stats(const Factored& f);
 
 // How a table's rows and columns are ordered for display (the page's sortable heatmaps).
 enum class TableSort { None, Rows, Cols, Both };
@@ -175,14 +218,17 @@ struct TableOrder {
   std::vector<int> cols;  // column indices, in display order
 };
 
-// The rows and columns of a [R, C] table to show, in the order to show them. With 0 < top < R,
-// only the `top` rows whose entries vary most across the row (largest sum of squared deviations
-// from the row mean) are kept, in index order; likewise the columns with 0 < top < C (top <= 0:
-// all). Then Rows / Both order the kept rows by decreasing row mean, Cols / Both the kept
-// columns by decreasing column mean. Means and variances are over the whole table. Every order
-// is stable: ties keep the lower index first. Sums run in double in row-major order over the
-// float entries (the table as the page receives it), so the result is the same wherever it runs.
-TableOrder table_order(const MatRM<float>& table, TableSort sort, int top);
+// The rows and columns of the [R, C] table A B to show, in the order to show them. With
+// 0 < top < R, only the `top` rows whose entries vary most across the row (largest spread, as in
+// table_stats) are kept, in index order; likewise the columns with 0 < top < C (top <= 0: all).
+// Then Rows / Both order the kept rows by decreasing row mean, Cols / Both the kept columns by
+// decreasing column mean. Means and spreads are over the whole table, from its factors, so a
+// 48,262-token table is ordered in O(V inner^2). Every order is stable: ties keep the lower index
+// first.
+TableOrder table_order(const Factored& f, TableSort sort, int top);
+// The entries of A B at rows x cols, in the order given ([rows.size(), cols.size()]): what a
+// heatmap of the order above shows. Refused past kMaxCircuitBytes; throws on an index outside.
+MatRM<double> gather(const Factored& f, const std::vector<int>& rows, const std::vector<int>& cols);
 
 // ---------------------------------------------------------------------------------------------
 // 3. Eigenvalues

@@ -792,26 +792,27 @@ test('export: the token strip is in the per-token loss PNG; head scores download
   }
 });
 
-test('export: the Circuits view\'s QK table, composition scores and eigenvalues download as CSV with the core\'s numbers', async (t) => {
+test('export: the Circuits view\'s QK table as shown, composition scores and eigenvalues download as CSV with the core\'s numbers', async (t) => {
   const { context, page, check } = await openView('cs-circuits', { model: 'char-2l', head: 'L1H0' });
   try {
     await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
     const core = await page.evaluate(async () => {
       const m = await (await import('/store.js')).getModel('char-2l');
-      const q = m.qk(1, 0, { k: 1 });
+      const q = m.qk(1, 0, { k: 1, table: false, sort: 'none', top: 40 });   // the view's default order: the 40 most varied
       const c = m.composition({ samples: 100 });
       const e = m.eigen(1, 0);
-      return { qk: Array.from(q.table.data), axes: q.table.axes, vocab: m.tokenizer.vocab, comp: Array.from(c.scores.data), baseline: c.baseline,
+      return { qk: Array.from(q.shown.data), rows: Array.from(q.rows), cols: Array.from(q.cols), vocab: m.tokenizer.vocab, comp: Array.from(c.scores.data), baseline: c.baseline,
         ov: [Array.from(e.ov.re), Array.from(e.ov.im)], qkEig: [Array.from(e.qk.re), Array.from(e.qk.im)] };
     });
-    const V = core.vocab.length;
+    // The table shown: its rows and columns in display order, labelled with their tokens.
     const qk = parseCSV(await downloadText(page, 'cs-circuits section[data-panel="circuits-qk"] .cs-table-csv'));
+    const R = core.rows.length, C = core.cols.length;
     assert.equal(qk[0][0], 'dest_token \\ src_token');
-    assert.deepEqual(qk[0].slice(1), core.vocab);
-    assert.equal(qk.length, 1 + V);
-    for (let i = 0; i < V; i++) {
-      assert.equal(qk[1 + i][0], core.vocab[i]);
-      for (let j = 0; j < V; j++) assert.equal(Number(qk[1 + i][1 + j]), core.qk[i * V + j]);
+    assert.deepEqual(qk[0].slice(1), core.cols.map((j) => core.vocab[j]));
+    assert.equal(qk.length, 1 + R);
+    for (let i = 0; i < R; i++) {
+      assert.equal(qk[1 + i][0], core.vocab[core.rows[i]]);
+      for (let j = 0; j < C; j++) assert.equal(Number(qk[1 + i][1 + j]), core.qk[i * C + j]);
     }
     const comp = parseCSV(await downloadText(page, 'cs-circuits .cs-composition-csv'));
     assert.deepEqual(comp[0].slice(0, 3), ['kind', 'src_head', 'dst_head']);

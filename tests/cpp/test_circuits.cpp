@@ -388,7 +388,9 @@ TEST(CircuitsFull, TopKMatchesSortingTheExplicitMatrix) {
       for (int j = 0; j < M.cols(); ++j) all.push_back(M(i, j));
     std::sort(all.begin(), all.end());
     if (largest) std::reverse(all.begin(), all.end());
-    std::vector<Entry> top = topk(f, 6, largest);
+    const TopEntries found = top_entries(f, 6, largest);
+    EXPECT_TRUE(found.exact);
+    const std::vector<Entry>& top = found.entries;
     ASSERT_EQ(top.size(), 6u);
     for (int i = 0; i < 6; ++i) {
       EXPECT_NEAR(top[i].value, all[i], 1e-12);
@@ -408,8 +410,74 @@ TEST(CircuitsFull, TopKMatchesSortingTheExplicitMatrix) {
     }
   }
   EXPECT_EQ(row_topk(f, 0, 100).size(), static_cast<std::size_t>(c.d_vocab));
-  EXPECT_EQ(topk(f, 1000).size(), static_cast<std::size_t>(c.d_vocab * c.d_vocab));
+  EXPECT_EQ(top_entries(f, 1000).entries.size(), static_cast<std::size_t>(c.d_vocab * c.d_vocab));
   EXPECT_THROW(row_topk(f, c.d_vocab, 1), std::invalid_argument);
+  EXPECT_THROW(top_entries(f, -1), std::invalid_argument);
+}
+
+// The k best entries of A B, best first with ties in (row, col) order, straight from the product;
+// only the given rows when `only` is not empty.
+std::vector<Entry> dense_best(const MatRM<double>& M, int k, bool largest, const std::vector<int>& only = {}) {
+  std::vector<Entry> all;
+  for (int i = 0; i < M.rows(); ++i) {
+    if (!only.empty() && std::find(only.begin(), only.end(), i) == only.end()) continue;
+    for (int j = 0; j < M.cols(); ++j) all.push_back({M(i, j), i, j});
+  }
+  std::stable_sort(all.begin(), all.end(), [&](const Entry& a, const Entry& b) { return largest ? a.value > b.value : a.value < b.value; });
+  all.resize(std::min<std::size_t>(k, all.size()));
+  return all;
+}
+
+// Rows whose norm rules them out are not read, and the answer is still exact; a search cut short by
+// its budget says so, gives the best of the rows it read (those of largest norm), and bounds the rest.
+TEST(CircuitsFull, TopEntriesPruneByNormAndSayWhenTheBudgetCutsThemShort) {
+  Rng rng(21);
+  const int R = 600, C = 700, K = 8;
+  Factored f{MatRM<double>(R, K), MatRM<double>(K, C)};
+  for (int i = 0; i < R; ++i)
+    for (int d = 0; d < K; ++d) f.A(i, d) = (rng.uniform() * 2 - 1) * (i % 50 == 7 ? 40.0 : 1.0);  // 12 strong rows
+  for (int i = 0; i < K * C; ++i) f.B.data()[i] = rng.uniform() * 2 - 1;
+  const MatRM<double> M = f.A * f.B;
+  for (bool largest : {true, false}) {
+    const TopEntries t = top_entries(f, 10, largest);
+    EXPECT_TRUE(t.exact);
+    EXPECT_LT(t.rows_searched, R) << "the strong rows' entries rule the others out";
+    EXPECT_EQ(search_note(t, largest), "");
+    const TopEntries both = extreme_entries(f, 10).side(largest);  // both sides in one pass
+    EXPECT_TRUE(both.exact);
+    ASSERT_EQ(both.entries.size(), t.entries.size());
+    for (std::size_t i = 0; i < t.entries.size(); ++i) EXPECT_EQ(both.entries[i].value, t.entries[i].value);
+    const std::vector<Entry> want = dense_best(M, 10, largest);
+    ASSERT_EQ(t.entries.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(t.entries[i].row, want[i].row);
+      EXPECT_EQ(t.entries[i].col, want[i].col);
+      EXPECT_DOUBLE_EQ(t.entries[i].value, want[i].value);
+    }
+  }
+  // Rows of like norms rule each other out late: a budget of about two blocks of rows cuts the
+  // search short, and it says so.
+  Factored g = f;
+  for (int i = 0; i < R; ++i) g.A.row(i) = g.A.row(i).normalized() * (1 + 0.001 * (i % 13));
+  const MatRM<double> N = g.A * g.B;
+  std::vector<int> norm_order(R);
+  for (int i = 0; i < R; ++i) norm_order[i] = i;
+  std::stable_sort(norm_order.begin(), norm_order.end(), [&](int a, int b) { return g.A.row(a).norm() > g.A.row(b).norm(); });
+  for (bool largest : {true, false}) {
+    const TopEntries cut = top_entries(g, 10, largest, 2.0 * 32 * C * K);
+    EXPECT_FALSE(cut.exact);
+    EXPECT_GE(cut.rows_searched, 64);
+    EXPECT_LT(cut.rows_searched, R);
+    EXPECT_EQ(cut.rows, R);
+    const std::vector<int> searched(norm_order.begin(), norm_order.begin() + cut.rows_searched);
+    const std::vector<Entry> best_read = dense_best(N, 10, largest, searched);
+    ASSERT_EQ(cut.entries.size(), best_read.size());
+    for (std::size_t i = 0; i < best_read.size(); ++i) EXPECT_DOUBLE_EQ(cut.entries[i].value, best_read[i].value);
+    for (int i : std::vector<int>(norm_order.begin() + cut.rows_searched, norm_order.end()))
+      EXPECT_LE(N.row(i).cwiseAbs().maxCoeff(), cut.bound);
+    const std::string note = search_note(cut, largest);
+    EXPECT_NE(note.find("among the " + std::to_string(cut.rows_searched) + " rows of largest norm (of 600"), std::string::npos) << note;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -728,12 +796,11 @@ TEST(CircuitsLimits, LargeAnalysesAreRefusedOrBounded) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("the full 50000 x 50000 table"), std::string::npos) << e.what();
   }
-  try {
-    topk(qk, 5);
-    ADD_FAILURE() << "ran top-k over 2.5 billion entries";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("multiply-adds, more than the"), std::string::npos) << e.what();
-  }
+  // Top-k over 2.5 billion entries answers within the budget, and says whether it read them all.
+  const TopEntries t = top_entries(qk, 5);
+  EXPECT_EQ(t.entries.size(), 5u);
+  EXPECT_EQ(search_note(t, true).empty(), t.exact);
+  if (!t.exact) EXPECT_LT(t.rows_searched, 50000);
   EXPECT_THROW(skip_trigrams(p, 0, 0, 4), std::invalid_argument);
   EXPECT_NO_THROW(row_topk(qk, 3, 5));
 

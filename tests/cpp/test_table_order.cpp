@@ -1,5 +1,6 @@
 // The display order of a circuit table (table_order): the top-N rows and columns by variance,
-// then rows / columns by decreasing mean, ties in index order, as the page's heatmaps show them.
+// then rows / columns by decreasing mean, ties in index order, as the page's heatmaps show them;
+// computed from the factors (table_stats), and equal to the definition on the explicit table.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,12 @@ MatRM<float> table(int R, int C, std::initializer_list<float> v) {
     for (int j = 0; j < C; ++j) t(i, j) = *it++;
   return t;
 }
+
+// An explicit table as a factored one: t I.
+Factored factored(const MatRM<float>& t) {
+  return Factored{t.cast<double>(), MatRM<double>::Identity(t.cols(), t.cols())};
+}
+TableOrder table_order(const MatRM<float>& t, TableSort sort, int top) { return cs::table_order(factored(t), sort, top); }
 
 // Row i's mean and sum of squared deviations, straight from the definition.
 double row_mean(const MatRM<float>& t, int i) { return t.row(i).cast<double>().mean(); }
@@ -81,6 +88,38 @@ TEST(TableOrder, RandomTablesKeepTheMostVariedRowsSortedByMean) {
     const MatRM<float> tt = t.transpose();
     EXPECT_EQ(table_order(tt, TableSort::Both, top).rows, o.cols);
   }
+}
+
+// The statistics from the factors equal the definition on the materialized product, and the shown
+// entries are the product's (a low-rank table, as the circuits are).
+TEST(TableOrder, StatisticsFromTheFactorsEqualTheExplicitTable) {
+  Rng rng(11);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int R = 7 + 3 * trial, C = 5 + 4 * trial, K = 1 + trial % 5;
+    Factored f{MatRM<double>(R, K), MatRM<double>(K, C)};
+    for (int i = 0; i < R * K; ++i) f.A.data()[i] = rng.uniform() * 2 - 1 + (i % 3 == 0 ? 3 : 0);
+    for (int i = 0; i < K * C; ++i) f.B.data()[i] = rng.uniform() * 2 - 1;
+    const MatRM<double> m = f.A * f.B;
+    const TableStats s = table_stats(f);
+    for (int i = 0; i < R; ++i) {
+      const double mean = m.row(i).mean();
+      EXPECT_NEAR(s.row_mean[i], mean, 1e-12);
+      EXPECT_NEAR(s.row_spread[i], (m.row(i).array() - mean).square().sum(), 1e-10);
+    }
+    for (int j = 0; j < C; ++j) {
+      const double mean = m.col(j).mean();
+      EXPECT_NEAR(s.col_mean[j], mean, 1e-12);
+      EXPECT_NEAR(s.col_spread[j], (m.col(j).array() - mean).square().sum(), 1e-10);
+    }
+    const TableOrder o = cs::table_order(f, TableSort::Both, 4);
+    const MatRM<double> shown = gather(f, o.rows, o.cols);
+    ASSERT_EQ(shown.rows(), static_cast<Eigen::Index>(o.rows.size()));
+    for (std::size_t i = 0; i < o.rows.size(); ++i)
+      for (std::size_t j = 0; j < o.cols.size(); ++j) EXPECT_NEAR(shown(i, j), m(o.rows[i], o.cols[j]), 1e-12);
+  }
+  const Factored f{MatRM<double>::Ones(3, 2), MatRM<double>::Ones(2, 4)};
+  EXPECT_THROW(gather(f, {3}, {0}), std::invalid_argument);
+  EXPECT_THROW(gather(f, {0}, {-1}), std::invalid_argument);
 }
 
 TEST(TableOrder, SortNames) {

@@ -328,6 +328,13 @@ test('circuit display order: rows and cols are the top-N by variance, then by me
           assert.ok(c.rows instanceof Int32Array && c.cols instanceof Int32Array, 'Int32Arrays');
           assert.deepEqual(Array.from(c.rows), want.rows, `L${l}H${h} ${kind} ${sort} top ${top}: rows`);
           assert.deepEqual(Array.from(c.cols), want.cols, `L${l}H${h} ${kind} ${sort} top ${top}: cols`);
+          // shown: the table's entries at rows x cols, in that order.
+          const C = c.table.shape[1];
+          assert.deepEqual(c.shown.shape, [c.rows.length, c.cols.length]);
+          assert.deepEqual(c.shown.axes, c.table.axes);
+          const picked = Float32Array.from({ length: c.rows.length * c.cols.length }, (_, i) => c.table.data[c.rows[Math.floor(i / c.cols.length)] * C + c.cols[i % c.cols.length]]);
+          assert.ok(relMaxDiff(c.shown.data, picked) < 1e-6, `L${l}H${h} ${kind} ${sort} top ${top}: shown`);
+          for (const side of ['top', 'bottom']) assert.deepEqual(c.search[side], { exact: true, rows_searched: c.search[side].rows_searched, bound: 0, note: '' });
         }
       }
     }
@@ -336,6 +343,7 @@ test('circuit display order: rows and cols are the top-N by variance, then by me
   const plain = char.qk(0, 0, { k: 1 });
   assert.deepEqual(Array.from(plain.rows), [...Array(plain.shape[0]).keys()]);
   assert.equal(char.qk(0, 0, { k: 1, table: false }).rows, undefined);
+  assert.equal(char.qk(0, 0, { k: 1, table: false }).shown, undefined);
   assert.equal(char.ov(0, 0, { k: 1, table: false, top: 5 }).rows.length, 5);
   throwsReadable(() => char.qk(0, 0, { sort: 'token' }), /table sort must be 'none', 'row', 'col' or 'both', got 'token'/, 'a bad sort');
   throwsReadable(() => char.ov(0, 0, { top: -1 }), /top must be 0 \(every row and column\) or more, got -1/, 'a negative top');

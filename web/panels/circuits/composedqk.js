@@ -9,7 +9,7 @@ import { heatmap } from '../../parts/heatmap.js';
 import { definePanel } from '../panel.js';
 import { parseHead, headName } from '../../store.js';
 import { NONE, showToken, chosenHead, tableOrder, entryTable } from './head.js';
-import { gather, hoverCells, tableButton } from './heat.js';
+import { hoverCells, tableButton, searchNotes } from './heat.js';
 import { fmt } from '../../parts/format.js';
 
 const computed = new WeakMap();   // model -> Map(key -> composedQk result)
@@ -60,7 +60,7 @@ export default definePanel({
       const key = `${l}/${h}/${through}/${input}/${order.sort}/${order.top}`;
       if (!m.has(key)) {
         if (m.size > 32) m.clear();
-        m.set(key, model.composedQk(l, h, { through, input, k: 12, ...order }));
+        m.set(key, model.composedQk(l, h, { through, input, k: 12, table: false, ...order }));
       }
       circuit = m.get(key);
     }
@@ -68,7 +68,7 @@ export default definePanel({
     if (!circuit) return (last = { ...base, circuit: null });
     const rows = Array.from(circuit.rows), cols = Array.from(circuit.cols);
     const [rowName, colName] = input === 'k' ? ['dest', `src read by ${headName(...through)}`] : [`dest read by ${headName(...through)}`, 'src'];
-    return (last = { ...base, circuit, rows, cols, sub: gather(circuit.table, rows, cols), rowName, colName, shape: circuit.shape });
+    return (last = { ...base, circuit, rows, cols, sub: circuit.shown.data, rowName, colName, shape: circuit.shape });
   },
 
   render(d, { dispatch }) {
@@ -94,8 +94,8 @@ export default definePanel({
     const tok = (i) => showToken(d.vocab[i]);
     const heads = [d.rowName, d.colName, 'score'];
     return el('div', {}, pickers(d, dispatch), el('p', { class: 'cs-explain' }, explain), el('div', { class: 'cs-heat-wrap' }, canvas), hover,
-      tableButton('Download the whole table (CSV)', `circuitscope-composed-qk-${h2}-through-${h1}-${d.input}.csv`, d.circuit, d.vocab),
-      el('div', { class: 'cs-scroll' },
+      tableButton('Download the table shown (CSV)', `circuitscope-composed-qk-${h2}-through-${h1}-${d.input}.csv`, d.circuit, d.vocab),
+      searchNotes(d.circuit), el('div', { class: 'cs-scroll' },
         entryTable('Largest entries', heads, d.circuit.top.map((e) => [tok(e.dest), tok(e.src), fmt(e.value)])),
         entryTable('Smallest entries', heads, d.circuit.bottom.slice(0, 6).map((e) => [tok(e.dest), tok(e.src), fmt(e.value)]))));
   },

@@ -18,10 +18,14 @@ export function chosenHead(model, head) {
   return shownHead(model, head) ?? [0, 0];
 }
 
-/** The state's table order as the core's options: sort none | row | col | both, top N (0: all). */
+/** top for every row and column: at least any table's size, so the core always returns the rows, columns and entries shown. */
+const ALL = 2 ** 30;
+
+/** The state's table order as the core's options: sort none | row | col | both, top N (all: ALL). */
 export function tableOrder(state) {
   const sort = ['row', 'col', 'both'].includes(state.sort) ? state.sort : 'none';
-  const top = state.top === 'all' ? 0 : Number(state.top ?? 40) || 0;
+  const n = Number(state.top ?? 40);
+  const top = state.top === 'all' || !(n > 0) ? ALL : n;
   return { sort, top };
 }
 
@@ -38,7 +42,7 @@ function memo(model, key, make) {
 
 /** model.qk / model.ov of a head with its display order ({k: 12}); kind 'qk' | 'ov'. */
 export function circuitOf(model, kind, l, h, order) {
-  return memo(model, `${kind}/${l}/${h}/${order.sort}/${order.top}`, () => model[kind](l, h, { k: 12, ...order }));
+  return memo(model, `${kind}/${l}/${h}/${order.sort}/${order.top}`, () => model[kind](l, h, { k: 12, table: false, ...order }));
 }
 
 /** model.eigen of a head. */

@@ -7,14 +7,6 @@ import { downloadCSV } from '../../parts/download.js';
 import { NONE, showToken, chosenHead, tableOrder, circuitOf, entryTable } from './head.js';
 import { fmt } from '../../parts/format.js';
 
-/** The entries of `table` at rows x cols (display order), row-major. */
-export function gather(table, rows, cols) {
-  const C = table.shape[1];
-  const sub = new Float32Array(rows.length * cols.length);
-  rows.forEach((r, i) => cols.forEach((c, j) => { sub[i * cols.length + j] = table.data[r * C + c]; }));
-  return sub;
-}
-
 /** Writes "row · col: value" for the cell under the pointer into `out`. */
 export function hoverCells(canvas, out, g, d) {
   canvas.addEventListener('mousemove', (ev) => {
@@ -27,19 +19,24 @@ export function hoverCells(canvas, out, g, d) {
   });
 }
 
-/** The whole table as CSV rows in vocabulary order, the core's numbers: a corner cell naming both axes, then the tokens. */
-function tableRows(circuit, vocab) {
-  const [R, C] = circuit.table.shape;
-  const [rowAxis, colAxis] = circuit.table.axes;
-  const d = circuit.table.data;
-  return [[`${rowAxis} \\ ${colAxis}`, ...Array.from({ length: C }, (_, j) => vocab[j])],
-    ...Array.from({ length: R }, (_, i) => [vocab[i], ...d.subarray(i * C, (i + 1) * C)])];
+/** The table shown (the core's rows x cols in display order) as CSV rows: a corner cell naming both axes, then the tokens. */
+function shownRows(circuit, vocab) {
+  const [rowAxis, colAxis] = circuit.shown.axes;
+  const C = circuit.cols.length, d = circuit.shown.data;
+  return [[`${rowAxis} \\ ${colAxis}`, ...Array.from(circuit.cols, (j) => vocab[j])],
+    ...Array.from(circuit.rows, (r, i) => [vocab[r], ...d.subarray(i * C, (i + 1) * C)])];
 }
 
-/** A button that downloads a circuit's whole table as CSV (file `name`). */
+/** A button that downloads the table a circuit panel shows as CSV (file `name`). */
 export function tableButton(label, name, circuit, vocab) {
   return el('div', { class: 'button-row cs-png-skip controls-only' },
-    el('button', { type: 'button', class: 'cs-table-csv', onclick: () => downloadCSV(name, tableRows(circuit, vocab)) }, label));
+    el('button', { type: 'button', class: 'cs-table-csv', onclick: () => downloadCSV(name, shownRows(circuit, vocab)) }, label));
+}
+
+/** The core's sentence when its search for the largest or smallest entries stopped short of a large table ('' when exact). */
+export function searchNotes(circuit) {
+  const notes = [circuit.search.top.note, circuit.search.bottom.note].filter(Boolean);
+  return notes.length ? el('p', { class: 'cs-note cs-search-note' }, notes.join(' ')) : '';
 }
 
 /** The top-entry tables of a circuit (and for OV its CSV download). */
@@ -74,7 +71,7 @@ export function circuitPanel({ kind, title, explain, rowName, colName }) {
       const circuit = circuitOf(model, kind, l, h, tableOrder(state));
       if (last?.circuit === circuit && last.zoom === zoom) return last;
       const rows = Array.from(circuit.rows), cols = Array.from(circuit.cols);
-      last = { circuit, zoom, l, h, rows, cols, sub: gather(circuit.table, rows, cols), vocab: model.tokenizer.vocab, rowName, colName, shape: circuit.shape };
+      last = { circuit, zoom, l, h, rows, cols, sub: circuit.shown.data, vocab: model.tokenizer.vocab, rowName, colName, shape: circuit.shape };
       return last;
     },
 
@@ -91,8 +88,8 @@ export function circuitPanel({ kind, title, explain, rowName, colName }) {
       canvas.setAttribute('aria-label', `Full ${kind.toUpperCase()} circuit of L${d.l}H${d.h}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
       hoverCells(canvas, hover, g, d);
       return el('div', {}, el('p', { class: 'cs-explain' }, explain), el('div', { class: 'cs-heat-wrap' }, canvas), hover,
-        tableButton(`Download the whole ${kind.toUpperCase()} table (CSV)`, `circuitscope-${kind}-L${d.l}H${d.h}.csv`, d.circuit, d.vocab),
-        el('div', { class: 'cs-scroll' }, tops(kind, d.circuit, d.vocab)));
+        tableButton(`Download the ${kind.toUpperCase()} table shown (CSV)`, `circuitscope-${kind}-L${d.l}H${d.h}.csv`, d.circuit, d.vocab),
+        searchNotes(d.circuit), el('div', { class: 'cs-scroll' }, tops(kind, d.circuit, d.vocab)));
     },
   };
 }
