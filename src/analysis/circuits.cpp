@@ -41,11 +41,12 @@ std::string sci(double x) {
   return buf;
 }
 
-// Refuses an analysis whose cost (multiply-adds) or result size (bytes) is past the limits.
-void check_cost(const std::string& what, double work, double bytes = 0) {
-  if (work > kMaxCircuitWork)
+// Refuses an analysis whose cost (multiply-adds) or result size (bytes) is past the limits; `limit`
+// is kMaxProductWork for work done in dense matrix products.
+void check_cost(const std::string& what, double work, double bytes = 0, double limit = kMaxCircuitWork) {
+  if (work > limit)
     throw std::invalid_argument(what + " would take about " + sci(work) + " multiply-adds, more than the " +
-                                sci(kMaxCircuitWork) + " (about a second) circuitscope allows for one analysis");
+                                sci(limit) + " (about a second) circuitscope allows for one analysis");
   if (bytes > kMaxCircuitBytes)
     throw std::invalid_argument(what + " would need about " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
                                 " MB, more than the " + std::to_string(static_cast<long long>(kMaxCircuitBytes / (1 << 20))) +
@@ -731,7 +732,7 @@ Spectrum spectrum(const Factored& f) {
 Spectrum ov_spectrum(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "OV eigenvalues");
   require_folded(p.cfg, "OV eigenvalues");
-  check_cost("the OV eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
+  check_cost("the OV eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg), 0, kMaxProductWork);
   if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_ov(p, layer, head));
   const auto& w = p.blocks[layer];
   return narrow_spectrum(p.cfg, dbl(p.W_E.mat()), dbl(w.W_V.slice(head)), dbl(w.W_O.slice(head)), dbl(p.W_U.mat()));
@@ -741,7 +742,7 @@ Spectrum ov_spectrum(const Params<float>& p, int layer, int head) {
 Spectrum qk_spectrum(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "QK eigenvalues");
   require_folded(p.cfg, "QK eigenvalues");
-  check_cost("the QK eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg));
+  check_cost("the QK eigenvalues of " + head_name(layer, head), spectrum_work(p.cfg), 0, kMaxProductWork);
   if (p.cfg.d_head <= p.cfg.d_model) return spectrum(full_qk(p, layer, head));
   const auto& w = p.blocks[layer];
   const MatRM<double> WE = dbl(p.W_E.mat());
@@ -750,7 +751,7 @@ Spectrum qk_spectrum(const Params<float>& p, int layer, int head) {
 }
 
 std::vector<Spectrum> ov_spectra(const Params<float>& p) {
-  check_cost("every head's OV eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg));
+  check_cost("every head's OV eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg), 0, kMaxProductWork);
   std::vector<Spectrum> out;
   for (int l = 0; l < p.cfg.n_layers; ++l)
     for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(ov_spectrum(p, l, h));
@@ -758,7 +759,7 @@ std::vector<Spectrum> ov_spectra(const Params<float>& p) {
 }
 
 std::vector<Spectrum> qk_spectra(const Params<float>& p) {
-  check_cost("every head's QK eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg));
+  check_cost("every head's QK eigenvalues", static_cast<double>(p.cfg.n_layers) * p.cfg.n_heads * spectrum_work(p.cfg), 0, kMaxProductWork);
   std::vector<Spectrum> out;
   for (int l = 0; l < p.cfg.n_layers; ++l)
     for (int h = 0; h < p.cfg.n_heads; ++h) out.push_back(qk_spectrum(p, l, h));
@@ -816,7 +817,7 @@ CompositionScores composition_scores(const Params<float>& p, int baseline_sample
     const double D = c.d_model, Dh = c.d_head, heads = static_cast<double>(L) * H;
     const double pair = D * Dh * Dh + 2 * Dh * Dh * Dh;  // one lowrank_score
     check_cost("the composition scores", heads * 3 * 2 * D * Dh * Dh + heads * heads / 2 * 3 * pair +
-                                             baseline_samples * (4 * D * Dh + 4 * D * Dh * Dh + pair));
+                                             baseline_samples * (4 * D * Dh + 4 * D * Dh * Dh + pair), 0, kMaxProductWork);
   }
   // Per head: OV = W_V W_O, QK = W_Q W_K^T, QK^T = W_K W_Q^T, each as factors [D, Dh] x [Dh, D].
   std::vector<LowRank> ov(L * H), qk(L * H), qkT(L * H);

@@ -31,6 +31,11 @@ namespace cs {
 // multiply-adds a second in the WASM module (0.8 G measured for the copying score), so 1e9 is
 // about a second: a call answers or refuses within it, and the page never stalls on one.
 constexpr double kMaxCircuitWork = 1e9;
+// Work done in dense matrix products (Eigen's blocked GEMM in double) runs about four times
+// faster: 3.2e9 multiply-adds made attn-only-2l's [48,262, 64] QK factors in 0.74 s in the WASM
+// module (tests/bench/bench_circuits.mjs). Eigenvalues and composition scores, which are such
+// products but for a small eigenproblem, are sized against this.
+constexpr double kMaxProductWork = 4 * kMaxCircuitWork;
 // Bytes an analysis result may hold (a materialized table, attribution's parts and paths): 64 MB,
 // a 2,048-token table in double with room to spare. A larger table would not be read by anyone
 // and cost seconds in growing the module's memory alone (4,000 x 4,000 positions: 2 s).
@@ -243,7 +248,8 @@ struct Spectrum {
 
 // Framework paper, "Summarizing OV/QK Matrices" / seed 000: the non-zero eigenvalues of the
 // square product A B are those of the small k x k product B A. Throws if A B is not square, or
-// if the k x k eigenproblem (about 25 k^3 operations) exceeds kMaxCircuitWork.
+// if the k x k eigenproblem (about 25 k^3 operations) exceeds kMaxCircuitWork. The per-head
+// spectra below and the composition scores are products, sized against kMaxProductWork.
 Spectrum spectrum(const Factored& f);
 // Seed 000 (copying heads): eigenvalues of W_O W_U W_E W_V [Dh, Dh] = the non-zero eigenvalues
 // of the full OV table W_E W_V W_O W_U. When d_model < d_head the same non-zero eigenvalues come
