@@ -14,6 +14,11 @@
 //   workers     the reference model's training step in the page's training worker on 1 and on 2
 //               Web Workers sharing each batch (data-parallel), ms per step (each sample the
 //               mean over the 10 steps between two of the worker's reports) and the speed-up.
+//   realshape   random weights of attn-only-2l's layers (2 x 8 x 64, d_model 512, n_ctx 1,024, LNPre)
+//               with GPT-2's 50,257-token vocabulary (a 212 MB file) opened through the header's
+//               Open file with GPT-2's tokenizer.json: the time from choosing the files to the
+//               induction view rendered, and keystroke to rendered
+//               frame (as above) with prose of about 512 tokens in the view;
 //   tokenize    a Hugging Face tokenizer.json (GPT-2's, tests/js/hf-tokenizer-files.mjs) encoding
 //               prose in the page's WebAssembly core (model.tokenize of a TransformerLens file
 //               opened with it: ids and UTF-16 spans) and in @huggingface/tokenizers, the same
@@ -22,13 +27,14 @@
 // Nothing here asserts a time.
 //   node tests/bench/bench_browser.mjs [--keystrokes N] [--worker-steps N] [--tokenize-reps N] [--only PART] [--json]
 // CIRCUITSCOPE_SITE=dir serves another folder (default build/site); CHROMIUM=path another browser.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
 import { tlVocabFixture } from '../js/tlens-fixture.mjs';
 import { gpt2TokenizerJson } from '../js/hf-tokenizer-files.mjs';
+import { attnOnly2l } from './bench_series.mjs';
 import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, trainInPage, KEYSTROKE_TEXT } from '../browser/chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -65,6 +71,43 @@ async function keystrokes(browser, url, count) {
     return { model: 'char-2l', tokens: frame.T, viewport: '1280x720', frame_aligned: stats(frame.times), random_phase: stats(random.times) };
   } finally {
     await context.close();
+  }
+}
+
+// attn-only-2l's shape in the page: open, render, type (see the header).
+async function realShape(browser, url, count) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-realshape-'));
+  const model = path.join(dir, 'attn-only-2l-shape.safetensors'), tok = path.join(dir, 'tokenizer.json');
+  const bytes = attnOnly2l(50257);
+  writeFileSync(model, bytes);
+  writeFileSync(tok, JSON.stringify(gpt2TokenizerJson()));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  try {
+    const page = await context.newPage();
+    await page.goto(`${url}#v=1&model=char-2l`);
+    await waitForInduction(page);
+    await page.evaluate(() => { delete document.body.dataset.openFile; });
+    const t0 = Date.now();
+    await page.setInputFiles('#open-file-input', [model, tok]);
+    await page.waitForFunction(() => ['opened', 'failed'].includes(document.body.dataset.openFile), null, { timeout: 120_000 });
+    if (await page.evaluate(() => document.body.dataset.openFile) !== 'opened') throw new Error(`the file did not open: ${await page.textContent('#app-status')}`);
+    await page.waitForFunction(() => {
+      const v = document.querySelector('cs-induction');
+      return v?.dataset.ready === 'true' && window.__cs.store.state.model.startsWith('local:') && v.lastResult;
+    }, null, { timeout: 120_000 });
+    const openMs = Date.now() - t0;
+    const prose = readFileSync(path.join(root, 'models', 'corpus', 'gutenberg-valid.txt'), 'utf8').slice(20_000, 22_200);
+    await page.fill('cs-induction textarea', prose);
+    await page.waitForFunction((t) => {
+      const v = document.querySelector('cs-induction');
+      return v.dataset.ready === 'true' && v.state.text === t && v.lastResult && v.lastResult.T > 400;
+    }, prose, { timeout: 120_000 });
+    await keystrokeTimes(page, { count: 3, phase: 'frame' });   // warm-up
+    const frame = await keystrokeTimes(page, { count, phase: 'frame' });
+    return { file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times) };
+  } finally {
+    await context.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -201,7 +244,7 @@ async function main() {
   const json = process.argv.includes('--json');
   const o = process.argv.indexOf('--only');
   const only = o < 0 ? null : process.argv[o + 1];
-  if (only !== null && !['keystroke', 'tokenize', 'training', 'workers'].includes(only)) throw new Error('--only takes keystroke, tokenize, training or workers');
+  if (only !== null && !['keystroke', 'realshape', 'tokenize', 'training', 'workers'].includes(only)) throw new Error('--only takes keystroke, realshape, tokenize, training or workers');
   const want = (part) => only === null || only === part;
   if (!existsSync(path.join(site, 'index.html'))) throw new Error(`${path.relative(root, site) || site}/index.html is missing: run \`npm run build\` first`);
   const server = await startServer({ root: site, port: 0 });
@@ -213,6 +256,7 @@ async function main() {
       site: path.relative(root, site) || site,
       machine: { cpus: os.cpus().length, load_average_1min: { before: round(loadBefore), after: null } },
       keystroke: want('keystroke') ? await keystrokes(browser, server.url, count) : null,
+      realshape: want('realshape') ? await realShape(browser, server.url, count) : null,
       tokenize: want('tokenize') ? await tokenizing(browser, server.url, intArg('--tokenize-reps', 15, 3)) : null,
       training: want('training') ? await training(browser, server.url) : null,
       workers: want('workers') ? await workerScaling(browser, server.url, intArg('--worker-steps', 60, EVERY)) : null,
@@ -233,6 +277,12 @@ async function main() {
       console.log(`keystroke to rendered, induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
       console.log(`  keystroke as a frame begins:          ${line(k.frame_aligned)} (target: median <= ${TARGET_KEYSTROKE_MS} ms)`);
       console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
+    }
+    const r = result.realshape;
+    if (r) {
+      console.log(`attn-only-2l's shape with GPT-2's vocabulary (${r.file_mb} MB file, random weights), Open file with its tokenizer.json:`);
+      console.log(`  choosing the files to the induction view rendered: ${r.open_to_rendered_ms} ms (target: <= 3,000 ms)`);
+      console.log(`  keystroke at the end of ${r.tokens} tokens, as a frame begins: ${line(r.frame_aligned)} (target: median <= 16 ms)`);
     }
     if (result.tokenize) {
       const z = result.tokenize;
