@@ -9,6 +9,10 @@
 //     all at most); otherwise a cell is one pixel (the stylesheet scales the canvas without
 //     smoothing) and only rows from..T-1 are drawn again: with a causal model and the same tokens
 //     before `from`, the rows above are what the canvas already shows (pass 0 when unsure).
+//     With `side` (a thumbnail) and T > side, the canvas is side x side pixels whatever T is and
+//     each pixel shows the largest weight of its block of cells (rows and columns
+//     floor(i T / side) .. floor((i + 1) T / side) - 1, the causal ones only), so a thin stripe
+//     stays visible and a longer text does not resize the canvas.
 //     Returns the geometry {cell, x0, y0, rows, cols}; it is also kept on the canvas for:
 //   hoverPattern(canvas, onCell)  calls onCell({q, k, weight, query, key}) as the pointer moves over
 //     a cell (weight null above the diagonal; query/key: the labels) and onCell(null) as it leaves.
@@ -37,10 +41,11 @@ export function attnColor(t) {
 
 const labelOf = (spec, i) => (typeof spec.labels === 'function' ? spec.labels(i) : spec.labels ? String(spec.labels[i]) : String(i));
 
-export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14, maxPx = 520 } = {}) {
+export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14, maxPx = 520, side = 0 } = {}) {
   const { pattern, offset = 0, T } = spec;
   const st = (canvas.csPattern ??= { mode: null, img: null, px: null, ctx: null, geom: null, spec: null });
   st.spec = spec;
+  if (side > 0 && T > side) return drawBlocks(canvas, st, pattern, offset, T, side, from);
   if (spec.labels && T <= labelled && T > 0) {
     const cell = Math.max(1, Math.floor(Math.min(maxPx, cellPx * T) / T));
     const names = Array.from({ length: T }, (_, i) => labelOf(spec, i));
@@ -55,35 +60,86 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   }
   if (st.mode !== 'pixels') from = 0;
   st.mode = 'pixels';
-  if (canvas.width !== T || canvas.height !== T) { canvas.width = T; canvas.height = T; from = 0; }
-  if (!st.img || st.img.width !== T) {
+  // The pixels are kept in an image at least T wide (it grows by doubling), so a text one token
+  // longer or shorter paints only its rows from `from` on; resizing the canvas clears it, so then
+  // the whole T x T square is put back from the kept image.
+  let put = from;
+  if (canvas.width !== T || canvas.height !== T) { canvas.width = T; canvas.height = T; put = 0; }
+  if (!st.img || st.img.width < T) {
     // A fresh ImageData is transparent: the masked upper triangle is never written.
-    st.img = T ? new ImageData(T, T) : null;
+    const W = T ? Math.max(T, Math.min(2 * (st.img?.width ?? 0), 4096)) : 0;
+    st.img = W ? new ImageData(W, W) : null;
     st.px = st.img ? new Uint32Array(st.img.data.buffer) : null;
     from = 0;
+    put = 0;
   }
   st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
-  if (from >= T) return st.geom;
+  if (put >= T) return st.geom;
   st.ctx ??= canvas.getContext('2d');
-  paintRows(st.px, pattern, offset, T, pixelTable(attnPalette), from);
-  st.ctx.putImageData(st.img, 0, 0, 0, from, T, T - from);
+  if (from < T) paintRows(st.px, st.img.width, pattern, offset, T, pixelTable(attnPalette), from);
+  st.ctx.putImageData(st.img, 0, 0, 0, put, T, T - put);
   return st.geom;
 }
 
-// Rows from..T-1 of a T x T pattern as pixel words: the lower triangle with the diagonal, 0..1
-// as heatmap() draws it; the upper triangle (masked) is not written.
-function paintRows(px, P, offset, T, lut, from) {
+// Rows from..T-1 of a T x T pattern as pixel words of an image `W` wide: the lower triangle with
+// the diagonal, 0..1 as heatmap() draws it; the upper triangle (masked) is not written.
+function paintRows(px, W, P, offset, T, lut, from) {
   const top = PIXEL_LEVELS - 1;
   const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
   for (let r = from; r < T; r++) {
     const src = offset + r * T;
-    const dst = r * T;
+    const dst = r * W;
     for (let c = 0; c <= r; c++) {
       const v = P[src + c];
       if (v >= 0) px[dst + c] = lut[v >= 1 ? top : (v * top + 0.5) | 0];
       else px[dst + c] = v < 0 ? lut[0] : nan;
     }
   }
+}
+
+// The side x side thumbnail of a T x T pattern (T > side): each pixel the largest causal weight of
+// its block of cells, transparent where the block lies wholly above the diagonal. With the same T
+// as the last drawing, only the blocks holding rows from..T-1 are computed again.
+function drawBlocks(canvas, st, P, offset, T, side, from) {
+  if (st.mode !== 'blocks' || st.blocksT !== T) from = 0;
+  st.mode = 'blocks';
+  st.blocksT = T;
+  if (canvas.width !== side || canvas.height !== side) { canvas.width = side; canvas.height = side; from = 0; }
+  if (!st.img || st.img.width !== side || st.img.height !== side) {
+    st.img = new ImageData(side, side);
+    st.px = new Uint32Array(st.img.data.buffer);
+    from = 0;
+  }
+  const lut = pixelTable(attnPalette), top = PIXEL_LEVELS - 1;
+  const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
+  const px = st.px;
+  const edge = (i) => Math.floor((i * T) / side);
+  let i0 = Math.min(side, Math.floor((from * side) / T));
+  while (i0 > 0 && edge(i0) > from) i0--;   // the block row holding row `from`
+  if (i0 >= side) return st.geom;
+  px.fill(0, i0 * side);
+  for (let i = i0; i < side; i++) {
+    const r0 = edge(i), r1 = edge(i + 1);
+    for (let j = 0; j < side; j++) {
+      const c0 = edge(j), c1 = edge(j + 1);
+      if (c0 > r1 - 1) break;   // this block and the ones right of it lie above the diagonal
+      let m = -Infinity, bad = false;
+      for (let r = r0; r < r1; r++) {
+        const row = offset + r * T;
+        for (let c = c0, end = Math.min(c1, r + 1); c < end; c++) {
+          const v = P[row + c];
+          if (v > m) m = v;
+          else if (v !== v) bad = true;   // NaN: drawn as the full drawing draws it
+        }
+      }
+      if (m === -Infinity && !bad) continue;   // no causal cell in the block
+      px[i * side + j] = bad ? nan : lut[m >= 1 ? top : m <= 0 ? 0 : (m * top + 0.5) | 0];
+    }
+  }
+  st.ctx ??= canvas.getContext('2d');
+  st.ctx.putImageData(st.img, 0, 0, 0, i0, side, side - i0);
+  st.geom = { cell: side / T, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
+  return st.geom;
 }
 
 /** The cell under a pointer event on a canvas drawn by drawPattern(), or null. */

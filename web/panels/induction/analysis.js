@@ -133,13 +133,15 @@ export const repeatOf = (a) => (a.repeat && a.repeat.r >= MIN_REPEAT ? a.repeat 
 
 /**
  * The first position whose pattern rows may differ between the analysis `prev` drawn last and
- * `a`: attention is causal, so with the same model, intervention and number of tokens, rows
- * before the first changed token are the same (0 when anything else changed).
+ * `a`: attention is causal, so with the same model and intervention, rows before the first
+ * changed token are the same, whatever the number of tokens after it (0 when anything else
+ * changed). A token typed at the end redraws one row.
  */
 export function unchangedRows(prev, a) {
-  if (!prev || !prev.run || !a.run || prev.T !== a.T || prev.config !== a.config || prev.ikey !== a.ikey) return 0;
+  if (!prev || !prev.run || !a.run || prev.config !== a.config || prev.ikey !== a.ikey) return 0;
+  const n = Math.min(prev.T, a.T);
   let from = 0;
-  while (from < a.T && prev.ids[from] === a.ids[from]) from++;
+  while (from < n && prev.ids[from] === a.ids[from]) from++;
   return from;
 }
 

@@ -10,6 +10,9 @@ import { definePanel } from '../panel.js';
 import { analyse, chosenHead, tokenText, unchangedRows } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 
+// A thumbnail's pixels: twice its 88 CSS pixels (sharp on a high-density screen). A longer text's
+// pattern is shown at this size, each pixel the largest weight of its block (drawPattern's side).
+const THUMB_PX = 176;
 const memo = new WeakMap();   // model -> the last data
 
 export default definePanel({
@@ -68,7 +71,7 @@ function update(node, data, ctx) {
   const H = a.config.n_heads;
   const labels = (k) => tokenText(a, k);
   for (const cell of headCells(s.grid)) {
-    drawPattern(cell.figure, { pattern: a.run.patterns.data, offset: (cell.l * H + cell.h) * a.T * a.T, T: a.T, labels }, { labelled: 0, from });
+    drawPattern(cell.figure, { pattern: a.run.patterns.data, offset: (cell.l * H + cell.h) * a.T * a.T, T: a.T, labels }, { labelled: 0, from, side: THUMB_PX });
   }
   return true;
 }
