@@ -564,44 +564,50 @@ std::string search_note(const TopEntries& t, bool largest) {
          "no entry of the other rows is " + (largest ? "above " : "below -") + bound + ".";
 }
 
+namespace {
+// A factor read as rows a block at a time: block(i, n) is rows i..i+n-1, [n, K] (B's columns are
+// read transposed, so one code serves the rows of A B and its columns).
+template <class Block>
+MatRM<double> centred_gram(Eigen::Index rows, const Block& block, const Eigen::RowVectorXd& mean) {
+  MatRM<double> G = MatRM<double>::Zero(mean.size(), mean.size());
+  for (Eigen::Index r = 0; r < rows; r += kRowBlock) {
+    const MatRM<double> c = block(r, std::min<Eigen::Index>(kRowBlock, rows - r)).rowwise() - mean;
+    G.noalias() += c.transpose() * c;
+  }
+  return G;
+}
+
+// The mean and spread of each line X_i Y of the product (X [rows, K] by blocks): with y_sum = Y 1
+// over its n columns and G the Gram matrix of Y with each row centred, mean X_i y_sum / n and
+// spread X_i G X_i^T.
+template <class Block>
+void line_stats(Eigen::Index rows, const Block& block, const Eigen::VectorXd& y_sum, int n, const MatRM<double>& G,
+                std::vector<double>& mean, std::vector<double>& spread) {
+  mean.resize(static_cast<std::size_t>(rows)), spread.resize(static_cast<std::size_t>(rows));
+  for (Eigen::Index r = 0; r < rows; r += kRowBlock) {
+    const MatRM<double> X = block(r, std::min<Eigen::Index>(kRowBlock, rows - r));
+    const Eigen::VectorXd m = (X * y_sum) / std::max(n, 1), sp = (X * G).cwiseProduct(X).rowwise().sum();
+    std::copy(m.data(), m.data() + m.size(), mean.begin() + r);
+    std::copy(sp.data(), sp.data() + sp.size(), spread.begin() + r);
+  }
+}
+}  // namespace
+
 TableStats table_stats(const Factored& f) {
   const int R = f.rows(), C = f.cols(), K = f.inner();
   check_cost("the row and column statistics of the " + std::to_string(R) + " x " + std::to_string(C) + " table",
              2.0 * (R + C) * K * K, 2.0 * kRowBlock * K * sizeof(double));
-  TableStats s;
-  s.row_mean.resize(R), s.row_spread.resize(R), s.col_mean.resize(C), s.col_spread.resize(C);
+  const auto rows_of_A = [&](Eigen::Index i, Eigen::Index n) { return MatRM<double>(f.A.middleRows(i, n)); };
+  const auto cols_of_B = [&](Eigen::Index i, Eigen::Index n) { return MatRM<double>(f.B.middleCols(i, n).transpose()); };
   // Sums first, divided after: a table of small integers gets exactly equal means where they tie.
-  const Eigen::VectorXd b_sum = f.B.rowwise().sum();      // [K]: A b_sum = the row sums
-  const Eigen::RowVectorXd a_sum = f.A.colwise().sum();   // [K]: a_sum B = the column sums
-  const Eigen::VectorXd b_mean = b_sum / std::max(C, 1);
-  const Eigen::RowVectorXd a_mean = a_sum / std::max(R, 1);
-  // GB = B_c B_c^T with B_c = B with each row centred (A B_c = A B minus its row means), GA = A_c^T A_c
-  // likewise; both summed a block at a time, never holding a centred copy of a factor.
-  MatRM<double> GB = MatRM<double>::Zero(K, K), GA = MatRM<double>::Zero(K, K);
-  for (Eigen::Index c = 0; c < C; c += kRowBlock) {
-    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, C - c);
-    const MatRM<double> Bc = f.B.middleCols(c, n).colwise() - b_mean;
-    GB.noalias() += Bc * Bc.transpose();
-  }
-  for (Eigen::Index r = 0; r < R; r += kRowBlock) {
-    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, R - r);
-    const MatRM<double> Ac = f.A.middleRows(r, n).rowwise() - a_mean;
-    GA.noalias() += Ac.transpose() * Ac;
-  }
-  for (Eigen::Index r = 0; r < R; r += kRowBlock) {
-    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, R - r);
-    const auto Ablk = f.A.middleRows(r, n);
-    const Eigen::VectorXd rm = (Ablk * b_sum) / std::max(C, 1), rs = (Ablk * GB).cwiseProduct(Ablk).rowwise().sum();
-    std::copy(rm.data(), rm.data() + n, s.row_mean.begin() + r);
-    std::copy(rs.data(), rs.data() + n, s.row_spread.begin() + r);
-  }
-  for (Eigen::Index c = 0; c < C; c += kRowBlock) {
-    const Eigen::Index n = std::min<Eigen::Index>(kRowBlock, C - c);
-    const auto Bblk = f.B.middleCols(c, n);
-    const Eigen::RowVectorXd cm = (a_sum * Bblk) / std::max(R, 1), cs_ = (GA * Bblk).cwiseProduct(Bblk).colwise().sum();
-    std::copy(cm.data(), cm.data() + n, s.col_mean.begin() + c);
-    std::copy(cs_.data(), cs_.data() + n, s.col_spread.begin() + c);
-  }
+  const Eigen::VectorXd b_sum = f.B.rowwise().sum();               // [K]: A b_sum = the row sums
+  const Eigen::VectorXd a_sum = f.A.colwise().sum().transpose();   // [K]: a_sum^T B = the column sums
+  // GB = B_c B_c^T with B_c = B with each row centred (A B_c = A B minus its row means); GA likewise.
+  const MatRM<double> GB = centred_gram(C, cols_of_B, (b_sum / std::max(C, 1)).transpose());
+  const MatRM<double> GA = centred_gram(R, rows_of_A, (a_sum / std::max(R, 1)).transpose());
+  TableStats s;
+  line_stats(R, rows_of_A, b_sum, C, GB, s.row_mean, s.row_spread);
+  line_stats(C, cols_of_B, a_sum, R, GA, s.col_mean, s.col_spread);
   return s;
 }
 

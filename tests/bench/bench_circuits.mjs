@@ -7,23 +7,15 @@
 // the top entries it prints how many rows the search read (of 48,262) and whether that was all.
 // Nothing here asserts a time. Needs `npm run build`.
 //   node tests/bench/bench_circuits.mjs [--reps N] [--json]
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { intArg, summary } from './common.mjs';
+import { intArg, summary, simd128Instance } from './common.mjs';
 import { attnOnly2l } from './bench_series.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '..', '..');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 const V = 48262;
 
 async function main() {
   const reps = intArg('--reps', 3);
-  if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
-  const { init } = await import(pathToFileURL(wrapper).href);
-  const cs = await init({ simd: 'simd128' });
+  const cs = await simd128Instance();
   const model = cs.load(attnOnly2l(V));
   const view = { k: 12, table: false, sort: 'none', top: 40 };
   const calls = {

@@ -11,24 +11,16 @@
 //   forward    a full pass over 1,024 tokens, patterns and top-k included
 // Nothing here asserts a time. Needs `npm run build`.
 //   node tests/bench/bench_typing.mjs [--keystrokes N] [--tokens T] [--json]
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { intArg, summary } from './common.mjs';
+import { intArg, summary, simd128Instance } from './common.mjs';
 import { attnOnly2l } from './bench_series.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const root = path.resolve(here, '..', '..');
-const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 const V = 48262;
 
 async function main() {
   const n = intArg('--keystrokes', 20);
   const T = intArg('--tokens', 512);
-  if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
-  const { init } = await import(pathToFileURL(wrapper).href);
-  const cs = await init({ simd: 'simd128' });
+  const cs = await simd128Instance();
   const file = attnOnly2l(V);
   const model = cs.load(file);
   const other = cs.load(file);   // another session: its run makes the next one start again

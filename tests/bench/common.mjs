@@ -1,5 +1,18 @@
 // Helpers shared by the benchmark scripts (bench_wasm.mjs, gemm/bench_gemm.mjs, peers/): the
-// command-line numbers, the reference batch and the timing statistics.
+// command-line numbers, the reference batch, the timing statistics and the built module.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
+
+// An instance of the built WASM module (the SIMD128 one), or a sentence to build it first.
+export async function simd128Instance() {
+  if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  const { init } = await import(pathToFileURL(wrapper).href);
+  return init({ simd: 'simd128' });
+}
 
 // The value after `name` on the command line, as a positive integer, or `def` when absent.
 export function intArg(name, def) {
