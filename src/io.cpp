@@ -16,7 +16,9 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 namespace cs {
@@ -142,6 +144,7 @@ struct Entry {
   std::string name;
   Tensor<float>* dest = nullptr;
   Found f;
+  std::vector<std::uint8_t> bytes;  // a buffer's bytes, as they arrive, for its check
 };
 
 // Every byte of the data section belongs to exactly one tensor.
@@ -171,26 +174,41 @@ void check_layout(const std::vector<Entry>& entries, std::uint64_t section_size)
          " trailing bytes after the last tensor; the file is corrupt");
 }
 
-// Reads every tensor's values, refusing NaN, Inf and magnitudes past kMaxAbsWeight (config.h).
-void read_values(const std::vector<Entry>& entries, const std::uint8_t* section) {
-  for (const Entry& en : entries) {
-    if (en.dest == nullptr) continue;
-    const Found& f = en.f;
-    const std::string& name = en.name;
-    std::vector<float>& out = en.dest->data;
-    const std::uint8_t* p = section + static_cast<std::size_t>(f.begin);
-    const std::size_t isz = stored_size(f.dtype);
-    for (std::size_t k = 0; k < out.size(); ++k, p += isz) {
-      const float x = f.dtype == Stored::F32 ? read_f32(p) : f.dtype == Stored::F16 ? read_f16(p) : read_bf16(p);
-      if (!std::isfinite(x))
-        fail("tensor " + name + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") +
-             ") at index " + std::to_string(k) + "; the model diverged during training or the file is corrupt");
-      if (std::fabs(x) > kMaxAbsWeight)
-        fail("tensor " + name + " has the value " + float_text(x) + " at index " +
-             std::to_string(k) + "; circuitscope refuses weights beyond +-" + float_text(kMaxAbsWeight) +
-             " (trained weights are of order 1, and larger ones overflow a forward pass): the file is corrupt");
-      out[k] = x;
+// Refuses value x of tensor `name` at index k when it is NaN, Inf or beyond kMaxAbsWeight (config.h).
+[[noreturn]] void bad_value(const std::string& name, std::size_t k, float x) {
+  if (!std::isfinite(x))
+    fail("tensor " + name + " has a non-finite value (" + (std::isnan(x) ? "NaN" : "Inf") + ") at index " +
+         std::to_string(k) + "; the model diverged during training or the file is corrupt");
+  fail("tensor " + name + " has the value " + float_text(x) + " at index " + std::to_string(k) +
+       "; circuitscope refuses weights beyond +-" + float_text(kMaxAbsWeight) +
+       " (trained weights are of order 1, and larger ones overflow a forward pass): the file is corrupt");
+}
+
+// Appends `count` stored values at p to `out` (which holds the first ones), refusing a bad one
+// (bad_value). They go through a small buffer: `out` has room reserved and is written once.
+template <float (*Read)(const std::uint8_t*), std::size_t Size>
+void append_values(const std::string& name, const std::uint8_t* p, std::size_t count, std::vector<float>& out) {
+  constexpr std::size_t kBlock = 1024;
+  float block[kBlock];
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(kBlock, count - done);
+    for (std::size_t i = 0; i < n; ++i, p += Size) {
+      const float x = Read(p);
+      if (!(std::fabs(x) <= kMaxAbsWeight)) bad_value(name, out.size() + i, x);  // NaN fails the comparison
+      block[i] = x;
     }
+    out.insert(out.end(), block, block + n);
+    done += n;
+  }
+}
+
+void append_values(const Entry& en, const std::uint8_t* p, std::size_t count) {
+  std::vector<float>& out = en.dest->data;
+  switch (en.f.dtype) {
+    case Stored::F32: return append_values<read_f32, 4>(en.name, p, count, out);
+    case Stored::F16: return append_values<read_f16, 2>(en.name, p, count, out);
+    case Stored::BF16: return append_values<read_bf16, 2>(en.name, p, count, out);
+    case Stored::Bool: fail("tensor " + en.name + " is BOOL, which is never a weight");
   }
 }
 
@@ -298,30 +316,34 @@ std::string with_path(const std::string& path, const std::string& msg) {
   return "model file " + path + ": " + msg;
 }
 
-// The parsed JSON header and where the data section is.
+// The parsed JSON header and the size of the data section after it.
 struct Header {
   json doc;
-  const std::uint8_t* section = nullptr;
   std::uint64_t section_size = 0;
 };
 
-Header parse_header(const std::uint8_t* data, std::size_t size) {
-  if (data == nullptr && size != 0) fail("no data was given to read");
+// The header's length from a file's first 8 bytes (the file is `size` bytes long), checked.
+std::uint64_t header_length(const std::uint8_t* first8, std::uint64_t size) {
   if (size < 8)
     fail("the file is only " + std::to_string(size) +
          " bytes long, shorter than the 8-byte header length a safetensors file starts with (empty or truncated file?)");
-  const std::uint64_t header_len = get_u64le(data);
-  if (header_len > static_cast<std::uint64_t>(size) - 8)
+  const std::uint64_t header_len = get_u64le(first8);
+  if (header_len > size - 8)
     fail("header length " + std::to_string(header_len) + " is larger than the file (" + std::to_string(size) +
          " bytes): the file is truncated or not a safetensors file");
   if (header_len > kMaxHeaderBytes)
     fail("the header is " + std::to_string(header_len) + " bytes long; circuitscope reads headers of at most " +
          std::to_string(kMaxHeaderBytes >> 20) + " MB (a million-token vocabulary takes about 20 MB)");
-  const char* hb = reinterpret_cast<const char*>(data) + 8;
+  return header_len;
+}
+
+// The header of a file of `size` bytes from its first 8 + header_length() bytes.
+Header parse_header(const std::uint8_t* head, std::uint64_t size) {
+  const std::uint64_t header_len = header_length(head, size);
+  const char* hb = reinterpret_cast<const char*>(head) + 8;
   const char* he = hb + static_cast<std::size_t>(header_len);
   Header h;
-  h.section = data + 8 + static_cast<std::size_t>(header_len);
-  h.section_size = static_cast<std::uint64_t>(size) - 8 - header_len;
+  h.section_size = size - 8 - header_len;
   if (!depth_ok(hb, he, kMaxJsonDepth))
     fail("the header nests JSON more than " + std::to_string(kMaxJsonDepth) +
          " levels deep; the file is corrupt or not a safetensors file");
@@ -364,7 +386,7 @@ void allocate(ModelFile& m, std::uint64_t need, std::uint64_t section_size, cons
          " bytes: the file is truncated or its " + (what == "the config" ? "config" : "header") +
          " does not match its tensors");
   try {
-    m.params = make_params<float>(m.cfg);
+    m.params = make_params<float>(m.cfg, false);  // ModelReader appends the values
   } catch (const std::bad_alloc&) {
     fail("there is not enough memory for the " + std::to_string(need) + " weights " + what + " calls for");
   }
@@ -625,8 +647,8 @@ Config infer_tl_config(const json& header, const json* meta, const std::string& 
 }
 
 // TransformerLens's attn.mask buffer must be the causal mask over the whole context.
-void check_causal_mask(const Entry& en, const std::uint8_t* section, int n_ctx) {
-  const std::uint8_t* p = section + static_cast<std::size_t>(en.f.begin);
+void check_causal_mask(const Entry& en, int n_ctx) {
+  const std::uint8_t* p = en.bytes.data();
   for (int q = 0; q < n_ctx; ++q)
     for (int k = 0; k < n_ctx; ++k) {
       const std::uint8_t v = p[static_cast<std::size_t>(q) * static_cast<std::size_t>(n_ctx) + static_cast<std::size_t>(k)];
@@ -638,11 +660,35 @@ void check_causal_mask(const Entry& en, const std::uint8_t* section, int n_ctx) 
     }
 }
 
+// What a TransformerLens file's reading does once its values are in (finish_transformerlens).
+struct TlFinish {
+  bool has_tokenizer = false;  // __metadata__ carries one
+  bool told_config = false;    // a config.json was given
+  Processing processing;
+};
+
+// A model whose tensors wait for the data section's bytes, which ModelReader puts in them in file
+// order; then, for a TransformerLens file, finish_transformerlens.
+struct Filling {
+  std::unique_ptr<ModelFile> m = std::make_unique<ModelFile>();  // entries point into it
+  std::vector<Entry> entries;                                     // by offset, every byte of the section
+  std::optional<TlFinish> tl;
+};
+
+// The entries in file order, after check_layout.
+std::vector<Entry> in_file_order(std::vector<Entry> entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.f.begin != b.f.begin ? a.f.begin < b.f.begin : a.f.end < b.f.end;
+  });
+  return entries;
+}
+
 // A safetensors file without circuitscope's metadata, read as model.state_dict() of a
 // TransformerLens HookedTransformer: biases absent are zero; attn.mask and attn.IGNORE buffers
 // are checked and dropped; any other tensor is refused (it would be left out of the forward pass).
-ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOptions& opts) {
-  ModelFile m;
+Filling begin_transformerlens(const Header& h, const json* meta, const LoadOptions& opts) {
+  Filling fill;
+  ModelFile& m = *fill.m;
   m.cfg = infer_tl_config(h.doc, meta, opts.tl_config);
   const std::string* tok = meta ? meta_string(*meta, "tokenizer", false) : nullptr;
   m.tokenizer = tok ? tokenizer_from_meta(*tok) : Tokenizer::build_ids(m.cfg.d_vocab);
@@ -674,24 +720,32 @@ ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOpti
   };
   const std::vector<Entry> entries = collect_entries(h.doc, m.params, section_size, kTlSays, buffer, is_tl_bias);
   check_layout(entries, section_size);
-  read_values(entries, h.section);
+  fill.entries = in_file_order(entries);
+  fill.tl = TlFinish{tok != nullptr, !opts.tl_config.empty(), opts.processing};
+  return fill;
+}
+
+// A TransformerLens file's checks and processing once its values are read: the attention masks,
+// the weight processing asked for, and the note saying what was read.
+void finish_transformerlens(ModelFile& m, const std::vector<Entry>& entries, const TlFinish& how) {
+  const int n_ctx = m.cfg.n_ctx;
   for (const Entry& en : entries)
     if (en.dest == nullptr && en.name.size() > 5 && en.name.compare(en.name.size() - 5, 5, ".mask") == 0 &&
         en.f.end > en.f.begin)
-      check_causal_mask(en, h.section, n_ctx);
+      check_causal_mask(en, n_ctx);
 
   const std::string pos = m.cfg.pos_embed == PosEmbed::Shortformer
                               ? "shortformer positions, as its __metadata__ says"
                               : "standard positions; a shortformer model's state dict looks the same, so such a file "
                                 "needs positional_embedding_type in its __metadata__";
-  const std::string told = opts.tl_config.empty() ? "as its __metadata__ says" : "as its metadata or config.json says";
+  const std::string told = !how.told_config ? "as its __metadata__ says" : "as its metadata or config.json says";
   const std::string norm = m.cfg.normalization == Norm::LN      ? "LayerNorm"
                            : m.cfg.normalization == Norm::LNPre ? "folded LayerNorm (LNPre), " + told
                                                                 : "no normalization, " + told;
   const std::string mlp = m.cfg.d_mlp > 0 ? "MLPs of " + std::to_string(m.cfg.d_mlp) + " (" + act_name(m.cfg.act_fn) + ")"
                                           : "attention only";
   const bool had_bias = m.cfg.use_bias;
-  const ProcessingReport rep = process_weights(m.params, opts.processing);
+  const ProcessingReport rep = process_weights(m.params, how.processing);
   m.cfg = m.params.cfg;
   const auto joined = [](const std::vector<std::string>& v, const char* sep) {
     std::string out;
@@ -702,7 +756,7 @@ ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOpti
       rep.applied.empty() ? std::string(" No TransformerLens processing was applied")
                           : " TransformerLens's processing was applied: " + joined(rep.applied, ", ");
   const std::string skipped = rep.skipped.empty() ? "." : " (not applied: " + joined(rep.skipped, "; ") + ").";
-  const std::string words = tok ? "The tokenizer is the one in the file's __metadata__."
+  const std::string words = how.has_tokenizer ? "The tokenizer is the one in the file's __metadata__."
                                 : std::string("The file carries no tokenizer, so text is token ids separated by "
                                               "spaces (e.g. \"") +
                                       (m.cfg.d_vocab > 12 ? "12 7 7 3" : m.cfg.d_vocab > 1 ? "0 1 0 1" : "0 0 0") +
@@ -712,11 +766,10 @@ ModelFile load_transformerlens(const Header& h, const json* meta, const LoadOpti
                              mlp + "; " + pos + (had_bias ? "" : "; it has no biases") + ")." + processing + skipped +
                              " " + words},
                 {"processing", {{"applied", rep.applied}, {"skipped", rep.skipped}}}};
-  return m;
 }
 
 // A file written by circuitscope: config, tokenizer and info in __metadata__.
-ModelFile load_circuitscope(const Header& h, const json& meta) {
+Filling begin_circuitscope(const Header& h, const json& meta) {
   const std::string& format = *meta_string(meta, "format", true);
   if (format != "circuitscope")
     fail("__metadata__ format is \"" + clean(format) + "\", not \"circuitscope\"; this file was written by another tool");
@@ -725,7 +778,8 @@ ModelFile load_circuitscope(const Header& h, const json& meta) {
     fail("format_version \"" + clean(version) +
          "\" is not supported; this build reads version 1 (was the file written by a newer circuitscope?)");
 
-  ModelFile m;
+  Filling fill;
+  ModelFile& m = *fill.m;
   {
     const json cj = parse_meta_json(*meta_string(meta, "config", true), "config");
     try {
@@ -756,8 +810,8 @@ ModelFile load_circuitscope(const Header& h, const json& meta) {
       fail("tensor " + e.name + " is stored as BF16, which circuitscope never writes (it saves F32 or F16); the file was "
            "changed after it was saved. Save it again with circuitscope, in F32 or F16");
   check_layout(entries, h.section_size);
-  read_values(entries, h.section);
-  return m;
+  fill.entries = in_file_order(entries);
+  return fill;
 }
 
 }  // namespace
@@ -855,14 +909,10 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
   return out;
 }
 
-ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
-  // torch.save's zip archive (the hub's .pth files): read, without running anything, as the
-  // safetensors file of the same state dict.
-  if (looks_like_pth(data, size)) {
-    const std::vector<std::uint8_t> st = pth_to_safetensors(data, size);
-    return load_model_bytes(st.data(), st.size(), opts);
-  }
-  const Header h = parse_header(data, size);
+namespace {
+
+// The model a safetensors header describes, its tensors waiting for their values.
+Filling begin_model(const Header& h, const LoadOptions& opts) {
   const auto mit = h.doc.find("__metadata__");
   if (mit != h.doc.end() && !mit->is_object())
     fail("__metadata__ is " + a_type(*mit) + ", not an object of strings");
@@ -876,14 +926,145 @@ ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const Loa
   }
   if (ours && !opts.tl_config.empty())
     fail("a TransformerLens config.json was given with a circuitscope model file, which carries its own config");
-  ModelFile m = ours ? load_circuitscope(h, *meta) : load_transformerlens(h, meta, opts);
+  Filling fill = ours ? begin_circuitscope(h, *meta) : begin_transformerlens(h, meta, opts);
+  // The tokenizer.json is read before the weights arrive, so a wrong one is refused at once.
+  ModelFile& m = *fill.m;
   if (!opts.tokenizer_json.empty()) {
     if (m.tokenizer.kind() != Tokenizer::Kind::Ids)
       throw std::invalid_argument(std::string("tokenizer.json: the model file carries its own tokenizer (") + m.tokenizer.kind_name() +
                                   ", " + std::to_string(m.tokenizer.size()) + " tokens); a tokenizer.json is only for files without one");
     m.tokenizer = Tokenizer::build_hf(opts.tokenizer_json, m.cfg.d_vocab, opts.bos_token);
   }
-  return m;
+  return fill;
+}
+
+}  // namespace
+
+struct ModelReader::State {
+  std::uint64_t size = 0, received = 0;
+  LoadOptions opts;
+  bool broken = false;     // a part was refused: the reader takes nothing more
+  bool pth = false;        // a torch.save zip archive, kept whole (its index comes last)
+  std::uint64_t head_len = 0;      // 8 + the header's length, once the first 8 bytes are in
+  std::vector<std::uint8_t> head;  // the bytes before the data section (a .pth file: all of them)
+  std::optional<Filling> fill;     // once the header is read
+  std::uint64_t pos = 0;           // bytes of the data section taken
+  std::size_t next = 0;            // the entry holding byte `pos`
+  std::uint8_t carry[4] = {};      // a value split between two writes
+
+  // Takes the next bytes of the data section into the tensors (or a buffer's bytes).
+  void take_section(const std::uint8_t* p, std::size_t n) {
+    std::vector<Entry>& es = fill->entries;
+    while (n > 0) {
+      while (next < es.size() && es[next].f.end <= pos) ++next;  // done, or empty
+      Entry& en = es[next];  // check_layout: the entries cover the section without a gap
+      const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n, en.f.end - pos));
+      if (en.dest == nullptr) en.bytes.insert(en.bytes.end(), p, p + take);
+      else take_values(en, static_cast<std::size_t>(pos - en.f.begin), p, take);
+      pos += take;
+      p += take;
+      n -= take;
+    }
+  }
+
+  // Bytes [off, off + n) of tensor en's values, appended as whole values arrive.
+  void take_values(const Entry& en, std::size_t off, const std::uint8_t* p, std::size_t n) {
+    const std::size_t isz = stored_size(en.f.dtype);
+    if (const std::size_t r = off % isz) {  // the end of a value begun in the last write
+      const std::size_t c = std::min(isz - r, n);
+      std::memcpy(carry + r, p, c);
+      p += c;
+      n -= c;
+      if (r + c < isz) return;
+      append_values(en, carry, 1);
+    }
+    append_values(en, p, n / isz);
+    std::memcpy(carry, p + (n / isz) * isz, n % isz);
+  }
+};
+
+ModelReader::ModelReader(std::uint64_t size, LoadOptions opts) : s_(std::make_unique<State>()) {
+  s_->size = size;
+  s_->opts = std::move(opts);
+}
+ModelReader::ModelReader(ModelReader&&) noexcept = default;
+ModelReader& ModelReader::operator=(ModelReader&&) noexcept = default;
+ModelReader::~ModelReader() = default;
+
+std::uint64_t ModelReader::received() const { return s_->received; }
+
+void ModelReader::write(const std::uint8_t* data, std::size_t n) {
+  State& s = *s_;
+  if (s.broken) fail("an earlier part of the file was refused, so the rest is not read");
+  try {
+    if (n > s.size - s.received)
+      fail("more than the file's " + std::to_string(s.size) + " bytes were given (did the file change while it was read?)");
+    if (data == nullptr && n != 0) fail("no data was given to read");
+    s.received += n;
+    while (n > 0) {
+      if (s.pth) {
+        s.head.insert(s.head.end(), data, data + n);
+        return;
+      }
+      if (s.fill) {
+        s.take_section(data, n);
+        return;
+      }
+      // The first 8 bytes, then the header: gathered until complete.
+      const std::uint64_t want = s.head_len ? s.head_len : std::min<std::uint64_t>(8, s.size);
+      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(n, want - s.head.size()));
+      s.head.insert(s.head.end(), data, data + c);
+      data += c;
+      n -= c;
+      if (s.head.size() < want) continue;
+      if (s.head_len == 0) {
+        if (looks_like_pth(s.head.data(), s.head.size())) {
+          if (s.size > kMaxPthFileBytes)  // the archive is kept whole: refuse a huge one before holding it
+            fail("the .pth file is " + std::to_string(s.size) + " bytes; circuitscope reads .pth files of at most " +
+                 std::to_string(kMaxPthFileBytes >> 30) + " GB");
+          s.pth = true;
+          s.head.reserve(static_cast<std::size_t>(s.size));
+          continue;
+        }
+        if (s.size < 8) break;  // finish() says the file is too short
+        s.head_len = 8 + header_length(s.head.data(), s.size);
+        if (s.head.size() < s.head_len) continue;
+      }
+      s.fill = begin_model(parse_header(s.head.data(), s.size), s.opts);
+      std::vector<std::uint8_t>().swap(s.head);
+    }
+  } catch (...) {
+    s.broken = true;
+    throw;
+  }
+}
+
+ModelFile ModelReader::finish() {
+  State& s = *s_;
+  if (s.broken) fail("an earlier part of the file was refused, so the rest is not read");
+  s.broken = true;  // finish() is called once
+  if (s.received != s.size)
+    fail("only " + std::to_string(s.received) + " of the file's " + std::to_string(s.size) +
+         " bytes were read (was the file cut short while it was read?)");
+  if (s.pth) {
+    // torch.save's zip archive (the hub's .pth files): read, without running anything, as the
+    // safetensors file of the same state dict.
+    std::vector<std::uint8_t> st = pth_to_safetensors(s.head.data(), s.head.size());
+    std::vector<std::uint8_t>().swap(s.head);
+    return load_model_bytes(st.data(), st.size(), s.opts);
+  }
+  if (!s.fill) parse_header(s.head.data(), s.size);  // a file too short for its header: says so
+  Filling& fill = *s.fill;
+  // Tensors the file may leave out (a TransformerLens file's biases) are zero.
+  for_each_tensor(fill.m->params, [](Tensor<float>& t) { t.data.resize(shape_numel(t.shape)); });
+  if (fill.tl) finish_transformerlens(*fill.m, fill.entries, *fill.tl);
+  return std::move(*fill.m);
+}
+
+ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
+  ModelReader reader(size, opts);
+  reader.write(data, size);
+  return reader.finish();
 }
 
 void check_output_path(const std::string& path) {
@@ -949,11 +1130,20 @@ ModelFile load_model_file(const std::string& path, const LoadOptions& opts) {
   if (static_cast<std::uint64_t>(len) > std::numeric_limits<std::size_t>::max())
     throw std::runtime_error("model file " + path + ": it is too large to load into memory");
   f.seekg(0, std::ios::beg);
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(len));
-  if (!bytes.empty()) f.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw std::runtime_error("model file " + path + ": reading it failed part way through");
+  // Read in pieces: a safetensors file's values go straight into the tensors.
   try {
-    return load_model_bytes(bytes.data(), bytes.size(), opts);
+    ModelReader reader(static_cast<std::uint64_t>(len), opts);
+    std::vector<std::uint8_t> piece(std::min<std::uint64_t>(static_cast<std::uint64_t>(len), 16u << 20));
+    for (std::uint64_t left = static_cast<std::uint64_t>(len); left > 0;) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece.size()));
+      f.read(reinterpret_cast<char*>(piece.data()), static_cast<std::streamsize>(n));
+      if (!f) throw std::ios_base::failure("short read");
+      reader.write(piece.data(), n);
+      left -= n;
+    }
+    return reader.finish();
+  } catch (const std::ios_base::failure&) {
+    throw std::runtime_error("model file " + path + ": reading it failed part way through");
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(with_path(path, e.what()));
   }

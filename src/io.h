@@ -5,6 +5,7 @@
 // circuitscope metadata; F32, F16 or BF16): see load_model_bytes.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,27 @@ std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype = Dty
 // (Tokenizer::Kind::Ids); info is {"source": "transformerlens", "note", "processing": {applied,
 // skipped}}.
 ModelFile load_model_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts = LoadOptions());
+
+// Reads a model file of `size` bytes given in pieces, in order (the page reads a File as a
+// stream; load_model_file reads 16 MB at a time): once a safetensors header is in, the file is
+// checked as load_model_bytes checks it and each value goes into its tensor as it arrives, so the
+// file is never held whole beside the weights; a wrong header, config or tokenizer.json is
+// refused before the weights are read. A .pth archive is gathered whole (its index comes last).
+// load_model_bytes is one write() and finish(). After a refusal the reader takes nothing more.
+class ModelReader {
+ public:
+  explicit ModelReader(std::uint64_t size, LoadOptions opts = LoadOptions());
+  ModelReader(ModelReader&&) noexcept;
+  ModelReader& operator=(ModelReader&&) noexcept;
+  ~ModelReader();
+  void write(const std::uint8_t* data, std::size_t n);  // the file's next n bytes
+  std::uint64_t received() const;
+  ModelFile finish();  // after all `size` bytes; once
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // Refuses (std::runtime_error "PATH exists and is a device; ...") an output path that exists and is
 // not a regular file: a directory, a symbolic link, a device, a pipe. Writers call it first.

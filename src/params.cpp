@@ -6,12 +6,19 @@
 namespace cs {
 
 template <class T>
-Params<T> make_params(const Config& c) {
+Params<T> make_params(const Config& c, bool zeroed) {
   c.validate();
   Params<T> p;
   p.cfg = c;
   p.blocks.resize(c.n_layers);
-  for_each_param_slot(c, &p, [](const ParamKey&, Tensor<T>* t, const ParamDims& d) { t->resize(d.shape()); });
+  for_each_param_slot(c, &p, [zeroed](const ParamKey&, Tensor<T>* t, const ParamDims& d) {
+    if (zeroed) {
+      t->resize(d.shape());
+    } else {
+      t->shape = d.shape();
+      t->data.reserve(shape_numel(t->shape));
+    }
+  });
   return p;
 }
 
@@ -54,8 +61,8 @@ Params<T> init_params(const Config& c, std::uint64_t seed) {
   return p;
 }
 
-template Params<float> make_params<float>(const Config&);
-template Params<double> make_params<double>(const Config&);
+template Params<float> make_params<float>(const Config&, bool);
+template Params<double> make_params<double>(const Config&, bool);
 template Params<float> init_params<float>(const Config&, std::uint64_t);
 template Params<double> init_params<double>(const Config&, std::uint64_t);
 

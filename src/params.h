@@ -142,9 +142,11 @@ void for_each_param_slot(const Config& c, P* p, F&& fn) {
   if (c.use_bias) fn(ParamKey{-1, "unembed.b_U", "", Z}, member(p, &Top::b_U), ParamDims{1, {V, 0, 0}});
 }
 
-// Every tensor the config calls for, allocated and zeroed.
+// Every tensor the config calls for, allocated and zeroed; or, with zeroed false, each with its
+// shape and room for its values but none yet (data empty, its capacity reserved, no memory
+// written): for a loader that appends every value once (ModelReader, io.h).
 template <class T>
-Params<T> make_params(const Config& cfg);
+Params<T> make_params(const Config& cfg, bool zeroed = true);
 
 // Visits (name, tensor) for every tensor present, in file order.
 template <class P, class F>

@@ -22,7 +22,6 @@ namespace {
 
 // Limits. A state dict needs far less of each; the pickle ones keep a hostile data.pkl from making
 // the reader hold more than some tens of bytes per byte of pickle.
-constexpr std::uint64_t kMaxFileBytes = 2ull << 30;
 constexpr std::uint64_t kMaxEntries = 100000;
 constexpr std::uint64_t kMaxPickleBytes = 256ull << 20;
 constexpr std::size_t kMaxStack = 10000;  // pickle's SETITEMS batches of 1000 pairs put 2000 items on it
@@ -1102,9 +1101,9 @@ std::vector<std::uint8_t> pth_to_safetensors(const std::uint8_t* data, std::size
         "the file does not start like a zip archive (\"PK\\x03\\x04\"), which is how torch.save has written .pth "
         "files since PyTorch 1.6; an older file (or one saved with _use_new_zipfile_serialization=False) must be "
         "loaded in Python and saved again with torch.save");
-  if (static_cast<std::uint64_t>(size) > kMaxFileBytes)
+  if (static_cast<std::uint64_t>(size) > kMaxPthFileBytes)
     fail("the .pth file is " + std::to_string(size) + " bytes; circuitscope reads .pth files of at most " +
-         std::to_string(kMaxFileBytes >> 30) + " GB");
+         std::to_string(kMaxPthFileBytes >> 30) + " GB");
   const Archive archive = open_archive(data, size);
   Unpickler u(archive);
   const std::vector<NamedTensor> named = u.state_dict();

@@ -11,6 +11,8 @@ namespace cs {
 
 // True when the bytes start like a zip archive ("PK\x03\x04"), which is how torch.save (since PyTorch 1.6) writes.
 bool looks_like_pth(const std::uint8_t* data, std::size_t size);
+// The largest .pth file read (it is held whole while its archive is read).
+constexpr std::uint64_t kMaxPthFileBytes = 2ull << 30;
 
 // Reads the state dict that torch.save(model.state_dict(), f) wrote (a flat dict or OrderedDict of
 // name -> tensor; nothing nested) and returns the same tensors as a safetensors file: an 8-byte

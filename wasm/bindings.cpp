@@ -20,8 +20,11 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::constant("maxModelFileBytes", static_cast<double>(cs::kMaxModelFileBytes));
   emscripten::constant("maxHeldOutBytes", static_cast<double>(cs::kMaxHeldOutBytes));
   emscripten::constant("maxTokenizerBytes", static_cast<double>(cs::hf::kMaxFileBytes));
+  emscripten::class_<csjs::ModelReader>("ModelReader")
+      .constructor<double, const emscripten::val&>()
+      .function("write", &csjs::ModelReader::write)
+      .function("finish", &csjs::ModelReader::finish);
   emscripten::class_<Model>("Model")
-      .constructor<const emscripten::val&, const emscripten::val&>()
       .function("config", &Model::config)
       .function("tokenize", &Model::tokenize)
       .function("tokenBytes", &Model::tokenBytes)

@@ -1217,6 +1217,13 @@ export interface Circuitscope {
    */
   load(bytes: Uint8Array | ArrayBuffer, options?: LoadOptions): LoadedModel;
   /**
+   * Opens a model file read from a File or Blob as a stream: a safetensors file's values go
+   * straight into the weights, so the file is never held whole beside them, and a wrong header,
+   * config or tokenizer.json is refused before the weights are read. onProgress(read, total) is
+   * called as the pieces arrive. Rejects as load() throws.
+   */
+  loadFile(file: Blob, options?: LoadOptions, onProgress?: (read: number, total: number) => void): Promise<LoadedModel>;
+  /**
    * Starts a training run from a recipe (an object or its JSON text). Throws an Error whose
    * message starts with "recipe:", "config:", "data:" or "tokenizer:" for a bad recipe.
    */

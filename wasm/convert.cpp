@@ -584,44 +584,77 @@ val step_metrics_js(const cs::StepMetrics& m) {
 
 // ------------------------------------------------------------------------------ Model
 
+namespace {
+
 // options: {processing: "default" | "none"} (how a TransformerLens file is read:
 // from_pretrained's processing, or from_pretrained_no_processing's none), {config}: a
 // TransformerLens config.json (text or object) read beside the weights, {tokenizer}: a Hugging
 // Face tokenizer.json's text for a file without a tokenizer, {bosToken}: its <BOS>.
-Model::Model(const val& bytes, const val& options)
-    : session_(guarded([&] {
-        cs::LoadOptions opts;
-        if (!options.isUndefined() && !options.isNull()) {
-          const val p = options["processing"];
-          if (!p.isUndefined()) {
-            const std::string s = p.isString() ? p.as<std::string>() : std::string("?");
-            if (s == "none") opts.processing = cs::Processing::none();
-            else if (s != "default")
-              throw std::invalid_argument("load: options.processing must be \"default\" (TransformerLens's from_pretrained) or "
-                                          "\"none\" (from_pretrained_no_processing)");
-          }
-          const val cfg = options["config"];
-          if (cfg.isString()) opts.tl_config = cfg.as<std::string>();
-          else if (!cfg.isUndefined() && !cfg.isNull())
-            opts.tl_config = val::global("JSON").call<std::string>("stringify", cfg);
-          if (!cfg.isUndefined() && !cfg.isNull() && opts.tl_config.empty())
-            throw std::invalid_argument("load: options.config must be a TransformerLens config.json's text or its object");
-          const val tok = options["tokenizer"];
-          // A string's UTF-8 is at least as many bytes as its UTF-16 length: refuse a huge one
-          // before it is copied into the module's memory, which never shrinks.
-          if (tok.isString() && tok["length"].as<double>() > static_cast<double>(cs::hf::kMaxFileBytes))
-            throw std::invalid_argument("tokenizer.json: the file is over " + std::to_string(cs::hf::kMaxFileBytes >> 20) +
-                                        " MB; circuitscope reads tokenizer files of up to " + std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
-          if (tok.isString()) opts.tokenizer_json = tok.as<std::string>();
-          else if (!tok.isUndefined() && !tok.isNull())
-            throw std::invalid_argument("load: options.tokenizer must be a Hugging Face tokenizer.json's text");
-          const val bos = options["bosToken"];
-          if (bos.isString()) opts.bos_token = bos.as<std::string>();
-          else if (!bos.isUndefined() && !bos.isNull()) throw std::invalid_argument("load: options.bosToken must be a token's text");
-        }
-        std::vector<std::uint8_t> buf = copy_in<std::uint8_t>(bytes, "model bytes");
-        return std::make_unique<cs::ModelSession>(cs::ModelSession::from_bytes(buf.data(), buf.size(), opts));
+cs::LoadOptions load_options(const val& options) {
+  cs::LoadOptions opts;
+  if (options.isUndefined() || options.isNull()) return opts;
+  const val p = options["processing"];
+  if (!p.isUndefined()) {
+    const std::string s = p.isString() ? p.as<std::string>() : std::string("?");
+    if (s == "none") opts.processing = cs::Processing::none();
+    else if (s != "default")
+      throw std::invalid_argument("load: options.processing must be \"default\" (TransformerLens's from_pretrained) or "
+                                  "\"none\" (from_pretrained_no_processing)");
+  }
+  const val cfg = options["config"];
+  if (cfg.isString()) opts.tl_config = cfg.as<std::string>();
+  else if (!cfg.isUndefined() && !cfg.isNull())
+    opts.tl_config = val::global("JSON").call<std::string>("stringify", cfg);
+  if (!cfg.isUndefined() && !cfg.isNull() && opts.tl_config.empty())
+    throw std::invalid_argument("load: options.config must be a TransformerLens config.json's text or its object");
+  const val tok = options["tokenizer"];
+  // A string's UTF-8 is at least as many bytes as its UTF-16 length: refuse a huge one
+  // before it is copied into the module's memory, which never shrinks.
+  if (tok.isString() && tok["length"].as<double>() > static_cast<double>(cs::hf::kMaxFileBytes))
+    throw std::invalid_argument("tokenizer.json: the file is over " + std::to_string(cs::hf::kMaxFileBytes >> 20) +
+                                " MB; circuitscope reads tokenizer files of up to " + std::to_string(cs::hf::kMaxFileBytes >> 20) + " MB");
+  if (tok.isString()) opts.tokenizer_json = tok.as<std::string>();
+  else if (!tok.isUndefined() && !tok.isNull())
+    throw std::invalid_argument("load: options.tokenizer must be a Hugging Face tokenizer.json's text");
+  const val bos = options["bosToken"];
+  if (bos.isString()) opts.bos_token = bos.as<std::string>();
+  else if (!bos.isUndefined() && !bos.isNull()) throw std::invalid_argument("load: options.bosToken must be a token's text");
+  return opts;
+}
+
+}  // namespace
+
+Model::Model(cs::ModelFile file) : session_(std::make_unique<cs::ModelSession>(std::move(file))) {}
+
+// ------------------------------------------------------------------------------ ModelReader
+
+ModelReader::ModelReader(double size, const val& options)
+    : reader_(guarded([&] {
+        if (!(size >= 0) || size > 9007199254740991.0 || std::floor(size) != size)
+          throw std::invalid_argument("load: the file's size must be a whole number of bytes, got " + std::to_string(size));
+        return std::make_unique<cs::ModelReader>(static_cast<std::uint64_t>(size), load_options(options));
       })) {}
+
+void ModelReader::write(const val& bytes) {
+  guarded([&] {
+    if (!is_array_like(bytes)) throw std::invalid_argument("load: each piece of the file must be a Uint8Array, got " + describe(bytes));
+    const std::size_t n = bytes["length"].as<std::size_t>();
+    piece_.resize(n);  // kept between pieces: the module's memory is not grown for each
+    if (n) {
+      val view(emscripten::typed_memory_view(n, piece_.data()));
+      view.call<void>("set", bytes);
+    }
+    reader_->write(piece_.data(), n);
+    return 0;
+  });
+}
+
+Model ModelReader::finish() {
+  return guarded([&] {
+    std::vector<std::uint8_t>().swap(piece_);
+    return Model(reader_->finish());
+  });
+}
 
 // {"config": {...}, "tokenizer": {...}, "info": {...}} as a JSON string.
 std::string Model::config() const {

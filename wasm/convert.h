@@ -22,8 +22,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analysis/model_session.h"
+#include "io.h"
 #include "train.h"
 
 namespace csjs {
@@ -33,7 +35,7 @@ using emscripten::val;
 // A model file opened for the page (cs::ModelSession).
 class Model {
  public:
-  Model(const val& bytes, const val& options);
+  explicit Model(cs::ModelFile file);
   std::string config() const;
   val tokenize(const val& text) const;  // text: a JS string (see convert.cpp)
   val tokenBytes(const val& ids) const;
@@ -76,6 +78,21 @@ class Model {
 
  private:
   std::unique_ptr<cs::ModelSession> session_;
+};
+
+// A model file given in pieces, in order (cs::ModelReader): new ModelReader(size, options), then
+// write(piece) for each piece (a Uint8Array), then finish(), which gives the Model. options as
+// load(): {processing, config, tokenizer, bosToken}. The file is never copied whole into the
+// module's memory: a safetensors file's values go straight into the weights.
+class ModelReader {
+ public:
+  ModelReader(double size, const val& options);
+  void write(const val& bytes);
+  Model finish();
+
+ private:
+  std::unique_ptr<cs::ModelReader> reader_;
+  std::vector<std::uint8_t> piece_;
 };
 
 // A training run driven one optimisation step per call (cs::Trainer). The recipe is the CLI's

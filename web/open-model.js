@@ -1,8 +1,7 @@
 // Opening a model file in the page: Files (the header's file picker, files dropped on the page: a
 // model file with, optionally, its TransformerLens config.json and its Hugging Face tokenizer.json)
-// or bytes (a model trained in the Training view) go through the core's loader (load(bytes,
-// {config, tokenizer})),
-// and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
+// or bytes (a model trained in the Training view) go through the core's reader (loadFile(file,
+// {config, tokenizer}) streams a File into it; load(bytes) for bytes), and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
 // nothing here fetches. A file over the core's limits.maxModelFileBytes is refused before it is read; a file the
 // loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
 // document (detail: {entry, message, view}); the app shell (app.js) shows the model from it.
@@ -15,15 +14,18 @@ const shownName = (file) => String(file ?? 'the file').slice(0, 80);
 const layers = (c) => (c.n_layers ? `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'} of ${c.n_heads} head${c.n_heads === 1 ? '' : 's'}` : 'no attention layers');
 
 /**
- * Opens model-file bytes named `file` and registers the model. `firstView`: show it in the first
- * view that offers it (IOI for an IOI model, else Induction); otherwise the app decides. Resolves to {entry, message}; rejects with an Error whose message is
- * a sentence for the page ("Could not open x.safetensors: model file: ...").
+ * Opens a model file (a File, or bytes such as a model trained in the Training view) named `file`
+ * and registers the model. `firstView`: show it in the first view that offers it (IOI for an IOI
+ * model, else Induction); otherwise the app decides. onProgress(read, total) as a File is read.
+ * Resolves to {entry, message}; rejects with an Error whose message is a sentence for the page
+ * ("Could not open x.safetensors: model file: ...").
+ * @param {Blob | Uint8Array | ArrayBuffer} source @param {string} file
  */
-export async function openModelBytes(bytes, file, { firstView = false, view = null, config = undefined, tokenizer = undefined, series = null, note: extraNote = '' } = {}) {
-  const model = await loadBytes(bytes, file, { config, tokenizer });
+export async function openModel(source, file, { firstView = false, view = null, config = undefined, tokenizer = undefined, series = null, note: extraNote = '', onProgress = undefined } = {}) {
+  const model = await loadModel(source, file, { config, tokenizer, onProgress });
   let entry;
   try {
-    entry = registerLocal(file, model, { size: bytes.byteLength, series });
+    entry = registerLocal(file, model, { size: isBlob(source) ? /** @type {Blob} */ (source).size : /** @type {ArrayBuffer} */ (source).byteLength, series });
   } catch (e) {
     model.delete();
     throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
@@ -35,52 +37,40 @@ export async function openModelBytes(bytes, file, { firstView = false, view = nu
   return { entry, message };
 }
 
+// A File or Blob (or an object with its size and arrayBuffer()), as opposed to bytes.
+const isBlob = (x) => typeof x?.arrayBuffer === 'function' && typeof x.size === 'number';
+
 /**
- * Model-file bytes through the core's loader (with a config.json's and a tokenizer.json's text),
- * or a sentence. Each file is loaded in a WebAssembly instance of its own, so a refused file (the
+ * A model file through the core's loader (with a config.json's and a tokenizer.json's text), or
+ * a sentence. A File is read as a stream straight into the core's reader (loadFile), so a 200 MB
+ * file is never held whole beside its weights, and one over the core's limits is refused before
+ * it is read. Each file is loaded in a WebAssembly instance of its own, so a refused file (the
  * instance is dropped with the error) or a closed one gives its memory back.
+ * @param {Blob | Uint8Array | ArrayBuffer} source @param {string} file
  */
-async function loadBytes(bytes, file, { config = undefined, tokenizer = undefined } = {}) {
+async function loadModel(source, file, { config = undefined, tokenizer = undefined, onProgress = undefined } = {}) {
+  if (isBlob(source)) await checkSize(source, file);
   const cs = await newModule();
+  /** @type {{config?: string, tokenizer?: string}} */
+  const options = {};
+  if (config !== undefined) options.config = config;
+  if (tokenizer !== undefined) options.tokenizer = tokenizer;
   try {
-    /** @type {{config?: string, tokenizer?: string}} */
-    const options = {};
-    if (config !== undefined) options.config = config;
-    if (tokenizer !== undefined) options.tokenizer = tokenizer;
+    if (isBlob(source)) return await cs.loadFile(/** @type {Blob} */ (source), options, onProgress);
+    const bytes = /** @type {Uint8Array | ArrayBuffer} */ (source);
     return cs.load(bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes), options);
   } catch (e) {
     throw new Error(`Could not open ${shownName(file)}: ${String(e?.message ?? e)}`);
   }
 }
 
-/**
- * Reads a File's bytes (size checked first), or rejects with a sentence. onProgress(read, total)
- * is called as the chunks arrive (a 200 MB file takes a moment to read).
- */
-async function readBytes(file, onProgress) {
+/** Refuses, in a sentence, a File over the core's size limit or an empty one, before it is read. */
+async function checkSize(blob, file) {
   const { limits } = await getModule();
-  if (file.size > limits.maxModelFileBytes) {
-    throw new Error(`Could not open ${shownName(file.name)}: it is ${Math.round(file.size / MB)} MB, and the page opens model files of up to ${Math.round(limits.maxModelFileBytes / MB)} MB (the core's limit is ${Math.round(limits.maxWeights / MB)} M weights, ${Math.round(limits.maxWeights * 4 / MB)} MB as float32).`);
+  if (blob.size > limits.maxModelFileBytes) {
+    throw new Error(`Could not open ${shownName(file)}: it is ${Math.round(blob.size / MB)} MB, and the page opens model files of up to ${Math.round(limits.maxModelFileBytes / MB)} MB (the core's limit is ${Math.round(limits.maxWeights / MB)} M weights, ${Math.round(limits.maxWeights * 4 / MB)} MB as float32).`);
   }
-  if (file.size === 0) throw new Error(`Could not open ${shownName(file.name)}: the file is empty.`);
-  try {
-    if (typeof file.stream !== 'function') return new Uint8Array(await file.arrayBuffer());
-    const out = new Uint8Array(file.size);
-    const reader = file.stream().getReader();
-    let read = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (read + value.length > out.length) throw new Error('the file grew while it was read');
-      out.set(value, read);
-      read += value.length;
-      onProgress?.(read, out.length);
-    }
-    if (read !== out.length) throw new Error(`only ${read} of its ${out.length} bytes could be read`);
-    return out;
-  } catch (e) {
-    throw new Error(`Could not read ${shownName(file.name)}: ${String(e?.message ?? e)}`);
-  }
+  if (blob.size === 0) throw new Error(`Could not open ${shownName(file)}: the file is empty.`);
 }
 
 const isJson = (file) => /\.json$/i.test(String(file?.name ?? ''));
@@ -184,10 +174,8 @@ export async function openModelFiles(files, { onProgress, note = '' } = {}) {
   const left = models.slice(1).map((f) => shownName(f.name));
   const extra = (left.length ? ` (One model at a time: ${left.join(', ')} ${left.length === 1 ? 'was' : 'were'} not opened; several checkpoints of one run open together when each name ends with its number, as NAME_N.pth or stepN.safetensors.)` : '')
     + (texts.length ? ` (${shownName(texts[0].name)} was not read: a held-out text is for a series of checkpoints.)` : '');
-  const bytes = await readBytes(models[0], onProgress && ((read, total) => onProgress(models[0].name, read, total)));
-  // Let the page show that the file was read before the core's (synchronous) load starts.
-  if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
-  return openModelBytes(bytes, models[0].name, { config, tokenizer, note: `${withConfig}${extra}` });
+  return openModel(models[0], models[0].name, { config, tokenizer, note: `${withConfig}${extra}`,
+    onProgress: onProgress && ((read, total) => onProgress(models[0].name, read, total)) });
 }
 
 /**
@@ -227,17 +215,16 @@ async function openSeries({ checkpoints, final }, { config, tokenizer, text, wit
   if (text) {
     heldOut = await jsonText(text, limits.maxHeldOutBytes, `the checkpoints are scored on at most ${Math.round(limits.maxHeldOutBytes / MB)} MB of held-out text`);
   }
-  const open = async (file) => loadBytes(await readBytes(file), file.name, { config, tokenizer });
+  const open = async (file) => loadModel(file, file.name, { config, tokenizer });
   const series = { checkpoints, text: heldOut, textName: text ? shownName(text.name) : null, open };
-  const bytes = await readBytes(final, onProgress && ((read, total) => onProgress(final.name, read, total)));
-  if (onProgress) await new Promise((resolve) => setTimeout(resolve, 0));
   const withText = text ? ` The Training view scores them on ${shownName(text.name)}.` : '';
-  return openModelBytes(bytes, final.name, { config, tokenizer, series, view: 'training',
+  return openModel(final, final.name, { config, tokenizer, series, view: 'training',
+    onProgress: onProgress && ((read, total) => onProgress(final.name, read, total)),
     note: `${withConfig} With ${checkpoints.length} checkpoints of its training (${checkpoints[0].label} to ${checkpoints.at(-1).label}), read one at a time when they are scored or shown.${withText}` });
 }
 
 /** Opens one File (from a file input or a drop). */
 export async function openModelFile(file) {
   if (!file || typeof file.arrayBuffer !== 'function') throw new Error('Nothing to open: drop or choose a model file (.safetensors or .pth).');
-  return openModelBytes(await readBytes(file), file.name);
+  return openModel(file, file.name);
 }

@@ -505,6 +505,103 @@ TEST(TransformerLensFile, EmptyMaskBuffersOfNewerTransformerLens) {
   expect_same_logits(ours, load(p.bytes()), 1e-6f);
 }
 
+// A file given in pieces (as the page reads a File's stream): `cuts` piece sizes, used in turn.
+ModelFile read_in_pieces(const Bytes& b, const std::vector<std::size_t>& cuts, const LoadOptions& o) {
+  ModelReader r(b.size(), o);
+  std::size_t at = 0;
+  for (std::size_t i = 0; at < b.size(); ++i) {
+    const std::size_t n = std::min(cuts[i % cuts.size()], b.size() - at);
+    r.write(b.data() + at, n);
+    at += n;
+  }
+  return r.finish();
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no refusal)";
+}
+
+TEST(ModelReader, PiecesOfAnySizeGiveTheSameModelAndTheSameRefusals) {
+  const ModelFile ours = load_model_file("models/ioi-2l1h.safetensors");
+  LoadOptions raw;
+  raw.processing = Processing::none();
+  Rng rng(7);
+  std::vector<std::size_t> random_cuts;
+  for (int i = 0; i < 64; ++i) random_cuts.push_back(1 + static_cast<std::size_t>(rng.below(3000)));
+  const std::vector<std::vector<std::size_t>> cut_sets = {{1}, {3}, {5, 2, 7}, random_cuts, {1u << 20}};
+  std::vector<std::pair<std::string, Bytes>> files = {{"circuitscope F32", save_model_bytes(ours, Dtype::F32)},
+                                                      {"circuitscope F16", save_model_bytes(ours, Dtype::F16)}};
+  for (Enc e : {Enc::F32, Enc::F16, Enc::BF16}) {
+    TlOptions o;
+    o.enc = e;
+    files.emplace_back(std::string("TransformerLens ") + enc_name(e), tl_parts(ours, o).bytes());
+  }
+  for (const auto& [what, bytes] : files) {
+    const ModelFile whole = load_model_bytes(bytes.data(), bytes.size(), raw);
+    for (const auto& cuts : cut_sets) {
+      SCOPED_TRACE(what + ", first piece " + std::to_string(cuts[0]) + " bytes");
+      const ModelFile pieces = read_in_pieces(bytes, cuts, raw);
+      EXPECT_EQ(pieces.cfg, whole.cfg);
+      EXPECT_EQ(pieces.info, whole.info);
+      const auto a = named_params(whole.params), b = named_params(pieces.params);
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t t = 0; t < a.size(); ++t) {
+        ASSERT_EQ(a[t].first, b[t].first);
+        ASSERT_EQ(0, std::memcmp(a[t].second->data.data(), b[t].second->data.data(), a[t].second->data.size() * 4)) << a[t].first;
+      }
+    }
+  }
+
+  // Damage inside the data section is refused with the same sentence however the bytes come.
+  const Bytes tl = tl_parts(ours).bytes();
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | tl[i];
+  const json header = json::parse(tl.begin() + 8, tl.begin() + 8 + static_cast<long>(header_len));
+  const auto section_at = [&](const std::string& name, std::size_t byte) {
+    return 8 + static_cast<std::size_t>(header_len) + header[name]["data_offsets"][0].get<std::size_t>() + byte;
+  };
+  Bytes nan = tl;
+  const float q = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&nan[section_at("blocks.1.attn.W_V", 4 * 5)], &q, 4);
+  Bytes mask = tl;
+  mask[section_at("blocks.0.attn.mask", 3)] = 1;  // key 3 visible from query 0
+  for (const Bytes* bad : {&nan, &mask}) {
+    const std::string want = refusal([&] { load_model_bytes(bad->data(), bad->size(), raw); });
+    EXPECT_NE(want, "(no refusal)");
+    for (const auto& cuts : cut_sets) EXPECT_EQ(refusal([&] { read_in_pieces(*bad, cuts, raw); }), want);
+  }
+  EXPECT_NE(refusal([&] { load_model_bytes(nan.data(), nan.size(), raw); }).find("blocks.1.attn.W_V has a non-finite value (NaN) at index 5"), std::string::npos);
+
+  // A file cut short, or longer than it said, is refused; a refused reader takes nothing more.
+  {
+    ModelReader r(tl.size(), raw);
+    r.write(tl.data(), tl.size() - 5);
+    EXPECT_EQ(refusal([&] { r.finish(); }),
+              "model file: only " + std::to_string(tl.size() - 5) + " of the file's " + std::to_string(tl.size()) +
+                  " bytes were read (was the file cut short while it was read?)");
+  }
+  {
+    ModelReader r(tl.size() - 1, raw);
+    EXPECT_NE(refusal([&] { r.write(tl.data(), tl.size()); }).find("more than the file's"), std::string::npos);
+    EXPECT_NE(refusal([&] { r.write(tl.data(), 1); }).find("an earlier part of the file was refused"), std::string::npos);
+  }
+  // A tokenizer.json that cannot be this model's is refused as soon as the header is in, before
+  // any weight is read.
+  {
+    LoadOptions with_tok = raw;
+    with_tok.tokenizer_json = "{\"model\": {\"type\": \"WordLevel\", \"vocab\": {\"a\": 0}}}";
+    ModelReader r(tl.size(), with_tok);
+    const std::size_t head = 8 + static_cast<std::size_t>(header_len);
+    r.write(tl.data(), head - 1);
+    EXPECT_EQ(refusal([&] { r.write(tl.data() + head - 1, 1); }).rfind("tokenizer.json", 0), 0u);
+  }
+}
+
 TEST(TransformerLensFamily, WhatTheTensorsCannotShowMustBeSaid) {
   const ModelFile mlp = family_model(Norm::LN, 24, PosEmbed::Standard, 4);
   const auto refusal = [](const Bytes& b) {

@@ -847,3 +847,36 @@ test('defaultHead(): the strongest induction head of the default head scores, th
     zero.delete();
   }
 });
+
+test('loadFile reads a Blob as a stream into the same model as load(bytes), reports its progress, and refuses a damaged one with load()\'s sentence', async () => {
+  const fromBytes = cs.load(charBytes);
+  const seen = [];
+  const fromFile = await cs.loadFile(new Blob([charBytes]), {}, (read, total) => seen.push([read, total]));
+  try {
+    assert.deepEqual(fromFile.config, fromBytes.config);
+    const ids = fromBytes.tokenize(TEXT).ids;
+    assert.deepEqual(fromFile.run(ids).logits.data, fromBytes.run(ids).logits.data);
+    assert.ok(seen.length >= 1 && seen.every(([r, t], i) => t === charBytes.length && r > (seen[i - 1]?.[0] ?? 0)), JSON.stringify(seen.slice(0, 5)));
+    assert.equal(seen.at(-1)[0], charBytes.length);
+  } finally {
+    fromFile.delete();
+    fromBytes.delete();
+  }
+  // A value made NaN near the end, and the file cut short: the sentences load() gives.
+  const damaged = new Uint8Array(charBytes);
+  damaged.set([0, 0, 0xc0, 0x7f], damaged.length - 8);
+  const sentence = async (bytes) => {
+    const byLoad = (() => { try { cs.load(bytes); } catch (e) { return e.message; } return null; })();
+    const byFile = await cs.loadFile(new Blob([bytes])).then((m) => { m.delete(); return null; }, (e) => e.message);
+    return [byLoad, byFile];
+  };
+  const [nanLoad, nanFile] = await sentence(damaged);
+  assert.match(nanLoad, /^model file: tensor .* has a non-finite value \(NaN\) at index \d+/);
+  assert.equal(nanFile, nanLoad);
+  const [cutLoad, cutFile] = await sentence(charBytes.subarray(0, charBytes.length - 100));
+  assert.match(cutLoad, /^model file: /);
+  assert.equal(cutFile, cutLoad);
+  const before = cs.memory().allocated;
+  await assert.rejects(cs.loadFile(new Blob([damaged])), /non-finite/);
+  assert.equal(cs.memory().allocated, before, 'a refused file leaves no bytes behind');
+});

@@ -12,7 +12,7 @@ import { BROWSER_RECIPES, resolveRecipe } from './recipes.js';
 import { strongestHead } from './shipped.js';
 import { scheduleDraw } from './live.js';
 import { fmt } from '../../parts/format.js';
-import { openModelBytes } from '../../open-model.js';
+import { openModel } from '../../open-model.js';
 
 const runs = new Set();   // runs with a worker, ended when their view leaves the page
 
@@ -185,7 +185,7 @@ export async function openInExplorer(run) {
   r.open.disabled = true;
   try {
     const bytes = await run.client.save();
-    const { entry } = await openModelBytes(bytes, `${run.key}-step${run.lastStep ?? 0}.safetensors`, { firstView: true });
+    const { entry } = await openModel(bytes, `${run.key}-step${run.lastStep ?? 0}.safetensors`, { firstView: true });
     r.result.textContent = `Opened in the explorer as ${entry.name}: the model picker of every view that suits it lists it (${entry.views.join(', ')}).`;
   } catch (e) {
     r.result.textContent = `The trained model could not be opened in the explorer: ${e.message}`;
