@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "checks.h"
+#include "kernels/dgemm.h"
 #include "rng.h"
 
 namespace cs {
@@ -333,36 +334,28 @@ Attribution attribution(const Params<float>& p, const ActivationCache<float>& ca
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-// Rows of a float table read at once in double: 4,096 rows of 512 is 16 MB, where a whole
-// 48,262-token embedding in double would be 189 MB.
+// Rows of a factor read at once in double by the table statistics: 4,096 rows of 512 is 16 MB.
 constexpr Eigen::Index kRowBlock = 4096;
 
-// X W in double, with the float X ([N, D], e.g. W_E) cast a block of rows at a time.
-template <class M>
-MatRM<double> rows_times(const M& X, const MatRM<double>& W) {
+// X W in double for the float X ([N, D], e.g. W_E), read as stored (kernels/dgemm.h).
+MatRM<double> rows_times(const CMapM<float>& X, const MatRM<double>& W) {
   MatRM<double> out(X.rows(), W.cols());
-  for (Eigen::Index r = 0; r < X.rows(); r += kRowBlock) {
-    const Eigen::Index n = std::min(kRowBlock, X.rows() - r);
-    out.middleRows(r, n).noalias() = X.middleRows(r, n).template cast<double>() * W;
-  }
+  kernels::gemm_f64(static_cast<int>(X.rows()), static_cast<int>(W.cols()), static_cast<int>(X.cols()), X.data(), X.cols(),
+                    W.data(), W.cols(), out.data(), out.cols());
   return out;
 }
 
-// W X in double, with the float X ([D, N], e.g. W_U) cast a block of columns at a time.
-template <class M>
-MatRM<double> times_cols(const MatRM<double>& W, const M& X) {
+// W X in double for the float X ([D, N], e.g. W_U), read as stored.
+MatRM<double> times_cols(const MatRM<double>& W, const CMapM<float>& X) {
   MatRM<double> out(W.rows(), X.cols());
-  for (Eigen::Index c = 0; c < X.cols(); c += kRowBlock) {
-    const Eigen::Index n = std::min(kRowBlock, X.cols() - c);
-    out.middleCols(c, n).noalias() = W * X.middleCols(c, n).template cast<double>();
-  }
+  kernels::gemm_f64(static_cast<int>(W.rows()), static_cast<int>(X.cols()), static_cast<int>(W.cols()), W.data(), W.cols(),
+                    X.data(), X.cols(), out.data(), out.cols());
   return out;
 }
 
 // X W_Q W_K^T X^T of one head, factored as (X W_Q) (X W_K)^T.
 // Both factors come from one pass over X: X [W_Q | W_K].
-template <class M>
-Factored qk_through(const M& X, const LayerParams<float>& w, int head) {
+Factored qk_through(const CMapM<float>& X, const LayerParams<float>& w, int head) {
   const MatRM<double> WQ = dbl(w.W_Q.slice(head)), WK = dbl(w.W_K.slice(head));
   MatRM<double> W(WQ.rows(), WQ.cols() + WK.cols());
   W << WQ, WK;

@@ -11,8 +11,10 @@
 #include <stdexcept>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "kernels/dgemm.h"
 #include "kernels/gemm.h"
 #include "rng.h"
 #include "tensor.h"
@@ -290,6 +292,48 @@ TEST(Gemm, BuildSelectsTheVectorKernel) {
 #else
   EXPECT_FALSE(name.empty());
 #endif
+}
+
+}  // namespace
+}  // namespace cs
+
+namespace cs {
+namespace {
+
+// The mixed float/double product of the circuit factors (kernels/dgemm.h) against a plain double
+// loop, on shapes that leave every remainder (rows and columns not multiples of 4, more columns
+// than one 64-column block) and with strides wider than the rows.
+TEST(MixedGemm, FloatTimesDoubleEqualsThePlainDoubleLoop) {
+  Rng rng(11);
+  for (const auto& [M, N, K] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {4, 4, 8}, {7, 5, 3}, {37, 130, 29}, {64, 67, 128}, {5, 200, 1}, {0, 3, 4}, {3, 0, 4}, {6, 6, 0}}) {
+    SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K));
+    const int lda = K + 3, ldb = N + 2, ldc = N + 1;
+    std::vector<float> Af(static_cast<std::size_t>(M) * lda), Bf(static_cast<std::size_t>(K) * ldb);
+    std::vector<double> Ad(Af.size()), Bd(Bf.size());
+    for (std::size_t i = 0; i < Af.size(); ++i) Ad[i] = Af[i] = static_cast<float>(rng.normal());
+    for (std::size_t i = 0; i < Bf.size(); ++i) Bd[i] = Bf[i] = static_cast<float>(rng.normal());
+    for (double& x : Bd) x += 1e-9 * rng.normal();  // not a float
+    std::vector<double> want(static_cast<std::size_t>(M) * ldc, -7.0);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int k = 0; k < K; ++k) s += static_cast<double>(Af[i * lda + k]) * Bd[static_cast<std::size_t>(k) * ldb + j];
+        want[static_cast<std::size_t>(i) * ldc + j] = s;
+      }
+    std::vector<double> got(want.size(), -7.0);
+    kernels::gemm_f64(M, N, K, Af.data(), lda, Bd.data(), ldb, got.data(), ldc);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << i;
+    // The other side float: A double, B float.
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int k = 0; k < K; ++k) s += Ad[static_cast<std::size_t>(i) * lda + k] * static_cast<double>(Bf[k * ldb + j]);
+        want[static_cast<std::size_t>(i) * ldc + j] = s;
+      }
+    std::fill(got.begin(), got.end(), -7.0);
+    kernels::gemm_f64(M, N, K, Ad.data(), lda, Bf.data(), ldb, got.data(), ldc);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << i;
+  }
 }
 
 }  // namespace
