@@ -461,13 +461,19 @@ val factored_js(const cs::Factored& f, int k, bool table, bool factors, const va
     search.set(largest ? "top" : "bottom", s);
   }
   out.set("search", search);
-  if (table) out.set("table", tagged(cs::materialize(f), {row_axis, col_axis}));
+  cs::MatRM<double> full;
+  if (table) {
+    full = cs::materialize(f);
+    out.set("table", tagged(full, {row_axis, col_axis}));
+  }
   if (table || sort != cs::TableSort::None || top > 0) {
-    // The display order from the factors, and the entries it shows.
+    // The display order from the factors, and the entries it shows (read from the table when it
+    // was made, so the two agree exactly).
     const cs::TableOrder order = cs::table_order(f, sort, top);
     out.set("rows", copy_out(order.rows.data(), order.rows.size(), "Int32Array"));
     out.set("cols", copy_out(order.cols.data(), order.cols.size(), "Int32Array"));
-    out.set("shown", tagged(cs::gather(f, order.rows, order.cols), {row_axis, col_axis}));
+    const cs::MatRM<double> shown = table ? cs::MatRM<double>(full(order.rows, order.cols)) : cs::gather(f, order.rows, order.cols);
+    out.set("shown", tagged(shown, {row_axis, col_axis}));
   }
   if (factors) {
     out.set("A", tagged(f.A, {row_axis, "inner"}));

@@ -353,17 +353,20 @@ MatRM<double> times_cols(const MatRM<double>& W, const CMapM<float>& X) {
   return out;
 }
 
-// X W_Q W_K^T X^T of one head, factored as (X W_Q) (X W_K)^T.
-// Both factors come from one pass over X: X [W_Q | W_K].
-Factored qk_through(const CMapM<float>& X, const LayerParams<float>& w, int head) {
-  const MatRM<double> WQ = dbl(w.W_Q.slice(head)), WK = dbl(w.W_K.slice(head));
-  MatRM<double> W(WQ.rows(), WQ.cols() + WK.cols());
-  W << WQ, WK;
+// (X L) (X R)^T, both factors from one pass over X: X [L | R].
+Factored factored_through(const CMapM<float>& X, const MatRM<double>& left, const MatRM<double>& right) {
+  MatRM<double> W(left.rows(), left.cols() + right.cols());
+  W << left, right;
   const MatRM<double> P = rows_times(X, W);
   Factored f;
-  f.A = P.leftCols(WQ.cols());
-  f.B = P.rightCols(WK.cols()).transpose();
+  f.A = P.leftCols(left.cols());
+  f.B = P.rightCols(right.cols()).transpose();
   return f;
+}
+
+// X W_Q W_K^T X^T of one head, factored as (X W_Q) (X W_K)^T.
+Factored qk_through(const CMapM<float>& X, const LayerParams<float>& w, int head) {
+  return factored_through(X, dbl(w.W_Q.slice(head)), dbl(w.W_K.slice(head)));
 }
 }  // namespace
 
@@ -411,16 +414,7 @@ Factored composed_qk(const Params<float>& p, int layer, int head, int src_layer,
   // W_E OV^{h1} W (W = W_K or W_Q of h2) is W_E (OV^{h1} W): [V, Dh] without a [V, D] product;
   // both factors come from one pass over W_E: W_E [Q side | K side].
   const MatRM<double> WQ = dbl(w2.W_Q.slice(head)), WK = dbl(w2.W_K.slice(head));
-  MatRM<double> W(WQ.rows(), WQ.cols() + WK.cols());
-  if (input == Input::K)
-    W << WQ, OV1 * WK;
-  else
-    W << OV1 * WQ, WK;
-  const MatRM<double> P = rows_times(WE, W);
-  Factored f;
-  f.A = P.leftCols(WQ.cols());                 // [V, Dh]
-  f.B = P.rightCols(WK.cols()).transpose();    // [Dh, V]
-  return f;
+  return input == Input::K ? factored_through(WE, WQ, OV1 * WK) : factored_through(WE, OV1 * WQ, WK);
 }
 
 // TransformerLens FactoredMatrix.AB.

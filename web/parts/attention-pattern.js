@@ -76,24 +76,31 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
   if (put >= T) return st.geom;
   st.ctx ??= canvas.getContext('2d');
-  if (from < T) paintRows(st.px, st.img.width, pattern, offset, T, pixelTable(attnPalette), from);
+  if (from < T) paintRows(st.px, st.img.width, pattern, offset, T, from);
   st.ctx.putImageData(st.img, 0, 0, 0, put, T, T - put);
   return st.geom;
 }
 
-// Rows from..T-1 of a T x T pattern as pixel words of an image `W` wide: the lower triangle with
-// the diagonal, 0..1 as heatmap() draws it; the upper triangle (masked) is not written.
-function paintRows(px, W, P, offset, T, lut, from) {
+// The pixel word of an attention weight v, as heatmap() draws 0..1 (NaN in the palette's NaN
+// colour, values outside 0..1 clamped).
+let attnLut = null, attnNan = 0;
+function pixelOf(v) {
+  if (!attnLut) {
+    attnLut = pixelTable(attnPalette);
+    attnNan = packPixel(attnPalette(NaN));
+  }
   const top = PIXEL_LEVELS - 1;
-  const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
+  if (v >= 0) return attnLut[v >= 1 ? top : (v * top + 0.5) | 0];
+  return v < 0 ? attnLut[0] : attnNan;
+}
+
+// Rows from..T-1 of a T x T pattern as pixel words of an image `W` wide: the lower triangle with
+// the diagonal; the upper triangle (masked) is not written.
+function paintRows(px, W, P, offset, T, from) {
   for (let r = from; r < T; r++) {
     const src = offset + r * T;
     const dst = r * W;
-    for (let c = 0; c <= r; c++) {
-      const v = P[src + c];
-      if (v >= 0) px[dst + c] = lut[v >= 1 ? top : (v * top + 0.5) | 0];
-      else px[dst + c] = v < 0 ? lut[0] : nan;
-    }
+    for (let c = 0; c <= r; c++) px[dst + c] = pixelOf(P[src + c]);
   }
 }
 
@@ -110,8 +117,6 @@ function drawBlocks(canvas, st, P, offset, T, side, from) {
     st.px = new Uint32Array(st.img.data.buffer);
     from = 0;
   }
-  const lut = pixelTable(attnPalette), top = PIXEL_LEVELS - 1;
-  const nan = lut.nan ?? (lut.nan = packPixel(attnPalette(NaN)));
   const px = st.px;
   const edge = (i) => Math.floor((i * T) / side);
   let i0 = Math.min(side, Math.floor((from * side) / T));
@@ -133,7 +138,7 @@ function drawBlocks(canvas, st, P, offset, T, side, from) {
         }
       }
       if (m === -Infinity && !bad) continue;   // no causal cell in the block
-      px[i * side + j] = bad ? nan : lut[m >= 1 ? top : m <= 0 ? 0 : (m * top + 0.5) | 0];
+      px[i * side + j] = pixelOf(bad ? NaN : m);
     }
   }
   st.ctx ??= canvas.getContext('2d');
