@@ -147,31 +147,30 @@ struct Entry {
   std::vector<std::uint8_t> bytes;  // a buffer's bytes, as they arrive, for its check
 };
 
-// Every byte of the data section belongs to exactly one tensor.
-void check_layout(const std::vector<Entry>& entries, std::uint64_t section_size) {
-  std::vector<std::size_t> order(entries.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Found &fa = entries[a].f, &fb = entries[b].f;
-    return fa.begin != fb.begin ? fa.begin < fb.begin : fa.end < fb.end;
+// The entries in file order (by offset), checked: every byte of the data section belongs to exactly
+// one tensor.
+std::vector<Entry> checked_file_order(std::vector<Entry> entries, std::uint64_t section_size) {
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.f.begin != b.f.begin ? a.f.begin < b.f.begin : a.f.end < b.f.end;
   });
   std::uint64_t cursor = 0;
-  std::size_t last = order.size();  // the tensor that reaches furthest so far
-  for (std::size_t i : order) {
-    const Found& f = entries[i].f;
+  const Entry* last = nullptr;  // the tensor that reaches furthest so far
+  for (const Entry& e : entries) {
+    const Found& f = e.f;
     if (f.begin == f.end) continue;
-    if (last != order.size() && f.begin < cursor)
-      fail("tensors " + entries[last].name + " and " + entries[i].name + " overlap in the data section (bytes " +
+    if (last && f.begin < cursor)
+      fail("tensors " + last->name + " and " + e.name + " overlap in the data section (bytes " +
            std::to_string(f.begin) + " to " + std::to_string(std::min(cursor, f.end)) + "); the file is corrupt");
     if (f.begin > cursor)
       fail("bytes " + std::to_string(cursor) + " to " + std::to_string(f.begin) +
            " of the data section belong to no tensor (a hole); the file is corrupt");
     cursor = f.end;
-    last = i;
+    last = &e;
   }
   if (cursor < section_size)
     fail("the data section has " + std::to_string(section_size - cursor) +
          " trailing bytes after the last tensor; the file is corrupt");
+  return entries;
 }
 
 // Refuses value x of tensor `name` at index k when it is NaN, Inf or beyond kMaxAbsWeight (config.h).
@@ -281,7 +280,7 @@ using OtherTensor = std::function<void(const std::string& key, const json& e, En
 
 // Reads the header's tensor entries against the weights of `params`: every weight must be there
 // unless may_be_missing(name) (it then stays zero); other names go to `other`. Returns the
-// entries found, weights and buffers, for check_layout and read_values.
+// entries found, weights and buffers, for checked_file_order and read_values.
 std::vector<Entry> collect_entries(const json& header, Params<float>& params, std::uint64_t section_size,
                                    const std::string& says, const OtherTensor& other,
                                    const std::function<bool(const std::string&)>& may_be_missing) {
@@ -675,14 +674,6 @@ struct Filling {
   std::optional<TlFinish> tl;
 };
 
-// The entries in file order, after check_layout.
-std::vector<Entry> in_file_order(std::vector<Entry> entries) {
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.f.begin != b.f.begin ? a.f.begin < b.f.begin : a.f.end < b.f.end;
-  });
-  return entries;
-}
-
 // A safetensors file without circuitscope's metadata, read as model.state_dict() of a
 // TransformerLens HookedTransformer: biases absent are zero; attn.mask and attn.IGNORE buffers
 // are checked and dropped; any other tensor is refused (it would be left out of the forward pass).
@@ -718,9 +709,8 @@ Filling begin_transformerlens(const Header& h, const json* meta, const LoadOptio
     *out = Entry{key, nullptr, read_entry(key, obj, mask ? (empty_mask ? Shape{0, 0} : Shape{n_ctx, n_ctx}) : Shape{},
                                           section_size, says, mask)};
   };
-  const std::vector<Entry> entries = collect_entries(h.doc, m.params, section_size, kTlSays, buffer, is_tl_bias);
-  check_layout(entries, section_size);
-  fill.entries = in_file_order(entries);
+  std::vector<Entry> entries = collect_entries(h.doc, m.params, section_size, kTlSays, buffer, is_tl_bias);
+  fill.entries = checked_file_order(std::move(entries), section_size);
   fill.tl = TlFinish{tok != nullptr, !opts.tl_config.empty(), opts.processing};
   return fill;
 }
@@ -809,8 +799,7 @@ Filling begin_circuitscope(const Header& h, const json& meta) {
     if (e.f.dtype == Stored::BF16)
       fail("tensor " + e.name + " is stored as BF16, which circuitscope never writes (it saves F32 or F16); the file was "
            "changed after it was saved. Save it again with circuitscope, in F32 or F16");
-  check_layout(entries, h.section_size);
-  fill.entries = in_file_order(entries);
+  fill.entries = checked_file_order(std::move(entries), h.section_size);
   return fill;
 }
 
@@ -957,7 +946,7 @@ struct ModelReader::State {
     std::vector<Entry>& es = fill->entries;
     while (n > 0) {
       while (next < es.size() && es[next].f.end <= pos) ++next;  // done, or empty
-      Entry& en = es[next];  // check_layout: the entries cover the section without a gap
+      Entry& en = es[next];  // checked_file_order: the entries cover the section without a gap
       const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n, en.f.end - pos));
       if (en.dest == nullptr) en.bytes.insert(en.bytes.end(), p, p + take);
       else take_values(en, static_cast<std::size_t>(pos - en.f.begin), p, take);
@@ -991,7 +980,6 @@ ModelReader::ModelReader(ModelReader&&) noexcept = default;
 ModelReader& ModelReader::operator=(ModelReader&&) noexcept = default;
 ModelReader::~ModelReader() = default;
 
-std::uint64_t ModelReader::received() const { return s_->received; }
 
 void ModelReader::write(const std::uint8_t* data, std::size_t n) {
   State& s = *s_;

@@ -76,7 +76,6 @@ class ModelReader {
   ModelReader& operator=(ModelReader&&) noexcept;
   ~ModelReader();
   void write(const std::uint8_t* data, std::size_t n);  // the file's next n bytes
-  std::uint64_t received() const;
   ModelFile finish();  // after all `size` bytes; once
 
  private:

@@ -886,6 +886,33 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
 }
 
 template <class T>
+T unembed_entry(const Params<T>& p, const ActivationCache<T>& cache, int pos, int token) {
+  const int D = p.cfg.d_model, V = p.cfg.d_vocab;
+  if (cache.n_batch != 1 || pos < 0 || pos >= cache.n_pos || token < 0 || token >= V)
+    throw std::logic_error("unembed_entry: outside the one-sequence pass or the vocabulary");
+  const Tensor<T>& x = p.cfg.normalization != Norm::None ? cache.ln_final_out : cache.resid_final;
+  T out = 0;  // the same sums as the row's entry: a [1, 1] product over the same k blocks
+  mm(Op::N, Op::N, 1, 1, D, T(1), x.ptr() + static_cast<std::size_t>(pos) * D, D, p.W_U.ptr() + token, V, T(0), &out, 1);
+  if (p.cfg.use_bias) out += p.b_U.data[token];
+  return out;
+}
+
+template <class T>
+void head_results(const Params<T>& p, const ActivationCache<T>& cache, int layer, T* out) {
+  const Config& c = p.cfg;
+  const LayerCache<T>& lc = cache.layers.at(layer);
+  const int N = cache.n_batch * cache.n_pos, D = c.d_model, Dh = c.d_head;
+  const std::size_t ND = static_cast<std::size_t>(N) * D;
+  if (lc.result.size() == static_cast<std::size_t>(c.n_heads) * ND) {
+    std::copy(lc.result.data.begin(), lc.result.data.end(), out);
+    return;
+  }
+  for (int h = 0; h < c.n_heads; ++h)  // as result_forward writes hook_result
+    mm(Op::N, Op::N, N, D, Dh, T(1), lc.z.ptr() + static_cast<std::size_t>(h) * N * Dh, Dh,
+       p.blocks[layer].W_O.ptr() + static_cast<std::size_t>(h) * Dh * D, D, T(0), out + h * ND, D);
+}
+
+template <class T>
 void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out) {
   const int D = p.cfg.d_model, V = p.cfg.d_vocab;
   if (cache.n_batch != 1 || from < 0 || to > cache.n_pos || from > to)
@@ -903,11 +930,12 @@ template <class T>
 int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache) {
   const Config& c = p.cfg;
   const int Tl = static_cast<int>(tokens.size()), T0 = cache.n_pos;
-  const bool reusable = cache.n_batch == 1 && T0 > 0 && !cache.intervened && !cache.keep_scores && cache.keep_result &&
+  // Each head's output kept by the earlier pass exactly when this one keeps it.
+  const bool reusable = cache.n_batch == 1 && T0 > 0 && !cache.intervened && !cache.keep_scores &&
                         !cache.last_logits_only && cache.layers.size() == static_cast<std::size_t>(c.n_layers) &&
                         (cache.skip_logits || cache.logits.has_shape({1, T0, c.d_vocab})) &&
                         std::all_of(cache.layers.begin(), cache.layers.end(), [&](const LayerCache<T>& lc) {
-                          return lc.result.has_shape({c.n_heads, 1, T0, c.d_model});
+                          return cache.keep_result ? lc.result.has_shape({c.n_heads, 1, T0, c.d_model}) : lc.result.size() == 0;
                         });
   int f = 0;
   if (reusable)
@@ -923,7 +951,7 @@ int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, Acti
     for (Tensor<T>* t : {&lc.q, &lc.k, &lc.v, &lc.z})
       relayout_heads(*t, H, T0, Tl, Dh, f);
     if (c.smeared_keys) relayout_heads(lc.k_unsmeared, H, T0, Tl, Dh, f);
-    relayout_heads(lc.result, H, T0, Tl, c.d_model, f);
+    if (cache.keep_result) relayout_heads(lc.result, H, T0, Tl, c.d_model, f);
     relayout_pattern(lc.pattern, H, T0, Tl, f);
   }
   forward_rows(p, tokens, Dims(c, 1, Tl, f), cache, Intervention());
@@ -1341,6 +1369,8 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
 #define CS_INSTANTIATE(T)                                                                                  \
   template int forward_incremental<T>(const Params<T>&, const std::vector<int>&, ActivationCache<T>&); \
   template void unembed_rows<T>(const Params<T>&, const ActivationCache<T>&, int, int, std::vector<T>&); \
+  template void head_results<T>(const Params<T>&, const ActivationCache<T>&, int, T*);                     \
+  template T unembed_entry<T>(const Params<T>&, const ActivationCache<T>&, int, int);                      \
   template void forward<T>(const Params<T>&, const std::vector<int>&, int, int, ActivationCache<T>&,     \
                            const Intervention&);                                                         \
   template LossResult loss_from_logits<T>(const ActivationCache<T>&, const Batch&);                      \

@@ -197,6 +197,15 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen
 template <class T>
 void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out);
 
+// One logit of a one-sequence pass: row `pos`, column `token` of unembed_rows() (bit for bit).
+template <class T>
+T unembed_entry(const Params<T>& p, const ActivationCache<T>& cache, int pos, int token);
+
+// Every head's output of layer `layer` ([H, B, T, D], hook_result) into out: the cache's when it
+// kept them, else z_h W_O[h] computed now, bit for bit what a pass keeping them writes.
+template <class T>
+void head_results(const Params<T>& p, const ActivationCache<T>& cache, int layer, T* out);
+
 // An incremental forward pass over one sequence, as a language model's KV cache serves typing:
 // `cache` holds the clean pass (no intervention) of this model over some tokens, made by forward()
 // or this function; the positions before the first token where `tokens` differs from those keep

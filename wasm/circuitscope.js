@@ -82,27 +82,23 @@ async function streamFile(file, write, onProgress) {
   } catch {
     byob = null;
   }
+  const plain = byob ? null : stream.getReader();
+  let buffer = new ArrayBuffer(FILE_PIECE);
+  const next = () => (byob ? byob.read(new Uint8Array(buffer)) : /** @type {ReadableStreamDefaultReader<Uint8Array>} */ (plain).read());
   let read = 0;
-  const took = (/** @type {Uint8Array} */ piece) => {
-    write(piece);
-    read += piece.length;
-    onProgress?.(read, file.size);
-  };
-  if (byob) {
-    let buffer = new ArrayBuffer(FILE_PIECE);
+  try {
     for (;;) {
-      const { done, value } = await byob.read(new Uint8Array(buffer));
+      const { done, value } = await next();
       if (done || !value) break;
-      took(value);
-      buffer = /** @type {ArrayBuffer} */ (value.buffer);
+      write(value);
+      read += value.length;
+      onProgress?.(read, file.size);
+      if (byob) buffer = /** @type {ArrayBuffer} */ (value.buffer);
     }
-  } else {
-    const reader = stream.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      took(value);
-    }
+  } catch (e) {
+    // A refused piece (or a failed read): the rest of the file is not read.
+    (byob ?? plain)?.cancel().catch(() => {});
+    throw e;
   }
 }
 

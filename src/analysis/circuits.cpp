@@ -74,22 +74,30 @@ void put_rows(Tensor<float>& t, const std::vector<RowVecT<double>>& rows, int co
 // ||A1 B1 A2 B2||_F / (||A1 B1||_F ||A2 B2||_F) through k x k Gram matrices:
 // ||A B||_F^2 = sum((A^T A) o (B B^T)) and ||A1 B1 A2 B2||_F^2 = sum((G M) o (M G')) with
 // G = A1^T A1, M = B1 A2, G' = B2 B2^T (o = elementwise product; G, G' symmetric).
+// X Y in double through kernels/dgemm (Eigen's double product is scalar in WebAssembly).
+MatRM<double> dmul(const MatRM<double>& X, const MatRM<double>& Y) {
+  MatRM<double> out(X.rows(), Y.cols());
+  kernels::gemm_f64(static_cast<int>(X.rows()), static_cast<int>(Y.cols()), static_cast<int>(X.cols()), X.data(), X.cols(),
+                    Y.data(), Y.cols(), out.data(), out.cols());
+  return out;
+}
+
 struct LowRank {
   MatRM<double> A, B;         // the matrix A B
   MatRM<double> GA, GB;       // A^T A, B B^T
   double norm = 0;            // ||A B||_F
   LowRank() = default;
   LowRank(MatRM<double> a, MatRM<double> b) : A(std::move(a)), B(std::move(b)) {
-    GA = A.transpose() * A;
-    GB = B * B.transpose();
+    GA = dmul(MatRM<double>(A.transpose()), A);
+    GB = dmul(B, MatRM<double>(B.transpose()));
     norm = std::sqrt(std::max(0.0, GA.cwiseProduct(GB).sum()));
   }
 };
 
 double lowrank_score(const LowRank& L, const LowRank& R) {
   if (L.norm == 0 || R.norm == 0) return 0.0;
-  MatRM<double> M = L.B * R.A;
-  double prod2 = (L.GA * M).cwiseProduct(M * R.GB).sum();
+  const MatRM<double> M = dmul(L.B, R.A);
+  double prod2 = dmul(L.GA, M).cwiseProduct(dmul(M, R.GB)).sum();
   return std::sqrt(std::max(0.0, prod2)) / (L.norm * R.norm);
 }
 
@@ -774,15 +782,15 @@ double composition_score(const MatRM<double>& L, const MatRM<double>& R) {
   return (L * R).norm() / (nl * nr);
 }
 
-// ARENA 1.2 generate_single_random_comp_score, Gaussian factors from the portable Rng.
+// ARENA 1.2 generate_single_random_comp_score, Gaussian factors from the portable Rng (row-major,
+// drawn in pairs by Rng::normals).
 double random_composition_baseline(int d_model, int d_head, int samples, std::uint64_t seed, double* std_out) {
   if (samples < 1) throw std::invalid_argument("composition baseline: need at least 1 sample, got " + std::to_string(samples));
   if (d_model < 1 || d_head < 1) throw std::invalid_argument("composition baseline: d_model and d_head must be positive");
   Rng rng(seed);
   auto gauss = [&](int r, int c) {
     MatRM<double> m(r, c);
-    for (int i = 0; i < r; ++i)
-      for (int j = 0; j < c; ++j) m(i, j) = rng.normal();
+    rng.normals(m.data(), static_cast<std::size_t>(m.size()));
     return m;
   };
   double sum = 0, sum2 = 0;

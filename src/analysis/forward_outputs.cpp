@@ -26,12 +26,10 @@ std::vector<float> residual_stages(const ActivationCache<float>& cache) {
   return out;
 }
 
-std::vector<float> head_results(const ActivationCache<float>& cache) {
-  std::size_t n = 0;
-  for (const auto& lc : cache.layers) n += lc.result.size();
-  std::vector<float> out;
-  out.reserve(n);
-  for (const auto& lc : cache.layers) out.insert(out.end(), lc.result.data.begin(), lc.result.data.end());
+std::vector<float> head_results(const Params<float>& p, const ActivationCache<float>& cache) {
+  const std::size_t per_layer = static_cast<std::size_t>(p.cfg.n_heads) * cache.n_batch * cache.n_pos * p.cfg.d_model;
+  std::vector<float> out(per_layer * cache.layers.size());
+  for (std::size_t l = 0; l < cache.layers.size(); ++l) cs::head_results(p, cache, static_cast<int>(l), out.data() + l * per_layer);
   return out;
 }
 
@@ -49,17 +47,28 @@ void check_rows_finite(const std::vector<float>& rows, const ActivationCache<flo
 
 // The per-position outputs read from the logits: loss, top-k rows and the asked probabilities,
 // from the cache's logits or, when the pass skipped them, from rows computed a chunk at a time. Loss
-// and top-k rows before `from` (an incremental pass) come from `before`.
+// and top-k rows before `from` (an incremental pass) come from `before`, and so do the rows'
+// log-sum-exp (lse [T], NaN where no row was computed).
 void position_outputs(const Params<float>& p, const ActivationCache<float>& cache, const std::vector<int>& ids,
-                      const RunOptions& o, int from, const KeptRun& before, RunExtras& x) {
+                      const RunOptions& o, int from, const KeptRun& before, RunExtras& x, std::vector<float>& lse) {
   const int T = static_cast<int>(ids.size()), V = p.cfg.d_vocab, k = o.topk, pk = o.probs_k;
   // Rows of logits computed at a time: each chunk reads all of W_U once, so as many as 32 MB hold
   // (at least 64): at a 48,262-token vocabulary 173 rows, 6 chunks for 1,024 tokens.
   const int kChunk = std::max(64, static_cast<int>((32 << 20) / (4.0 * V)));
   x.loss.assign(T, std::numeric_limits<float>::quiet_NaN());
+  lse.assign(T, std::numeric_limits<float>::quiet_NaN());
+  std::copy(before.lse.begin(), before.lse.begin() + std::clamp(std::min(from, static_cast<int>(before.lse.size())), 0, T), lse.begin());
   // Loss t reads the logits at t and token t + 1: unchanged for t + 1 < from.
-  const int loss_from = std::clamp(std::min(from - 1, static_cast<int>(before.loss.size())), 0, T);
+  int loss_from = std::clamp(std::min(from - 1, static_cast<int>(before.loss.size())), 0, T);
   std::copy(before.loss.begin(), before.loss.begin() + loss_from, x.loss.begin());
+  // The position before the first changed token predicts a new token: with its row's log-sum-exp
+  // kept, its loss needs one logit, not the row (at a 48k vocabulary the row reads all of W_U).
+  if (cache.skip_logits && loss_from == from - 1 && loss_from >= 0 && loss_from + 1 < T && std::isfinite(lse[loss_from])) {
+    const float logit = unembed_entry(p, cache, loss_from, ids[loss_from + 1]);
+    if (!std::isfinite(logit)) check_rows_finite({logit}, cache);
+    x.loss[loss_from] = static_cast<float>(static_cast<double>(lse[loss_from] - logit));
+    ++loss_from;
+  }
   int top_from = T;
   if (k > 0) {
     check_top_k(k, V);
@@ -96,13 +105,14 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
     }
     for (int t = c0; t < c1; ++t) {
       const float* row = rows + static_cast<std::size_t>(t - c0) * V;
-      const float lse = log_sum_exp_row(row, V, scratch);  // once per row (cross_entropy_row's)
-      if (t >= loss_from && t + 1 < T) x.loss[t] = static_cast<float>(static_cast<double>(lse - row[ids[t + 1]]));
-      if (t >= top_from) top_k_row(row, V, k, lse, x.top->ids.ptr() + static_cast<std::size_t>(t) * k, x.top->probs.ptr() + static_cast<std::size_t>(t) * k);
+      const float z = log_sum_exp_row(row, V, scratch);  // once per row (cross_entropy_row's)
+      lse[t] = z;
+      if (t >= loss_from && t + 1 < T) x.loss[t] = static_cast<float>(static_cast<double>(z - row[ids[t + 1]]));
+      if (t >= top_from) top_k_row(row, V, k, z, x.top->ids.ptr() + static_cast<std::size_t>(t) * k, x.top->probs.ptr() + static_cast<std::size_t>(t) * k);
       if (!o.probs_of.empty()) {
         const int* want = o.probs_of.data() + static_cast<std::size_t>(t) * pk;
         for (int j = 0; j < pk; ++j)
-          x.probs_of[static_cast<std::size_t>(t) * pk + j] = static_cast<float>(std::exp(static_cast<double>(row[want[j]]) - lse));
+          x.probs_of[static_cast<std::size_t>(t) * pk + j] = static_cast<float>(std::exp(static_cast<double>(row[want[j]]) - z));
       }
     }
   }
@@ -128,17 +138,21 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
     before = std::move(*kept);
     *kept = KeptRun();
   }
-  cache.keep_result = true;  // (a benchmark pass may have cleared it)
+  // Each head's output is computed from z where it is read (head_results): at 1,024 tokens of
+  // attn-only-2l's shape they are 34 MB, and an incremental pass moved them at every keystroke.
+  cache.keep_result = false;
   cache.skip_logits = !o.logits;
   if (kept && before.valid && iv.empty()) x.changed_from = forward_incremental<float>(p, ids, cache);
   else forward<float>(p, ids, 1, T, cache, iv);
   if (o.logits) check_output_finite(cache, x.changed_from);
-  position_outputs(p, cache, ids, o, x.changed_from, before, x);
+  std::vector<float> lse;
+  position_outputs(p, cache, ids, o, x.changed_from, before, x, lse);
   if (o.resid) x.resid = residual_stages(cache);
-  if (o.result) x.result = head_results(cache);
+  if (o.result) x.result = head_results(p, cache);
   if (kept && iv.empty()) {
     kept->loss = x.loss;
     kept->top = x.top;
+    kept->lse = std::move(lse);
     kept->valid = true;
   }
   const int first = text_scores_from(ids, bos_id);

@@ -21,8 +21,9 @@ void check_context_length(const Config& c, int T, const std::string& what);
 // Stage 0 = blocks.0.hook_resid_pre (resid_final for a 0-layer model), stage l+1 =
 // blocks.l.hook_resid_post: [L + 1, B * T, D].
 std::vector<float> residual_stages(const ActivationCache<float>& cache);
-// Every layer's blocks.l.attn.hook_result [H, B * T, D], one after another: [L, H, B * T, D].
-std::vector<float> head_results(const ActivationCache<float>& cache);
+// Every layer's blocks.l.attn.hook_result [H, B * T, D], one after another: [L, H, B * T, D]
+// (computed from hook_z where the cache did not keep them: cs::head_results).
+std::vector<float> head_results(const Params<float>& p, const ActivationCache<float>& cache);
 
 struct RunOptions {
   bool resid = false, result = false;
@@ -67,6 +68,7 @@ double mean_token_loss(const std::vector<float>& loss, int from, int to);
 struct KeptRun {
   std::vector<float> loss;
   std::optional<TopK> top;
+  std::vector<float> lse;  // each row's log-sum-exp of the logits (NaN where no row was computed)
   bool valid = false;  // false: the cache's pass is not the one these rows belong to
 };
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,

@@ -59,10 +59,6 @@ ModelSession::ModelSession(ModelFile file) : file_(std::move(file)) {
   name_ids_ = task_ ? names_ : ioi_symbolic_name_ids(file_.tokenizer);
 }
 
-ModelSession ModelSession::from_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts) {
-  return ModelSession(load_model_bytes(data, size, opts));
-}
-
 nlohmann::json ModelSession::describe() const {
   nlohmann::json j;
   j["config"] = config_to_json(file_.cfg);

@@ -99,7 +99,6 @@ class ModelSession {
   ~ModelSession();
   ModelSession(ModelSession&&) = default;
   ModelSession& operator=(ModelSession&&) = default;
-  static ModelSession from_bytes(const std::uint8_t* data, std::size_t size, const LoadOptions& opts = LoadOptions());
 
   const ModelFile& file() const { return file_; }
   const Config& config() const { return file_.cfg; }

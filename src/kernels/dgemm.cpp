@@ -20,9 +20,6 @@ inline v2d load2(const double* p) {
 }
 inline v2d load2(const float* p) { return v2d{static_cast<double>(p[0]), static_cast<double>(p[1])}; }
 inline void store2(double* p, v2d v) { std::memcpy(p, &v, sizeof v); }
-constexpr bool kVector = true;
-#else
-constexpr bool kVector = false;
 #endif
 
 constexpr int kColBlock = 64;
@@ -50,7 +47,7 @@ void gemm(int M, int N, int K, const TA* A, std::ptrdiff_t lda, const TB* B, std
     const int quads = (j1 - j0) / 4;
     int i = 0;
 #if defined(__GNUC__) || defined(__clang__)
-    if (kVector && quads > 0) {
+    if (quads > 0) {
       panels.resize(static_cast<std::size_t>(quads) * K * 4);
       for (int q = 0; q < quads; ++q)
         for (int k = 0; k < K; ++k)
@@ -100,6 +97,11 @@ void gemm_f64(int M, int N, int K, const float* A, std::ptrdiff_t lda, const dou
 }
 
 void gemm_f64(int M, int N, int K, const double* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, double* C,
+              std::ptrdiff_t ldc) {
+  gemm(M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+void gemm_f64(int M, int N, int K, const double* A, std::ptrdiff_t lda, const double* B, std::ptrdiff_t ldb, double* C,
               std::ptrdiff_t ldc) {
   gemm(M, N, K, A, lda, B, ldb, C, ldc);
 }

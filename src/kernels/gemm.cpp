@@ -125,6 +125,90 @@ void micro_vector(const GemmArgs& g, int kn, const float* a, int a_step, const f
 }
 #endif
 
+#if CS_KERNELS_VECTOR
+// A product of a few rows (an incremental pass's new positions through the unembedding: [1 or 2,
+// d_model] x [d_model, 48,262]) is a pass over B, and the tiles read B 8 columns at a time down
+// K rows ldb apart: 3.5 GB/s in WebAssembly. Here B streams row by row instead, four rows of B
+// per pass over the rows' sums (one [M, N] block of the packed scratch), at the speed memory
+// gives (about 20 GB/s here). Each entry gets the same operations in the same order as in a
+// tile (per KC block: a sum from 0 of madd(a_k, b_k) in k order, then alpha times it stored, or
+// added to C from the second block on), so the result equals the tiled product bit for bit
+// (tests/cpp/test_gemm.cpp).
+constexpr int kStreamRows = 4;
+
+bool streams(const GemmArgs& g) {
+  if (g.op_a != Op::N || g.op_b != Op::N || g.causal != Causal::None || g.c_split != 0) return false;
+  if (g.M < 1 || g.M > kStreamRows || g.K < 1 || g.N < 64) return false;
+  const std::size_t padded = (static_cast<std::size_t>(g.N) + 3) / 4 * 4;
+  return padded * g.M <= static_cast<std::size_t>(driver::KC) * driver::NC;  // the sums fit the scratch
+}
+
+// B's values v .. v+3 of row k, zero past N (a last, partial group of columns).
+inline v4f load_cols(const float* row, int v, int N) {
+  if (v + 4 <= N) return load4(row + v);
+  float t[4] = {0, 0, 0, 0};
+  for (int c = 0; v + c < N; ++c) t[c] = row[v + c];
+  return load4(t);
+}
+
+void sgemm_rows(const GemmArgs& g) {
+  const int M = g.M, N = g.N;
+  const std::size_t padded = (static_cast<std::size_t>(N) + 3) / 4 * 4;
+  float* sums = driver::scratch().b.data();  // [M, padded]
+  const v4f al = splat(g.alpha), be = splat(g.beta);
+  for (int kc0 = 0; kc0 < g.K; kc0 += driver::KC) {
+    const int kb = std::min(driver::KC, g.K - kc0);
+    std::fill(sums, sums + padded * M, 0.0f);
+    int k = 0;
+    for (; k + 4 <= kb; k += 4) {
+      const float* b0 = g.B + static_cast<std::size_t>(kc0 + k) * g.ldb;
+      const float *b1 = b0 + g.ldb, *b2 = b1 + g.ldb, *b3 = b2 + g.ldb;
+      v4f a[kStreamRows][4];
+      for (int i = 0; i < M; ++i)
+        for (int r = 0; r < 4; ++r) a[i][r] = splat(g.A[static_cast<std::size_t>(i) * g.lda + kc0 + k + r]);
+      for (int v = 0; v < N; v += 4) {
+        const v4f x0 = load_cols(b0, v, N), x1 = load_cols(b1, v, N), x2 = load_cols(b2, v, N), x3 = load_cols(b3, v, N);
+        for (int i = 0; i < M; ++i) {
+          float* s = sums + i * padded + v;
+          v4f c = load4(s);
+          c = madd(a[i][0], x0, c);
+          c = madd(a[i][1], x1, c);
+          c = madd(a[i][2], x2, c);
+          c = madd(a[i][3], x3, c);
+          store4(s, c);
+        }
+      }
+    }
+    for (; k < kb; ++k) {
+      const float* b0 = g.B + static_cast<std::size_t>(kc0 + k) * g.ldb;
+      for (int i = 0; i < M; ++i) {
+        const v4f a0 = splat(g.A[static_cast<std::size_t>(i) * g.lda + kc0 + k]);
+        float* s = sums + i * padded;
+        for (int v = 0; v < N; v += 4) store4(s + v, madd(a0, load_cols(b0, v, N), load4(s + v)));
+      }
+    }
+    const bool first = kc0 == 0;
+    for (int i = 0; i < M; ++i) {
+      float* c = g.C + static_cast<std::size_t>(i) * g.ldc;
+      const float* s = sums + i * padded;
+      int v = 0;
+      for (; v + 4 <= N; v += 4) {
+        v4f x = al * load4(s + v);
+        if (!first) x += load4(c + v);
+        else if (g.beta != 0.0f) x += be * load4(c + v);
+        store4(c + v, x);
+      }
+      for (; v < N; ++v) {  // as store_tile_scalar writes an edge tile
+        const float x = g.alpha * s[v];
+        if (!first) c[v] += x;
+        else if (g.beta == 0.0f) c[v] = x;
+        else c[v] = x + g.beta * c[v];
+      }
+    }
+  }
+}
+#endif
+
 void tile_plain(const GemmArgs& g, const driver::Tile& t) {
   float acc[MR * NR];
   micro_plain(t.kn, t.a, t.a_step, t.b, t.b_step, acc);
@@ -191,6 +275,7 @@ void sgemm_plain(const GemmArgs& g) {
 
 #if CS_KERNELS_VECTOR
 void sgemm_vector(const GemmArgs& g) {
+  if (streams(g)) return sgemm_rows(g);
   driver::run<MR, NR, MC>(g, [](const GemmArgs& a, const driver::Tile& t) { tile_vector(a, t); }, true);
 }
 #else

@@ -629,6 +629,32 @@ TEST(CircuitsComposition, MatchesTheDefinitionAndIsZeroUnlessLater) {
   }
 }
 
+// Rng::normals: the same draws from the same state, in any split at an even count; an odd count
+// drops the last value; and the draws are standard normal (mean, variance, and the shares within
+// one and two standard deviations).
+TEST(CircuitsComposition, BulkNormalsAreStandardNormalAndReproducible) {
+  std::vector<double> whole(12), parts(13, 99.0);
+  Rng(5).normals(whole.data(), 12);
+  Rng r(5);
+  r.normals(parts.data(), 6);
+  r.normals(parts.data() + 6, 6);
+  EXPECT_EQ(parts[12], 99.0);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(parts[i], whole[i]) << i;
+  std::vector<double> odd(5, 99.0);
+  Rng(5).normals(odd.data(), 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(odd[i], whole[i]) << i;
+  std::vector<double> many(200000);
+  Rng(9).normals(many.data(), many.size());
+  double s = 0, s2 = 0;
+  int in1 = 0, in2 = 0;
+  for (double v : many) s += v, s2 += v * v, in1 += std::fabs(v) < 1, in2 += std::fabs(v) < 2;
+  const double n = static_cast<double>(many.size()), mean = s / n, var = s2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var, 1.0, 0.01);
+  EXPECT_NEAR(in1 / n, 0.6827, 0.005);
+  EXPECT_NEAR(in2 / n, 0.9545, 0.003);
+}
+
 TEST(CircuitsComposition, RandomBaselineIsTheMeanOfTheDefinitionAndStable) {
   const int D = 6, Dh = 3;
   // Replay the baseline's draws (A_l, A_r, B_l, B_r, each [D, Dh] row-major) and score explicitly.
@@ -638,8 +664,7 @@ TEST(CircuitsComposition, RandomBaselineIsTheMeanOfTheDefinitionAndStable) {
     MatRM<double> m[4];
     for (auto& x : m) {
       x.resize(D, Dh);
-      for (int i = 0; i < D; ++i)
-        for (int j = 0; j < Dh; ++j) x(i, j) = rng.normal();
+      rng.normals(x.data(), static_cast<std::size_t>(x.size()));
     }
     sum += composition_score(m[0] * m[1].transpose(), m[2] * m[3].transpose());
   }

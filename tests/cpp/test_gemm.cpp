@@ -300,10 +300,46 @@ TEST(Gemm, BuildSelectsTheVectorKernel) {
 namespace cs {
 namespace {
 
-// The mixed float/double product of the circuit factors (kernels/dgemm.h) against a plain double
+// A product of at most 4 rows (sgemm_vector streams B row by row for it: an incremental pass's
+// new positions through the unembedding) equals the same rows of a taller, tiled product bit for
+// bit, so an incremental pass's logits equal a full pass's: every remainder of k (several KC
+// blocks), columns not a multiple of 4, alpha and beta, and strides wider than the rows.
+TEST(GemmRows, AFewRowsEqualTheSameRowsOfATiledProductBitForBit) {
+  Rng rng(21);
+  for (const auto& [N, K] : std::vector<std::pair<int, int>>{{64, 1}, {67, 3}, {200, 4}, {1003, 7}, {130, 256}, {77, 300}, {2085, 513}}) {
+    for (const auto& [alpha, beta] : std::vector<std::pair<float, float>>{{1.0f, 0.0f}, {0.17f, 0.0f}, {-0.5f, 0.25f}, {1.0f, 1.0f}}) {
+      const int tall = 9, lda = K + 3, ldb = N + 5, ldc = N + 2;
+      const std::vector<float> A = random_vec(static_cast<std::size_t>(tall) * lda, rng);
+      const std::vector<float> B = random_vec(static_cast<std::size_t>(K) * ldb, rng);
+      const std::vector<float> C0 = random_vec(static_cast<std::size_t>(tall) * ldc, rng);
+      std::vector<float> want = C0;
+      GemmArgs g;
+      g.M = tall, g.N = N, g.K = K, g.alpha = alpha, g.beta = beta;
+      g.A = A.data(), g.lda = lda, g.B = B.data(), g.ldb = ldb, g.C = want.data(), g.ldc = ldc;
+      kernels::sgemm_vector(g);
+      for (int M = 1; M <= 4; ++M) {
+        SCOPED_TRACE("M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K) +
+                     " alpha=" + std::to_string(alpha) + " beta=" + std::to_string(beta));
+        std::vector<float> got = C0;
+        g.M = M, g.C = got.data();
+        kernels::sgemm_vector(g);
+        for (int i = 0; i < tall; ++i)
+          for (int j = 0; j < ldc; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i) * ldc + j;
+            const float w = i < M && j < N ? want[at] : C0[at];  // rows past M and the padding untouched
+            ASSERT_EQ(std::memcmp(&got[at], &w, sizeof(float)), 0) << i << ", " << j << ": " << got[at] << " vs " << w;
+          }
+        g.M = tall;
+      }
+    }
+  }
+}
+
+// The double products of the circuit factors (kernels/dgemm.h: float x double, double x float,
+// double x double) against a plain double
 // loop, on shapes that leave every remainder (rows and columns not multiples of 4, more columns
 // than one 64-column block) and with strides wider than the rows.
-TEST(MixedGemm, FloatTimesDoubleEqualsThePlainDoubleLoop) {
+TEST(MixedGemm, FloatOrDoubleTimesDoubleEqualsThePlainDoubleLoop) {
   Rng rng(11);
   for (const auto& [M, N, K] : std::vector<std::tuple<int, int, int>>{{1, 1, 1}, {4, 4, 8}, {7, 5, 3}, {37, 130, 29}, {64, 67, 128}, {5, 200, 1}, {0, 3, 4}, {3, 0, 4}, {6, 6, 0}}) {
     SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K));
@@ -332,6 +368,17 @@ TEST(MixedGemm, FloatTimesDoubleEqualsThePlainDoubleLoop) {
       }
     std::fill(got.begin(), got.end(), -7.0);
     kernels::gemm_f64(M, N, K, Ad.data(), lda, Bf.data(), ldb, got.data(), ldc);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << i;
+    // Both sides double (neither a float).
+    for (double& x : Ad) x += 1e-9 * rng.normal();
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double s = 0;
+        for (int k = 0; k < K; ++k) s += Ad[static_cast<std::size_t>(i) * lda + k] * Bd[static_cast<std::size_t>(k) * ldb + j];
+        want[static_cast<std::size_t>(i) * ldc + j] = s;
+      }
+    std::fill(got.begin(), got.end(), -7.0);
+    kernels::gemm_f64(M, N, K, Ad.data(), lda, Bd.data(), ldb, got.data(), ldc);
     for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << i;
   }
 }

@@ -168,6 +168,7 @@ TEST(IncrementalForward, TypingIntoASessionGivesTheFreshResults) {
   RunOptions o;
   o.topk = 5;
   o.text_scores = true;
+  o.result = true;    // each head's output, computed from hook_z (run() does not keep them)
   o.logits = logits;  // without: the logit rows computed where read, 64 at a time
   RunOptions full = o;
   full.logits = true;
@@ -184,6 +185,13 @@ TEST(IncrementalForward, TypingIntoASessionGivesTheFreshResults) {
     ActivationCache<float> own;  // a fresh pass of its own (another session would take the kept cache)
     const RunExtras y = run_sequence(m.file().params, ids, Intervention(), full, m.file().tokenizer.bos_id(), own);
     expect_same_run(x, y, "typed " + std::to_string(n) + " characters" + (logits ? "" : ", logits skipped"));
+    ActivationCache<float> kept;  // a pass keeping hook_result, as forward() does by default
+    forward<float>(m.file().params, ids, 1, static_cast<int>(ids.size()), kept);
+    ASSERT_TRUE(m.cache().layers[0].result.data.empty()) << "run() computes head outputs where read";
+    std::vector<float> want;
+    for (const auto& lc : kept.layers) want.insert(want.end(), lc.result.data.begin(), lc.result.data.end());
+    ASSERT_EQ(x.result.size(), want.size());
+    EXPECT_EQ(0, std::memcmp(x.result.data(), want.data(), want.size() * sizeof(float))) << n << ": hook_result";
     EXPECT_EQ(m.cache().logits.size(), logits ? ids.size() * m.config().d_vocab : 0u);
     if (::testing::Test::HasFatalFailure()) return;
     if (n == 45 || n == 59 || n == 73) EXPECT_EQ(x.changed_from, 0) << n;

@@ -879,4 +879,22 @@ test('loadFile reads a Blob as a stream into the same model as load(bytes), repo
   const before = cs.memory().allocated;
   await assert.rejects(cs.loadFile(new Blob([damaged])), /non-finite/);
   assert.equal(cs.memory().allocated, before, 'a refused file leaves no bytes behind');
+  // A header refused in the first piece: the rest of the file is not read (the stream is cancelled).
+  const badHeader = new Uint8Array(charBytes);
+  badHeader.set([0, 0, 0, 0, 0, 1, 0, 0]);   // a header of 2^40 bytes
+  let pulls = 0, cancelled = false, offset = 0;
+  const stream = () => new ReadableStream({
+    type: 'bytes',
+    pull(c) {
+      if (offset >= badHeader.length) { c.close(); return; }
+      pulls++;
+      c.enqueue(badHeader.slice(offset, offset + 1024));
+      offset += 1024;
+    },
+    cancel() { cancelled = true; },
+  });
+  const file = { size: badHeader.length, arrayBuffer: async () => badHeader.buffer, stream };
+  await assert.rejects(cs.loadFile(file), /^Error: model file: /);
+  assert.ok(cancelled, 'the stream was cancelled');
+  assert.ok(pulls <= 3 && pulls * 1024 < badHeader.length, `${pulls} pieces of ${badHeader.length} bytes read`);
 });
