@@ -180,6 +180,9 @@ void softmax_grad_row(const double* p, const double* dp, double* ds, int n, int 
 
 // wcat[d, w*H*Dh + h*Dh + e] = W_w[h][d][e] for w in (Q, K, V): every head's projection side by
 // side, so one product computes a projection for all heads.
+// Rows of a pass few enough that the q, k and v products are made head by head (qkv_forward).
+constexpr int kFewRows = 4;
+
 template <class T>
 void concat_qkv(const LayerParams<T>& w, int H, int D, int Dh, MatRM<T>& wcat) {
   wcat.resize(D, 3 * H * Dh);
@@ -608,7 +611,17 @@ void qkv_forward(const Config& c, const Dims& dm, const LayerParams<T>& w, const
                  Workspace<T>& ws) {
   const int N = dm.R, H = dm.H, D = dm.D, Dh = dm.Dh, HDh = dm.HDh;  // rows P0.. (all, without an intervention's cut)
   Tensor<T>& k_out = c.smeared_keys ? lc.k_unsmeared : lc.k;
-  if (st.head_in.empty()) {
+  if (st.head_in.empty() && N <= kFewRows) {
+    // A few rows (an incremental pass's new positions): each head's products straight from W_Q,
+    // W_K and W_V. Copying them side by side (3 MB at d_model 512) cost more than the products;
+    // each entry is the same sum either way, so the bits are the same.
+    const Tensor<T>* mats[3] = {&w.W_Q, &w.W_K, &w.W_V};
+    T* outs[3] = {lc.q.ptr(), k_out.ptr(), lc.v.ptr()};
+    for (int m = 0; m < 3; ++m)
+      for (int h = 0; h < H; ++h)
+        mm(Op::N, Op::N, N, Dh, D, T(1), m < 2 ? st.qk_in : st.v_in, D, mats[m]->ptr() + static_cast<std::size_t>(h) * D * Dh, Dh,
+           T(0), outs[m] + h * dm.NDh + dm.off(Dh), Dh);
+  } else if (st.head_in.empty()) {
     concat_qkv(w, H, D, Dh, ws.wcat);
     T* outs[3] = {lc.q.ptr(), k_out.ptr(), lc.v.ptr()};
     ws.blocks.resize(3 * H);

@@ -463,9 +463,10 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
       const pixels = (c) => c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       const differ = (a, b) => { let n = 0; for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++; return n; };
       const thumbs = [...v.querySelectorAll('canvas.ind-thumb')];
-      // Past 176 tokens a thumbnail is 176 x 176 pixels, each the largest causal weight of its block
-      // of cells (rows and columns floor(i T / 176) up to the next one), none above the diagonal.
-      const S = Math.min(T, 176);
+      // Past 176 tokens a thumbnail's pixel is the largest causal weight of its block of s x s
+      // cells (s = ceil(T / 176): rows and columns i s up to the next block), none above the
+      // diagonal, so at most 176 pixels a side.
+      const s = Math.ceil(T / 176), S = Math.ceil(T / s);
       const out = [];
       for (let l = 0; l < L; l++) {
         for (let h = 0; h < H; h++) {
@@ -476,7 +477,7 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
             heatmap(ref, { data: patterns.data, offset: base, rows: T, cols: T }, { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette });
           } else {
             const pooled = new Float32Array(S * S).fill(NaN);
-            const edge = (i) => Math.floor((i * T) / S);
+            const edge = (i) => Math.min(T, i * s);
             for (let i = 0; i < S; i++) for (let j = 0; j < S; j++) {
               const w = [];
               for (let r = edge(i); r < edge(i + 1); r++) for (let c = edge(j); c < edge(j + 1) && c <= r; c++) w.push(patterns.data[base + r * T + c]);
@@ -504,7 +505,10 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
           assert.deepEqual(x.size, x.refSize, `${when}: ${x.head} size`);
           assert.ok(x.shown >= 500, `${when}: ${x.head} is shown enlarged (${x.shown} CSS pixels wide)`);
         }
-        else assert.deepEqual(x.size, [Math.min(r.T, 176), Math.min(r.T, 176)], `${when}: ${x.head} size`);
+        else {
+          const side = r.T <= 176 ? r.T : Math.ceil(r.T / Math.ceil(r.T / 176));
+          assert.deepEqual(x.size, [side, side], `${when}: ${x.head} size`);
+        }
         assert.equal(x.differing, 0, `${when}: ${x.head} differs from the patterns in ${x.differing} bytes`);
       }
     };
@@ -512,6 +516,10 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
     await page.fill('cs-induction textarea', KEYSTROKE_TEXT.slice(0, 200));
     await waitForText(page, KEYSTROKE_TEXT.slice(0, 200));
     check(await compare(), 'after a shorter text');
+    // Five more characters: the same blocks (2 x 2 cells), only the rows from the change drawn again.
+    await page.fill('cs-induction textarea', KEYSTROKE_TEXT.slice(0, 205));
+    await waitForText(page, KEYSTROKE_TEXT.slice(0, 205));
+    check(await compare(), 'after a longer text with the same blocks');
     await page.click('cs-induction .ind-head-cell[data-head="L0H1"] .ind-ablate');
     await page.waitForFunction(() => document.querySelector('cs-induction').lastResult?.ablate.includes('L0H1'));
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));

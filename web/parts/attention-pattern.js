@@ -104,30 +104,30 @@ function paintRows(px, W, P, offset, T, from) {
   }
 }
 
-// The side x side thumbnail of a T x T pattern (T > side): each pixel the largest causal weight of
-// its block of cells, transparent where the block lies wholly above the diagonal. With the same T
-// as the last drawing, only the blocks holding rows from..T-1 are computed again.
+// The thumbnail of a T x T pattern longer than `side` cells: each pixel the largest causal weight
+// of a square block of s x s cells (s = ceil(T / side), so at most `side` pixels a side; the last
+// block row and column may be narrower), transparent where the block lies wholly above the
+// diagonal. The blocks do not move when the text grows by a token (only when s changes), so a
+// drawing with the same s computes again only the blocks holding rows from..T-1.
 function drawBlocks(canvas, st, P, offset, T, side, from) {
-  if (st.mode !== 'blocks' || st.blocksT !== T) from = 0;
+  const s = Math.ceil(T / side), n = Math.ceil(T / s);
+  if (st.mode !== 'blocks' || st.blockCells !== s) from = 0;
   st.mode = 'blocks';
-  st.blocksT = T;
-  if (canvas.width !== side || canvas.height !== side) { canvas.width = side; canvas.height = side; from = 0; }
-  if (!st.img || st.img.width !== side || st.img.height !== side) {
+  st.blockCells = s;
+  if (!st.img || st.img.width !== side) {
     st.img = new ImageData(side, side);
     st.px = new Uint32Array(st.img.data.buffer);
     from = 0;
   }
+  const i0 = Math.floor(Math.min(from, T) / s);   // the block row holding row `from`
+  let put = i0;
+  if (canvas.width !== n || canvas.height !== n) { canvas.width = n; canvas.height = n; put = 0; }   // cleared
   const px = st.px;
-  const edge = (i) => Math.floor((i * T) / side);
-  let i0 = Math.min(side, Math.floor((from * side) / T));
-  while (i0 > 0 && edge(i0) > from) i0--;   // the block row holding row `from`
-  if (i0 >= side) return st.geom;
   px.fill(0, i0 * side);
-  for (let i = i0; i < side; i++) {
-    const r0 = edge(i), r1 = edge(i + 1);
-    for (let j = 0; j < side; j++) {
-      const c0 = edge(j), c1 = edge(j + 1);
-      if (c0 > r1 - 1) break;   // this block and the ones right of it lie above the diagonal
+  for (let i = i0; i < n; i++) {
+    const r0 = i * s, r1 = Math.min(T, r0 + s);
+    for (let j = 0; j <= i; j++) {   // blocks right of the diagonal block hold no causal cell
+      const c0 = j * s, c1 = Math.min(T, c0 + s);
       let m = -Infinity, bad = false;
       for (let r = r0; r < r1; r++) {
         const row = offset + r * T;
@@ -142,8 +142,8 @@ function drawBlocks(canvas, st, P, offset, T, side, from) {
     }
   }
   st.ctx ??= canvas.getContext('2d');
-  st.ctx.putImageData(st.img, 0, 0, 0, i0, side, side - i0);
-  st.geom = { cell: side / T, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
+  if (put < n) st.ctx.putImageData(st.img, 0, 0, 0, put, n, n - put);
+  st.geom = { cell: 1 / s, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
   return st.geom;
 }
 
