@@ -529,7 +529,8 @@ ExtremeEntries extreme_entries(const Factored& f, int k, bool largest, bool smal
     }
     work += static_cast<double>(nb) * c * K;
     for (int i = 0; i < nb; ++i) Ab.row(i) = f.A.row(rows[r0 + i]);
-    const MatRM<double> vals = Ab.topRows(nb) * Bs.leftCols(c);
+    MatRM<double> vals(nb, c);  // Ab's rows times Bs's first c columns (kernels/dgemm)
+    kernels::gemm_f64(nb, c, K, Ab.data(), K, Bs.data(), C, vals.data(), c);
     for (int i = 0; i < nb; ++i)
       for (int j = 0; j < c; ++j) {
         const double v = vals(i, j);
@@ -567,7 +568,7 @@ MatRM<double> centred_gram(Eigen::Index rows, const Block& block, const Eigen::R
   MatRM<double> G = MatRM<double>::Zero(mean.size(), mean.size());
   for (Eigen::Index r = 0; r < rows; r += kRowBlock) {
     const MatRM<double> c = block(r, std::min<Eigen::Index>(kRowBlock, rows - r)).rowwise() - mean;
-    G.noalias() += c.transpose() * c;
+    G += dmul(MatRM<double>(c.transpose()), c);
   }
   return G;
 }
@@ -581,7 +582,7 @@ void line_stats(Eigen::Index rows, const Block& block, const Eigen::VectorXd& y_
   mean.resize(static_cast<std::size_t>(rows)), spread.resize(static_cast<std::size_t>(rows));
   for (Eigen::Index r = 0; r < rows; r += kRowBlock) {
     const MatRM<double> X = block(r, std::min<Eigen::Index>(kRowBlock, rows - r));
-    const Eigen::VectorXd m = (X * y_sum) / std::max(n, 1), sp = (X * G).cwiseProduct(X).rowwise().sum();
+    const Eigen::VectorXd m = (X * y_sum) / std::max(n, 1), sp = dmul(X, G).cwiseProduct(X).rowwise().sum();
     std::copy(m.data(), m.data() + m.size(), mean.begin() + r);
     std::copy(sp.data(), sp.data() + sp.size(), spread.begin() + r);
   }
