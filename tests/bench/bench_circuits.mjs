@@ -3,7 +3,8 @@
 // (SIMD128) under node, one thread. Each call is the one a panel makes (web/panels/circuits/):
 // qk / ov / composedQk with {k: 12, table: false, sort: 'none', top: 40} (the 40 rows and columns
 // that vary most, their entries, and the 12 largest and smallest entries), posQk the same, eigen,
-// spectra, composition. A call the core refuses prints its sentence, as the page shows it. For
+// spectra, composition, and headScores (the induction view's head scores on repeated random
+// tokens, a fresh seed each call). A call the core refuses prints its sentence, as the page shows it. For
 // the top entries it prints how many rows the search read (of 48,262) and whether that was all.
 // Nothing here asserts a time. Needs `npm run build`.
 //   node tests/bench/bench_circuits.mjs [--reps N] [--json]
@@ -18,6 +19,7 @@ async function main() {
   const cs = await simd128Instance();
   const model = cs.load(attnOnly2l(V));
   const view = { k: 12, table: false, sort: 'none', top: 40 };
+  let scoreSeed = 0;
   const calls = {
     qk: () => model.qk(0, 0, view),
     ov: () => model.ov(1, 0, view),
@@ -26,6 +28,8 @@ async function main() {
     eigen: () => model.eigen(1, 0),
     spectra: () => model.spectra(),
     composition: () => model.composition(),
+    // A seed of its own each time: the default scores are computed once per model and kept.
+    headScores: () => model.headScores({ seed: ++scoreSeed }),
   };
   const out = { shape: `attn-only-2l (2 x 8 x 64, d_model 512, n_ctx 1024, d_vocab ${V}, LNPre), random weights`, calls: {} };
   for (const [name, call] of Object.entries(calls)) {
@@ -45,7 +49,7 @@ async function main() {
     console.log(JSON.stringify(out, null, 2));
     return;
   }
-  console.log(`the Circuits view's core calls at ${out.shape}, WebAssembly (SIMD128) under node, one thread (target: <= 1,000 ms each):`);
+  console.log(`the Circuits view's core calls at ${out.shape}, WebAssembly (SIMD128) under node, one thread (target: <= 1,000 ms each; headScores <= 2,000 ms):`);
   for (const [name, x] of Object.entries(out.calls)) {
     const searched = x.search ? `; top entries from ${x.search.rows_searched} of ${x.search.rows} rows${x.search.exact ? ' (exact)' : ''}` : '';
     console.log(`  ${name.padEnd(12)} median ${x.median_ms.toFixed(0)} ms (min ${x.min_ms.toFixed(0)}, max ${x.max_ms.toFixed(0)})${searched}${x.refused ? `; refused: ${x.refused}` : ''}`);
