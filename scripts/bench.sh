@@ -5,7 +5,8 @@
 #     step per call: natively (the portable SSE4.2 kernel and the fastest this CPU runs, Google
 #     Benchmark, tests/bench/bench_model.cpp), in
 #     WebAssembly under node (tests/bench/bench_wasm.mjs), and in the peers tfjs-wasm and
-#     onnxruntime-web (tests/bench/peers/, their own packages, installed here only);
+#     onnxruntime-web (tests/bench/peers/, their own packages, installed here only); and a
+#     1,024-token forward of attn-only-2l's shape, ours against onnxruntime-web on 1 and 2 threads;
 #   - the GEMM kernel's GFLOP/s on the model's shapes against the measured arithmetic limit, native
 #     and WASM (tests/bench/gemm/);
 #   - the reference model and the GEMM kernel again with the relaxed-SIMD module (--relaxed);
@@ -75,7 +76,7 @@ echo
 echo "== the Circuits view at attn-only-2l's shape (node tests/bench/bench_circuits.mjs)"
 node tests/bench/bench_circuits.mjs --reps 3
 
-rm -f "$OUT/peers.json" "$OUT/browser.json"
+rm -f "$OUT/peers.json" "$OUT/peers-realshape.json" "$OUT/browser.json"
 if [[ "${SKIP_PEERS:-}" != 1 ]]; then
   echo "== peers (node tests/bench/peers/bench_peers.mjs)"
   peers=tests/bench/peers
@@ -84,6 +85,8 @@ if [[ "${SKIP_PEERS:-}" != 1 ]]; then
     npm ci --prefix "$peers" --ignore-scripts --no-audit --no-fund
   fi
   node "$peers/bench_peers.mjs" --forward-reps "$FORWARD_REPS" >"$OUT/peers.json"
+  echo "== peers at attn-only-2l's shape (node tests/bench/peers/bench_peers.mjs --shape attn-only-2l)"
+  node "$peers/bench_peers.mjs" --shape attn-only-2l --forward-reps 5 >"$OUT/peers-realshape.json"
 fi
 if [[ "${SKIP_BROWSER:-}" != 1 ]]; then
   echo "== Chromium (node tests/bench/bench_browser.mjs)"

@@ -1,6 +1,8 @@
-// The reference model as an ONNX graph (opset 17, standard operators only), built from the
-// shared weights: forward pass and mean next-token cross-entropy, with the same operations in the
-// same order as src/model.cpp:
+// The reference model (or any attention-only model of standard positions without biases, with no
+// normalization or TransformerLens's LNPre, such as attn-only-2l's shape) as an ONNX graph (opset
+// 17, standard operators only), built from the shared weights: forward pass and mean next-token
+// cross-entropy, with the same operations in the same order as src/model.cpp (with LNPre, each
+// layer's q, k, v and the unembedding read LayerNormalization(x) with unit scale, epsilon 1e-5):
 //   x      = W_E[tokens] + W_pos[0:T]                                   [B, T, D]
 //   per layer, all heads at once (weights rearranged as in common.mjs):
 //   q, k, v = x W_Q, x W_K, x W_V  -> [B, H, T, d_head] (k as [B, H, d_head, T])
@@ -47,9 +49,13 @@ class GraphBuilder {
 export function buildReferenceOnnx(weights, B, T) {
   const { config: c, tensors: W } = weights;
   const { n_layers: L, n_heads: H, d_head: Dh, d_model: D, d_vocab: V } = c;
-  if (c.use_bias || c.smeared_keys || c.pos_embed !== 'standard')
-    throw new Error('the ONNX peer covers the reference architecture only: standard positions, no biases, no smeared keys');
+  const norm = c.normalization_type ?? 'none';
+  if (c.use_bias || c.smeared_keys || c.pos_embed !== 'standard' || (c.d_mlp ?? 0) > 0 || !['none', 'LNPre'].includes(norm))
+    throw new Error('the ONNX peer covers attention-only models with standard positions, no biases, no smeared keys, and no normalization or LNPre');
   const g = new GraphBuilder();
+  // LNPre (TransformerLens): (x - mean) / sqrt(mean((x - mean)^2) + 1e-5), no weight or bias.
+  const ones = norm === 'LNPre' ? g.floats('ln_ones', [D], new Float32Array(D).fill(1)) : null;
+  const lnPre = (t) => (ones ? g.op('LayerNormalization', [t, ones], { axis: -1, epsilon: 1e-5 }) : t);
 
   const WE = g.floats('W_E', W['embed.W_E'].shape, W['embed.W_E'].data);
   const Wpos = g.floats('W_pos', [T, D], W['pos_embed.W_pos'].data.subarray(0, T * D));
@@ -75,7 +81,8 @@ export function buildReferenceOnnx(weights, B, T) {
     const Wv = weight('W_V', headsSideBySide);
     const Wo = weight('W_O', headsStacked); // [H * Dh, D]
     // [B, T, H * Dh] -> [B, T, H, Dh] -> perm
-    const heads = (w, perm) => g.op('Transpose', [g.op('Reshape', [g.op('MatMul', [x, w]), splitHeads])], { perm });
+    const xn = lnPre(x);   // blocks.l.ln1 (what attention reads; the stream itself is not normalized)
+    const heads = (w, perm) => g.op('Transpose', [g.op('Reshape', [g.op('MatMul', [xn, w]), splitHeads])], { perm });
     const q = heads(Wq, [0, 2, 1, 3]); // [B, H, T, Dh]
     const kT = heads(Wk, [0, 2, 3, 1]); // [B, H, Dh, T]
     const v = heads(Wv, [0, 2, 1, 3]); // [B, H, T, Dh]
@@ -85,7 +92,7 @@ export function buildReferenceOnnx(weights, B, T) {
     const zSide = g.op('Reshape', [g.op('Transpose', [z], { perm: [0, 2, 1, 3] }), joinHeads]); // [B, T, H * Dh]
     x = g.op('Add', [x, g.op('MatMul', [zSide, Wo])]);
   }
-  const logits = g.op('MatMul', [x, WU], {}, 'logits'); // [B, T, V]
+  const logits = g.op('MatMul', [lnPre(x), WU], {}, 'logits'); // [B, T, V] (ln_final first with LNPre)
 
   // loss: positions 0..T-2 predict the token after them.
   const zero = g.int64s('zero', [0]);
