@@ -157,18 +157,19 @@ Config config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-double forward_bytes(const Config& c, double batch, double len, double logit_rows) {
+double forward_bytes(const Config& c, double batch, double len, double logit_rows, bool scores, bool results) {
   const double L = c.n_layers, H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab;
   const double norm = c.normalization != Norm::None ? 1 : 0, M = c.d_mlp, mlp = M > 0 ? 1 : 0;
   const double per_layer = 3 * len * D                              // resid_pre, attn_out, resid_post
                            + (c.smeared_keys ? 5 : 4) * H * len * Dh  // q, k, v, z (k_unsmeared)
-                           + 2 * H * len * len                      // attention scores and pattern
-                           + H * len * D                            // each head's result
+                           + (scores ? 2 * H : H) * len * len       // the pattern (and the scores)
+                           + (results ? H * len * D : 0)            // each head's result
                            + norm * len * (D + 1)                   // ln1's output and scale
                            + mlp * len * (2 * D + 2 * M + norm * (D + 1));  // resid_mid, mlp_out, pre, post, ln2
   const double outside = 3 * len * D + (logit_rows < 0 ? len : logit_rows) * V  // embed, pos, final residual; logits
                          + norm * len * (D + 1);                    // ln_final's output and scale
-  return 4.0 * batch * (L * per_layer + outside);
+  const double scratch = scores ? 0 : len * len;  // one head's scores at a time
+  return 4.0 * batch * (L * per_layer + outside + scratch);
 }
 
 }  // namespace cs

@@ -104,9 +104,12 @@ nlohmann::json config_to_json(const Config& c);
 // (a typo in a recipe should not be silently ignored). Validates the result.
 Config config_from_json(const nlohmann::json& j);
 
-// The bytes the activation cache (every hook, attention scores included) of a forward pass over
-// `batch` sequences of `len` tokens holds (logits at `logit_rows` positions a sequence; < 0: all
-// `len`). Computed in floating point, so it cannot overflow.
-double forward_bytes(const Config& c, double batch, double len, double logit_rows = -1);
+// The bytes the activation cache of a forward pass over `batch` sequences of `len` tokens holds
+// (logits at `logit_rows` positions a sequence; < 0: all `len`), every hook by default; a pass
+// that keeps no attention scores (`scores` false: one head's [len, len] scratch instead) or no
+// head results (`results` false) holds that much less. Computed in floating point, so it cannot
+// overflow.
+double forward_bytes(const Config& c, double batch, double len, double logit_rows = -1, bool scores = true,
+                     bool results = true);
 
 }  // namespace cs

@@ -357,7 +357,8 @@ void add_positions(const X& x, const P& pos, int B, int Tl, MatRM<T>& out) {
 }
 
 // Checks what forward() is given; throws std::invalid_argument with a sentence.
-void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl, int logit_rows) {
+void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, int Tl, int logit_rows, bool scores,
+                        bool results) {
   const int V = c.d_vocab;
   if (B < 1) throw std::invalid_argument("forward: the batch is empty");
   if (Tl < 1) throw std::invalid_argument("forward: the sequence is empty");
@@ -372,7 +373,7 @@ void check_forward_args(const Config& c, const std::vector<int>& tokens, int B, 
                                   " is outside the vocabulary (0.." + std::to_string(V - 1) + ")");
   // Sized for this pass, before anything is allocated (config.h): one sequence may use
   // kMaxForwardBytes, a training batch kMaxTrainBytes.
-  const double need = forward_bytes(c, B, Tl, logit_rows), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
+  const double need = forward_bytes(c, B, Tl, logit_rows, scores, results), limit = B == 1 ? kMaxForwardBytes : kMaxTrainBytes;
   if (need > limit)
     throw std::invalid_argument("forward: a pass over " + (B == 1 ? std::string() : std::to_string(B) + " x ") +
                                 std::to_string(Tl) + " tokens would need " +
@@ -893,7 +894,8 @@ void relayout_pattern(Tensor<T>& t, int H, int T0, int T1, int keep) {
 template <class T>
 void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, ActivationCache<T>& cache,
              const Intervention& iv) {
-  check_forward_args(p.cfg, tokens, B, Tl, cache.skip_logits ? 0 : cache.last_logits_only ? 1 : -1);
+  check_forward_args(p.cfg, tokens, B, Tl, cache.skip_logits ? 0 : cache.last_logits_only ? 1 : -1, cache.keep_scores,
+                     cache.keep_result || !iv.empty());
   check_intervention(p.cfg, iv, Tl);
   forward_rows(p, tokens, Dims(p.cfg, B, Tl), cache, iv);
 }
@@ -958,7 +960,7 @@ int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, Acti
     forward(p, tokens, 1, Tl, cache);
     return 0;
   }
-  check_forward_args(c, tokens, 1, Tl, cache.skip_logits ? 0 : -1);
+  check_forward_args(c, tokens, 1, Tl, cache.skip_logits ? 0 : -1, cache.keep_scores, cache.keep_result);
   const int H = c.n_heads, Dh = c.d_head;
   for (auto& lc : cache.layers) {
     for (Tensor<T>* t : {&lc.q, &lc.k, &lc.v, &lc.z})

@@ -7,17 +7,17 @@
 // tokens, a fresh seed each call). A call the core refuses prints its sentence, as the page shows it. For
 // the top entries it prints how many rows the search read (of 48,262) and whether that was all.
 // Nothing here asserts a time. Needs `npm run build`.
-//   node tests/bench/bench_circuits.mjs [--reps N] [--json]
+// --shape arena: the same on ARENA's attn_only_2L_half shape (bench_series.mjs SHAPES).
+//   node tests/bench/bench_circuits.mjs [--reps N] [--shape attn-only-2l|arena] [--json]
 import { performance } from 'node:perf_hooks';
 import { intArg, summary, simd128Instance } from './common.mjs';
-import { attnOnly2l } from './bench_series.mjs';
-
-const V = 48262;
+import { shapeArg } from './bench_series.mjs';
 
 async function main() {
   const reps = intArg('--reps', 3);
   const cs = await simd128Instance();
-  const model = cs.load(attnOnly2l(V));
+  const shape = shapeArg();
+  const model = cs.load(shape.file());
   const view = { k: 12, table: false, sort: 'none', top: 40 };
   let scoreSeed = 0;
   const calls = {
@@ -31,7 +31,7 @@ async function main() {
     // A seed of its own each time: the default scores are computed once per model and kept.
     headScores: () => model.headScores({ seed: ++scoreSeed }),
   };
-  const out = { shape: `attn-only-2l (2 x 8 x 64, d_model 512, n_ctx 1024, d_vocab ${V}, LNPre), random weights`, calls: {} };
+  const out = { shape: `${shape.describe}, random weights`, calls: {} };
   for (const [name, call] of Object.entries(calls)) {
     const times = [];
     let r = null, refused = null;

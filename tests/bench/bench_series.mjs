@@ -31,8 +31,28 @@ function randomBytes(n, std, seed) {
   return new Uint8Array(a.buffer);
 }
 
+// The real shapes the benches run (random weights, as TransformerLens state dicts): attn-only-2l
+// (LNPre, learned positions) and ARENA's attn_only_2L_half (no normalization, shortformer).
+export const SHAPES = {
+  'attn-only-2l': { L: 2, H: 8, D: 512, Dh: 64, C: 1024, V: 48262, meta: { normalization_type: 'LNPre' },
+    describe: 'attn-only-2l (2 x 8 x 64, d_model 512, n_ctx 1,024, d_vocab 48,262, LNPre)' },
+  arena: { L: 2, H: 12, D: 768, Dh: 64, C: 2048, V: 50278, meta: { normalization_type: 'None', positional_embedding_type: 'shortformer' },
+    describe: "ARENA's attn_only_2L_half (2 x 12 x 64, d_model 768, n_ctx 2,048, d_vocab 50,278, no normalization, shortformer)" },
+};
+
+// --shape NAME from the command line (default attn-only-2l), with its file of random weights.
+export function shapeArg() {
+  const i = process.argv.indexOf('--shape');
+  const name = i < 0 ? 'attn-only-2l' : process.argv[i + 1];
+  if (!SHAPES[name]) throw new Error(`--shape takes ${Object.keys(SHAPES).join(' or ')}`);
+  return { name, ...SHAPES[name], file: () => shapeFile(SHAPES[name]) };
+}
+
 function attnOnly2l(V) {
-  const L = 2, H = 8, D = 512, Dh = 64, C = 1024;
+  return shapeFile({ ...SHAPES['attn-only-2l'], V });
+}
+
+function shapeFile({ L, H, D, Dh, C, V, meta }) {
   const t = [];
   const add = (name, shape, std) => t.push({ name, dtype: 'F32', shape, bytes: randomBytes(shape.reduce((x, y) => x * y, 1), std, t.length + 1) });
   add('embed.W_E', [V, D], 0.1);
@@ -42,7 +62,7 @@ function attnOnly2l(V) {
     add(`blocks.${l}.attn.W_O`, [H, Dh, D], 1 / Math.sqrt(H * Dh));
   }
   add('unembed.W_U', [D, V], 1 / Math.sqrt(D));
-  return writeSafetensors(t, { format: 'pt', normalization_type: 'LNPre' });
+  return writeSafetensors(t, { format: 'pt', ...meta });
 }
 
 export { attnOnly2l };

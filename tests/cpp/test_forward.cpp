@@ -99,6 +99,17 @@ TEST(Forward, ActivationsAreSizedForThePassItself) {
   const std::string msg = testing::invalid_argument_message([&] { forward(p, random_tokens(c, 8000, 2), 1, 8000, cache); });
   EXPECT_TRUE(testing::contains(msg, "forward: a pass over 8000 tokens would need")) << msg;
   EXPECT_TRUE(testing::contains(msg, "MB of activations; circuitscope allows at most 256 MB (use fewer tokens)")) << msg;
+  // The size counts what the pass keeps: 1,700 tokens fit without the attention scores (one
+  // head's at a time) and are refused when the cache is asked to keep every head's scores.
+  ASSERT_GT(forward_bytes(c, 1, 1700, -1, true, true), kMaxForwardBytes);
+  ASSERT_LE(forward_bytes(c, 1, 1700, -1, false, true), kMaxForwardBytes);
+  EXPECT_LT(forward_bytes(c, 1, 1700, -1, false, false), forward_bytes(c, 1, 1700, -1, false, true));
+  ActivationCache<float> lean;
+  ASSERT_NO_THROW(forward(p, random_tokens(c, 1700, 3), 1, 1700, lean));
+  ActivationCache<float> full;
+  full.keep_scores = true;
+  EXPECT_TRUE(testing::contains(testing::invalid_argument_message([&] { forward(p, random_tokens(c, 1700, 3), 1, 1700, full); }),
+                                "forward: a pass over 1700 tokens would need"));
 }
 
 TEST(Forward, BatchRowsAreIndependent) {
