@@ -71,17 +71,19 @@ void put_rows(Tensor<float>& t, const std::vector<RowVecT<double>>& rows, int co
     for (int j = 0; j < cols; ++j) t.data[i * cols + j] = static_cast<float>(rows[i](j));
 }
 
-// ||A1 B1 A2 B2||_F / (||A1 B1||_F ||A2 B2||_F) through k x k Gram matrices:
-// ||A B||_F^2 = sum((A^T A) o (B B^T)) and ||A1 B1 A2 B2||_F^2 = sum((G M) o (M G')) with
-// G = A1^T A1, M = B1 A2, G' = B2 B2^T (o = elementwise product; G, G' symmetric).
-// X Y in double through kernels/dgemm (Eigen's double product is scalar in WebAssembly).
-MatRM<double> dmul(const MatRM<double>& X, const MatRM<double>& Y) {
-  MatRM<double> out(X.rows(), Y.cols());
-  kernels::gemm_f64(static_cast<int>(X.rows()), static_cast<int>(Y.cols()), static_cast<int>(X.cols()), X.data(), X.cols(),
-                    Y.data(), Y.cols(), out.data(), out.cols());
+// X Y in double through kernels/dgemm (Eigen's double product is scalar in WebAssembly), for
+// row-major X and Y of float (weights read as stored, e.g. W_E [V, D] or W_U [D, V]) or double.
+template <class X, class Y>
+MatRM<double> dmul(const X& x, const Y& y) {
+  MatRM<double> out(x.rows(), y.cols());
+  kernels::gemm_f64(static_cast<int>(x.rows()), static_cast<int>(y.cols()), static_cast<int>(x.cols()), x.data(), x.cols(),
+                    y.data(), y.cols(), out.data(), out.cols());
   return out;
 }
 
+// ||A1 B1 A2 B2||_F / (||A1 B1||_F ||A2 B2||_F) through k x k Gram matrices:
+// ||A B||_F^2 = sum((A^T A) o (B B^T)) and ||A1 B1 A2 B2||_F^2 = sum((G M) o (M G')) with
+// G = A1^T A1, M = B1 A2, G' = B2 B2^T (o = elementwise product; G, G' symmetric).
 struct LowRank {
   MatRM<double> A, B;         // the matrix A B
   MatRM<double> GA, GB;       // A^T A, B B^T
@@ -345,27 +347,11 @@ namespace {
 // Rows of a factor read at once in double by the table statistics: 4,096 rows of 512 is 16 MB.
 constexpr Eigen::Index kRowBlock = 4096;
 
-// X W in double for the float X ([N, D], e.g. W_E), read as stored (kernels/dgemm.h).
-MatRM<double> rows_times(const CMapM<float>& X, const MatRM<double>& W) {
-  MatRM<double> out(X.rows(), W.cols());
-  kernels::gemm_f64(static_cast<int>(X.rows()), static_cast<int>(W.cols()), static_cast<int>(X.cols()), X.data(), X.cols(),
-                    W.data(), W.cols(), out.data(), out.cols());
-  return out;
-}
-
-// W X in double for the float X ([D, N], e.g. W_U), read as stored.
-MatRM<double> times_cols(const MatRM<double>& W, const CMapM<float>& X) {
-  MatRM<double> out(W.rows(), X.cols());
-  kernels::gemm_f64(static_cast<int>(W.rows()), static_cast<int>(X.cols()), static_cast<int>(W.cols()), W.data(), W.cols(),
-                    X.data(), X.cols(), out.data(), out.cols());
-  return out;
-}
-
 // (X L) (X R)^T, both factors from one pass over X: X [L | R].
 Factored factored_through(const CMapM<float>& X, const MatRM<double>& left, const MatRM<double>& right) {
   MatRM<double> W(left.rows(), left.cols() + right.cols());
   W << left, right;
-  const MatRM<double> P = rows_times(X, W);
+  const MatRM<double> P = dmul(X, W);
   Factored f;
   f.A = P.leftCols(left.cols());
   f.B = P.rightCols(right.cols()).transpose();
@@ -399,8 +385,8 @@ Factored full_ov(const Params<float>& p, int layer, int head) {
   check_head(p.cfg, layer, head, "full OV circuit");
   require_folded(p.cfg, "full OV circuit");
   Factored f;
-  f.A = rows_times(p.W_E.mat(), dbl(p.blocks[layer].W_V.slice(head)));
-  f.B = times_cols(dbl(p.blocks[layer].W_O.slice(head)), p.W_U.mat());
+  f.A = dmul(p.W_E.mat(), dbl(p.blocks[layer].W_V.slice(head)));
+  f.B = dmul(dbl(p.blocks[layer].W_O.slice(head)), p.W_U.mat());
   return f;
 }
 

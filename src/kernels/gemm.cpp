@@ -198,12 +198,7 @@ void sgemm_rows(const GemmArgs& g) {
         else if (g.beta != 0.0f) x += be * load4(c + v);
         store4(c + v, x);
       }
-      for (; v < N; ++v) {  // as store_tile_scalar writes an edge tile
-        const float x = g.alpha * s[v];
-        if (!first) c[v] += x;
-        else if (g.beta == 0.0f) c[v] = x;
-        else c[v] = x + g.beta * c[v];
-      }
+      if (v < N) store_tile_scalar(g, s + v, i, 1, v, N - v, first);  // the last columns, as an edge tile
     }
   }
 }
