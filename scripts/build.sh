@@ -64,8 +64,11 @@ assemble_site() {
   fi
   # The corpus, for training a character model in the page, and the held-out books the sub-word
   # models' leading-terms panel counts statistics on (each fetched only when asked for).
-  mkdir -p "$tmp/models/corpus"
+  mkdir -p "$tmp/models/corpus" "$tmp/models/recipes"
   cp models/corpus/train.txt models/corpus/gutenberg-valid.txt models/corpus/LICENSE.md "$tmp/models/corpus/"
+  # The recipes, which the page's "Train it yourself" trains (each reads its files from the site
+  # as the CLI reads them from models/).
+  cp models/recipes/*.json "$tmp/models/recipes/"
   if [[ ! -f models/index.json ]]; then
     # No curated index: list every shipped model under its file name.
     node -e '

@@ -7,6 +7,7 @@
 #include "ioi_templates.h"
 
 #include <algorithm>
+#include <utility>
 #include <filesystem>
 #include <exception>
 #include <functional>
@@ -41,6 +42,19 @@ void reject_unknown(const nlohmann::json& j, const std::set<std::string>& known,
 double num(const nlohmann::json& j, const char* k, double def, const std::string& where, double lo = -1e300,
            double hi = 1e300) {
   return json_number_or(j, k, def, lo, hi, "recipe: " + where + ".");
+}
+
+// A tokenizer's corpus: the text itself ("text", what a page that reads no files passes) or the
+// file "corpus" names.
+std::string corpus_text(const nlohmann::json& spec, const std::string& base_dir, const char* missing) {
+  if (spec.contains("text") && spec["text"].is_string()) return spec["text"].get<std::string>();
+  if (!spec.contains("corpus") || !spec["corpus"].is_string()) throw std::invalid_argument(std::string("recipe: ") + missing);
+  const std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 // The recipe's "eval" section, checked here for types and ranges (training_metrics.cpp reads it
@@ -80,32 +94,16 @@ Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir
   if (kind == "char") {
     // The vocabulary itself, as a model file stores it (what a page that cannot read files passes).
     if (spec.contains("vocab")) return Tokenizer::from_json(spec);
-    if (!spec.contains("corpus") || !spec["corpus"].is_string())
-      throw std::invalid_argument("recipe: a char tokenizer needs a \"corpus\" file to build its vocabulary from, or its \"vocab\"");
-    std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
-    std::stringstream ss;
-    ss << f.rdbuf();
+    const std::string text = corpus_text(spec, base_dir, "a char tokenizer needs a \"corpus\" file (or its \"text\") to build its vocabulary from, or its \"vocab\"");
     const int max_chars = json_int_or(spec, "max_chars", 1000, 0, kMaxVocab - 2, "recipe: tokenizer.");
-    return Tokenizer::build_char(ss.str(), max_chars);
+    return Tokenizer::build_char(text, max_chars);
   }
   if (kind == "bpe") {
     if (spec.contains("vocab")) return Tokenizer::from_json(spec);
-    std::stringstream ss;
-    if (spec.contains("text") && spec["text"].is_string()) {  // the corpus itself (a page cannot read files)
-      ss << spec["text"].get<std::string>();
-    } else {
-      if (!spec.contains("corpus") || !spec["corpus"].is_string())
-        throw std::invalid_argument("recipe: a bpe tokenizer needs a \"corpus\" file (or its \"text\") to learn its merges from, or its \"vocab\" and \"merges\"");
-      std::string path = join_path(base_dir, spec["corpus"].get<std::string>());
-      std::ifstream f(path, std::ios::binary);
-      if (!f) throw std::invalid_argument("recipe: cannot read the corpus " + path);
-      ss << f.rdbuf();
-    }
+    const std::string text = corpus_text(spec, base_dir, "a bpe tokenizer needs a \"corpus\" file (or its \"text\") to learn its merges from, or its \"vocab\" and \"merges\"");
     const int max_chars = json_int_or(spec, "max_chars", 1000, 0, kMaxVocab - 2, "recipe: tokenizer.");
     const int vocab_size = json_int_or(spec, "vocab_size", 2048, 3, kMaxBpeVocab, "recipe: tokenizer.");
-    return Tokenizer::build_bpe(ss.str(), vocab_size, max_chars);
+    return Tokenizer::build_bpe(text, vocab_size, max_chars);
   }
   if (kind == "word") return Tokenizer::from_json(spec);
   if (kind == "ioi_templates") {
@@ -161,13 +159,80 @@ void read_schedule(const nlohmann::json& s, Schedule& sc) {
 
 }  // namespace
 
+namespace {
+// Where a recipe names a file its trainer reads: {section, key}.
+constexpr std::pair<const char*, const char*> kRecipeFiles[] = {{"tokenizer", "corpus"}, {"data", "path"}, {"data", "names_path"}};
+}  // namespace
+
+std::vector<std::string> recipe_files(const nlohmann::json& recipe) {
+  std::vector<std::string> out;
+  if (!recipe.is_object()) return out;
+  for (const auto& [section, key] : kRecipeFiles) {
+    const auto s = recipe.find(section);
+    if (s == recipe.end() || !s->is_object()) continue;
+    const auto v = s->find(key);
+    if (v != s->end() && v->is_string() && std::find(out.begin(), out.end(), v->get<std::string>()) == out.end())
+      out.push_back(v->get<std::string>());
+  }
+  return out;
+}
+
+nlohmann::json recipe_with_texts(const nlohmann::json& recipe, const std::map<std::string, std::string>& texts) {
+  nlohmann::json r = recipe;
+  for (const auto& [section, key] : kRecipeFiles) {
+    if (!r.is_object() || !r.contains(section) || !r[section].is_object() || !r[section].contains(key) || !r[section][key].is_string())
+      continue;
+    nlohmann::json& s = r[section];
+    const std::string path = s[key].get<std::string>();
+    const auto t = texts.find(path);
+    if (t == texts.end())
+      throw std::invalid_argument(std::string("recipe: ") + section + "." + key + " names the file " + printable_text(path) +
+                                  ", whose text was not given");
+    if (std::string(key) == "names_path") {
+      nlohmann::json names;
+      if (const auto problem = read_json(t->second, names))
+        throw std::invalid_argument("recipe: the names file " + printable_text(path) + " " + *problem);
+      s["names"] = names.is_object() && names.contains("names") ? names["names"] : names;
+    } else {
+      s["text"] = t->second;
+    }
+  }
+  return r;
+}
+
+namespace {
+// The recipe as a model file records it: a text written in beside the path it came from is left
+// out (the file names its source, as one trained from the files does, not megabytes of corpus).
+nlohmann::json recorded_recipe(nlohmann::json j) {
+  for (const auto& [section, key] : kRecipeFiles) {
+    if (!j.is_object() || !j.contains(section) || !j[section].is_object() || !j[section].contains(key)) continue;
+    j[section].erase(std::string(key) == "names_path" ? "names" : "text");
+  }
+  return j;
+}
+}  // namespace
+
+nlohmann::json recipe_with_steps(const nlohmann::json& recipe, int steps) {
+  if (steps < 1 || steps > 10000000) throw std::invalid_argument("recipe: steps must be from 1 to 10000000, got " + std::to_string(steps));
+  nlohmann::json r = recipe;
+  if (!r.is_object()) return r;  // recipe_from_json says what is wrong with it
+  r["steps"] = steps;
+  if (r.contains("snapshots") && r["snapshots"].is_array()) {
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& s : r["snapshots"])
+      if (!s.is_number() || !(s.get<double>() > steps)) kept.push_back(s);
+    r["snapshots"] = kept;
+  }
+  return r;
+}
+
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir) {
   if (!j.is_object()) throw std::invalid_argument("recipe: expected a JSON object, got " + json_value_words(j));
   reject_unknown(j, {"name", "description", "model", "tokenizer", "data", "optimizer", "schedule", "steps", "batch_size",
                      "seed", "init_scale", "snapshots", "eval_every", "eval", "output"},
                  "the recipe");
   Recipe r;
-  r.source = j;
+  r.source = recorded_recipe(j);
   r.name = j.contains("name") ? json_to_string(j["name"], "recipe: name") : std::string("unnamed");
   if (!j.contains("model")) throw std::invalid_argument("recipe: \"model\" (the architecture) is required");
   if (!j.contains("tokenizer")) throw std::invalid_argument("recipe: \"tokenizer\" is required");
@@ -657,8 +722,8 @@ void Trainer::restore(const Checkpoint& c) {
   for (const char* k : {"step", "adam_t", "b2_pow", "rng", "start_loss", "last_loss", "recipe"})
     if (!s.is_object() || !s.contains(k)) throw std::invalid_argument(std::string("checkpoint: its state has no \"") + k + "\"");
   nlohmann::json mine = recipe_.source, theirs = s["recipe"];
-  if (mine.is_object()) mine.erase("steps");
-  if (theirs.is_object()) theirs.erase("steps");
+  for (nlohmann::json* x : {&mine, &theirs})  // neither changes the run up to where it stopped
+    if (x->is_object()) x->erase("steps"), x->erase("snapshots");
   if (mine != theirs)
     throw std::invalid_argument("checkpoint: it was made by another recipe (or the same with another seed or other settings); "
                                 "resume it with the recipe that made it");

@@ -3,6 +3,7 @@
 // that the CLI and the WASM module both drive one call per step.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,20 @@ struct Recipe {
 // Parses and validates a recipe; relative paths in it are resolved against base_dir.
 // Throws std::invalid_argument with a sentence naming the field.
 Recipe recipe_from_json(const nlohmann::json& j, const std::string& base_dir = "");
+// The files a recipe's trainer reads, as the recipe writes them (relative to the recipe's folder):
+// tokenizer.corpus, data.path and data.names_path, each once, in that order. The held-out text of
+// "eval" is not among them: the evaluator reads it, and only the CLI runs one.
+std::vector<std::string> recipe_files(const nlohmann::json& recipe);
+// The recipe with those files' contents written into it, for a trainer that reads no files (the
+// page fetches them and passes them here): tokenizer.corpus gains tokenizer.text, data.path
+// data.text, data.names_path data.names (the file's list); a text given is used instead of its
+// file, and the model file records the path, not the text. `texts` maps each path as
+// recipe_files gives it to the file's text; a path missing from it is refused, naming the file.
+nlohmann::json recipe_with_texts(const nlohmann::json& recipe, const std::map<std::string, std::string>& texts);
+// The recipe trained for `steps` steps instead (its schedule spans them; steps from 1 to 10^7): the
+// snapshots it lists past the new end are dropped. What `circuitscope train --steps` and the page's
+// steps field do.
+nlohmann::json recipe_with_steps(const nlohmann::json& recipe, int steps);
 // `data` (the recipe's data object) is needed only by the ioi_templates kind, which builds its
 // vocabulary from the task.
 Tokenizer make_tokenizer(const nlohmann::json& spec, const std::string& base_dir = "", const nlohmann::json* data = nullptr);

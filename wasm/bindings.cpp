@@ -14,6 +14,9 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("phaseChange", &csjs::phaseChange);
   emscripten::function("checkpointMetrics", &csjs::checkpointMetrics);
   emscripten::function("checkpointLabel", &csjs::checkpointLabel);
+  emscripten::function("recipeFiles", &csjs::recipeFiles);
+  emscripten::function("recipeWithTexts", &csjs::recipeWithTexts);
+  emscripten::function("recipeWithSteps", &csjs::recipeWithSteps);
   emscripten::constant("minInductionScore", cs::kMinInductionScore);
   emscripten::constant("maxWeights", static_cast<double>(cs::kMaxWeights));
   emscripten::constant("maxTrainWeights", static_cast<double>(cs::kMaxTrainWeights));

@@ -1086,6 +1086,10 @@ export interface Recipe {
   seed?: number;
   snapshots?: number[];
   eval_every?: number;
+  /** Multiplies the initial weights. */
+  init_scale?: number;
+  /** What the CLI's evaluator records while training (a trainer made here runs none). */
+  eval?: { [key: string]: unknown };
   output?: string;
 }
 
@@ -1228,6 +1232,24 @@ export interface Circuitscope {
    * message starts with "recipe:", "config:", "data:" or "tokenizer:" for a bad recipe.
    */
   trainer(recipe: Recipe | string): Trainer;
+  /**
+   * The files a recipe's trainer reads, as the recipe names them (relative to the recipe's
+   * folder): tokenizer.corpus, data.path, data.names_path. eval.valid_path is not among them (the
+   * CLI's evaluator reads it; a trainer made here runs no evaluation).
+   */
+  recipeFiles(recipe: Recipe | string): string[];
+  /**
+   * The recipe with those files' texts written in beside their paths (tokenizer.text,
+   * data.text, data.names), so that trainer() trains it as the CLI does reading the files; the
+   * model file it saves records the paths, not the texts. Throws when a file's text is missing
+   * from `texts`.
+   */
+  recipeWithTexts(recipe: Recipe | string, texts: Record<string, string>): Recipe;
+  /**
+   * The recipe trained for `steps` steps instead (1 to 10^7; its schedule spans them), without
+   * the snapshots it lists past the new end: what `circuitscope train --steps` does.
+   */
+  recipeWithSteps(recipe: Recipe | string, steps: number): Recipe;
   /**
    * {heapSize, allocated} in bytes: the module's linear memory (it grows and never shrinks) and
    * the bytes malloc has handed out and not freed. For leak checks.

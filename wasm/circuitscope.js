@@ -418,11 +418,11 @@ function wrap(handle) {
   return model;
 }
 
-/** @param {unknown} recipe @returns {string} */
-function recipeJson(recipe) {
+/** @param {unknown} recipe @param {string} [what] @returns {string} */
+function recipeJson(recipe, what = 'trainer') {
   if (typeof recipe === 'string') return recipe;
   if (recipe !== null && typeof recipe === 'object' && !Array.isArray(recipe)) return JSON.stringify(recipe);
-  throw new TypeError('trainer: expected the recipe as an object or a JSON string');
+  throw new TypeError(`${what}: expected the recipe as an object or a JSON string`);
 }
 
 /** @param {any} handle @returns {Trainer} */
@@ -607,6 +607,16 @@ export async function init(options = {}) {
       } finally {
         reader.delete();
       }
+    },
+    recipeFiles(recipe) {
+      return call(() => mod.recipeFiles(recipeJson(recipe, 'recipeFiles')));
+    },
+    recipeWithTexts(recipe, texts) {
+      return JSON.parse(call(() => mod.recipeWithTexts(recipeJson(recipe, 'recipeWithTexts'), texts)));
+    },
+    recipeWithSteps(recipe, steps) {
+      if (!Number.isInteger(steps) || steps < 1 || steps > 1e7) throw new RangeError(`recipeWithSteps: steps must be a whole number from 1 to 10000000, got ${String(steps).slice(0, 40)}`);
+      return JSON.parse(call(() => mod.recipeWithSteps(recipeJson(recipe, 'recipeWithSteps'), steps)));
     },
     trainer(recipe) {
       const json = recipeJson(recipe);

@@ -15,6 +15,7 @@
 #include <exception>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -1187,14 +1188,41 @@ double Model::forwardBatch(const val& ids_js, int B, int T) {
 
 // ------------------------------------------------------------------------------ Trainer
 
+namespace {
+// A recipe's JSON text parsed; "is not valid JSON (line 2, column 9)": the user's position, not
+// the library's text.
+nlohmann::json recipe_json_in(const std::string& text) {
+  nlohmann::json j;
+  if (const auto problem = cs::read_json(text, j)) throw std::invalid_argument("recipe: not valid JSON: the recipe " + *problem);
+  return j;
+}
+}  // namespace
+
 Trainer::Trainer(const std::string& recipe_json)
-    : trainer_(guarded([&] {
-        nlohmann::json j;
-        // "is not valid JSON (line 2, column 9)": the user's position, not the library's text.
-        if (const auto problem = cs::read_json(recipe_json, j))
-          throw std::invalid_argument("recipe: not valid JSON: the recipe " + *problem);
-        return std::make_unique<cs::Trainer>(cs::recipe_from_json(j));
-      })) {}
+    : trainer_(guarded([&] { return std::make_unique<cs::Trainer>(cs::recipe_from_json(recipe_json_in(recipe_json))); })) {}
+
+val recipeFiles(const std::string& recipe_json) {
+  return guarded([&] { return str_array(cs::recipe_files(recipe_json_in(recipe_json))); });
+}
+
+std::string recipeWithTexts(const std::string& recipe_json, const val& texts) {
+  return guarded([&] {
+    if (!is_plain_object(texts)) throw std::invalid_argument("recipeWithTexts: give the files' texts as {path: text}");
+    std::map<std::string, std::string> m;
+    const val keys = val::global("Object").call<val>("keys", texts);
+    for (int i = 0, n = keys["length"].as<int>(); i < n; ++i) {
+      const std::string key = keys[i].as<std::string>();
+      const val t = texts[key];
+      if (!t.isString()) throw std::invalid_argument("recipeWithTexts: the text of " + cs::printable_text(key) + " is not a string");
+      m[key] = t.as<std::string>();
+    }
+    return cs::recipe_with_texts(recipe_json_in(recipe_json), m).dump();
+  });
+}
+
+std::string recipeWithSteps(const std::string& recipe_json, int steps) {
+  return guarded([&] { return cs::recipe_with_steps(recipe_json_in(recipe_json), steps).dump(); });
+}
 
 // {step, loss, lr, grad_norm, loss_repeated, loss_fresh}; step counts the steps completed.
 val Trainer::step() {

@@ -131,5 +131,11 @@ val phaseChange(const val& records, const val& n_heads);
 val checkpointMetrics(const std::string& scores_json);
 // cs::checkpoint_label of a file name: the checkpoint's number, or null.
 val checkpointLabel(const std::string& file_name);
+// cs::recipe_files of a recipe's JSON text: the files its trainer reads, as the recipe names them.
+val recipeFiles(const std::string& recipe_json);
+// cs::recipe_with_texts: the recipe's JSON text with those files' texts ({path: text}) written in.
+std::string recipeWithTexts(const std::string& recipe_json, const val& texts);
+// cs::recipe_with_steps: the recipe's JSON text trained for `steps` steps instead.
+std::string recipeWithSteps(const std::string& recipe_json, int steps);
 
 }  // namespace csjs

@@ -79,7 +79,8 @@ const std::map<std::string, std::string> kHelp = {
      "  Trains the model a recipe describes (architecture, tokenizer, data, optimizer, schedule,\n"
      "  steps, batch_size, seed) and writes it as a safetensors model file.\n"
      "  --out FILE      where to write the model (default: the recipe's \"output\")\n"
-     "  --steps N       override the recipe's number of steps\n"
+     "  --steps N       train N steps instead of the recipe's (its schedule spans them; snapshots it lists\n"
+     "                  past N are skipped)\n"
      "  --seed N        override the recipe's seed (0 to 2147483647): the initial weights and the\n"
      "                  training data drawn; the model file's info records the recipe with this seed\n"
      "  --no-snapshots  skip the snapshots the recipe lists (the model and metrics are still written)\n"
@@ -321,7 +322,7 @@ int cmd_train(int argc, char** argv) {
   if (a.positional.size() != 1) throw UsageError("train takes one recipe file");
   const std::string recipe_path = a.positional[0];
   json j = read_recipe_json(recipe_path);
-  if (a.opts.count("--steps") && j.is_object()) j["steps"] = to_int(a.opts["--steps"], "--steps", 1, 10000000);
+  if (a.opts.count("--steps")) j = cs::recipe_with_steps(j, to_int(a.opts["--steps"], "--steps", 1, 10000000));
   // --seed replaces the recipe's seed, so the model file's info (which holds the recipe) records it.
   if (a.opts.count("--seed") && j.is_object()) j["seed"] = to_int(a.opts["--seed"], "--seed", 0, 2147483647);
   cs::Recipe r = with_recipe(recipe_path, [&] { return cs::recipe_from_json(j, dirname_of(recipe_path)); });

@@ -436,6 +436,53 @@ TEST(Recipe, InlineVocabularyAndTextTrainLikeFiles) {
   std::remove(path.c_str());
 }
 
+// The page trains the shipped recipes from models/recipes/: it fetches the files recipe_files
+// names and passes their texts through recipe_with_texts, and the run is the one the CLI makes
+// reading the same files (the same losses and weights, bit for bit). A text not given is refused.
+TEST(Recipe, ShippedRecipeWithItsFilesInlineTrainsLikeTheFiles) {
+  auto read = [](const std::string& path) {
+    nlohmann::json r;
+    std::ifstream(path) >> r;
+    return r;
+  };
+  nlohmann::json j = read("models/recipes/char-1l-smeared.json");
+  EXPECT_EQ(recipe_files(j), (std::vector<std::string>{"../corpus/train.txt"}));
+  EXPECT_TRUE(recipe_files(read("models/recipes/ioi-1l2h.json")).empty());
+  // Fewer steps than the recipe's: the snapshots past the new end are dropped (the recipe lists
+  // them to step 6,000, which recipe_from_json refuses past the end).
+  EXPECT_THROW(recipe_from_json([&] { auto k = j; k["steps"] = 1500; return k; }(), "models/recipes"), std::invalid_argument);
+  const nlohmann::json shorter = recipe_with_steps(j, 1500);
+  EXPECT_EQ(shorter["steps"], 1500);
+  EXPECT_EQ(shorter["snapshots"].back(), 1500);
+  EXPECT_EQ(recipe_from_json(shorter, "models/recipes").snapshots.size(), 7u);
+  EXPECT_THROW(recipe_with_steps(j, 0), std::invalid_argument);
+  j = recipe_with_steps(j, 3);
+  j["batch_size"] = 2;
+  Trainer a(recipe_from_json(j, "models/recipes"));
+  std::ifstream f("models/corpus/train.txt", std::ios::binary);
+  const std::string corpus((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const nlohmann::json inl = recipe_with_texts(j, {{"../corpus/train.txt", corpus}});
+  EXPECT_EQ(inl["tokenizer"]["text"], corpus);
+  EXPECT_EQ(inl["data"]["text"], corpus);
+  EXPECT_EQ(inl["eval"], j["eval"]);  // the evaluator's held-out text is the CLI's, not the trainer's
+  Trainer b(recipe_from_json(inl));
+  EXPECT_EQ(a.tokenizer().to_json(), b.tokenizer().to_json());
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(a.step().loss, b.step().loss);
+  EXPECT_EQ(a.params().blocks[0].W_Q.data, b.params().blocks[0].W_Q.data);
+  // The model file records the recipe as the CLI's run does: the path, not the text.
+  EXPECT_EQ(b.model_file().info["recipe"], a.model_file().info["recipe"]);
+  EXPECT_EQ(b.model_file().info["recipe"]["data"]["path"], "../corpus/train.txt");
+  try {
+    recipe_with_texts(j, {{"train.txt", corpus}});
+    ADD_FAILURE() << "a recipe without its file's text was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "recipe: tokenizer.corpus names the file ../corpus/train.txt, whose text was not given");
+  }
+  // An IOI template recipe's names file becomes its list of names.
+  nlohmann::json t = {{"data", {{"kind", "ioi_templates"}, {"names_path", "names.json"}}}};
+  EXPECT_EQ(recipe_with_texts(t, {{"names.json", R"({"names": ["Ann", "Bob"]})"}})["data"]["names"], nlohmann::json({"Ann", "Bob"}));
+}
+
 // Random strings written twice into prose windows: every row gets one, its second copy is marked
 // as predictable by copying, and the marked tokens repeat an earlier stretch of the row.
 TEST(Data, RandomSpansInProse) {

@@ -543,6 +543,40 @@ test('run({probsOf}): the probabilities of given tokens equal those of the full 
   throwsReadable(() => char.run('ab', undefined, { probsOf: [1, 2, 3, 99999, 4, 5] }), /outside the vocabulary/, 'an unknown id');
 });
 
+test('a shipped recipe with its files written in trains the shipped model\'s tokenizer; fewer steps drop later snapshots', () => {
+  const recipe = JSON.parse(readFileSync(path.join(root, 'models', 'recipes', 'char-1l-smeared.json'), 'utf8'));
+  assert.deepEqual(cs.recipeFiles(recipe), ['../corpus/train.txt']);
+  assert.deepEqual(cs.recipeFiles(JSON.stringify({ tokenizer: { kind: 'ioi_symbolic' }, data: { kind: 'ioi_symbolic' } })), []);
+  const text = readFileSync(path.join(root, 'models', 'corpus', 'train.txt'), 'utf8');
+  const inline = cs.recipeWithTexts(recipe, { '../corpus/train.txt': text });
+  assert.equal(inline.data.text, text);
+  assert.equal(inline.tokenizer.text, text);
+  assert.equal(inline.data.path, '../corpus/train.txt', 'the path stays: the model file records it');
+  const short = cs.recipeWithSteps(inline, 40);
+  assert.equal(short.steps, 40);
+  assert.deepEqual(short.snapshots, [0]);
+  const shipped = cs.load(readFileSync(path.join(root, 'models', 'char-1l-smeared.safetensors')));
+  const tr = cs.trainer({ ...short, batch_size: 2 });
+  try {
+    tr.step();
+    const m = cs.load(tr.save());
+    try {
+      assert.deepEqual(m.tokenizer.vocab, shipped.tokenizer.vocab, 'the vocabulary built from the text is the shipped model\'s');
+      assert.ok(m.info.recipe.data.path === '../corpus/train.txt' && !('text' in m.info.recipe.data) && !('text' in m.info.recipe.tokenizer),
+        'the model file records where the text came from, not the text');
+    } finally {
+      m.delete();
+    }
+  } finally {
+    tr.delete();
+    shipped.delete();
+  }
+  throwsReadable(() => cs.recipeWithTexts(recipe, {}), /^recipe: tokenizer\.corpus names the file \.\.\/corpus\/train\.txt, whose text was not given$/, 'a missing file');
+  throwsReadable(() => cs.recipeWithTexts(recipe, { '../corpus/train.txt': 3 }), /the text of \.\.\/corpus\/train\.txt is not a string/, 'a text that is not a string');
+  throwsReadable(() => cs.recipeFiles('{"steps": 1,'), /^recipe: not valid JSON/, 'bad JSON');
+  assert.throws(() => cs.recipeWithSteps(recipe, 0), /steps must be a whole number from 1 to 10000000, got 0/);
+});
+
 test('a trainer\'s headScores() equals headScores() of the model it saves', () => {
   const recipe = {
     name: 'scores', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },

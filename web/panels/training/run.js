@@ -8,7 +8,7 @@ import { el } from '../../parts/dom.js';
 import { getModule } from '../../store.js';
 import { destroyCharts } from '../../parts/line-chart.js';
 import { TrainerClient } from '../../worker-client.js';
-import { BROWSER_RECIPES, resolveRecipe } from './recipes.js';
+import { readsFiles, resolveRecipe } from './recipes.js';
 import { strongestHead } from './shipped.js';
 import { scheduleDraw } from './live.js';
 import { fmt } from '../../parts/format.js';
@@ -92,16 +92,17 @@ export async function startRun(run) {
   const key = r.recipe.value;
   host(run).dataset.trainStep = '0';
   setButtons(run, 'starting');
-  r.status.textContent = BROWSER_RECIPES[key].corpus ? `Downloading the corpus for ${key}…` : `Starting ${key}…`;
+  const offered = run.recipes[key];
+  const steps = Math.max(1, Math.min(100000, Math.round(Number(r.steps.value)) || offered.steps));
   let recipe;
   try {
-    recipe = await resolveRecipe(BROWSER_RECIPES[key]);
+    r.status.textContent = (await readsFiles(offered.recipe)) ? `Downloading the corpus for ${key}…` : `Starting ${key}…`;
+    recipe = await resolveRecipe(offered.recipe, steps);
   } catch (e) {
     setButtons(run, 'failed');
     r.status.textContent = `Could not prepare ${key}: ${e.message}`;
     return;
   }
-  recipe.steps = Math.max(1, Math.min(100000, Math.round(Number(r.steps.value)) || recipe.steps));
   reset(run, key, recipe.steps, startedAt);
   r.status.textContent = `Starting ${key}…`;
   const mine = (fn) => (x) => { if (client === run.client) fn(run, x); };
@@ -112,7 +113,7 @@ export async function startRun(run) {
   }));
   runs.add(run);
   try {
-    const started = await client.start(recipe, { metricsEvery: 10, scoresEvery: BROWSER_RECIPES[key].scoresEvery ?? 0, workers: trainingWorkers() });
+    const started = await client.start(recipe, { metricsEvery: 10, scoresEvery: offered.scoresEvery, workers: trainingWorkers() });
     if (client === run.client) {
       run.heads = started.config?.n_heads;
       run.workers = started.workers ?? 1;
