@@ -44,6 +44,16 @@ test('the index lists every lesson file, and each reads without a problem', () =
   }
 });
 
+// docs/lessons.md's table of measures is generated from measures.js (npm run docs): a measure
+// added, renamed or redescribed there and not here fails this.
+test("docs/lessons.md lists exactly the measures measures.js defines, as npm run docs writes them", async () => {
+  const { measuresTable, withTable } = await import(pathToFileURL(path.join(root, 'scripts', 'docs.mjs')).href);
+  const { MEASURES } = await load('lessons/measures.js');
+  const text = readFileSync(path.join(root, 'docs', 'lessons.md'), 'utf8');
+  assert.equal(withTable(text, measuresTable(MEASURES)), text, 'docs/lessons.md is out of date: run npm run docs');
+  for (const name of Object.keys(MEASURES)) assert.match(text, new RegExp(`\\| \`${name}(\\(L1H1\\))?\` \\|`), name);
+});
+
 // The README's lesson for teachers (its indented block) and docs/lessons.md's example read as
 // written: no problem, a link, a panel of the step's view, a check.
 test('the lessons the README and docs/lessons.md show read without a problem', () => {
