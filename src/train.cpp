@@ -162,6 +162,16 @@ void read_schedule(const nlohmann::json& s, Schedule& sc) {
 namespace {
 // Where a recipe names a file its trainer reads: {section, key}.
 constexpr std::pair<const char*, const char*> kRecipeFiles[] = {{"tokenizer", "corpus"}, {"data", "path"}, {"data", "names_path"}};
+
+// The recipe as a model file records it: a text written in beside the path it came from is left
+// out (the file names its source, as one trained from the files does, not megabytes of corpus).
+nlohmann::json recorded_recipe(nlohmann::json j) {
+  for (const auto& [section, key] : kRecipeFiles) {
+    if (!j.is_object() || !j.contains(section) || !j[section].is_object() || !j[section].contains(key)) continue;
+    j[section].erase(std::string(key) == "names_path" ? "names" : "text");
+  }
+  return j;
+}
 }  // namespace
 
 std::vector<std::string> recipe_files(const nlohmann::json& recipe) {
@@ -199,18 +209,6 @@ nlohmann::json recipe_with_texts(const nlohmann::json& recipe, const std::map<st
   }
   return r;
 }
-
-namespace {
-// The recipe as a model file records it: a text written in beside the path it came from is left
-// out (the file names its source, as one trained from the files does, not megabytes of corpus).
-nlohmann::json recorded_recipe(nlohmann::json j) {
-  for (const auto& [section, key] : kRecipeFiles) {
-    if (!j.is_object() || !j.contains(section) || !j[section].is_object() || !j[section].contains(key)) continue;
-    j[section].erase(std::string(key) == "names_path" ? "names" : "text");
-  }
-  return j;
-}
-}  // namespace
 
 nlohmann::json recipe_with_steps(const nlohmann::json& recipe, int steps) {
   if (steps < 1 || steps > 10000000) throw std::invalid_argument("recipe: steps must be from 1 to 10000000, got " + std::to_string(steps));
