@@ -62,6 +62,10 @@ assemble_site() {
   if [[ -d models/snapshots ]]; then
     cp -R models/snapshots "$tmp/models/snapshots"
   fi
+  # The training records of the extra seeds (models/seeds/NAME.seedN.metrics.json), which the
+  # Training view draws beside the shipped run's ICL curve.
+  mkdir -p "$tmp/models/seeds"
+  cp models/seeds/*.metrics.json "$tmp/models/seeds/" 2>/dev/null || true
   # The corpus, for training a character model in the page, and the held-out books the sub-word
   # models' leading-terms panel counts statistics on (each fetched only when asked for).
   mkdir -p "$tmp/models/corpus" "$tmp/models/recipes"
@@ -79,7 +83,8 @@ assemble_site() {
     ' "${models[@]}" >"$tmp/models/index.json"
   fi
   # What the site holds, for the page to list without probing for files (a 404 is a console
-  # error): {"models": [names], "snapshots": {name: ["step100", ...]}}.
+  # error): {"models": [names], "snapshots": {name: ["step100", ...]}, "seeds": {name: [1, 2]}}
+  # (seeds: the extra training seeds whose records are in seeds/).
   node -e '
     const fs = require("node:fs"), path = require("node:path");
     const dir = process.argv[1];
@@ -92,7 +97,14 @@ assemble_site() {
       snapshots[name] = fs.readdirSync(p).filter((f) => f.endsWith(".safetensors")).map((f) => f.slice(0, -12))
         .sort((a, b) => (parseInt(a.replace(/\D/g, ""), 10) || 0) - (parseInt(b.replace(/\D/g, ""), 10) || 0));
     }
-    fs.writeFileSync(path.join(dir, "manifest.json"), JSON.stringify({ models, snapshots }, null, 2) + "\n");
+    const seeds = {};
+    const edir = path.join(dir, "seeds");
+    if (fs.existsSync(edir)) for (const f of fs.readdirSync(edir)) {
+      const m = /^(.+)\.seed(\d+)\.metrics\.json$/.exec(f);
+      if (m) (seeds[m[1]] ??= []).push(Number(m[2]));
+    }
+    for (const k of Object.keys(seeds)) seeds[k].sort((a, b) => a - b);
+    fs.writeFileSync(path.join(dir, "manifest.json"), JSON.stringify({ models, snapshots, seeds }, null, 2) + "\n");
   ' "$tmp/models"
   # npm runtime libraries, vendored (the CSP allows only 'self'; no CDN). lz-string ships a UMD
   # script: wrap it as an ES module (its UMD tail sees no define/module inside a module and

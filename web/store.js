@@ -563,6 +563,18 @@ export async function getSnapshots(name) {
   return Array.isArray(s) ? s : [];
 }
 
+/**
+ * The extra training seeds of a shipped model whose records the site holds
+ * (models/seeds/NAME.seedN.metrics.json), e.g. [1, 2]; none for a model opened in the page.
+ * @param {string} name
+ * @returns {Promise<number[]>}
+ */
+export async function getSeeds(name) {
+  if (isLocalName(name)) return [];
+  const s = (await getJSON('models/manifest.json'))?.seeds?.[name];
+  return Array.isArray(s) ? s : [];
+}
+
 let modulePromise = null;
 /**
  * The initialised WASM API (one instance for the page): the relaxed-SIMD module where the browser

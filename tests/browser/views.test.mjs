@@ -621,6 +621,18 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
         assert.ok(info.charts >= 3, 'loss, ICL and prefix-matching charts');
         assert.ok(info.lines >= 4);
         if (info.phase) assert.ok(info.phaseLines >= 3, 'the phase change is marked');
+        // The extra training seeds (models/seeds/NAME.seedN.metrics.json) are drawn as thinner
+        // ICL lines, and the sentence gives their phase changes as the report does.
+        const seeds = (JSON.parse(readFileSync(path.join(site, 'models/manifest.json'), 'utf8')).seeds ?? {})[name] ?? [];
+        assert.ok(seeds.length >= 2, `${name}: the site holds its extra seeds' records`);
+        const iclSeries = await page.evaluate(() => Number([...document.querySelectorAll('cs-training figure.cs-uplot')]
+          .find((f) => /In-context learning/.test(f.textContent)).dataset.series));
+        assert.equal(iclSeries, 1 + seeds.length, 'one ICL line per seed');
+        const report = JSON.parse(readFileSync(path.join(site, 'models/report.json'), 'utf8'));
+        const row = report.claims.find((c) => c.id === (name === 'char-1l' ? `icl-${name}` : `phase-change-${name}`));
+        const each = seeds.map((n) => [n, row.seeds.find((x) => x.seed === n).phase_change])
+          .map(([n, x]) => `seed ${n}: ${x >= 0 ? `phase change at step ${x}` : 'no phase change'}`);
+        assert.ok(info.summary.includes(`: ${each.join('; ')}.`), info.summary);
         // One layer without smeared keys forms no induction head: no phase change is marked (half
         // of its near-zero final score would otherwise be "reached" at step 0).
         if (name === 'char-1l') {

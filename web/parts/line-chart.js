@@ -1,7 +1,7 @@
 // Line charts for circuitscope's views: a small wrapper around uPlot (MIT, vendored from
 // node_modules/uplot into vendor/ by scripts/build.sh), drawn on a <canvas>.
 //
-//   const chart = new LineChart({ title, xLabel, yLabel, series: [{name, color, dashed}], yMin,
+//   const chart = new LineChart({ title, xLabel, yLabel, series: [{name, color, dashed, thin}], yMin,
 //     marker: {x, label, legend}, band: {series, caption} });
 //   parent.append(chart.element);              // a <figure class="cs-figure cs-uplot">
 //   chart.setData(xs, [ys0, ys1, ...], widths?);  // aligned arrays; non-finite values are gaps
@@ -238,7 +238,7 @@ function uplotOptions(chart) {
     series: [
       { label: o.xLabel ?? 'x', value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[0]) : v) },
       ...o.series.map((s, i) => ({
-        label: s.name, stroke: colors[i], width: 1.8, dash: s.dashed ? [4 * pr, 3 * pr] : undefined,
+        label: s.name, stroke: colors[i], width: s.thin ? 1 : 1.8, dash: s.dashed ? [4 * pr, 3 * pr] : undefined,
         spanGaps: true, points: { show: false },
         value: (u, v, si, idx) => fmtVal(idx == null ? lastFinite(u.data[si]) : v),
       })),
@@ -266,7 +266,7 @@ function uplotOptions(chart) {
 
 export class LineChart {
   /**
-   * options: title, xLabel, yLabel, series [{name, color, dashed}], yMin (the y axis reaches at
+   * options: title, xLabel, yLabel, series [{name, color, dashed, thin}], yMin (the y axis reaches at
    * least down to it, without padding below), marker {x, label, legend} or null,
    * band {series (an index into series), caption} or absent, height (CSS pixels of the plot with
    * its axes; default 230).

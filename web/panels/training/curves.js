@@ -4,7 +4,9 @@
 // and the snapshot in use (the state's snapshot) as a solid one. Line charts: parts/line-chart.js.
 // Records that carry the ICL score's standard error over the held-out windows (icl_se, written by
 // `circuitscope train`) get a shaded band of ± one standard error around the ICL curve, and a
-// caption naming the number of windows (icl_indices.windows); older metrics files have none.
+// caption naming the number of windows (icl_indices.windows); older metrics files have none. The
+// extra training seeds' ICL scores (models/seeds/, the same recipe with another random seed) are
+// thinner lines on the same chart, and the sentence gives their phase changes.
 import { el } from '../../parts/dom.js';
 import { downloadCSV } from '../../parts/download.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
@@ -14,12 +16,23 @@ import { fmt } from '../../parts/format.js';
 
 const shown = new WeakMap();   // run -> Map(snapshot step -> data)
 
+/** "seeds 1 and 2" */
+const seedList = (seeds) => `seed${seeds.length === 1 ? '' : 's'} ${seeds.length > 1 ? `${seeds.slice(0, -1).map((s) => s.seed).join(', ')} and ${seeds.at(-1).seed}` : seeds[0].seed}`;
+
+/** What the extra training seeds show, after the shipped run's sentence ('' without any). */
+function seedsSentence(run) {
+  const { seeds } = run;
+  if (!seeds.length) return '';
+  const each = seeds.map((s) => `seed ${s.seed}: ${s.pc ? `phase change at step ${s.pc.step}` : 'no phase change'}`).join('; ');
+  return ` The same recipe retrained with random ${seedList(seeds)} (thinner ICL lines): ${each}.`;
+}
+
 /** The phase-change sentence above the charts. */
 function summary(run) {
   const { name, recs, pc, H, n, cs, source, stepWord } = run;
-  if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).`;
+  if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).${seedsSentence(run)}`;
   return recs.at(-1)?.prefix_matching?.length
-    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).`
+    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).${seedsSentence(run)}`
     : `No prefix-matching scores in ${source}, so no phase change can be marked.`;
 }
 
@@ -47,10 +60,11 @@ function charts(run) {
       { name: 'loss on repeated tokens', color: COLORS[2], dashed: true },
     ], { title: 'Loss (nats per token)', xLabel, yLabel: 'loss', marker },
     [recs.map((x) => x.train_loss), recs.map((x) => x.valid_loss), recs.map((x) => x.repeated_loss)]),
-    line([{ name: 'ICL score', color: COLORS[3] }],
-      { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel, yLabel: 'nats', marker,
-        band: se ? { series: 0, caption: bandCaption(metrics) } : undefined },
-      [recs.map((x) => x.icl)], se),
+    line([{ name: run.seeds.length ? 'ICL score (shipped run)' : 'ICL score', color: COLORS[3] },
+      ...run.seeds.map((s, i) => ({ name: `seed ${s.seed}`, color: COLORS[(4 + i) % COLORS.length], thin: true }))],
+    { title: `In-context learning score (loss at token ${metrics.icl_indices?.late ?? 'late'} − token ${metrics.icl_indices?.early ?? 'early'})`, xLabel, yLabel: 'nats', marker,
+      band: se ? { series: 0, caption: bandCaption(metrics) } : undefined },
+    [recs.map((x) => x.icl), ...run.seeds.map((s) => s.recs.map((x) => x?.icl))], se),
     line(headSeries(n, H), { title: 'Prefix-matching (induction) score per head', xLabel, yLabel: 'score', marker, yMin: 0 },
       Array.from({ length: n }, (_, i) => recs.map((x) => x.prefix_matching?.[i]))),
   ];

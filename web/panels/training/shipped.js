@@ -2,7 +2,7 @@
 // (models/<name>.metrics.json; for a model file opened in the page, the scores of the checkpoints
 // opened with it, series.js, or none), the core's phase change over them, its head count and the
 // training snapshots the site has. Also the colours and names its charts use.
-import { getModel, getModule, getJSON, getSnapshots } from '../../store.js';
+import { getModel, getModule, getJSON, getSnapshots, getSeeds } from '../../store.js';
 import { stylesReady } from '../../parts/line-chart.js';
 import { argmax } from '../../wasm/circuitscope.js';
 import { fmt } from '../../parts/format.js';
@@ -49,14 +49,33 @@ async function load(name) {
   const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
   // A series' records are labelled by the numbers in its files' names (tokens seen, for TransformerLens's).
   const series = !!entry?.series;
-  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local, series, source, error,
+  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local, series, source, error, seeds: [],
     xLabel: series ? 'checkpoint (the number in its file name)' : 'training step', stepWord: series ? 'checkpoint' : 'step' };
   const recs = Array.isArray(metrics?.records) && metrics.records.length ? metrics.records : null;
   if (!recs) return run;
   const n = recs[0].prefix_matching?.length ?? 0;
   const nHeads = model?.config?.n_heads;
   const H = nHeads > 0 ? nHeads : Math.max(1, n);
-  return { ...run, recs, n, H, steps: recs.map((x) => x.step), pc: cs.phaseChange(recs, { nHeads: H }) };
+  const steps = recs.map((x) => x.step);
+  return { ...run, recs, n, H, steps, pc: cs.phaseChange(recs, { nHeads: H }), seeds: series || local ? [] : await seedRuns(cs, name, steps, H) };
+}
+
+/**
+ * The extra training seeds of a shipped run (the same recipe with another random seed, whose
+ * records the site holds): [{seed, recs (aligned to the shipped run's steps; null where a seed has
+ * no record), pc (the core's phase change over its records, or null)}]. A seed whose file is
+ * missing or recorded other steps is left out.
+ */
+async function seedRuns(cs, name, steps, H) {
+  const out = [];
+  for (const seed of await getSeeds(name)) {
+    const m = await getJSON(`models/seeds/${name}.seed${seed}.metrics.json`);
+    const recs = Array.isArray(m?.records) ? m.records : [];
+    const at = new Map(recs.map((r) => [r.step, r]));
+    if (!recs.length || !recs.every((r) => steps.includes(r.step))) continue;
+    out.push({ seed, recs: steps.map((s) => at.get(s) ?? null), pc: cs.phaseChange(recs, { nHeads: H }) });
+  }
+  return out;
 }
 
 /**
@@ -64,7 +83,8 @@ async function load(name) {
  * steps, n (prefix-matching scores a record), H (heads a layer), pc (the core's phase change or
  * null), hasModel, snaps (snapshot steps, increasing), cs (the module), local, series (a
  * checkpoint series opened in the page), source (where the records come from, for sentences),
- * error (why a series could not be scored, or null), xLabel and stepWord (what the steps are)}.
+ * error (why a series could not be scored, or null), xLabel and stepWord (what the steps are),
+ * seeds (the extra training seeds' records, seedRuns())}.
  * The same object every time.
  */
 export function shippedRun(name) {
