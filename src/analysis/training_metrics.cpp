@@ -604,6 +604,7 @@ std::optional<PhaseChange> phase_change(const std::vector<std::int64_t>& steps, 
       pc.head = n_heads > 0 ? at % n_heads : at;
       pc.final_score = final_best;
       pc.threshold = threshold;
+      if (i >= 2) pc.before_step = steps[i - 2];
       return pc;
     }
   }

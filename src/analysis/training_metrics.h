@@ -211,6 +211,12 @@ struct PhaseChange {
   int layer = 0, head = 0;  // the head with the best score at that record (index / n_heads, index % n_heads)
   double final_score = 0;   // F
   double threshold = 0;     // 0.5 F
+  // "Before the phase change", where the ICL score is compared with the end (the report's ICL row,
+  // `circuitscope icl --before-phase-change`): the step of the record two before it, -1 if none.
+  // The record just before it is often inside the change already: best(r) is under 0.5 F but
+  // rising, and in bpe-2l-prose (seeds 0 and 1, records every 500 steps) the ICL score and the
+  // previous-token head have already moved there (the ICL score by 0.17 and 0.42 nats).
+  std::int64_t before_step = -1;
 };
 // steps[i] and prefix_matching[i] ([n_layers * n_heads], layer-major; may be empty) of record i.
 // n_heads <= 0 counts every score as a head of layer 0.

@@ -171,12 +171,13 @@ const std::map<std::string, std::string> kHelp = {
      "  --json prints [{model, step (the training step the file records, if any), icl, se, windows, block,\n"
      "  blocks, late_loss, early_loss, early, late, collapsed_positions}] (collapsed_positions: rows of\n"
      "  W_pos under 0.7 times the median norm of the rows within 8 of them).\n"
-     "  --unpaired: the earlier definition, which the sub-word rows of models/REPORT.md still use until\n"
-     "  their seeds are retrained: N evenly spaced windows of <BOS> and B+1 tokens, loss at token B minus\n"
-     "  token A of each window, standard error over the windows.\n"
-     "  --before-phase-change METRICS scores only two of the files: the last whose step comes before the\n"
-     "  phase change of the run in METRICS (a NAME.metrics.json; best head's prefix matching passes half its\n"
-     "  final value) and the one with the largest step.\n"},
+     "  --unpaired: the earlier definition (the training metrics of bpe-2l and its siblings use it): N\n"
+     "  evenly spaced windows of <BOS> and B+1 tokens, loss at token B minus token A of each window,\n"
+     "  standard error over the windows.\n"
+     "  --before-phase-change METRICS scores only two of the files: the last at or before the record two\n"
+     "  before the phase change of the run in METRICS (a NAME.metrics.json; the phase change is where the\n"
+     "  best head's prefix matching passes half its final value, and the record just before it is often\n"
+     "  already changing) and the one with the largest step.\n"},
     {"tokenize",
      "circuitscope tokenize --tokenizer TOKENIZER.json (--text TEXT | --jsonl FILE) [--special]\n"
      "  Reads a Hugging Face tokenizer.json (byte-pair models such as GPT-2's and GPT-NeoX's) and\n"
@@ -660,8 +661,8 @@ int cmd_icl(int argc, char** argv) {
   std::vector<std::string> paths = a.positional;
   std::vector<std::optional<cs::ModelFile>> loaded(paths.size());
   if (a.opts.count("--before-phase-change")) {
-    // Keep two files: the last whose step comes before the run's phase change (the core's one
-    // definition, phase_change() over the metrics' records) and the one with the largest step.
+    // Keep two files: the last at or before the run's "before the phase change" (the core's one
+    // definition, PhaseChange::before_step over the metrics' records) and the one with the largest step.
     const std::string mpath = a.opts["--before-phase-change"];
     json mt;
     const std::string mtext = read_file(mpath);
@@ -681,11 +682,12 @@ int cmd_icl(int argc, char** argv) {
       cs::ModelFile m = load_with_options(path, a);
       const int s = step_of(m);
       if (s < 0) throw std::runtime_error(path + ": the file records no training step, so it cannot be placed before or after the phase change");
-      if (s < pc->step && s > before_step) before_step = s, before_m = m, before_path = path;
+      if (pc->before_step >= 0 && s <= pc->before_step && s > before_step) before_step = s, before_m = m, before_path = path;
       if (s > end_step) end_step = s, end_m = std::move(m), end_path = path;
     }
     if (!before_m)
-      throw std::runtime_error("no file comes before the phase change at step " + std::to_string(pc->step) + " of " + mpath);
+      throw std::runtime_error("no file comes at or before step " + std::to_string(pc->before_step) + ", two records before the phase change at step " +
+                               std::to_string(pc->step) + " of " + mpath);
     paths = {before_path, end_path};
     loaded.clear();
     loaded.push_back(std::move(before_m));

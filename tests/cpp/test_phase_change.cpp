@@ -28,6 +28,8 @@ TEST(PhaseChange, FirstRecordWhoseBestHeadPassesHalfTheFinalBest) {
   EXPECT_EQ(pc->head, 1);
   EXPECT_DOUBLE_EQ(pc->final_score, 0.8);
   EXPECT_DOUBLE_EQ(pc->threshold, 0.4);
+  // "Before" it is two records earlier: step 100's best (0.39) is under half but already rising.
+  EXPECT_EQ(pc->before_step, 0);
   // Without n_heads every score is a head of layer 0.
   EXPECT_EQ(phase_change(steps, pm)->head, 1);
 }
@@ -40,6 +42,7 @@ TEST(PhaseChange, NoneBelowTheMinimumScoreOrWithoutRecords) {
   auto pc = phase_change(Steps{0, 5}, Scores{{-0.3}, {0.1}});
   ASSERT_TRUE(pc.has_value());
   EXPECT_EQ(pc->step, 5);
+  EXPECT_EQ(pc->before_step, -1);  // no record two before it
   EXPECT_THROW(phase_change(Steps{0}, Scores{}), std::invalid_argument);
 }
 
