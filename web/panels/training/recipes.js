@@ -52,5 +52,6 @@ export async function resolveRecipe(recipe, steps) {
     if (!res.ok) throw new Error(`could not download ${path.replace(/^(\.\.\/)+/, '')} (HTTP ${res.status})`);
     texts[path] = await res.text();
   }
-  return cs.recipeWithSteps(cs.recipeWithTexts(recipe, texts), steps);
+  // Steps first: the texts can be megabytes, and each call copies its recipe in and out.
+  return cs.recipeWithTexts(cs.recipeWithSteps(recipe, steps), texts);
 }
