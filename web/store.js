@@ -514,6 +514,41 @@ export function createStore(initial = fresh()) {
 export const store = createStore();
 
 // ------------------------------------------------------------------------------------------------
+// The in-page training run ("Train it yourself"): what it is doing, which no link carries (a link
+// opens a view, not a run in progress). Its panel writes it (panels/training/run.js, live.js);
+// lessons' checks read it (lessons/measures.js) and follow it (lessons/lesson.js); the Training
+// view mirrors it on its element as data-* attributes for tests and benchmarks.
+
+/** No run yet: state is idle | starting | running | paused | stopped | failed. */
+export const NO_TRAINING_RUN = Object.freeze({
+  state: 'idle', recipe: null, step: 0, steps: 0, stepsPerSecond: null, workers: 1,
+  phaseChangeStep: null, phaseChangeSeconds: null, trainSeconds: null, trainedLoaded: false,
+});
+
+/**
+ * A training run's state: {state (NO_TRAINING_RUN's fields), update(values), reset(values),
+ * subscribe(fn) -> unsubscribe}; fn(state) after every change.
+ */
+export function createTrainingRun() {
+  let state = NO_TRAINING_RUN;
+  const listeners = new Set();
+  const set = (next) => {
+    if (Object.keys(next).every((k) => next[k] === state[k])) return;
+    state = Object.freeze(next);
+    for (const fn of [...listeners]) fn(state);
+  };
+  return {
+    get state() { return state; },
+    update(values) { set({ ...state, ...values }); },
+    reset(values = {}) { set({ ...NO_TRAINING_RUN, ...values }); },
+    subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); },
+  };
+}
+
+/** The page's training run (one at a time: starting one in another view replaces it). */
+export const trainingRun = createTrainingRun();
+
+// ------------------------------------------------------------------------------------------------
 // The model registry and cache
 
 const SITE = new URL('./', import.meta.url);   // the site root (this file sits there)

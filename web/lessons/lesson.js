@@ -7,7 +7,7 @@
 // The panel a step names is outlined and scrolled into view as soon as its view shows it (the
 // view may still be loading when the step opens).
 import { el } from '../parts/dom.js';
-import { store, linkOf, modelOf, getModel } from '../store.js';
+import { store, linkOf, modelOf, getModel, trainingRun } from '../store.js';
 import { renderMarkdown } from './render.js';
 import { loadLesson, lessonIndex, pasteLesson, loadGlossary, PASTED } from './files.js';
 import { holds, measuresOf, measureKey } from './checks.js';
@@ -47,6 +47,8 @@ export class CsLesson extends HTMLElement {
       if (s.lesson !== prev.lesson || s.step !== prev.step || s.done !== prev.done || s.lessonText !== prev.lessonText) this.render();
       else { this.check(); this.applyFocus(); }
     });
+    // A check on the in-page training run is read again as the run moves (it changes no setting).
+    this._offRun = trainingRun.subscribe(() => { if (this._readsRun) this.check(); });
     this._onRendered = () => { this.check(); this.applyFocus(); };
     document.getElementById('view-host')?.addEventListener('cs-rendered', this._onRendered);
     this.addEventListener('click', (e) => this.onClick(e));
@@ -55,7 +57,7 @@ export class CsLesson extends HTMLElement {
 
   disconnectedCallback() {
     this._off?.();
-    clearInterval(this._poll);
+    this._offRun?.();
     this._watch?.disconnect();
     this._watch = null;
     document.getElementById('view-host')?.removeEventListener('cs-rendered', this._onRendered);
@@ -117,12 +119,8 @@ export class CsLesson extends HTMLElement {
     this._checked = null;
     this._focus = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)]?.panel ?? null;
     this.applyFocus();
-    // A check on the in-page training run is read again every second: the run changes no setting.
-    clearInterval(this._poll);
     const st = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)];
-    if (st?.check && measuresOf(st.check.when).some((t) => MEASURES[t.measure].view === 'training')) {
-      this._poll = setInterval(() => { if (!this.isConnected) clearInterval(this._poll); else { this._checked = null; this.check(); } }, 1000);
-    }
+    this._readsRun = !!st?.check && measuresOf(st.check.when).some((t) => MEASURES[t.measure].view === 'training');
     this.check();
   }
 
@@ -134,7 +132,8 @@ export class CsLesson extends HTMLElement {
     const st = lesson?.steps[i];
     const box = /** @type {HTMLElement | null} */ (this.querySelector('.cs-lesson-check'));
     if (!st?.check || !box) return;
-    const key = `${store.version}`;
+    const run = trainingRun.state;
+    const key = this._readsRun ? `${store.version} ${run.state} ${run.step} ${run.phaseChangeStep}` : `${store.version}`;
     if (this._checked === key) return;
     this._checked = key;
     const values = await measure(st.check, state).catch(() => ({}));

@@ -5,7 +5,7 @@
 // where `view` is the view whose state it reads (the step must show that view), `head` says it
 // takes a head as in prefix(L1H4), and null means "not available for this state" (a check
 // comparing it is then not met). docs/lessons.md lists them with `about`.
-import { parseHead } from '../store.js';
+import { parseHead, trainingRun } from '../store.js';
 import { analyse, repeatOf } from '../panels/induction/analysis.js';
 import { ioiInput } from '../panels/ioi/analysis.js';
 import { eigenOf } from '../panels/circuits/head.js';
@@ -39,9 +39,10 @@ const eigen = (circuit) => ({
     return l < model.config.n_layers && h < model.config.n_heads ? eigenOf(model, l, h)[circuit].copying : null;
   },
 });
+// The in-page training run (store.js's trainingRun): null before one has started.
 const training = (key) => ({
   view: 'training',
-  get: () => { const v = document.querySelector('cs-training')?.getAttribute(`data-${key}`); return v ? Number(v) : null; },
+  get: () => { const run = trainingRun.state; return run.state === 'idle' || run[key] === null ? null : Number(run[key]); },
 });
 
 /** @type {Record<string, {view: string, head?: boolean, about: string, get: (args: any, head?: string) => number | null}>} */
@@ -62,6 +63,6 @@ export const MEASURES = Object.freeze({
   headSum: { ...ioiHead('head_sum'), about: "IOI: a head's direct effect on logit(IO) + logit(S) (the heads table's sum)" },
   ovCopying: { ...eigen('ov'), about: "a head's OV copying score from its eigenvalues (near 1: copies tokens)" },
   qkMatching: { ...eigen('qk'), about: "a head's QK same-token score from its eigenvalues" },
-  trainStep: { ...training('train-step'), about: 'the step the in-page training run has reached' },
-  phaseChangeStep: { ...training('phase-change-step'), about: "the step of the in-page run's phase change, once the run has found one" },
+  trainStep: { ...training('step'), about: 'the step the in-page training run has reached' },
+  phaseChangeStep: { ...training('phaseChangeStep'), about: "the step of the in-page run's phase change, once the run has found one" },
 });

@@ -9,8 +9,10 @@
 // curve, pause / resume / stop, and "Download model" (a .safetensors file the page and the CLI load).
 // For the induction recipes the worker also scores every head's prefix matching every 10 steps:
 // a live chart, and when the run ends the phase change marked as the core's phaseChange() defines it, with
-// the seconds from Start to that step (data-phase-change-step, data-phase-change-seconds,
-// data-train-seconds on the element, for tests and benchmarks).
+// the seconds from Start to that step. The run's state (store.js's trainingRun) is mirrored on the
+// element for tests and benchmarks: data-train-state, data-train-step, data-steps-per-second,
+// data-train-workers, data-phase-change-step, data-phase-change-seconds, data-train-seconds,
+// data-trained-loaded (none while no run has started).
 // Each part is a panel (web/panels/training/); this element lays them out and records, for tests,
 // data-charts (the shipped run's charts, or "missing"), data-phase-change and data-snapshot.
 // A model file opened with checkpoints of its run (open-model.js) draws the same charts from the
@@ -38,6 +40,14 @@ import train from '../panels/training/train.js';
 import leading from '../panels/training/leading.js';
 import { endRuns } from '../panels/training/run.js';
 import { onSeriesProgress, seriesProgress } from '../panels/training/series.js';
+import { trainingRun } from '../store.js';
+
+// The training run's fields and the data-* attributes that mirror them.
+const RUN_ATTRIBUTES = {
+  state: 'trainState', step: 'trainStep', stepsPerSecond: 'stepsPerSecond', workers: 'trainWorkers',
+  phaseChangeStep: 'phaseChangeStep', phaseChangeSeconds: 'phaseChangeSeconds', trainSeconds: 'trainSeconds', trainedLoaded: 'trainedLoaded',
+};
+const SECONDS = new Set(['phaseChangeSeconds', 'trainSeconds']);
 
 export const TAG = 'cs-training';
 const PANELS = [curves, snapshots, trajectory, leading, train];
@@ -52,6 +62,17 @@ export class CsTraining extends CsView {
     if (!this.isConnected) endRuns(this);
     this._offSeries?.();
     this._offSeries = null;
+    this._offRun?.();
+    this._offRun = null;
+  }
+
+  /** The training run's state on the element's data-* attributes (none while no run has started). */
+  mirrorRun(run) {
+    for (const [key, attr] of Object.entries(RUN_ATTRIBUTES)) {
+      const v = run[key];
+      if (run.state === 'idle' || v === null || v === false) delete this.dataset[attr];
+      else this.dataset[attr] = SECONDS.has(key) ? v.toFixed(2) : String(v);
+    }
   }
 
   /** A checkpoint series being scored (series.js): which checkpoint, above the panels. */
@@ -75,6 +96,10 @@ export class CsTraining extends CsView {
     this.classList.add('cs-view');
     if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
     this._offSeries ??= onSeriesProgress((p) => this.showProgress(p));
+    if (!this._offRun) {
+      this._offRun = trainingRun.subscribe((run) => this.mirrorRun(run));
+      this.mirrorRun(trainingRun.state);
+    }
     const scoring = seriesProgress.get(this.modelName);
     if (scoring) this.showProgress(scoring);
     else if (this._progress) {   // another model than the series: no line

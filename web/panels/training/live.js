@@ -5,6 +5,7 @@
 import { LineChart } from '../../parts/line-chart.js';
 import { COLORS, headSeries } from './shipped.js';
 import { fmt } from '../../parts/format.js';
+import { trainingRun } from '../../store.js';
 
 const pos = (v) => (v >= 0 ? v : null);
 
@@ -56,9 +57,7 @@ function draw(run) {
     run.refs.status.textContent = `Step ${last.step} of ${run.steps} · loss ${fmt(last.loss, 3)} · ${fmt(rate, 0)} steps/s` +
       (run.workers > 1 ? ` on ${run.workers} workers` : '');
   }
-  const d = (run.refs.root.closest('.cs-view') ?? run.refs.root).dataset;
-  d.trainStep = String(last.step);
-  d.stepsPerSecond = String(rate);
+  trainingRun.update({ step: last.step, stepsPerSecond: rate });
   // Thin long histories to at most ~600 points for drawing.
   const every = Math.max(1, Math.ceil(h.length / 600));
   run.live ??= {};

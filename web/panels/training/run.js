@@ -1,11 +1,10 @@
 // A training run in the page ("Train it yourself"): the worker (worker-client.js) and the run's
 // transient state, as plain functions over one object per panel:
 //   run = {refs (the panel's controls and outputs), client, key, history, scores, phase, ...}.
-// The run's progress goes on the view element as data-* attributes (data-train-state,
-// data-train-step, data-steps-per-second, data-phase-change-step, data-phase-change-seconds,
-// data-train-seconds, data-trained-loaded, data-train-workers), for tests and benchmarks.
+// The run's progress goes into the page's training-run state (store.js's trainingRun), which
+// lessons read and the Training view mirrors on its element for tests and benchmarks.
 import { el } from '../../parts/dom.js';
-import { getModule } from '../../store.js';
+import { getModule, trainingRun } from '../../store.js';
 import { destroyCharts } from '../../parts/line-chart.js';
 import { TrainerClient } from '../../worker-client.js';
 import { readsFiles, resolveRecipe } from './recipes.js';
@@ -15,9 +14,6 @@ import { fmt } from '../../parts/format.js';
 import { openModel } from '../../open-model.js';
 
 const runs = new Set();   // runs with a worker, ended when their view leaves the page
-
-/** The element that carries the run's data-* attributes: the view (or lone panel) holding it. */
-export const host = (run) => run.refs.root.closest('.cs-view') ?? run.refs.root;
 
 export function setButtons(run, state) {
   const r = run.refs;
@@ -29,7 +25,7 @@ export function setButtons(run, state) {
   r.open.disabled = r.download.disabled;
   r.open.hidden = !r.root.closest('[data-cs-app]');   // the explorer's other views are in the app
   r.recipe.disabled = r.steps.disabled = r.start.disabled;
-  host(run).dataset.trainState = state;
+  trainingRun.update({ state });
 }
 
 /** Ends the runs inside `root` (their workers stop): when the view leaves the page. */
@@ -42,9 +38,7 @@ export function endRuns(root) {
 /** A fresh run state for recipe `key` of `steps` steps, started at `startedAt` (ms since the epoch). */
 function reset(run, key, steps, startedAt) {
   Object.assign(run, { key, steps, startedAt, history: [], scores: [], phase: null, heads: null, workers: 1, t0: null, lastAt: null, stepsAt0: 0, lastStep: 0, live: null });
-  const d = host(run).dataset;
-  for (const k of ['phaseChangeStep', 'phaseChangeSeconds', 'trainSeconds', 'trainedLoaded']) delete d[k];
-  d.trainStep = '0';
+  trainingRun.reset({ state: trainingRun.state.state, recipe: key, steps });
   run.refs.result.textContent = '';
   destroyCharts(run.refs.chart);
   run.refs.chart.replaceChildren();
@@ -59,7 +53,7 @@ function onMetrics(run, m) {
   run.lastStep = m.step;
   // The step count is current at once (the chart waits for the next frame), so a pause that
   // arrives right after this message reports the step the worker really stopped at.
-  host(run).dataset.trainStep = String(m.step);
+  trainingRun.update({ step: m.step });
   scheduleDraw(run);
 }
 
@@ -67,7 +61,7 @@ function onStopped(run, { step, reason }) {
   const seconds = (performance.timeOrigin + performance.now() - run.startedAt) / 1000;
   setButtons(run, 'stopped');
   run.refs.status.textContent = `${reason === 'finished' ? 'Finished' : 'Stopped'} at step ${step} of ${run.steps}, ${fmt(seconds, 1)} s after Start. Open it in the explorer's other views, or download the model for the CLI (circuitscope inspect FILE) or another page.`;
-  host(run).dataset.trainSeconds = seconds.toFixed(2);
+  trainingRun.update({ trainSeconds: seconds });
   markPhaseChange(run);
   checkTrained(run);
 }
@@ -90,7 +84,7 @@ export async function startRun(run) {
   run.client?.terminate();
   run.client = null;
   const key = r.recipe.value;
-  host(run).dataset.trainStep = '0';
+  trainingRun.reset({ state: 'starting', recipe: key });
   setButtons(run, 'starting');
   const offered = run.recipes[key];
   const steps = Math.max(1, Math.min(100000, Math.round(Number(r.steps.value)) || offered.steps));
@@ -117,7 +111,7 @@ export async function startRun(run) {
     if (client === run.client) {
       run.heads = started.config?.n_heads;
       run.workers = started.workers ?? 1;
-      host(run).dataset.trainWorkers = String(run.workers);
+      trainingRun.update({ workers: run.workers });
     }
     if (client === run.client && client.state === 'running') setButtons(run, 'running');
   } catch (e) {
@@ -139,8 +133,7 @@ async function markPhaseChange(run) {
   }
   const rec = sc[pc.record];
   run.phase = { ...pc, seconds: rec.seconds };
-  host(run).dataset.phaseChangeStep = String(pc.step);
-  host(run).dataset.phaseChangeSeconds = rec.seconds.toFixed(2);
+  trainingRun.update({ phaseChangeStep: pc.step, phaseChangeSeconds: rec.seconds });
   run.refs.status.append(` Phase change at step ${pc.step}, ${fmt(rec.seconds, 1)} s after Start: the first record where the best head, L${pc.layer}H${pc.head}, passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)}. (That is the head that formed first; the head strongest at the end, named below, may be another.)`);
   scheduleDraw(run);
 }
@@ -209,7 +202,7 @@ async function checkTrained(run, bytes) {
       } else {
         out.textContent = `The trained model (${bytes.length} bytes) opens in the page: at the end of training (step ${run.lastStep ?? 0}), the strongest prefix-matching head is ${strongestHead(m.headScores({ batch: 8 }))}.`;
       }
-      host(run).dataset.trainedLoaded = 'true';
+      trainingRun.update({ trainedLoaded: true });
     } finally {
       m.delete();
     }
