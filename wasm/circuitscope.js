@@ -615,7 +615,8 @@ export async function init(options = {}) {
       return JSON.parse(call(() => mod.recipeWithTexts(recipeJson(recipe, 'recipeWithTexts'), texts)));
     },
     recipeWithSteps(recipe, steps) {
-      if (!Number.isInteger(steps) || steps < 1 || steps > 1e7) throw new RangeError(`recipeWithSteps: steps must be a whole number from 1 to 10000000, got ${String(steps).slice(0, 40)}`);
+      // Only what Embind's int cannot carry is refused here; the core says which counts it takes.
+      if (!Number.isInteger(steps) || Math.abs(steps) > 2 ** 31 - 1) throw new RangeError(`recipeWithSteps: steps must be a whole number, got ${String(steps).slice(0, 40)}`);
       return JSON.parse(call(() => mod.recipeWithSteps(recipeJson(recipe, 'recipeWithSteps'), steps)));
     },
     trainer(recipe) {

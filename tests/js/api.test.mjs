@@ -574,7 +574,8 @@ test('a shipped recipe with its files written in trains the shipped model\'s tok
   throwsReadable(() => cs.recipeWithTexts(recipe, {}), /^recipe: tokenizer\.corpus names the file \.\.\/corpus\/train\.txt, whose text was not given$/, 'a missing file');
   throwsReadable(() => cs.recipeWithTexts(recipe, { '../corpus/train.txt': 3 }), /the text of \.\.\/corpus\/train\.txt is not a string/, 'a text that is not a string');
   throwsReadable(() => cs.recipeFiles('{"steps": 1,'), /^recipe: not valid JSON/, 'bad JSON');
-  assert.throws(() => cs.recipeWithSteps(recipe, 0), /steps must be a whole number from 1 to 10000000, got 0/);
+  throwsReadable(() => cs.recipeWithSteps(recipe, 0), /^recipe: steps must be from 1 to 10000000, got 0/, 'no steps');
+  assert.throws(() => cs.recipeWithSteps(recipe, 2.5), /steps must be a whole number, got 2\.5/);
 });
 
 test('a trainer\'s headScores() equals headScores() of the model it saves', () => {
