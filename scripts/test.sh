@@ -6,8 +6,9 @@
 #      SIMD128 kernels and once with the relaxed-SIMD ones
 #   3. node tests of the WASM module (tests/js/)
 #   4. types: tsc over tests/types/tsconfig.json (wasm/circuitscope.js checked against
-#      wasm/circuitscope.d.ts, and a page script using it) and tsconfig.web.json (every script
-#      under web/ against the same declarations); one test per config
+#      wasm/circuitscope.d.ts, and a page script using it), tsconfig.web.json (every script
+#      under web/ against the same declarations) and tsconfig.tests.json (the API test against
+#      them, so a call or field the declarations lack fails); one test per config
 #   5. browser tests of the built page in Chromium (tests/browser/)
 # Counts: ctest's "N tests failed out of M" (one ctest test per GoogleTest shard) says which shards
 # failed, the shards' GoogleTest JSON reports give the number of test cases; node's "# pass N" /
@@ -138,8 +139,9 @@ run_types() {  # run_types <stage>: tsc --noEmit over each tests/types config, o
   fi
   : >"$log"
   # tsconfig.json: the JS API (wasm/circuitscope.js) and an example page script against
-  # wasm/circuitscope.d.ts; tsconfig.web.json: every script under web/ against the same types.
-  for config in tests/types/tsconfig.json tests/types/tsconfig.web.json; do
+  # wasm/circuitscope.d.ts; tsconfig.web.json: every script under web/ against the same types;
+  # tsconfig.tests.json: the API test (tests/js/api.test.mjs), which also runs in the js stage.
+  for config in tests/types/tsconfig.json tests/types/tsconfig.web.json tests/types/tsconfig.tests.json; do
     echo "tsc -p $config" | tee -a "$log"
     if node_modules/.bin/tsc -p "$config" --noEmit 2>&1 | tee -a "$log"; [[ ${PIPESTATUS[0]} == 0 ]]; then
       pass=$((pass + 1))

@@ -17,9 +17,16 @@ const charBytes = readFileSync(path.join(root, 'models', 'char-2l.safetensors'))
 const ioiBytes = readFileSync(path.join(root, 'models', 'ioi-1l2h.safetensors'));
 const TEXT = 'Once upon a time there was a cat. Once upon a time there was a dog.';
 
+/** @typedef {import('../../wasm/circuitscope.js').LoadedModel} LoadedModel */
+/** @typedef {import('../../wasm/circuitscope.js').Intervention} Intervention */
+/** @typedef {import('../../wasm/circuitscope.js').Recipe} Recipe */
+/** @type {typeof import('../../wasm/circuitscope.js')} */
 let api;   // the wrapper module's exports
+/** @type {import('../../wasm/circuitscope.js').Circuitscope} */
 let cs;    // an initialised instance
+/** @type {LoadedModel} */
 let char;  // char-2l
+/** @type {LoadedModel} */
 let ioi;   // ioi-1l2h
 
 before(async () => {
@@ -87,7 +94,7 @@ function assertWellFormed(result, what, minCount = 1) {
     assert.ok(t.axes.every((a) => typeof a === 'string' && a.length > 0), `${where}: axis names`);
     assert.ok(t.shape.every((d) => Number.isInteger(d) && d >= 0), `${where}: shape entries are integers`);
     // A copy, not a view into the module's heap.
-    assert.notEqual(t.data.buffer, cs.module.HEAP8?.buffer, `${where}: a view into the WASM heap`);
+    assert.notEqual(t.data.buffer, /** @type {{HEAP8?: Int8Array}} */ (cs.module).HEAP8?.buffer, `${where}: a view into the WASM heap`);
   }
   return found.length;
 }
@@ -177,11 +184,11 @@ test('every result of every method is made of well-formed tagged arrays', () => 
 });
 
 test('attribution: parts sum to run()\'s logits, and each head\'s paths sum to its part', () => {
-  for (const [model, input, iv] of [
+  for (const [model, input, iv] of /** @type {[LoadedModel, string, Intervention | undefined][]} */ ([
     [char, TEXT, undefined],
     [char, TEXT, { ablate: [{ layer: 0, head: 1 }], cut: [{ from: [0, 3], to: [1, 2], input: 'v' }] }],
     [ioi, 'A B B <MID>', undefined],
-  ]) {
+  ])) {
     const r = model.run(input, iv);
     const T = r.tokens.length;
     const V = model.config.d_vocab;
@@ -274,8 +281,10 @@ test('composedQk: the K- and Q-composition terms equal products of the weights; 
   close(k.top[0].value, kTerm.data[k.top[0].dest * V + k.top[0].src], 1e-5, 'named by dest and src');
   assert.deepEqual({ rows: Array.from(k.rows), cols: Array.from(k.cols) }, arrangeReference(k.table, 'both', 20));
   throwsReadable(() => char.composedQk(1, 1, { through: [1, 0] }), /not in an earlier layer/, 'same layer');
+  // @ts-expect-error: an input composedQk does not take
   throwsReadable(() => char.composedQk(1, 1, { through: [0, 1], input: 'v' }), /'q' or 'k'/, 'V');
   throwsReadable(() => char.composedQk(1, 1, { through: [0, 9] }), /no head L0H9/, 'no such head');
+  // @ts-expect-error: no through
   throwsReadable(() => char.composedQk(1, 1, {}), /through must be the earlier head/, 'no through');
 });
 
@@ -345,6 +354,7 @@ test('circuit display order: rows and cols are the top-N by variance, then by me
   assert.equal(char.qk(0, 0, { k: 1, table: false }).rows, undefined);
   assert.equal(char.qk(0, 0, { k: 1, table: false }).shown, undefined);
   assert.equal(char.ov(0, 0, { k: 1, table: false, top: 5 }).rows.length, 5);
+  // @ts-expect-error: a sort there is not
   throwsReadable(() => char.qk(0, 0, { sort: 'token' }), /table sort must be 'none', 'row', 'col' or 'both', got 'token'/, 'a bad sort');
   throwsReadable(() => char.ov(0, 0, { top: -1 }), /top must be 0 \(every row and column\) or more, got -1/, 'a negative top');
 });
@@ -352,7 +362,7 @@ test('circuit display order: rows and cols are the top-N by variance, then by me
 test('eigenvalues: they sum to the table\'s trace, come in conjugate pairs, and copying is Re(sum)/sum|.|', () => {
   for (const [l, h] of [[0, 0], [1, 2]]) {
     const e = char.eigen(l, h);
-    for (const [kind, table] of [['ov', char.ov(l, h).table], ['qk', char.qk(l, h).table]]) {
+    for (const [kind, table] of /** @type {['ov' | 'qk', import('../../wasm/circuitscope.js').Tagged<Float32Array>][]} */ ([['ov', char.ov(l, h).table], ['qk', char.qk(l, h).table]])) {
       const s = e[kind];
       const V = table.shape[0];
       let trace = 0;
@@ -470,11 +480,11 @@ test('run() into caller buffers: the same numbers, no new arrays; patterns and l
   const { n_layers: L, n_heads: H, d_vocab: V, n_ctx: C } = char.config;
   const into = { patterns: new Float32Array(L * H * C * C), logits: new Float32Array(C * V), loss: new Float32Array(C) };
   const iv = { ablate: [{ layer: 0, head: 1 }] };
-  for (const [text, intervention] of [[TEXT, undefined], ['short', iv], [TEXT.repeat(3), undefined]]) {
+  for (const [text, intervention] of /** @type {[string, Intervention | undefined][]} */ ([[TEXT, undefined], ['short', iv], [TEXT.repeat(3), undefined]])) {
     const fresh = char.run(text, intervention);
     const T = fresh.tokens.length;
     const r = char.run(text, intervention, { into });
-    for (const [k, n] of [['patterns', L * H * T * T], ['logits', T * V], ['loss', T]]) {
+    for (const [k, n] of /** @type {['patterns' | 'logits' | 'loss', number][]} */ ([['patterns', L * H * T * T], ['logits', T * V], ['loss', T]])) {
       assert.equal(r[k].data.buffer, into[k].buffer, `${k}: a view of the caller's buffer`);
       assert.equal(r[k].data.byteOffset, 0, k);
       assert.equal(r[k].data.length, n, `${k}: exactly the result`);
@@ -494,8 +504,11 @@ test('run() into caller buffers: the same numbers, no new arrays; patterns and l
   assert.deepEqual(Array.from(bare.loss.data), Array.from(char.run(TEXT, iv).loss.data));
   // Buffers that do not fit are refused before anything runs.
   throwsReadable(() => char.run(TEXT, undefined, { into: { patterns: new Float32Array(10) } }), /run: options\.into\.patterns holds 10 floats, \d+ are needed for \d+ tokens/, 'a short buffer');
+  // @ts-expect-error: not a Float32Array
   throwsReadable(() => char.run(TEXT, undefined, { into: { loss: new Float64Array(C) } }), /options\.into\.loss must be a Float32Array/, 'not a Float32Array');
+  // @ts-expect-error: a buffer run() does not have
   throwsReadable(() => char.run(TEXT, undefined, { into: { resid: new Float32Array(10) } }), /unknown buffer "resid"/, 'an unknown buffer');
+  // @ts-expect-error: not an object
   throwsReadable(() => char.run(TEXT, undefined, { into: [] }), /options\.into must be an object/, 'an array');
 });
 
@@ -562,7 +575,8 @@ test('a shipped recipe with its files written in trains the shipped model\'s tok
     const m = cs.load(tr.save());
     try {
       assert.deepEqual(m.tokenizer.vocab, shipped.tokenizer.vocab, 'the vocabulary built from the text is the shipped model\'s');
-      assert.ok(m.info.recipe.data.path === '../corpus/train.txt' && !('text' in m.info.recipe.data) && !('text' in m.info.recipe.tokenizer),
+      const recorded = /** @type {any} */ (m.info.recipe);
+      assert.ok(recorded.data.path === '../corpus/train.txt' && !('text' in recorded.data) && !('text' in recorded.tokenizer),
         'the model file records where the text came from, not the text');
     } finally {
       m.delete();
@@ -572,6 +586,7 @@ test('a shipped recipe with its files written in trains the shipped model\'s tok
     shipped.delete();
   }
   throwsReadable(() => cs.recipeWithTexts(recipe, {}), /^recipe: tokenizer\.corpus names the file \.\.\/corpus\/train\.txt, whose text was not given$/, 'a missing file');
+  // @ts-expect-error: a text that is not a string
   throwsReadable(() => cs.recipeWithTexts(recipe, { '../corpus/train.txt': 3 }), /the text of \.\.\/corpus\/train\.txt is not a string/, 'a text that is not a string');
   throwsReadable(() => cs.recipeFiles('{"steps": 1,'), /^recipe: not valid JSON/, 'bad JSON');
   throwsReadable(() => cs.recipeWithSteps(recipe, 0), /^recipe: steps must be from 1 to 10000000, got 0/, 'no steps');
@@ -579,6 +594,7 @@ test('a shipped recipe with its files written in trains the shipped model\'s tok
 });
 
 test('a trainer\'s headScores() equals headScores() of the model it saves', () => {
+  /** @type {Recipe} */
   const recipe = {
     name: 'scores', model: { n_layers: 2, n_heads: 2, d_model: 32, d_head: 16, n_ctx: 48, pos_embed: 'shortformer' },
     tokenizer: { kind: 'synthetic', size: 48 }, data: { kind: 'repeated_segment', seq_len: 48, min_len: 8, max_len: 23 },
@@ -603,6 +619,7 @@ test('a trainer\'s headScores() equals headScores() of the model it saves', () =
       m.delete();
     }
     throwsReadable(() => tr.headScores({ L: 30 }), /headScores: 2L \+ 1: 61 tokens is longer than the model's context of 48 tokens/, 'L too long');
+    // @ts-expect-error: an option headScores does not have
     throwsReadable(() => tr.headScores({ bogus: 1 }), /headScores: unknown option "bogus"/, 'unknown option');
   } finally {
     tr.delete();
@@ -715,6 +732,7 @@ test('IOI on sentence templates: the model carries its task; splits, names and p
     assert.ok(all.every((a) => a.tokens[a.tokens.length - 1] !== 1 && vocab[a.tokens[a.tokens.length - 1]] === 'to'));
     throwsReadable(() => m.ioi('When Mary and Zorro went to the store, Zorro gave a drink to'), /unknown word "Zorro"/, 'unknown name');
     throwsReadable(() => m.ioi('When Mary and John went to the store, Mary gave a drink to John and'), /IOI: the sentence must name one person once/, 'no IO');
+    // @ts-expect-error: a split there is not
     throwsReadable(() => m.ioiEvaluate(undefined, 'test'), /IOI split must be/, 'bad split');
   } finally {
     m.delete();
@@ -774,29 +792,39 @@ test('bad files and bad arguments throw Errors with a readable sentence', () => 
   corrupt[20] ^= 0xff;  // inside the JSON header
   throwsReadable(() => cs.load(corrupt), /^model file: /, 'a corrupt header');
   throwsReadable(() => cs.load(charBytes.subarray(0, charBytes.length - 100)), /^model file: /, 'a truncated file');
+  // @ts-expect-error: not bytes
   throwsReadable(() => cs.load('not bytes'), /load: expected the model file/, 'a string');
 
   throwsReadable(() => char.qk(2, 0), /no head L2H0 in a model with 2 layer\(s\) of 4 head\(s\)/, 'bad layer');
   throwsReadable(() => char.ov(0, -1), /no head L0H-1/, 'bad head');
   throwsReadable(() => char.eigen(0, 1.5), /eigen: head must be an integer, got 1\.5/, 'fractional head');
+  // @ts-expect-error: a string layer
   throwsReadable(() => char.qk('0', 0), /qk: layer must be an integer, got "0"/, 'a string layer');
   throwsReadable(() => char.skipTrigrams(0, 7), /no head L0H7/, 'skip-trigrams head');
   throwsReadable(() => ioi.posQk(0, 5), /no head L0H5/, 'posQk head');
+  // @ts-expect-error: an option qk does not have
   throwsReadable(() => char.qk(0, 0, { K: 3 }), /qk: unknown option "K"/, 'an unknown option');
   throwsReadable(() => char.topK(TEXT, 0), /top-k: k must be between 1 and the vocabulary size 82, got 0/, 'k = 0');
   throwsReadable(() => char.headScores({ L: 200 }), /longer than the model's context of 256/, 'L too long');
 
   // Interventions: bad shapes, indices and fields.
   throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 5, head: 0 }] }), /intervention: there is no head L5H0 in a model with 2 layers of 4 heads/, 'ablate a missing head');
+  // @ts-expect-error: no head
   throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 0 }] }), /run: the intervention: ablate\[0\]\.head must be an integer, got undefined/, 'no head');
   throwsReadable(() => char.run(TEXT, { ablate: [{ layer: 0, head: 0, mean: new Float32Array(5) }] }), /the mean for L0H0 must have d_model \(64\) or n_ctx\*d_model values, got 5/, 'mean of the wrong length');
+  // @ts-expect-error: ablate not an array
   throwsReadable(() => char.run(TEXT, { ablate: { layer: 0, head: 0 } }), /ablate must be an array/, 'ablate not an array');
   throwsReadable(() => char.run(TEXT, { cut: [{ from: [1, 0], to: [0, 0], input: 'q' }] }), /a path can only be cut from an earlier layer to a later one/, 'backwards cut');
   throwsReadable(() => char.run(TEXT, { cut: [{ from: [0, 0], to: [1, 9], input: 'q' }] }), /a path cut names a head that does not exist/, 'cut to a missing head');
+  // @ts-expect-error: an input there is not
   throwsReadable(() => char.run(TEXT, { cut: [{ from: [0, 0], to: [1, 0], input: 'x' }] }), /cut\[0\]\.input must be 'q', 'k' or 'v', got "x"/, 'bad input');
+  // @ts-expect-error: from not a pair
   throwsReadable(() => char.run(TEXT, { cut: [{ from: 0, to: [1, 0], input: 'q' }] }), /cut\[0\]\.from must be \[layer, head\]/, 'from not a pair');
+  // @ts-expect-error: a misspelt field
   throwsReadable(() => char.run(TEXT, { ablations: [] }), /the intervention has an unknown field "ablations"/, 'misspelt field');
+  // @ts-expect-error: not a boolean
   throwsReadable(() => char.run(TEXT, { removePos: 'yes' }), /removePos must be true or false/, 'removePos not a boolean');
+  // @ts-expect-error: a string intervention
   throwsReadable(() => char.run(TEXT, 'ablate L0H0'), /the intervention must be an object/, 'a string intervention');
   throwsReadable(() => char.ablate(TEXT, { ablate: [{ layer: 9, head: 0 }] }), /no head L9H0/, 'ablate()');
   throwsReadable(() => ioi.ioiEvaluate({ cut: [{ from: [0, 0], to: [0, 1], input: 'k' }] }), /earlier layer to a later one/, 'ioiEvaluate()');
@@ -827,11 +855,11 @@ test('1,000 load / run / delete cycles leave the WASM heap flat', () => {
   };
   for (let i = 0; i < 5; i++) cycle();  // warm-up: the allocator reaches its working size
   const before = cs.memory();
-  const heap8 = cs.module.HEAP8.length;
+  const heap8 = /** @type {{HEAP8: Int8Array}} */ (cs.module).HEAP8.length;
   for (let i = 0; i < 1000; i++) cycle();
   const after = cs.memory();
   assert.equal(after.heapSize, before.heapSize, `linear memory grew from ${before.heapSize} to ${after.heapSize} bytes`);
-  assert.equal(cs.module.HEAP8.length, heap8);
+  assert.equal(/** @type {{HEAP8: Int8Array}} */ (cs.module).HEAP8.length, heap8);
   assert.equal(after.allocated, before.allocated, `malloc'd bytes went from ${before.allocated} to ${after.allocated}`);
   // A failed load leaks nothing either.
   for (let i = 0; i < 100; i++) assert.throws(() => cs.load(charBytes.subarray(0, 1000)));
@@ -840,6 +868,7 @@ test('1,000 load / run / delete cycles leave the WASM heap flat', () => {
 
 test('sampleText(): a word vocabulary with spaces and commas in some words still gets a starting text it can read', () => {
   const vocab = ['<BOS>', ...Array.from({ length: 30 }, (_, i) => (i % 3 ? `w${i}` : `two words ${i}`)), 'a,b'];
+  /** @type {Recipe} */
   const recipe = {
     name: 'words', model: { n_layers: 1, n_heads: 2, d_model: 16, d_head: 8, n_ctx: 40 },
     tokenizer: { kind: 'word', vocab }, data: { kind: 'repeated_segment', seq_len: 40 },
@@ -859,6 +888,7 @@ test('sampleText(): a word vocabulary with spaces and commas in some words still
     }
     assert.deepEqual(m.sampleText({ seed: 5 }), m.sampleText({ seed: 5 }));
     throwsReadable(() => m.sampleText({ seed: -1 }), /sampleText: seed/, 'a negative seed');
+    // @ts-expect-error: an option sampleText does not have
     throwsReadable(() => m.sampleText({ bogus: 1 }), /sampleText: unknown option "bogus"/, 'unknown option');
   } finally {
     m.delete();
@@ -929,6 +959,7 @@ test('loadFile reads a Blob as a stream into the same model as load(bytes), repo
     cancel() { cancelled = true; },
   });
   const file = { size: badHeader.length, arrayBuffer: async () => badHeader.buffer, stream };
+  // @ts-expect-error: not a Blob, only what loadFile reads of one (size, arrayBuffer, stream)
   await assert.rejects(cs.loadFile(file), /^Error: model file: /);
   assert.ok(cancelled, 'the stream was cancelled');
   assert.ok(pulls <= 3 && pulls * 1024 < badHeader.length, `${pulls} pieces of ${badHeader.length} bytes read`);
