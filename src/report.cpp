@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -323,6 +324,7 @@ TrainingFigures measure_training_seed(const Zoo& zoo, const std::string& name, i
   f.icl_first_se = metric_at(mt, recs[0]["step"].get<int>(), "icl_se");
   f.icl_last_se = metric_at(mt, recs.back()["step"].get<int>(), "icl_se");
   const int pc = f.phase_change = phase_change_step(mt);
+  if (const auto p = phase_change(mt["records"])) f.before_phase_change = static_cast<int>(p->before_step);
   if (pc >= 0) {
     f.icl_before = metric_at(mt, std::max(0, pc - 250), "icl");
     f.icl_after = metric_at(mt, pc + 250, "icl");
@@ -780,8 +782,9 @@ void write_bump_claim(const TrainingFigures& f, json& claims, const std::string&
 }
 
 // icl_row: whether this model's ICL claim is written here from its training records (false for
-// the sub-word models, whose ICL claim is write_subword_icl_claim's, on 32,768 windows rather than
-// the records' 256; a one-layer model's row is still written, as its claim is the missing phase change).
+// the sub-word models, whose ICL claim is write_subword_icl_claim's, on 4,096 paired tokens rather
+// than the records' 512 or 256 windows; a one-layer model's row is still written, as its claim is the
+// missing phase change).
 void write_training_claims(const TrainingFigures& f, json& claims, bool icl_row = true) {
   const std::string& name = f.name;
   const int pc = f.phase_change;
@@ -921,15 +924,22 @@ void write_copying_claims(const CopyingFigures& f, json& claims, const std::stri
 }
 
 // The ICL score on natural text with sub-word tokens (seed 004, the paper's own setting): the
-// loss at a late token minus an early one (the paper: 500 and 50), averaged over held-out windows,
-// with its standard error. The paper: below 0.15 nats (in size) before the phase change, about 0.4
-// after, for every model of 2 layers or more; never such a rise for 1 layer. Thresholds (this
+// loss at a late token minus an early one (the paper: 500 and 50), on held-out text, with its
+// standard error; the shipped files use the paired estimator (each held-out token scored with 500
+// tokens before it and with 50). The paper: below 0.15 nats (in size) before the phase change, about
+// 0.4 after, for every model of 2 layers or more; never such a rise for 1 layer. Thresholds (this
 // project's reading): for the two-layer model, "reproduced" when the score at the last snapshot
 // before its phase change is above -kIclBefore, at the end of training at most -kIclAfter, and the
 // fall exceeds 3 combined standard errors; "partly" when only the fall is significant. For the
 // one-layer model without smeared keys, "reproduced" when it falls by less than kIclNoRise over the
-// same steps. The zero-layer model is the control: its score should be 0 within 3 standard errors.
+// same steps. A zero-layer model, when the family has one, is the control: its score should be 0
+// within 3 standard errors.
 constexpr double kIclBefore = 0.15, kIclAfter = 0.3, kIclNoRise = 0.1;
+
+// The models whose ICL files the sub-word row reads, the two-layer model first: trained mostly on
+// plain prose with a context of 512 tokens, so that the paper's tokens 500 and 50 are inside the
+// positions training reached (models/recipes/bpe-2l-prose.json and bpe-1l-prose.json).
+const std::vector<std::string> kIclFamily = {"bpe-2l-prose", "bpe-1l-prose"};
 
 const IclPoint* icl_point_at_or_before(const SubwordIclRun::Model& m, int step) {
   const IclPoint* best = nullptr;
@@ -943,9 +953,10 @@ std::string icl_pm(const IclPoint& p) { return fmt("%+.3f", p.icl) + " ± " + f3
 struct IclJudgement {
   std::string measured, verdict;
   bool two_layer = false;        // the 2-layer score jumps (the verdict "reproduced")
-  bool one_layer = true;         // the 1-layer model without smeared keys does not rise
-  int before_step = -1, end_step = -1;  // before_step >= 0: a snapshot before bpe-2l's phase change was scored
-  std::string figures;           // "bpe-2l -0.051 ± 0.018 -> -0.064 ± 0.019; ..." (every model)
+  std::optional<bool> one_layer; // the 1-layer model without smeared keys does not rise (none: no such model scored on this seed)
+  int before_step = -1, end_step = -1;  // before_step >= 0: a snapshot before the 2-layer phase change was scored
+  std::string figures;           // "bpe-2l-prose +0.025 ± 0.012 -> -0.196 ± 0.017; ..." (every model)
+  std::string losses;            // the 2-layer model's loss with the late and the early context, before -> after (paired files)
   json models = json::array();   // [{model, before, before_se, after, after_se}]
 };
 
@@ -953,10 +964,11 @@ IclJudgement judge_subword_icl(const SubwordIclRun& f) {
   IclJudgement j;
   const int pc = f.phase_change;
   const SubwordIclRun::Model& two = f.models.at(0);
-  const IclPoint* b = pc >= 0 ? icl_point_at_or_before(two, pc - 1) : nullptr;
+  const IclPoint* b = pc >= 0 && f.before_step >= 0 ? icl_point_at_or_before(two, f.before_step) : nullptr;
   if (!b) {
-    j.measured = pc < 0 ? "no phase change in bpe-2l (no head's prefix matching reaches 0.1); at the end:"
-                        : "the ICL file of bpe-2l has no snapshot before the phase change at step " + std::to_string(pc) + "; at the end:";
+    j.measured = pc < 0 ? "no phase change in " + two.name + " (no head's prefix matching reaches 0.1); at the end:"
+                        : "the ICL file of " + two.name + " has no snapshot at or before step " + std::to_string(f.before_step) +
+                              ", two records before the phase change at step " + std::to_string(pc) + "; at the end:";
     for (const auto& m : f.models) j.measured += " " + m.name + " " + icl_pm(m.points.back()) + ";";
     j.verdict = "not measured: no before and after";
     return j;
@@ -964,6 +976,9 @@ IclJudgement judge_subword_icl(const SubwordIclRun& f) {
   const IclPoint& a = two.points.back();
   j.before_step = b->step;
   j.end_step = a.step;
+  if (a.paired && b->paired)
+    j.losses = two.name + "'s loss on the same tokens with " + std::to_string(f.icl_late) + " tokens before them " + f3(b->late_loss) + " -> " +
+               f3(a.late_loss) + ", with " + std::to_string(f.icl_early) + " " + f3(b->early_loss) + " -> " + f3(a.early_loss);
   std::string others;
   for (const auto& m : f.models) {
     const IclPoint* mb = icl_point_at_or_before(m, b->step);
@@ -972,16 +987,18 @@ IclJudgement judge_subword_icl(const SubwordIclRun& f) {
     const IclPoint& ma = m.points.back();
     j.figures += (j.figures.empty() ? "" : "; ") + m.name + " " + icl_pm(*mb) + " -> " + icl_pm(ma);
     j.models.push_back({{"model", m.name}, {"before_step", mb->step}, {"before", mb->icl}, {"before_se", mb->se}, {"after", ma.icl}, {"after_se", ma.se}});
+    if (ma.paired) j.models.back().update({{"before_late_loss", mb->late_loss}, {"before_early_loss", mb->early_loss},
+                                           {"after_late_loss", ma.late_loss}, {"after_early_loss", ma.early_loss}});
     const double fall = ma.icl - mb->icl;
     if (m.n_layers == 1 && !m.smeared) {
       j.one_layer = fall > -kIclNoRise;
-      others += "; 1-layer (" + m.name + "): " + (j.one_layer ? "no such rise, reproduced" : "falls by " + f3(-fall) + ", not reproduced");
+      others += "; 1-layer (" + m.name + "): " + (*j.one_layer ? "no such rise, reproduced" : "falls by " + f3(-fall) + ", not reproduced");
     }
     if (m.n_layers == 0)
       others += "; 0-layer control: " + std::string(std::abs(ma.icl) <= 3 * ma.se ? "0 within 3 standard errors" : "not 0 (" + icl_pm(ma) + ")");
   }
-  j.measured = "phase change of bpe-2l at step " + std::to_string(pc) + "; at step " + std::to_string(b->step) + " (the last snapshot before it) -> step " +
-               std::to_string(a.step) + " (the end): " + j.figures;
+  j.measured = "phase change of " + two.name + " at step " + std::to_string(pc) + "; at step " + std::to_string(b->step) +
+               " (the last snapshot at least two records before it: the record just before is already changing) -> step " + std::to_string(a.step) + " (the end): " + j.figures + (j.losses.empty() ? "" : " (" + j.losses + ")");
   const double fall = a.icl - b->icl, se = std::sqrt(a.se * a.se + b->se * b->se);
   const bool significant = fall < -3 * se;
   j.two_layer = significant && b->icl > -kIclBefore && a.icl <= -kIclAfter;
@@ -997,13 +1014,18 @@ IclJudgement judge_subword_icl(const SubwordIclRun& f) {
 void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   int windows = 0;
   double worst_se = 0;
+  bool paired = true;
   for (const SubwordIclRun& run : f.seeds)
     for (const auto& m : run.models)
-      for (const auto& p : m.points) windows = std::max(windows, p.windows), worst_se = std::max(worst_se, p.se);
+      for (const auto& p : m.points) windows = std::max(windows, p.windows), worst_se = std::max(worst_se, p.se), paired = paired && p.paired;
   const SubwordIclRun& first = f.seeds.at(0);  // the shipped run
-  const std::string score = "ICL score (loss at token " + std::to_string(first.icl_late) + " minus token " + std::to_string(first.icl_early) +
-                            ", mean ± standard error over " + std::to_string(windows) + " evenly spaced held-out windows; largest standard error " +
-                            f3(worst_se) + ")";
+  const std::string late = std::to_string(first.icl_late), early = std::to_string(first.icl_early);
+  const std::string score =
+      paired ? "ICL score (the loss of a held-out token with " + late + " tokens before it minus with " + early + ", mean over " +
+                   std::to_string(windows) + " tokens spread over the held-out text ± standard error over blocks of them; largest standard error " +
+                   f3(worst_se) + ")"
+             : "ICL score (loss at token " + late + " minus token " + early + ", mean ± standard error over " + std::to_string(windows) +
+                   " evenly spaced held-out windows; largest standard error " + f3(worst_se) + ")";
   const IclJudgement shipped = judge_subword_icl(first);
   std::string measured = score + ": " + shipped.measured, v = shipped.verdict;
   json seeds = json::array();
@@ -1012,25 +1034,29 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   for (const SubwordIclRun& run : f.seeds) {
     const IclJudgement j = run.seed == 0 ? shipped : judge_subword_icl(run);
     two_ok.push_back(j.two_layer);
-    one_ok.push_back(j.one_layer);
+    if (j.one_layer) one_ok.push_back(*j.one_layer);
     seeds.push_back({{"seed", run.seed}, {"phase_change", run.phase_change}, {"before_step", j.before_step}, {"end_step", j.end_step},
-                     {"models", j.models}, {"meets_two_layer", j.two_layer}, {"meets_one_layer", j.one_layer}});
+                     {"models", j.models}, {"meets_two_layer", j.two_layer}});
+    if (j.one_layer) seeds.back()["meets_one_layer"] = *j.one_layer;
     if (run.seed == 0) continue;
     spread += "; seed " + std::to_string(run.seed) + ": " +
               (j.before_step >= 0 ? "phase change at step " + std::to_string(run.phase_change) + ", step " + std::to_string(j.before_step) + " -> " +
-                                       std::to_string(j.end_step) + ": " + j.figures
+                                       std::to_string(j.end_step) + ": " + j.figures + (j.losses.empty() ? "" : " (" + j.losses + ")")
                                  : j.measured);
   }
+  const std::string& two = first.models.at(0).name;
   if (f.seeds.size() > 1) {
-    measured += "; the other training seeds (each model retrained with the seed; the snapshot before that seed's bpe-2l phase change and the end)" +
+    measured += "; the other training seeds (the models retrained with that seed; the snapshot before that seed's " + two + " phase change and the end)" +
                 spread;
-    v = "2-layer jump: " + seeds_verdict(two_ok) + "; 1-layer no rise: " + seeds_verdict(one_ok) + ". Shipped seed: " + v;
+    v = "2-layer jump: " + seeds_verdict(two_ok) + (one_ok.empty() ? "" : "; 1-layer no rise: " + seeds_verdict(one_ok)) + ". Shipped seed: " + v;
   }
+  std::string names;
+  for (const auto& m : first.models) names += (names.empty() ? "" : ", ") + m.name + (m.n_layers == 0 ? " (the control)" : "");
   claims.push_back(claim("icl-jump-bpe", kInductionSeed,
                          "On natural text with sub-word tokens the in-context-learning score improves sharply at the phase change of a two-layer "
-                         "model, and not in a one-layer model (bpe-2l, bpe-1l-smeared, bpe-1l; bpe-0l is the control)",
+                         "model, and not in a one-layer model (" + names + ")",
                          "below 0.15 nats before, about 0.4 after (tokens 500 and 50; 2+ layers); 1-layer models never", measured, v,
-                         "#view=training&model=bpe-2l"));
+                         "#view=training&model=" + two));
   claims.back()["seeds"] = seeds;
 }
 
@@ -1041,7 +1067,9 @@ SubwordIclRun::Model read_icl_file(const Zoo& zoo, const std::string& name, int 
   const ModelFile mf = zoo.load(stem);
   m.n_layers = mf.cfg.n_layers;
   m.smeared = mf.cfg.smeared_keys;
-  const json j = json::parse(read_text(zoo.dir + "/" + stem + ".icl.json"));
+  const std::string path = zoo.dir + "/" + stem + ".icl.json";
+  if (!std::ifstream(path).good()) throw std::runtime_error("report: " + stem + ".icl.json is missing (scripts/train-models.sh writes it)");
+  const json j = json::parse(read_text(path));
   if (!j.is_array() || j.empty()) throw std::runtime_error("report: " + stem + ".icl.json must be a non-empty array");
   for (const auto& r : j) {
     IclPoint p;
@@ -1049,6 +1077,8 @@ SubwordIclRun::Model read_icl_file(const Zoo& zoo, const std::string& name, int 
     p.icl = r.at("icl").get<double>();
     p.se = r.at("se").get<double>();
     p.windows = r.at("windows").get<int>();
+    p.paired = r.value("paired", false);
+    if (p.paired) p.late_loss = r.at("late_loss").get<double>(), p.early_loss = r.at("early_loss").get<double>();
     if (r.at("early").get<int>() != early || r.at("late").get<int>() != late)
       throw std::runtime_error("report: " + stem + ".icl.json scores tokens " + std::to_string(r.at("late").get<int>()) + " and " +
                                std::to_string(r.at("early").get<int>()) + ", not the training metrics' " + std::to_string(late) + " and " +
@@ -1059,22 +1089,22 @@ SubwordIclRun::Model read_icl_file(const Zoo& zoo, const std::string& name, int 
   return m;
 }
 
-// two_layer: bpe-2l's training figures, with .seeds (the shipped run first). Each extra seed's
-// ICL files cover the models trained with that seed (scripts/train-models.sh trains bpe-2l,
-// bpe-1l-smeared and bpe-1l with seeds 1 and 2; bpe-0l, the control, with the shipped seed only).
-SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two_layer) {
+// two_layer: the family's two-layer model's training figures, with .seeds (the shipped run first).
+// Each seed's ICL files are scored at the snapshot before that seed's two-layer phase change and at
+// the end (scripts/train-models.sh): the two-layer model's for every seed, the others' where they exist.
+SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two_layer, const std::vector<std::string>& family) {
   SubwordIclFigures f;
   for (const TrainingFigures& t : two_layer.seeds) {
     SubwordIclRun run;
     run.seed = t.seed;
     run.phase_change = t.phase_change;
+    run.before_step = t.before_phase_change;
     run.icl_early = two_layer.icl_early;
     run.icl_late = two_layer.icl_late;
-    for (const char* name : {"bpe-2l", "bpe-1l-smeared", "bpe-1l", "bpe-0l"}) {
-      if (t.seed != 0 && !std::ifstream(zoo.dir + "/" + Zoo::seed_name(name, t.seed) + ".icl.json").good()) {
-        if (std::string(name) == "bpe-0l") continue;
-        throw std::runtime_error("report: " + Zoo::seed_name(name, t.seed) + ".icl.json is missing (scripts/train-models.sh writes it)");
-      }
+    for (const std::string& name : family) {
+      // The controls may be scored on fewer seeds than the two-layer model (npm run models trains
+      // bpe-1l-prose with the shipped seed only); the two-layer model's file is always needed.
+      if (name != family[0] && t.seed != 0 && !std::ifstream(zoo.dir + "/" + Zoo::seed_name(name, t.seed) + ".icl.json").good()) continue;
       run.models.push_back(read_icl_file(zoo, name, t.seed, run.icl_early, run.icl_late));
     }
     f.seeds.push_back(std::move(run));
@@ -1154,9 +1184,11 @@ ReportFigures measure_report(const std::string& models_dir) {
   f.k_composition = measure_k_composition(zoo, hs["char-2l"]);
   f.copying = measure_copying(zoo, "char-1l");
   f.leading_terms = measure_leading_terms(zoo, "char-1l", zoo.statistics_text("char-1l"), {0, 250, 500, 1000, 2000, 6000});
-  const std::pair<const char*, bool> subword_runs[] = {{"bpe-2l", true}, {"bpe-1l-smeared", true}, {"bpe-1l", false}};
+  const std::pair<const char*, bool> subword_runs[] = {{"bpe-2l", true}, {"bpe-1l-smeared", true}, {"bpe-1l", false}, {"bpe-2l-prose", true},
+                                                       {"bpe-1l-prose", false}};
   for (const auto& [name, expect_phase_change] : subword_runs) f.subword_training.push_back(measure_training(zoo, name, expect_phase_change));
-  f.subword_icl = measure_subword_icl(zoo, f.subword_training[0]);
+  const auto two_layer = std::find_if(f.subword_training.begin(), f.subword_training.end(), [](const TrainingFigures& t) { return t.name == kIclFamily[0]; });
+  f.subword_icl = measure_subword_icl(zoo, *two_layer, kIclFamily);
   const std::vector<std::string> subword_sentences = held_out_sentences(read_text(models_dir + "/corpus/gutenberg-valid.txt"), 50);
   f.subword_repeat.n_sentences = subword_sentences.size();
   f.subword_repeat.first_sentence = subword_sentences[0];

@@ -77,6 +77,7 @@ struct TrainingFigures {
   int icl_early = 0, icl_late = 0;        // the ICL score's token positions
   double icl_first = 0, icl_last = 0;     // the ICL score at the first and last record
   int phase_change = -1;                  // step, or -1 for none
+  int before_phase_change = -1;           // PhaseChange::before_step (two records before it), or -1
   double icl_before = 0, icl_after = 0;   // 250 steps either side of the phase change
   // Their standard errors over the validation windows (NaN when the metrics file has no icl_se).
   double icl_first_se = 0, icl_last_se = 0, icl_before_se = 0, icl_after_se = 0;
@@ -157,8 +158,10 @@ struct IclPoint {
   int step = 0;
   double icl = 0, se = 0;
   int windows = 0;
+  bool paired = false;                   // the paired estimator (the file records its blocks)
+  double late_loss = 0, early_loss = 0;  // paired: the mean loss of the same tokens with B and with A tokens before them
 };
-// One training run's ICL figures: the four sub-word models trained with one seed.
+// One training run's ICL figures: the sub-word models of one family trained with one seed.
 struct SubwordIclRun {
   struct Model {
     std::string name;
@@ -166,12 +169,13 @@ struct SubwordIclRun {
     bool smeared = false;
     std::vector<IclPoint> points;  // by step
   };
-  std::vector<Model> models;  // bpe-2l first
-  int phase_change = -1;      // bpe-2l's, from its training metrics
+  std::vector<Model> models;  // the two-layer model first
+  int phase_change = -1;      // the two-layer model's, from its training metrics
+  int before_step = -1;       // its PhaseChange::before_step: the ICL row's "before"
   int icl_early = 0, icl_late = 0;  // the score's token positions (the training metrics')
   int seed = 0;               // the training seed (0: the shipped models)
 };
-// The shipped run first (models/NAME.icl.json, the four models), then each extra training seed
+// The shipped run first (models/NAME.icl.json), then each extra training seed
 // (models/seeds/NAME.seedN.icl.json, the models trained with that seed).
 struct SubwordIclFigures {
   std::vector<SubwordIclRun> seeds;
