@@ -99,13 +99,6 @@ std::pair<int, float> best_of(const Tensor<float>& t) {
   return {static_cast<int>(it - t.data.begin()), *it};
 }
 
-// The phase change of a run's metrics (phase_change() in analysis/training_metrics.h, the one
-// definition the page and the trainer use too): its step, or -1 when there is none.
-int phase_change_step(const json& metrics) {
-  const auto pc = phase_change(metrics["records"]);
-  return pc ? static_cast<int>(pc->step) : -1;
-}
-
 double metric_at(const json& metrics, int step, const char* key) {
   const json* best = nullptr;
   for (const auto& r : metrics["records"])
@@ -323,8 +316,9 @@ TrainingFigures measure_training_seed(const Zoo& zoo, const std::string& name, i
   f.icl_last = recs.back()["icl"].get<double>();
   f.icl_first_se = metric_at(mt, recs[0]["step"].get<int>(), "icl_se");
   f.icl_last_se = metric_at(mt, recs.back()["step"].get<int>(), "icl_se");
-  const int pc = f.phase_change = phase_change_step(mt);
-  if (const auto p = phase_change(mt["records"])) f.before_phase_change = static_cast<int>(p->before_step);
+  const auto p = phase_change(recs);
+  const int pc = f.phase_change = p ? static_cast<int>(p->step) : -1;
+  if (p) f.before_phase_change = static_cast<int>(p->before_step);
   if (pc >= 0) {
     f.icl_before = metric_at(mt, std::max(0, pc - 250), "icl");
     f.icl_after = metric_at(mt, pc + 250, "icl");
@@ -953,6 +947,7 @@ std::string icl_pm(const IclPoint& p) { return fmt("%+.3f", p.icl) + " ± " + f3
 struct IclJudgement {
   std::string measured, verdict;
   bool two_layer = false;        // the 2-layer score jumps (the verdict "reproduced")
+  bool falls = false;            // the 2-layer score falls by more than 3 combined standard errors (at any level)
   std::optional<bool> one_layer; // the 1-layer model without smeared keys does not rise (none: no such model scored on this seed)
   int before_step = -1, end_step = -1;  // before_step >= 0: a snapshot before the 2-layer phase change was scored
   std::string figures;           // "bpe-2l-prose +0.025 ± 0.012 -> -0.196 ± 0.017; ..." (every model)
@@ -1000,7 +995,7 @@ IclJudgement judge_subword_icl(const SubwordIclRun& f) {
   j.measured = "phase change of " + two.name + " at step " + std::to_string(pc) + "; at step " + std::to_string(b->step) +
                " (the last snapshot at least two records before it: the record just before is already changing) -> step " + std::to_string(a.step) + " (the end): " + j.figures + (j.losses.empty() ? "" : " (" + j.losses + ")");
   const double fall = a.icl - b->icl, se = std::sqrt(a.se * a.se + b->se * b->se);
-  const bool significant = fall < -3 * se;
+  const bool significant = j.falls = fall < -3 * se;
   j.two_layer = significant && b->icl > -kIclBefore && a.icl <= -kIclAfter;
   std::string v;
   if (j.two_layer) v = "reproduced";
@@ -1029,14 +1024,15 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   const IclJudgement shipped = judge_subword_icl(first);
   std::string measured = score + ": " + shipped.measured, v = shipped.verdict;
   json seeds = json::array();
-  std::vector<bool> two_ok, one_ok;
+  std::vector<bool> two_ok, falls, one_ok;
   std::string spread;
   for (const SubwordIclRun& run : f.seeds) {
     const IclJudgement j = run.seed == 0 ? shipped : judge_subword_icl(run);
     two_ok.push_back(j.two_layer);
+    falls.push_back(j.falls);
     if (j.one_layer) one_ok.push_back(*j.one_layer);
     seeds.push_back({{"seed", run.seed}, {"phase_change", run.phase_change}, {"before_step", j.before_step}, {"end_step", j.end_step},
-                     {"models", j.models}, {"meets_two_layer", j.two_layer}});
+                     {"models", j.models}, {"meets_two_layer", j.two_layer}, {"falls", j.falls}});
     if (j.one_layer) seeds.back()["meets_one_layer"] = *j.one_layer;
     if (run.seed == 0) continue;
     spread += "; seed " + std::to_string(run.seed) + ": " +
@@ -1048,7 +1044,9 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   if (f.seeds.size() > 1) {
     measured += "; the other training seeds (the models retrained with that seed; the snapshot before that seed's " + two + " phase change and the end)" +
                 spread;
-    v = "2-layer jump: " + seeds_verdict(two_ok) + (one_ok.empty() ? "" : "; 1-layer no rise: " + seeds_verdict(one_ok)) + ". Shipped seed: " + v;
+    const auto n_falls = std::count(falls.begin(), falls.end(), true);
+    v = "2-layer jump: " + seeds_verdict(two_ok) + ", a fall of over 3 standard errors on " + std::to_string(n_falls) + " of " +
+        std::to_string(falls.size()) + " seeds" + (one_ok.empty() ? "" : "; 1-layer no rise: " + seeds_verdict(one_ok)) + ". Shipped seed: " + v;
   }
   std::string names;
   for (const auto& m : first.models) names += (names.empty() ? "" : ", ") + m.name + (m.n_layers == 0 ? " (the control)" : "");
@@ -1060,15 +1058,19 @@ void write_subword_icl_claim(const SubwordIclFigures& f, json& claims) {
   claims.back()["seeds"] = seeds;
 }
 
-SubwordIclRun::Model read_icl_file(const Zoo& zoo, const std::string& name, int seed, int early, int late) {
+// NAME(.seedN).icl.json as its points; none when the file is missing and not `required`.
+std::optional<SubwordIclRun::Model> read_icl_file(const Zoo& zoo, const std::string& name, int seed, int early, int late, bool required) {
+  const std::string stem = Zoo::seed_name(name, seed);
+  const std::string path = zoo.dir + "/" + stem + ".icl.json";
+  if (!std::ifstream(path).good()) {
+    if (!required) return std::nullopt;
+    throw std::runtime_error("report: " + stem + ".icl.json is missing (scripts/train-models.sh writes it)");
+  }
   SubwordIclRun::Model m;
   m.name = name;
-  const std::string stem = Zoo::seed_name(name, seed);
   const ModelFile mf = zoo.load(stem);
   m.n_layers = mf.cfg.n_layers;
   m.smeared = mf.cfg.smeared_keys;
-  const std::string path = zoo.dir + "/" + stem + ".icl.json";
-  if (!std::ifstream(path).good()) throw std::runtime_error("report: " + stem + ".icl.json is missing (scripts/train-models.sh writes it)");
   const json j = json::parse(read_text(path));
   if (!j.is_array() || j.empty()) throw std::runtime_error("report: " + stem + ".icl.json must be a non-empty array");
   for (const auto& r : j) {
@@ -1102,10 +1104,10 @@ SubwordIclFigures measure_subword_icl(const Zoo& zoo, const TrainingFigures& two
     run.icl_early = two_layer.icl_early;
     run.icl_late = two_layer.icl_late;
     for (const std::string& name : family) {
-      // The controls may be scored on fewer seeds than the two-layer model (npm run models trains
-      // bpe-1l-prose with the shipped seed only); the two-layer model's file is always needed.
-      if (name != family[0] && t.seed != 0 && !std::ifstream(zoo.dir + "/" + Zoo::seed_name(name, t.seed) + ".icl.json").good()) continue;
-      run.models.push_back(read_icl_file(zoo, name, t.seed, run.icl_early, run.icl_late));
+      // A control may be scored on fewer seeds than the two-layer model; the two-layer model's
+      // file, and every model's on the shipped seed, is always needed.
+      auto m = read_icl_file(zoo, name, t.seed, run.icl_early, run.icl_late, name == family[0] || t.seed == 0);
+      if (m) run.models.push_back(std::move(*m));
     }
     f.seeds.push_back(std::move(run));
   }

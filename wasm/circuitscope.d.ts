@@ -716,6 +716,12 @@ export interface PhaseChange {
   final: number;
   /** Half of it. */
   threshold: number;
+  /**
+   * "Before the phase change": the step of the record two before it (the one just before is often
+   * inside the change already), -1 when there is none. The report's ICL row and
+   * `circuitscope icl --before-phase-change` compare the end with it.
+   */
+  before_step: number;
 }
 
 /** checkpointScores()'s options: each one left out is the core's choice (cs::checkpoint_eval_spec). */

@@ -374,7 +374,7 @@ val text_scores_js(const cs::TextScores& t) {
   return o;
 }
 
-// A phase change (cs::phase_change) as {step, record, layer, head, final, threshold}, or null.
+// A phase change (cs::phase_change) as {step, record, layer, head, final, threshold, before_step}, or null.
 val phase_change_js(const std::optional<cs::PhaseChange>& pc) {
   if (!pc) return val::null();
   val o = val::object();
@@ -384,6 +384,7 @@ val phase_change_js(const std::optional<cs::PhaseChange>& pc) {
   o.set("head", pc->head);
   o.set("final", pc->final_score);
   o.set("threshold", pc->threshold);
+  o.set("before_step", static_cast<double>(pc->before_step));
   return o;
 }
 

@@ -66,6 +66,7 @@ const STUDENT = {
     async (p) => { await p.selectOption('cs-training select[id$="-recipe"]', 'induction-2l'); await p.click('cs-training button:text-is("Start")'); },
     (p) => p.selectOption('#snapshot-switch', 'step2000'),
     (p) => p.selectOption('#snapshot-switch', 'step2000'),
+    (p) => p.selectOption('#snapshot-switch', 'step7000'),
   ],
   'one-layer-circuits': [
     (p) => p.selectOption('cs-circuits select[id$="-sort"]', 'both'),

@@ -598,7 +598,7 @@ test('circuits: the path expansion explains any target token; the composed QK ci
   }
 });
 
-for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
+for (const name of ['char-2l', 'char-1l', 'char-1l-smeared', 'bpe-2l-prose']) {
   test(`training: ${name}'s curves when its metrics exist (otherwise a clear message)`, async (t) => {
     const metrics = `models/${name}.metrics.json`;
     const has = siteHas(metrics);
@@ -640,6 +640,13 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared']) {
           assert.match(info.summary, /No phase change/);
         } else {
           assert.ok(+info.phase > 0, `${name} has a phase change after step 0 (${info.phase})`);
+          // The ICL score two records before the phase change (the core's before_step, the
+          // report's "before") and at the end, as the records give them.
+          const at = records.findIndex((r) => r.step === +info.phase);
+          const iclAt = (r) => `${r.icl.toFixed(3)} ± ${r.icl_se.toFixed(3)} at step ${r.step}`;
+          if (at >= 2 && Number.isFinite(records[at - 2].icl_se)) {
+            assert.ok(info.summary.includes(`In-context learning score: ${iclAt(records[at - 2])} (two records before the phase change), ${iclAt(records.at(-1))} (the last record).`), info.summary);
+          }
         }
         // The snapshot slider, when the snapshots exist.
         await page.waitForSelector('cs-training[data-ready="true"]');

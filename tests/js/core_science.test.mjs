@@ -301,6 +301,7 @@ test('phaseChange() is the report\'s definition, on the main thread without a mo
       const best = Math.max(...rec.prefix_matching);
       close(rec.prefix_matching[pc.layer * 4 + pc.head], best, 0, `${name}: the head`);
       close(pc.threshold, pc.final / 2, 1e-12, 'threshold');
+      assert.equal(pc.before_step, pc.record >= 2 ? records[pc.record - 2].step : -1, `${name}: the record two before`);
       assert.ok(pc.final >= 0.1);
     }
   }
@@ -308,7 +309,7 @@ test('phaseChange() is the report\'s definition, on the main thread without a mo
   assert.equal(api.phaseChange(null), null);
   assert.equal(api.phaseChange([{ step: 0, prefix_matching: new Float32Array([0.05]) }]), null);
   const pc = api.phaseChange([{ step: 0, prefix_matching: [0, 0.1] }, { step: 7, prefix_matching: [0.3, 0.1] }, { step: 9, prefix_matching: [0.5, 0.2] }]);
-  assert.deepEqual(pc, { step: 7, record: 1, layer: 0, head: 0, final: 0.5, threshold: 0.25 });
+  assert.deepEqual(pc, { step: 7, record: 1, layer: 0, head: 0, final: 0.5, threshold: 0.25, before_step: -1 });
   assert.throws(() => api.phaseChange([{ prefix_matching: [1] }]), /phaseChange: records\[0\]\.step must be an integer/);
 });
 

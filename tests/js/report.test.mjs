@@ -251,12 +251,14 @@ test('the sub-word ICL row over training seeds: each seed\'s icl files hold the 
       if (m.model === 'bpe-2l-prose') {
         const fall = m.after - m.before, se = Math.hypot(m.after_se, m.before_se);
         assert.equal(s.meets_two_layer, fall < -3 * se && m.before > -0.15 && m.after <= -0.3, `seed ${s.seed}: bpe-2l-prose`);
+        assert.equal(s.falls, fall < -3 * se, `seed ${s.seed}: bpe-2l-prose's fall against 3 standard errors`);
       }
     }
   }
   const n = row.seeds.length;
   const ones = row.seeds.filter((s) => 'meets_one_layer' in s);
   assert.ok(row.verdict.startsWith(`2-layer jump: `) && row.verdict.includes(`${count(row.seeds.map((s) => s.meets_two_layer))} of ${n} seeds`), row.verdict);
+  assert.ok(row.verdict.includes(`a fall of over 3 standard errors on ${count(row.seeds.map((s) => s.falls))} of ${n} seeds`), row.verdict);
   assert.ok(ones.length >= 1 && row.verdict.includes(`1-layer no rise: ${ones.length === 1 ? (ones[0].meets_one_layer ? 'reproduced (one seed)' : 'not reproduced (one seed)') : ''}`), row.verdict);
 });
 

@@ -33,7 +33,7 @@ async function measure(check, state) {
   for (const t of wanted) {
     const def = MEASURES[t.measure];
     try {
-      if (def.view === state.view && (model || def.view === 'training')) out[measureKey(t)] = def.get({ model, modelName, state }, t.head);
+      if (def.view === state.view && (model || def.view === 'training')) out[measureKey(t)] = await def.get({ model, modelName, state }, t.head);
     } catch { /* not available for this state */ }
   }
   return out;
@@ -120,7 +120,7 @@ export class CsLesson extends HTMLElement {
     this._focus = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)]?.panel ?? null;
     this.applyFocus();
     const st = this._lesson?.steps[Math.min(step ?? 0, this._lesson.steps.length - 1)];
-    this._readsRun = !!st?.check && measuresOf(st.check.when).some((t) => MEASURES[t.measure].view === 'training');
+    this._readsRun = !!st?.check && measuresOf(st.check.when).some((t) => MEASURES[t.measure].readsRun);
     this.check();
   }
 

@@ -1,14 +1,16 @@
 // The numbers a lesson's check may compare (checks.js), each read from what the core computed
 // for the page's state, through the same caches the views' panels use (so a check makes no core
 // call of its own when the view is showing that state). A measure is
-//   {view, head?, about, get({model, modelName, state}, head) -> number | null}
+//   {view, head?, readsRun?, about, get({model, modelName, state}, head) -> number | null (or a Promise of one)}
 // where `view` is the view whose state it reads (the step must show that view), `head` says it
-// takes a head as in prefix(L1H4), and null means "not available for this state" (a check
+// takes a head as in prefix(L1H4), `readsRun` that it reads the in-page training run (a check is
+// read again as the run moves), and null means "not available for this state" (a check
 // comparing it is then not met). docs/lessons.md lists them with `about`.
 import { parseHead, trainingRun } from '../store.js';
 import { analyse, repeatOf } from '../panels/induction/analysis.js';
 import { ioiInput } from '../panels/ioi/analysis.js';
 import { eigenOf } from '../panels/circuits/head.js';
+import { shippedRun, snapshotStep, recordAt } from '../panels/training/shipped.js';
 
 /** A measure's head: "L1H4", or "shown" for the head the state shows. [layer, head] or []. */
 const headOf = (head, state) => parseHead(head === 'shown' ? state.head : head) ?? [];
@@ -39,13 +41,24 @@ const eigen = (circuit) => ({
     return l < model.config.n_layers && h < model.config.n_heads ? eigenOf(model, l, h)[circuit].copying : null;
   },
 });
+// A field of the Training view's record at the state's snapshot (its curves' source, shipped.js:
+// models/<name>.metrics.json as `circuitscope train` wrote it, or a series opened in the page):
+// the record of the snapshot's step, or the last one for the trained model.
+const curve = (key) => ({
+  view: 'training',
+  get: async ({ modelName, state }) => {
+    if (!modelName) return null;
+    const v = recordAt(await shippedRun(modelName), snapshotStep(state))?.[key];
+    return Number.isFinite(v) ? v : null;
+  },
+});
 // The in-page training run (store.js's trainingRun): null before one has started.
 const training = (key) => ({
-  view: 'training',
+  view: 'training', readsRun: true,
   get: () => { const run = trainingRun.state; return run.state === 'idle' || run[key] === null ? null : Number(run[key]); },
 });
 
-/** @type {Record<string, {view: string, head?: boolean, about: string, get: (args: any, head?: string) => number | null}>} */
+/** @type {Record<string, {view: string, head?: boolean, readsRun?: boolean, about: string, get: (args: any, head?: string) => number | null | Promise<number | null>}>} */
 export const MEASURES = Object.freeze({
   meanLoss: { ...induction((a) => a.run.mean_loss), about: 'the mean loss per token of the text, in nats (with the ablations and cuts in force)' },
   cleanMeanLoss: { ...induction((a) => a.clean.mean_loss), about: 'the same without the ablations and cuts' },
@@ -63,6 +76,8 @@ export const MEASURES = Object.freeze({
   headSum: { ...ioiHead('head_sum'), about: "IOI: a head's direct effect on logit(IO) + logit(S) (the heads table's sum)" },
   ovCopying: { ...eigen('ov'), about: "a head's OV copying score from its eigenvalues (near 1: copies tokens)" },
   qkMatching: { ...eigen('qk'), about: "a head's QK same-token score from its eigenvalues" },
+  iclScore: { ...curve('icl'), about: "the in-context learning score the Training view draws, at the snapshot shown (the trained model's without one): the loss at the late token minus at the early one, in nats (negative: later tokens are predicted better)" },
+  iclSE: { ...curve('icl_se'), about: 'its standard error over the held-out windows, where the metrics file gives one' },
   trainStep: { ...training('step'), about: 'the step the in-page training run has reached' },
   phaseChangeStep: { ...training('phaseChangeStep'), about: "the step of the in-page run's phase change, once the run has found one" },
 });

@@ -11,7 +11,7 @@ import { el } from '../../parts/dom.js';
 import { downloadCSV } from '../../parts/download.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
 import { definePanel } from '../panel.js';
-import { shippedRun, COLORS, headLabel, headSeries } from './shipped.js';
+import { shippedRun, snapshotStep, COLORS, headLabel, headSeries } from './shipped.js';
 import { fmt } from '../../parts/format.js';
 
 const shown = new WeakMap();   // run -> Map(snapshot step -> data)
@@ -27,10 +27,22 @@ function seedsSentence(run) {
   return ` The same recipe retrained with random ${seedList(seeds)} (thinner ICL lines): ${each}.`;
 }
 
+/** An ICL record as "−0.210 ± 0.047 at step 8000". */
+const iclAt = (r, stepWord) => `${fmt(r.icl, 3)}${Number.isFinite(r.icl_se) ? ` ± ${fmt(r.icl_se, 3)}` : ''} at ${stepWord} ${r.step}`;
+
+/** The ICL score before the phase change (the core's before_step, as the report compares) and at the end ('' without one). */
+function iclSentence(run) {
+  const { pc, stepWord } = run;
+  const before = pc && pc.before_step >= 0 ? run.recs.find((r) => r.step === pc.before_step) : null;
+  const end = run.recs.at(-1);
+  if (!before || !Number.isFinite(before.icl) || !Number.isFinite(end.icl)) return '';
+  return ` In-context learning score: ${iclAt(before, stepWord)} (two records before the phase change), ${iclAt(end, stepWord)} (the last record).`;
+}
+
 /** The phase-change sentence above the charts. */
 function summary(run) {
   const { name, recs, pc, H, n, cs, source, stepWord } = run;
-  if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).${seedsSentence(run)}`;
+  if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).${iclSentence(run)}${seedsSentence(run)}`;
   return recs.at(-1)?.prefix_matching?.length
     ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).${seedsSentence(run)}`
     : `No prefix-matching scores in ${source}, so no phase change can be marked.`;
@@ -80,8 +92,7 @@ export default definePanel({
 
   async query({ modelName, state }) {
     const run = await shippedRun(modelName);
-    const m = /^step(\d+)$/.exec(String(state.snapshot ?? ''));
-    const snapshot = m ? Number(m[1]) : null;
+    const snapshot = snapshotStep(state);
     if (!shown.has(run)) shown.set(run, new Map());
     const byStep = shown.get(run);
     if (!byStep.has(snapshot)) byStep.set(snapshot, { run, snapshot });

@@ -95,3 +95,20 @@ export function shippedRun(name) {
   }
   return runs.get(name);
 }
+
+/** The training step of the state's snapshot ("step7000" -> 7000), or null for the trained model. */
+export function snapshotStep(state) {
+  const m = /^step(\d+)$/.exec(String(state.snapshot ?? ''));
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * The run's record at a training step: the last record at or before it (the record of that step
+ * when the metrics have one), the last record for step null (the trained model), or null.
+ */
+export function recordAt(run, step) {
+  if (!run.recs) return null;
+  let out = null;
+  for (const r of run.recs) if (step === null || r.step <= step) out = r;
+  return out;
+}
