@@ -492,19 +492,32 @@ export function reduce(state, action) {
  * the page shows the store's state.
  */
 export function createStore(initial = fresh()) {
-  let state = Object.freeze({ ...fresh(), ...initial });
   let version = 0;
+  const value = observable({ ...fresh(), ...initial }, Object.keys(DEFAULT_STATE), same, () => { version += 1; });
+  return {
+    get state() { return value.get(); },
+    get version() { return version; },
+    dispatch(action) { value.set(reduce(value.get(), action), action); },
+    subscribe: value.subscribe,
+  };
+}
+
+/**
+ * A frozen object that tells its listeners when it changes: {get(), set(next, ...extra),
+ * subscribe(fn) -> unsubscribe}. set() does nothing when `equal` holds for every one of `keys`;
+ * otherwise it calls changed() and then fn(next, prev, ...extra) for each listener.
+ */
+function observable(initial, keys, equal, changed = () => {}) {
+  let value = Object.freeze(initial);
   const listeners = new Set();
   return {
-    get state() { return state; },
-    get version() { return version; },
-    dispatch(action) {
-      const prev = state;
-      const next = reduce(state, action);
-      if (Object.keys(DEFAULT_STATE).every((k) => same(next[k], prev[k]))) return;
-      state = Object.freeze(next);
-      version += 1;
-      for (const fn of [...listeners]) fn(state, prev, action);
+    get: () => value,
+    set(next, ...extra) {
+      if (keys.every((k) => equal(next[k], value[k]))) return;
+      const prev = value;
+      value = Object.freeze(next);
+      changed();
+      for (const fn of [...listeners]) fn(value, prev, ...extra);
     },
     subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); },
   };
@@ -530,18 +543,12 @@ export const NO_TRAINING_RUN = Object.freeze({
  * subscribe(fn) -> unsubscribe}; fn(state) after every change.
  */
 export function createTrainingRun() {
-  let state = NO_TRAINING_RUN;
-  const listeners = new Set();
-  const set = (next) => {
-    if (Object.keys(next).every((k) => next[k] === state[k])) return;
-    state = Object.freeze(next);
-    for (const fn of [...listeners]) fn(state);
-  };
+  const value = observable(NO_TRAINING_RUN, Object.keys(NO_TRAINING_RUN), (a, b) => a === b);
   return {
-    get state() { return state; },
-    update(values) { set({ ...state, ...values }); },
-    reset(values = {}) { set({ ...NO_TRAINING_RUN, ...values }); },
-    subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); },
+    get state() { return value.get(); },
+    update(values) { value.set({ ...value.get(), ...values }); },
+    reset(values = {}) { value.set({ ...NO_TRAINING_RUN, ...values }); },
+    subscribe: value.subscribe,
   };
 }
 

@@ -342,3 +342,26 @@ test('boot.js refuses links over the same length as the store (MAX_HASH)', async
   assert.match(boot, new RegExp(`length > ${S.MAX_HASH}\\b`));
   assert.deepEqual(S.refusedLink(S.MAX_HASH + 1), S.decodeHash(`#${'x'.repeat(S.MAX_HASH + 1)}`));
 });
+
+test('the training run: update() and reset() tell listeners only of a change, and the state stays frozen', () => {
+  const run = S.createTrainingRun();
+  assert.equal(run.state, S.NO_TRAINING_RUN);
+  const seen = [];
+  const off = run.subscribe((s, prev) => seen.push([s.state, s.step, prev.step]));
+  run.update({ state: 'running', step: 3 });
+  run.update({ step: 3 });            // no change: no call
+  run.update({ step: 4 });
+  assert.throws(() => { run.state.step = 9; }, TypeError);
+  run.reset({ recipe: 'induction-2l' });
+  assert.deepEqual(seen, [['running', 3, 0], ['running', 4, 3], ['idle', 0, 4]]);
+  assert.equal(run.state.recipe, 'induction-2l');
+  off();
+  run.update({ step: 7 });
+  assert.equal(seen.length, 3, 'no call after unsubscribing');
+  // The page's store counts its changes before its listeners run.
+  const store = S.createStore();
+  let at = null;
+  store.subscribe(() => { at = store.version; });
+  store.dispatch({ type: 'set', values: { view: 'circuits' } });
+  assert.equal(at, 1);
+});
