@@ -12,7 +12,6 @@ import {
   modelsFor, modelOf, getModel, getModule, getSnapshots,
 } from './store.js';
 import { el } from './parts/dom.js';
-import { readsText } from './parts/format.js';
 import { embedCode } from './embed-code.js';
 import { closeLocal, isLocalName, localModel } from './local-models.js';
 import { droppedFolderFiles, folderFiles, openModelFiles } from './open-model.js';
@@ -421,26 +420,22 @@ async function openFiles(files, { left = 0 } = {}) {
   }
 }
 
-/** Shows a model just opened: the link that waited for it, else in the view asked for or one that suits it. */
-async function showOpened({ entry, message, view }) {
-  if (pendingLink && pendingLink.model === entry.name) {
+/**
+ * After a model file was opened (the store's `opened` action has shown it): the link that waited
+ * for it opens now, and the page says what was opened.
+ */
+async function afterOpened({ model, message }) {
+  if (pendingLink && pendingLink.model === model) {
     const link = pendingLink;
     writing = true;
     history.replaceState(null, '', `#${encodeState(link)}`);
     writing = false;
     await openHash();
-  } else {
-    const s = store.state;
-    const target = view ?? (['induction', 'ioi', 'circuits'].includes(s.view) && entry.views.includes(s.view) ? s.view : entry.views[0]);
-    if (target !== s.view) store.dispatch({ type: 'view', view: target, model: entry.name });
-    else store.dispatch({ type: 'model', model: entry.name });
-    // Text typed for a character or sub-word model is not text for a word or token-id vocabulary.
-    if (store.state.text !== null && !readsText(entry.model.tokenizer)) store.dispatch({ type: 'set', values: { text: null } });
   }
   setStatus(message);
   document.body.dataset.openFile = 'opened';
 }
-document.addEventListener('cs-model-opened', (/** @type {CustomEvent} */ e) => showOpened(e.detail));
+store.subscribe((s, prev, action) => { if (action?.type === 'opened') afterOpened(action); });
 
 // Closing a file opened in the page: the views move to the view's first shipped model, then the
 // file leaves the registry, and with nothing holding its WebAssembly instance its memory goes.

@@ -3,11 +3,11 @@
 // or bytes (a model trained in the Training view) go through the core's reader (loadFile(file,
 // {config, tokenizer}) streams a File into it; load(bytes) for bytes), and the model is registered as "local:NAME" (local-models.js). The bytes never leave the page:
 // nothing here fetches. A file over the core's limits.maxModelFileBytes is refused before it is read; a file the
-// loader refuses gives the loader's sentence. On success a `cs-model-opened` event goes to the
-// document (detail: {entry, message, view}); the app shell (app.js) shows the model from it.
-import { getModule, newModule } from './store.js';
+// loader refuses gives the loader's sentence. On success the store gets an `opened` action
+// (store.js: the view that shows the model); the app shell (app.js) says the sentence it carries.
+import { getModule, newModule, store } from './store.js';
 import { registerLocal } from './local-models.js';
-import { vocabularyText } from './parts/format.js';
+import { vocabularyText, readsText } from './parts/format.js';
 
 const MB = 1024 * 1024;
 const shownName = (file) => String(file ?? 'the file').slice(0, 80);
@@ -33,7 +33,7 @@ export async function openModel(source, file, { firstView = false, view = null, 
   const c = model.config;
   const note = typeof model.info?.note === 'string' ? ` ${model.info.note}` : '';
   const message = `Opened ${shownName(file)} as ${entry.name} (${layers(c)}, ${vocabularyText(model.tokenizer)}). It stays in this page: nothing is uploaded.${note}${extraNote}`;
-  document.dispatchEvent(new CustomEvent('cs-model-opened', { detail: { entry, message, view: view ?? (firstView ? entry.views[0] : null) } }));
+  store.dispatch({ type: 'opened', model: entry.name, views: entry.views, readsText: readsText(model.tokenizer), view: view ?? (firstView ? entry.views[0] : null), message });
   return { entry, message };
 }
 

@@ -459,6 +459,15 @@ export function reduce(state, action) {
         model: action.model ?? null, snapshot: action.model && action.model === state.model ? state.snapshot : null };
     case 'model':
       return { ...state, ...RESET_ON_MODEL, model: action.model, tpl: null, io: null, s: null, place: null, object: null };
+    case 'opened': {  // a model file opened in the page: {type: 'opened', model, views (that offer
+                      // it), readsText (its tokenizer reads typed text), view (asked for, or null),
+                      // message (the sentence the page shows)}: shown in the view asked for, else
+                      // in this view when it offers the model and shows one model, else in its first
+      const target = action.view ?? (['induction', 'ioi', 'circuits'].includes(state.view) && action.views.includes(state.view) ? state.view : action.views[0]);
+      const next = reduce(state, target !== state.view ? { type: 'view', view: target, model: action.model } : { type: 'model', model: action.model });
+      // Text typed for a character or sub-word model is not text for a word or token-id vocabulary.
+      return action.readsText || next.text === null ? next : { ...next, text: null };
+    }
     case 'snapshot':
       return { ...state, snapshot: action.snapshot ?? null };
     case 'toggleAblate':

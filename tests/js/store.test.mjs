@@ -365,3 +365,14 @@ test('the training run: update() and reset() tell listeners only of a change, an
   store.dispatch({ type: 'set', values: { view: 'circuits' } });
   assert.equal(at, 1);
 });
+
+test('opening a model file is one action: the view that shows it, its settings reset, typed text kept only for a model that reads text', () => {
+  const open = (state, a) => S.reduce({ ...S.DEFAULT_STATE, ...state }, { type: 'opened', model: 'local:m', views: ['induction', 'circuits', 'training'], readsText: true, view: null, message: 'Opened m', ...a });
+  const here = open({ view: 'circuits', model: 'char-2l', head: 'L1H1', text: 'abc', snapshot: 'step500' });
+  assert.deepEqual([here.view, here.model, here.head, here.snapshot, here.text], ['circuits', 'local:m', null, null, 'abc'], 'the view offers it: it stays');
+  const moved = open({ view: 'ioi', model: 'ioi-1l2h', ablate: ['L0H1'] });
+  assert.deepEqual([moved.view, moved.model, moved.ablate], ['induction', 'local:m', []], 'the IOI view does not offer it: its first view');
+  assert.equal(open({ view: 'training' }).view, 'induction', 'the Training view shows a run, not a model: the first view');
+  assert.equal(open({ view: 'circuits' }, { view: 'training' }).view, 'training', 'the view asked for');
+  assert.equal(open({ view: 'induction', text: 'abc' }, { readsText: false }).text, null, 'a word or token-id model does not read the typed text');
+});
