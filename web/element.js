@@ -86,6 +86,10 @@ export class CsView extends HTMLElement {
     /** @type {(() => void) | null} */
     this._onTheme = null;
     this._store = /** @type {ReturnType<typeof createStore> | null} */ (null);
+    /** @type {Promise<void> | null} the draw asked for and not yet begun (render()) */
+    this._nextDraw = null;
+    /** @type {Promise<void> | null} the last draw begun or asked for */
+    this._lastDraw = null;
   }
 
   /** The store this element reads and writes: the page's in the app, its own when mounted alone. */
@@ -162,8 +166,28 @@ export class CsView extends HTMLElement {
     this._render();
   }
 
-  /** Draws the view from this.state; every view overrides it. @returns {void | Promise<void>} */
-  render() {}
+  /**
+   * Draws the view from this.state. A view defines draw() (async, reading this.state when it
+   * starts), and render() runs it one draw at a time: a render asked for while a draw runs waits
+   * for it, and every render asked for meanwhile shares the one draw that follows, so the last
+   * draw shows the latest state and the promise each caller gets resolves after a draw that began
+   * after its call. A view may override render() instead (the IOI view: a newer state must not
+   * wait for its slow panels).
+   * @returns {void | Promise<void>}
+   */
+  render() {
+    const view = /** @type {any} */ (this);
+    if (typeof view.draw !== 'function') return undefined;
+    if (this._nextDraw) return this._nextDraw;
+    /** @type {Promise<void>} */
+    const next = (this._lastDraw ?? Promise.resolve()).catch(() => {}).then(() => {
+      if (this._nextDraw === next) this._nextDraw = null;
+      return view.draw();
+    });
+    this._nextDraw = next;
+    this._lastDraw = next;
+    return next;
+  }
 
   /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {

@@ -80,12 +80,6 @@ export class CsCircuits extends CsView {
       attributionS);
   }
 
-  render() {
-    // One render at a time, each reading the store when it starts, so the last one drawn is the latest.
-    this._chain = (this._chain ?? Promise.resolve()).catch(() => {}).then(() => this.draw());
-    return this._chain;
-  }
-
   async draw() {
     if (!this.refs) this.build();
     const r = this.refs;

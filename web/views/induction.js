@@ -94,18 +94,8 @@ export class CsInduction extends CsView {
     });
   }
 
-  // One render at a time (a model loads, or its random-token scores arrive, across frames); a
-  // render asked for meanwhile runs after it.
-  render() {
-    if (this._busy) { this._again = true; return this._busy; }
-    this._busy = this.renderOnce().finally(() => {
-      this._busy = null;
-      if (this._again) { this._again = false; this.requestRender(); }
-    });
-    return this._busy;
-  }
-
-  async renderOnce() {
+  // Drawn one at a time (CsView.render): a model loads, or its random-token scores arrive, across frames.
+  async draw() {
     const m = await this.loadModel();
     const text = this.state.text ?? (m ? sampleFor(m) : SAMPLE);
     if (this.els.text.value !== text) this.els.text.value = text;
@@ -153,11 +143,11 @@ export class CsInduction extends CsView {
     try {
       m = await getModel(name, { snapshot: this.state.snapshot });
     } catch (e) {
-      if (now() !== key) { this._again = true; return null; }
+      if (now() !== key) return null;   // another model was chosen meanwhile: its render follows
       this.els.status.textContent = `Could not load ${key}.`;
       throw e;
     }
-    if (now() !== key) { this._again = true; return null; }   // another model was chosen meanwhile
+    if (now() !== key) return null;   // another model was chosen meanwhile: its render follows
     this.model = m;
     this.modelKey = key;
     this.dataset.model = key;

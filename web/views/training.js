@@ -86,12 +86,6 @@ export class CsTraining extends CsView {
     this.dataset.seriesScored = `${p.done}/${p.total}`;
   }
 
-  render() {
-    // One render at a time, each reading the store when it starts, so the last one drawn is the latest.
-    this._chain = (this._chain ?? Promise.resolve()).catch(() => {}).then(() => this.draw());
-    return this._chain;
-  }
-
   async draw() {
     this.classList.add('cs-view');
     if (!this._sections) this.replaceChildren(...(this._sections = PANELS.map(() => el('section'))));
