@@ -93,11 +93,11 @@ second=$!
 bpe_seed_runs 2
 wait "$second"
 # The in-context-learning score on prose (the report's sub-word ICL row): bpe-2l-prose, context
-# 512, trained mostly on plain prose, with seeds 0, 1 and 2 (seed 0 shipped with its snapshots;
-# seeds 1 and 2 as float16 files in models/seeds/), and its one-layer control bpe-1l-prose with
-# seed 0. Each model is scored by the paired estimator (4,096 held-out tokens, each with 500 and
-# with 50 tokens before it) at its last snapshot at or before the record two before that seed's
-# bpe-2l-prose phase change (PhaseChange::before_step) and at the end. About 2 hours, two at a time.
+# 512, trained mostly on plain prose, and its one-layer control bpe-1l-prose, each with seeds 0, 1
+# and 2 (seed 0 shipped with its snapshots; seeds 1 and 2 as float16 files in models/seeds/). Each
+# model is scored by the paired estimator (4,096 held-out tokens, each with 500 and with 50 tokens
+# before it) at its last snapshot at or before the record two before that seed's bpe-2l-prose
+# phase change (PhaseChange::before_step) and at the end. About 2 hours 40 minutes, two at a time.
 rm -rf models/snapshots/bpe-*-prose models/seeds/snapshots models/bpe-*-prose.* models/seeds/bpe-*-prose.*
 prose_run() {
   local r=$1 n=$2 snaps out
@@ -116,10 +116,12 @@ prose_run() {
 {
   prose_run bpe-2l-prose 0
   prose_run bpe-2l-prose 1
+  prose_run bpe-1l-prose 2
 } &
 prose=$!
 prose_run bpe-1l-prose 0
 prose_run bpe-2l-prose 2
+prose_run bpe-1l-prose 1
 wait "$prose"
 # The snapshots the page scrubs through (dense around the heads), and those the icl files scored.
 scored() { node -e 'for (const r of JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))) { const m = /step(\d+)\./.exec(r.model); if (m) console.log(m[1]); }' "$1"; }

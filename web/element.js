@@ -61,6 +61,27 @@ async function embedPanel(view, panel, title) {
 }
 
 
+const draws = new WeakMap();   // view -> {next: the draw asked for and not yet begun, last: the last one}
+
+/**
+ * A view's draw() (async, reading view.state when it starts), one at a time: a render asked for
+ * while a draw runs waits for it, and every render asked for meanwhile shares the one draw that
+ * follows, so the last draw shows the latest state, and the promise each caller gets resolves
+ * after a draw that began after its call. (The IOI view overrides render(): a newer state must
+ * not wait for its slow panels.)
+ */
+function drawInTurn(view) {
+  const d = draws.get(view) ?? { next: null, last: null };
+  draws.set(view, d);
+  if (d.next) return d.next;
+  const next = (d.last ?? Promise.resolve()).catch(() => {}).then(() => {
+    if (d.next === next) d.next = null;
+    return view.draw();
+  });
+  d.next = d.last = next;
+  return next;
+}
+
 /**
  * class MyView extends CsView { static view = 'mine'; render() {...} }  customElements.define('cs-my', MyView);
  * A view holds no state of its own: `this.state` is its store's (`this.store`: in the app, the
@@ -86,10 +107,6 @@ export class CsView extends HTMLElement {
     /** @type {(() => void) | null} */
     this._onTheme = null;
     this._store = /** @type {ReturnType<typeof createStore> | null} */ (null);
-    /** @type {Promise<void> | null} the draw asked for and not yet begun (render()) */
-    this._nextDraw = null;
-    /** @type {Promise<void> | null} the last draw begun or asked for */
-    this._lastDraw = null;
   }
 
   /** The store this element reads and writes: the page's in the app, its own when mounted alone. */
@@ -166,28 +183,8 @@ export class CsView extends HTMLElement {
     this._render();
   }
 
-  /**
-   * Draws the view from this.state. A view defines draw() (async, reading this.state when it
-   * starts), and render() runs it one draw at a time: a render asked for while a draw runs waits
-   * for it, and every render asked for meanwhile shares the one draw that follows, so the last
-   * draw shows the latest state and the promise each caller gets resolves after a draw that began
-   * after its call. A view may override render() instead (the IOI view: a newer state must not
-   * wait for its slow panels).
-   * @returns {void | Promise<void>}
-   */
-  render() {
-    const view = /** @type {any} */ (this);
-    if (typeof view.draw !== 'function') return undefined;
-    if (this._nextDraw) return this._nextDraw;
-    /** @type {Promise<void>} */
-    const next = (this._lastDraw ?? Promise.resolve()).catch(() => {}).then(() => {
-      if (this._nextDraw === next) this._nextDraw = null;
-      return view.draw();
-    });
-    this._nextDraw = next;
-    this._lastDraw = next;
-    return next;
-  }
+  /** Draws the view from this.state: its draw(), one at a time (drawInTurn), unless a view overrides this. @returns {void | Promise<void>} */
+  render() { return typeof (/** @type {any} */ (this)).draw === 'function' ? drawInTurn(this) : undefined; }
 
   /** Renders, then records the store's version it rendered (data-version; see store.js). */
   _render() {
