@@ -29,7 +29,9 @@ async function measure(check, state) {
   const wanted = measuresOf(check.when);
   if (!wanted.length) return out;
   const modelName = await modelOf(state);
-  const model = modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
+  // The Training view's measures read its records and the in-page run, not the model's weights.
+  const needsModel = wanted.some((t) => MEASURES[t.measure].view === state.view && state.view !== 'training');
+  const model = modelName && needsModel ? await getModel(modelName, { snapshot: state.snapshot }) : null;
   for (const t of wanted) {
     const def = MEASURES[t.measure];
     try {
