@@ -1190,6 +1190,7 @@ ReportFigures measure_report(const std::string& models_dir) {
                                                        {"bpe-1l-prose", false}};
   for (const auto& [name, expect_phase_change] : subword_runs) f.subword_training.push_back(measure_training(zoo, name, expect_phase_change));
   const auto two_layer = std::find_if(f.subword_training.begin(), f.subword_training.end(), [](const TrainingFigures& t) { return t.name == kIclFamily[0]; });
+  if (two_layer == f.subword_training.end()) throw std::logic_error("report: " + kIclFamily[0] + " is not among the sub-word runs measured");
   f.subword_icl = measure_subword_icl(zoo, *two_layer, kIclFamily);
   const std::vector<std::string> subword_sentences = held_out_sentences(read_text(models_dir + "/corpus/gutenberg-valid.txt"), 50);
   f.subword_repeat.n_sentences = subword_sentences.size();

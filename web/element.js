@@ -71,8 +71,8 @@ const draws = new WeakMap();   // view -> {next: the draw asked for and not yet 
  * not wait for its slow panels.)
  */
 function drawInTurn(view) {
-  const d = draws.get(view) ?? { next: null, last: null };
-  draws.set(view, d);
+  if (!draws.has(view)) draws.set(view, { next: null, last: null });
+  const d = draws.get(view);
   if (d.next) return d.next;
   const next = (d.last ?? Promise.resolve()).catch(() => {}).then(() => {
     if (d.next === next) d.next = null;

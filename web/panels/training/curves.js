@@ -11,7 +11,7 @@ import { el } from '../../parts/dom.js';
 import { downloadCSV } from '../../parts/download.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
 import { definePanel } from '../panel.js';
-import { shippedRun, snapshotStep, COLORS, headLabel, headSeries } from './shipped.js';
+import { shippedRun, snapshotStep, recordAt, COLORS, headLabel, headSeries } from './shipped.js';
 import { fmt } from '../../parts/format.js';
 
 const shown = new WeakMap();   // run -> Map(snapshot step -> data)
@@ -33,8 +33,8 @@ const iclAt = (r, stepWord) => `${fmt(r.icl, 3)}${Number.isFinite(r.icl_se) ? ` 
 /** The ICL score before the phase change (the core's before_step, as the report compares) and at the end ('' without one). */
 function iclSentence(run) {
   const { pc, stepWord } = run;
-  const before = pc && pc.before_step >= 0 ? run.recs.find((r) => r.step === pc.before_step) : null;
-  const end = run.recs.at(-1);
+  const before = pc && pc.before_step >= 0 ? recordAt(run, pc.before_step) : null;
+  const end = recordAt(run, null);
   if (!before || !Number.isFinite(before.icl) || !Number.isFinite(end.icl)) return '';
   return ` In-context learning score: ${iclAt(before, stepWord)} (two records before the phase change), ${iclAt(end, stepWord)} (the last record).`;
 }
