@@ -150,6 +150,10 @@ void mm(Op oa, Op ob, int M, int N, int K, double alpha, const double* A, int ld
     }
 }
 
+// The largest of x[0..n).
+float max_of(const float* x, int n) { return kernels::max_of(x, n); }
+double max_of(const double* x, int n) { return *std::max_element(x, x + n); }
+
 // out[j] = exp(x[j] - shift), returning their sum.
 float exp_shifted_sum(const float* x, float shift, float* out, int n) { return kernels::exp_shifted_sum(x, shift, out, n); }
 double exp_shifted_sum(const double* x, double shift, double* out, int n) {
@@ -928,17 +932,22 @@ void head_results(const Params<T>& p, const ActivationCache<T>& cache, int layer
 }
 
 template <class T>
-void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out) {
-  const int D = p.cfg.d_model, V = p.cfg.d_vocab;
-  if (cache.n_batch != 1 || from < 0 || to > cache.n_pos || from > to)
-    throw std::logic_error("unembed_rows: rows outside the one-sequence pass");
+void unembed_block(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, int v0, int v1, std::vector<T>& out) {
+  const int D = p.cfg.d_model, V = p.cfg.d_vocab, n = v1 - v0;
+  if (cache.n_batch != 1 || from < 0 || to > cache.n_pos || from > to || v0 < 0 || v1 > V || v0 > v1)
+    throw std::logic_error("unembed_block: rows or columns outside the one-sequence pass");
   const Tensor<T>& x = p.cfg.normalization != Norm::None ? cache.ln_final_out : cache.resid_final;
-  out.resize(static_cast<std::size_t>(to - from) * V);
-  if (to == from) return;
-  mm(Op::N, Op::N, to - from, V, D, T(1), x.ptr() + static_cast<std::size_t>(from) * D, D, p.W_U.ptr(), V, T(0), out.data(), V);
+  out.resize(static_cast<std::size_t>(to - from) * n);
+  if (to == from || n == 0) return;
+  mm(Op::N, Op::N, to - from, n, D, T(1), x.ptr() + static_cast<std::size_t>(from) * D, D, p.W_U.ptr() + v0, V, T(0), out.data(), n);
   if (p.cfg.use_bias)
     for (int r = 0; r < to - from; ++r)
-      for (int v = 0; v < V; ++v) out[static_cast<std::size_t>(r) * V + v] += p.b_U.data[v];
+      for (int v = 0; v < n; ++v) out[static_cast<std::size_t>(r) * n + v] += p.b_U.data[v0 + v];
+}
+
+template <class T>
+void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out) {
+  unembed_block(p, cache, from, to, 0, p.cfg.d_vocab, out);
 }
 
 template <class T>
@@ -1087,10 +1096,28 @@ void loss_from_logits(const ActivationCache<T>& cache, const Batch& batch, LossR
 }
 
 template <class T>
+void LogSumExp<T>::add(const T* x, int n, T* scratch) {
+  const T m = max_of(x, n);
+  if (!any) {
+    max = m, sum = exp_shifted_sum(x, m, scratch, n), any = true;
+    return;
+  }
+  const T top = std::max(max, m);
+  sum = sum * std::exp(max - top) + exp_shifted_sum(x, top, scratch, n);
+  max = top;
+}
+
+template <class T>
+T LogSumExp<T>::value() const {
+  return max + std::log(sum);
+}
+
+template <class T>
 T log_sum_exp_row(const T* logits, int V, std::vector<T>& scratch) {
-  scratch.resize(V);
-  const T mx = *std::max_element(logits, logits + V);
-  return mx + std::log(exp_shifted_sum(logits, mx, scratch.data(), V));
+  scratch.resize(std::min(V, kLogitBlock));
+  LogSumExp<T> f;
+  for (int v0 = 0; v0 < V; v0 += kLogitBlock) f.add(logits + v0, std::min(kLogitBlock, V - v0), scratch.data());
+  return f.value();
 }
 
 template <class T>
@@ -1391,6 +1418,8 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
   template LossResult loss_from_logits<T>(const ActivationCache<T>&, const Batch&);                      \
   template double cross_entropy_row<T>(const T*, int, int, std::vector<T>&);                            \
   template T log_sum_exp_row<T>(const T*, int, std::vector<T>&);                                       \
+  template struct LogSumExp<T>;                                                                          \
+  template void unembed_block<T>(const Params<T>&, const ActivationCache<T>&, int, int, int, int, std::vector<T>&);                                       \
   template void loss_from_logits<T>(const ActivationCache<T>&, const Batch&, LossResult&);               \
   template void backward<T>(const Params<T>&, const ActivationCache<T>&, const Batch&, Params<T>&);      \
   template double loss_and_grad<T>(const Params<T>&, const Batch&, ActivationCache<T>&, Params<T>&);         \

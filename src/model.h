@@ -196,6 +196,9 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tlen
 // (or the final residual) times W_U plus b_U, bit for bit what forward() writes in cache.logits.
 template <class T>
 void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, std::vector<T>& out);
+// The columns [v0, v1) of those rows, into out [to - from, v1 - v0] (the same bits).
+template <class T>
+void unembed_block(const Params<T>& p, const ActivationCache<T>& cache, int from, int to, int v0, int v1, std::vector<T>& out);
 
 // One logit of a one-sequence pass: row `pos`, column `token` of unembed_rows() (bit for bit).
 template <class T>
@@ -228,9 +231,23 @@ struct LossResult {
 // (scratch: V values it may overwrite).
 template <class T>
 double cross_entropy_row(const T* logits, int V, int target, std::vector<T>& scratch);
-// log sum exp(logits) of one row, the normaliser cross_entropy_row subtracts from.
+// log sum exp(logits) of one row, the normaliser cross_entropy_row subtracts from: folded block by
+// block of kLogitBlock values (LogSumExp), so that a row read a block at a time, as the page's
+// passes compute the logits of a large vocabulary (analysis/forward_outputs.cpp), gives the same
+// bits as the whole row. A row of at most kLogitBlock values is one block: its maximum plus the
+// log of the sum of exp(x - maximum).
 template <class T>
 T log_sum_exp_row(const T* logits, int V, std::vector<T>& scratch);
+constexpr int kLogitBlock = 2048;
+template <class T>
+struct LogSumExp {
+  T max = 0, sum = 0;
+  bool any = false;
+  // The next block of n values (scratch: n values it may overwrite): the running sum rescaled to
+  // the larger maximum, plus the block's exp(x - maximum).
+  void add(const T* x, int n, T* scratch);
+  T value() const;
+};
 
 // Mean cross-entropy over the positions the mask selects.
 template <class T>

@@ -52,9 +52,6 @@ void check_rows_finite(const std::vector<float>& rows, const ActivationCache<flo
 void position_outputs(const Params<float>& p, const ActivationCache<float>& cache, const std::vector<int>& ids,
                       const RunOptions& o, int from, const KeptRun& before, RunExtras& x, std::vector<float>& lse) {
   const int T = static_cast<int>(ids.size()), V = p.cfg.d_vocab, k = o.topk, pk = o.probs_k;
-  // Rows of logits computed at a time: each chunk reads all of W_U once, so as many as 32 MB hold
-  // (at least 64): at a 48,262-token vocabulary 173 rows, 6 chunks for 1,024 tokens.
-  const int kChunk = std::max(64, static_cast<int>((32 << 20) / (4.0 * V)));
   x.loss.assign(T, std::numeric_limits<float>::quiet_NaN());
   lse.assign(T, std::numeric_limits<float>::quiet_NaN());
   std::copy(before.lse.begin(), before.lse.begin() + std::clamp(std::min(from, static_cast<int>(before.lse.size())), 0, T), lse.begin());
@@ -94,25 +91,63 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
     x.probs_of.resize(o.probs_of.size());
   }
   const int start = std::min({loss_from, top_from, o.probs_of.empty() ? T : 0});
-  std::vector<float> chunk, scratch;
-  for (int c0 = start; c0 < T; c0 += kChunk) {
-    const int c1 = std::min(T, c0 + kChunk);
-    const float* rows = cache.logits.ptr() + static_cast<std::size_t>(c0) * V;
-    if (cache.skip_logits) {
-      unembed_rows(p, cache, c0, c1, chunk);
-      check_rows_finite(chunk, cache);
-      rows = chunk.data();
+  if (start >= T) return;
+  // Each row is read a block of kLogitBlock logits at a time, in vocabulary order: its log-sum-exp
+  // folded block by block (LogSumExp, the same bits as log_sum_exp_row over the whole row), its
+  // top k merged as the blocks pass, the logits its loss and probs_of read taken where they pass.
+  // Without the cache's logits, one block is computed for every row at once (at most 32 MB): each
+  // block of W_U's columns is packed once for the whole text, and the logits are read while they
+  // are in the cache (in chunks of rows, each chunk packed all of W_U again and wrote its 32 MB of
+  // logits out to memory before reading them back).
+  // A few rows (a keystroke's one or two) are computed whole, in one pass over W_U that reads its
+  // rows end to end (the GEMM streams up to 4 rows; block by block it jumped at every 8 KB).
+  const int R = T - start, W = std::min(V, kLogitBlock);
+  const bool whole_rows = cache.skip_logits && R <= 4;
+  const int rows_at_once = whole_rows ? R : std::max(1, static_cast<int>((32 << 20) / (4.0 * W)));
+  std::vector<LogSumExp<float>> fold(R);
+  std::vector<float> target(R, 0.0f), top_values(static_cast<std::size_t>(R) * k), wanted(o.probs_of.size());
+  std::vector<int> top_count(R, 0);
+  std::vector<float> block, scratch(W);
+  for (int r0 = start; r0 < T; r0 += rows_at_once) {
+    const int r1 = std::min(T, r0 + rows_at_once);
+    if (whole_rows) {
+      unembed_rows(p, cache, r0, r1, block);
+      check_rows_finite(block, cache);
     }
-    for (int t = c0; t < c1; ++t) {
-      const float* row = rows + static_cast<std::size_t>(t - c0) * V;
-      const float z = log_sum_exp_row(row, V, scratch);  // once per row (cross_entropy_row's)
+    for (int v0 = 0; v0 < V; v0 += kLogitBlock) {
+      const int n = std::min(kLogitBlock, V - v0);
+      const float* base = (whole_rows ? block.data() : cache.logits.ptr() + static_cast<std::size_t>(r0) * V) + v0;
+      std::size_t ld = V;
+      if (cache.skip_logits && !whole_rows) {
+        unembed_block(p, cache, r0, r1, v0, v0 + n, block);
+        check_rows_finite(block, cache);
+        base = block.data(), ld = n;
+      }
+      for (int t = r0; t < r1; ++t) {
+        const float* seg = base + static_cast<std::size_t>(t - r0) * ld;
+        const int i = t - start;
+        fold[i].add(seg, n, scratch.data());
+        if (t + 1 < T && ids[t + 1] >= v0 && ids[t + 1] < v0 + n) target[i] = seg[ids[t + 1] - v0];
+        if (t >= top_from)
+          top_k_add(seg, n, v0, k, x.top->ids.ptr() + static_cast<std::size_t>(t) * k, top_values.data() + static_cast<std::size_t>(i) * k, top_count[i]);
+        for (int j = 0; j < (o.probs_of.empty() ? 0 : pk); ++j) {
+          const int id = o.probs_of[static_cast<std::size_t>(t) * pk + j];
+          if (id >= v0 && id < v0 + n) wanted[static_cast<std::size_t>(t) * pk + j] = seg[id - v0];
+        }
+      }
+    }
+    for (int t = r0; t < r1; ++t) {
+      const int i = t - start;
+      const float z = fold[i].value();
       lse[t] = z;
-      if (t >= loss_from && t + 1 < T) x.loss[t] = static_cast<float>(static_cast<double>(z - row[ids[t + 1]]));
-      if (t >= top_from) top_k_row(row, V, k, z, x.top->ids.ptr() + static_cast<std::size_t>(t) * k, x.top->probs.ptr() + static_cast<std::size_t>(t) * k);
-      if (!o.probs_of.empty()) {
-        const int* want = o.probs_of.data() + static_cast<std::size_t>(t) * pk;
-        for (int j = 0; j < pk; ++j)
-          x.probs_of[static_cast<std::size_t>(t) * pk + j] = static_cast<float>(std::exp(static_cast<double>(row[want[j]]) - z));
+      if (t >= loss_from && t + 1 < T) x.loss[t] = static_cast<float>(static_cast<double>(z - target[i]));
+      if (t >= top_from)
+        for (int j = 0; j < k; ++j)
+          x.top->probs.data[static_cast<std::size_t>(t) * k + j] =
+              static_cast<float>(std::exp(static_cast<double>(top_values[static_cast<std::size_t>(i) * k + j]) - z));
+      for (int j = 0; j < (o.probs_of.empty() ? 0 : pk); ++j) {
+        const std::size_t w = static_cast<std::size_t>(t) * pk + j;
+        x.probs_of[w] = static_cast<float>(std::exp(static_cast<double>(wanted[w]) - z));
       }
     }
   }
@@ -159,7 +194,10 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   x.mean_loss = mean_token_loss(x.loss, first, T);
   x.first_copy_loss = x.second_copy_loss = std::numeric_limits<double>::quiet_NaN();
   if (o.text_scores) {
-    x.text_scores = text_scores(cache, first, o.repeat_at);
+    // The queries before the first changed position are read from the last pass's parts.
+    const bool keep = kept && iv.empty();
+    x.text_scores = text_scores(cache, first, o.repeat_at, keep ? &before.text_rows : nullptr, x.changed_from);
+    if (keep) kept->text_rows = std::move(before.text_rows);
     if (const auto& r = x.text_scores->repeat) {
       x.first_copy_loss = mean_token_loss(x.loss, r->a, r->a + r->r);
       x.second_copy_loss = mean_token_loss(x.loss, r->a + r->d, r->a + r->d + r->r);

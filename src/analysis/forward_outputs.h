@@ -69,6 +69,7 @@ struct KeptRun {
   std::vector<float> loss;
   std::optional<TopK> top;
   std::vector<float> lse;  // each row's log-sum-exp of the logits (NaN where no row was computed)
+  TextScoreRows text_rows;  // each query's part of the text scores (empty when the pass had none)
   bool valid = false;  // false: the cache's pass is not the one these rows belong to
 };
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,

@@ -129,6 +129,9 @@ TopK top_k_predictions(const ActivationCache<float>& cache, int k);
 // One row of it: the k largest of V logits (a larger value first, the smaller id on a tie) into
 // ids, and their softmax probabilities (exp(logit - lse), lse = log_sum_exp_row) into probs.
 void top_k_row(const float* logits, int V, int k, float lse, int* ids, float* probs);
+// The same k largest of a row read a block at a time in vocabulary order: the n logits of ids v0 ..
+// v0 + n - 1 merged into the `count` (ids, values) kept so far, count growing to k.
+void top_k_add(const float* logits, int n, int v0, int k, int* ids, float* values, int& count);
 // Throws "top-k: k must be between 1 and the vocabulary size V, got k" unless 1 <= k <= V.
 void check_top_k(int k, int V);
 

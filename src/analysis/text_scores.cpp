@@ -34,7 +34,7 @@ int text_scores_from(const std::vector<int>& tokens, int bos_id) {
   return bos_id >= 0 && !tokens.empty() && tokens[0] == bos_id ? 1 : 0;
 }
 
-TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
+TextScores text_scores(const ActivationCache<float>& cache, int from, int at, TextScoreRows* rows, int unchanged) {
   if (cache.n_batch != 1) throw std::invalid_argument("text scores: expected the cache of one sequence");
   const int T = cache.n_pos;
   const std::vector<int>& ids = cache.tokens;
@@ -47,7 +47,23 @@ TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
   out.prefix_matching.resize({L, H});
   out.stripe.resize({L, H});
 
-  // The key cells of prefix matching, found once for all heads: for each query q > from, every
+  // The queries whose parts are kept: those before `unchanged`, when kept for the same heads and `from`.
+  TextScoreRows fresh;
+  TextScoreRows& kept = rows ? *rows : fresh;
+  const int reuse = kept.from == from && kept.heads == L * H ? std::clamp(std::min(unchanged, kept.T), 0, T) : 0;
+  TextScoreRows next;
+  next.from = from, next.heads = L * H, next.T = T;
+  next.previous.resize(static_cast<std::size_t>(L) * H * T);
+  next.prefix.resize(static_cast<std::size_t>(L) * H * T);
+  next.has_cells.assign(T, 0);
+  for (int hh = 0; hh < L * H; ++hh)
+    for (int q = 0; q < reuse; ++q) {
+      next.previous[static_cast<std::size_t>(hh) * T + q] = kept.previous[static_cast<std::size_t>(hh) * kept.T + q];
+      next.prefix[static_cast<std::size_t>(hh) * T + q] = kept.prefix[static_cast<std::size_t>(hh) * kept.T + q];
+    }
+  std::copy(kept.has_cells.begin(), kept.has_cells.begin() + reuse, next.has_cells.begin());
+
+  // The key cells of prefix matching, for the queries read here: for each query q > from, every
   // earlier j >= from holding ids[q] with j + 1 < q gives key j + 1; cells[start[q] .. start[q+1]).
   std::vector<int> before(T, -1), start(T + 1, 0), cells;
   std::unordered_map<int, int> last;
@@ -56,9 +72,10 @@ TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
     before[q] = it == last.end() ? -1 : it->second;
     last[ids[q]] = q;
     start[q] = static_cast<int>(cells.size());
-    if (q > from)
+    if (q > from && q >= reuse)
       for (int j = before[q]; j >= from; j = before[j])
         if (j + 1 < q) cells.push_back(j + 1);
+    if (q >= reuse) next.has_cells[q] = start[q] < static_cast<int>(cells.size());
   }
   start[T] = static_cast<int>(cells.size());
 
@@ -66,15 +83,21 @@ TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
     const float* pattern = cache.layers[l].pattern.ptr();  // [B=1, H, T, T]
     for (int h = 0; h < H; ++h) {
       const float* P = pattern + static_cast<std::size_t>(h) * T * T;
+      float* prev = next.previous.data() + static_cast<std::size_t>(l * H + h) * T;
+      double* pre = next.prefix.data() + static_cast<std::size_t>(l * H + h) * T;
+      for (int q = std::max(from + 1, reuse); q < T; ++q) {
+        prev[q] = P[static_cast<std::size_t>(q) * T + q - 1];
+        double sum = 0;
+        for (int k = start[q]; k < start[q + 1]; ++k) sum += P[static_cast<std::size_t>(q) * T + cells[k]];
+        pre[q] = sum;
+      }
       double pt = 0, pm = 0, st = 0;
       int pt_n = 0, pm_n = 0, st_n = 0;
       for (int q = from + 1; q < T; ++q) {
-        pt += P[static_cast<std::size_t>(q) * T + q - 1];
+        pt += prev[q];
         ++pt_n;
-        if (start[q] < start[q + 1]) {
-          double sum = 0;
-          for (int k = start[q]; k < start[q + 1]; ++k) sum += P[static_cast<std::size_t>(q) * T + cells[k]];
-          pm += sum;
+        if (next.has_cells[q]) {
+          pm += pre[q];
           ++pm_n;
         }
       }
@@ -89,6 +112,7 @@ TextScores text_scores(const ActivationCache<float>& cache, int from, int at) {
       out.stripe.data[i] = st_n ? static_cast<float>(st / st_n) : nan;
     }
   }
+  if (rows) *rows = std::move(next);
   return out;
 }
 

@@ -40,10 +40,24 @@ struct TextScores {
   std::optional<Repeat> repeat;   // find_repeat(tokens, from, at)
 };
 
+// Each query's part of the previous-token and prefix-matching sums of every head, kept between the
+// passes of one session (KeptRun): a pass that changed the rows from q on reads only the pattern
+// rows from q on (at attn-only-2l's shape, reading every row was 4.6 ms of a 14 ms keystroke).
+struct TextScoreRows {
+  int from = -1, heads = 0, T = 0;  // what they were computed for: `from`, L x H heads, T queries
+  std::vector<float> previous;      // [heads, T]: pattern[q, q - 1]
+  std::vector<double> prefix;       // [heads, T]: the attention summed over q's key cells
+  std::vector<char> has_cells;      // [T]: whether q has key cells (counts towards the mean)
+};
+
 // Seed 004's scores on the text of a one-sequence forward pass (cache.n_batch == 1). `from` is 1
 // when the sequence starts with a <BOS> that the scores leave out, else 0 (text_scores_from).
-// The stripe is that of find_repeat(tokens, from, at).
-TextScores text_scores(const ActivationCache<float>& cache, int from, int at = -1);
+// The stripe is that of find_repeat(tokens, from, at). With `rows`, the queries before `unchanged`
+// (whose pattern rows and tokens are those of the pass `rows` was filled from, with the same
+// `from`) are read from it rather than from the patterns, and `rows` is filled for this pass: the
+// same sums in the same order, so the same bits.
+TextScores text_scores(const ActivationCache<float>& cache, int from, int at = -1, TextScoreRows* rows = nullptr,
+                       int unchanged = 0);
 // 1 when tokens start with bos_id (>= 0), else 0.
 int text_scores_from(const std::vector<int>& tokens, int bos_id);
 

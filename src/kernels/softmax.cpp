@@ -107,17 +107,25 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n) {
   return exp_shifted_from(x, shift, out, n, 0, splat(0.0f));
 }
 
-void softmax_row(const float* s, float* p, int n, int width) {
-  v4f mx4 = splat(-std::numeric_limits<float>::infinity());
+float max_of(const float* x, int n) {
+  v4f m0 = splat(-std::numeric_limits<float>::infinity()), m1 = m0;
   int j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const v4f v = load4(s + j);
-    mx4 = v > mx4 ? v : mx4;
+  for (; j + 8 <= n; j += 8) {  // two chains, so a compare does not wait for the one before
+    const v4f a = load4(x + j), b = load4(x + j + 4);
+    m0 = a > m0 ? a : m0;
+    m1 = b > m1 ? b : m1;
   }
-  float mx = std::max(std::max(mx4[0], mx4[1]), std::max(mx4[2], mx4[3]));
-  for (; j < n; ++j) mx = std::max(mx, s[j]);
+  m0 = m1 > m0 ? m1 : m0;
+  float mx = std::max(std::max(m0[0], m0[1]), std::max(m0[2], m0[3]));
+  for (; j < n; ++j) mx = std::max(mx, x[j]);
+  return mx;
+}
+
+void softmax_row(const float* s, float* p, int n, int width) {
+  const float mx = max_of(s, n);
   const v4f inv = splat(1.0f / exp_shifted_sum(s, mx, p, n));
-  for (j = 0; j + 4 <= n; j += 4) store4(p + j, load4(p + j) * inv);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) store4(p + j, load4(p + j) * inv);
   for (; j < n; ++j) p[j] *= inv[0];
   std::fill(p + n, p + width, 0.0f);
 }
@@ -140,6 +148,8 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n) {
   return sum;
 }
 float exp_shifted_sum_portable(const float* x, float shift, float* out, int n) { return exp_shifted_sum(x, shift, out, n); }
+
+float max_of(const float* x, int n) { return *std::max_element(x, x + n); }
 
 void softmax_row(const float* s, float* p, int n, int width) {
   const float mx = *std::max_element(s, s + n);

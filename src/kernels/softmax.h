@@ -14,6 +14,9 @@ float exp_shifted_sum(const float* x, float shift, float* out, int n);
 // CPU has AVX2 or AVX-512, with the same bits in every output and in the sum (tests check it).
 float exp_shifted_sum_portable(const float* x, float shift, float* out, int n);
 
+// The largest of x[0..n), 4-wide (NaN values are passed over; -infinity when there is no other).
+float max_of(const float* x, int n);
+
 // One causal attention row: p[0..n) = softmax(s[0..n)), p[n..width) = 0.
 void softmax_row(const float* s, float* p, int n, int width);
 

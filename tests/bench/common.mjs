@@ -7,11 +7,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const wrapper = path.join(root, 'build', 'wasm', 'circuitscope.js');
 
-// An instance of the built WASM module (the SIMD128 one), or a sentence to build it first.
+// An instance of the built WASM module, or a sentence to build it first: the SIMD128 one, or with
+// --relaxed on the command line the relaxed-SIMD one (the module Chromium runs; node 20 needs the
+// flag set here).
 export async function simd128Instance() {
   if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
+  const relaxed = process.argv.includes('--relaxed');
+  if (relaxed) (await import('node:v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
   const { init } = await import(pathToFileURL(wrapper).href);
-  return init({ simd: 'simd128' });
+  return init({ simd: relaxed ? 'relaxed' : 'simd128' });
 }
 
 // The value after `name` on the command line, as a positive integer, or `def` when absent.

@@ -3,12 +3,15 @@
 // delete, replace in the middle, cut, the same tokens again) in every configuration the core has.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "analysis/forward_outputs.h"
 #include "analysis/model_session.h"
+#include "kernels/softmax.h"
 #include "model.h"
 #include "rng.h"
 #include "test_util.h"
@@ -151,11 +154,68 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   EXPECT_EQ(a.top->ids.data, b.top->ids.data) << where << ": top ids";
   EXPECT_EQ(a.top->probs.data, b.top->probs.data) << where << ": top probs";
   ASSERT_TRUE(a.text_scores && b.text_scores) << where;
-  const auto& pa = a.text_scores->prefix_matching.data;
-  const auto& pb = b.text_scores->prefix_matching.data;  // NaN before a repeat: compared as bytes
-  ASSERT_EQ(pa.size(), pb.size());
-  EXPECT_EQ(0, std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float))) << where << ": prefix matching";
+  const auto same_bytes = [&](const Tensor<float>& x, const Tensor<float>& y, const char* name) {  // NaN compared as bytes
+    ASSERT_EQ(x.size(), y.size()) << where << ": " << name;
+    EXPECT_EQ(0, std::memcmp(x.ptr(), y.ptr(), x.size() * sizeof(float))) << where << ": " << name;
+  };
+  same_bytes(a.text_scores->prefix_matching, b.text_scores->prefix_matching, "prefix matching");
+  same_bytes(a.text_scores->previous_token, b.text_scores->previous_token, "previous token");
+  same_bytes(a.text_scores->stripe, b.text_scores->stripe, "stripe");
+  EXPECT_EQ(a.probs_of, b.probs_of) << where << ": probs_of";
   EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
+}
+
+// A vocabulary of several logit blocks (kLogitBlock): a session's passes, incremental and computing
+// the logits a block at a time, give the bits of a fresh pass that keeps every logit, over random
+// edits (the text scores read from the kept parts of the queries before the first change).
+TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
+  Config c = tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
+  c.d_vocab = 2 * kLogitBlock + 904;
+  c.n_ctx = 40;
+  const Params<float> p = random_params<float>(c, 7);
+  Rng r(5);
+  std::vector<int> ids = {1, 2, 3, 1, 2, 3};
+  ActivationCache<float> cache;
+  KeptRun kept;
+  RunOptions o;
+  o.topk = 5, o.text_scores = true, o.logits = false, o.probs_k = 2;
+  RunOptions full = o;
+  full.logits = true;
+  int reused = 0;
+  for (int step = 0; step < 60; ++step) {
+    int first = 0;
+    ids = random_edit(ids, c.n_ctx, c.d_vocab, r, first);
+    if (step % 3 == 0) {  // the text so far again: a repeated block
+      const std::vector<int> head(ids.begin(), ids.begin() + std::min<std::size_t>(ids.size(), c.n_ctx - ids.size()));
+      ids.insert(ids.end(), head.begin(), head.end());
+    }
+    o.probs_of.clear();
+    for (std::size_t t = 0; t < ids.size(); ++t) o.probs_of.insert(o.probs_of.end(), {ids[t], static_cast<int>((t * 977) % c.d_vocab)});
+    full.probs_of = o.probs_of;
+    const RunExtras x = run_sequence(p, ids, Intervention(), o, -1, cache, "run", &kept);
+    ActivationCache<float> own;
+    const RunExtras y = run_sequence(p, ids, Intervention(), full, -1, own);
+    reused += x.changed_from > 0;
+    expect_same_run(x, y, "step " + std::to_string(step));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_GT(reused, 30);
+}
+
+// The log-sum-exp folded a block at a time is that of the whole row (to float rounding), and a row
+// of one block is its maximum plus the log of the summed exponentials, as before blocks.
+TEST(LogSumExpRow, BlocksFoldToTheWholeRow) {
+  Rng r(3);
+  std::vector<float> row(3 * kLogitBlock + 17), scratch;
+  for (float& v : row) v = static_cast<float>(r.uniform() * 30 - 15);
+  row[kLogitBlock + 5] = 40;  // the largest in a later block: the running sum is rescaled
+  double mx = *std::max_element(row.begin(), row.end()), sum = 0;
+  for (float v : row) sum += std::exp(v - mx);
+  EXPECT_NEAR(log_sum_exp_row(row.data(), static_cast<int>(row.size()), scratch), mx + std::log(sum), 1e-5);
+  const float one = log_sum_exp_row(row.data(), 100, scratch);
+  const float m = *std::max_element(row.begin(), row.begin() + 100);
+  std::vector<float> e(100);
+  EXPECT_EQ(one, m + std::log(kernels::exp_shifted_sum(row.data(), m, e.data(), 100)));
 }
 
 // Typing into a model session: each clean run() after the session's own is incremental, its
@@ -201,6 +261,21 @@ TEST(IncrementalForward, TypingIntoASessionGivesTheFreshResults) {
   for (int f : changed) reused += f > 0;
   EXPECT_GE(reused, static_cast<int>(changed.size()) - 5);
   }
+}
+
+// The top k of a row read a block at a time: the same ids as the whole row, a tie across blocks
+// going to the smaller id.
+TEST(TopK, BlocksGiveTheWholeRowsIds) {
+  std::vector<float> row(2 * kLogitBlock + 9, 0.0f);
+  row[3] = 2, row[kLogitBlock + 1] = 5, row[2 * kLogitBlock + 2] = 5, row[kLogitBlock - 1] = 2, row[7] = 4;
+  int ids[4], whole[4], n = 0;
+  float values[4], probs[4];
+  for (int v0 = 0; v0 < static_cast<int>(row.size()); v0 += kLogitBlock)
+    top_k_add(row.data() + v0, std::min(kLogitBlock, static_cast<int>(row.size()) - v0), v0, 4, ids, values, n);
+  top_k_row(row.data(), static_cast<int>(row.size()), 4, 0.0f, whole, probs);
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(std::vector<int>(ids, ids + 4), (std::vector<int>{kLogitBlock + 1, 2 * kLogitBlock + 2, 7, 3}));
+  EXPECT_EQ(std::vector<int>(ids, ids + 4), std::vector<int>(whole, whole + 4));
 }
 
 }  // namespace

@@ -54,14 +54,22 @@ const Shape kShapes[] = {
     {"dx = dqkv W_QKV^T", Op::N, Op::T, kRows, kD, 3 * kHDh, Causal::None, 1},
     {"dW_O = z^T dao (per head)", Op::T, Op::N, kDh, kD, kRows, Causal::None, 4},
     {"dv = pattern^T dz (causal)", Op::T, Op::N, kT, kDh, kT, Causal::UpperA, kBH},
+    // attn-only-2l's unembedding, one chunk of the rows a full pass computes at a time
+    // (src/analysis/forward_outputs.cpp: 32 MB of logits, 173 rows of 48,262)
+    {"attn-only-2l resid W_U (173 rows)", Op::N, Op::N, 173, 48262, 512, Causal::None, 1},
+    // and one block of its columns for every row of a full pass (kLogitBlock, src/model.h)
+    {"attn-only-2l resid W_U (1,024 rows, 2,048 columns)", Op::N, Op::N, 1024, 2048, 512, Causal::None, 1},
+    // and the one new row of a keystroke: a pass over W_U's 99 MB
+    {"attn-only-2l resid W_U (1 row)", Op::N, Op::N, 1, 48262, 512, Causal::None, 1},
 };
 constexpr int kShapeCount = sizeof(kShapes) / sizeof(kShapes[0]);
 
-std::vector<float>& buffer(int which) {
+// Operand `which` (A, B, C) of at least n values, filled once.
+std::vector<float>& buffer(int which, std::size_t n) {
   static std::vector<float> bufs[3];
   std::vector<float>& b = bufs[which];
-  if (b.empty()) {
-    b.resize(static_cast<std::size_t>(kRows) * 3 * kHDh);
+  if (b.size() < n) {
+    b.resize(n);
     for (std::size_t i = 0; i < b.size(); ++i)
       b[i] = static_cast<float>((i * (which ? 40503u : 2654435761u)) % 1000) / 1000.0f - 0.5f;
   }
@@ -95,7 +103,8 @@ void cs_bench_gemm(int i) {
   const Shape& s = kShapes[i];
   GemmArgs g;
   g.op_a = s.oa, g.op_b = s.ob, g.M = s.M, g.N = s.N, g.K = s.K;
-  g.A = buffer(0).data(), g.B = buffer(1).data(), g.C = buffer(2).data();
+  const std::size_t M = s.M, N = s.N, K = s.K;
+  g.A = buffer(0, M * K).data(), g.B = buffer(1, K * N).data(), g.C = buffer(2, M * N).data();
   g.lda = s.oa == Op::N ? s.K : s.M;
   g.ldb = s.ob == Op::N ? s.N : s.K;
   g.ldc = s.N;
