@@ -71,6 +71,7 @@ node tests/bench/bench_series.mjs --checkpoints 3
 echo
 echo "== typing at attn-only-2l's shape (node tests/bench/bench_typing.mjs)"
 node tests/bench/bench_typing.mjs --keystrokes 20
+node tests/bench/bench_typing.mjs --keystrokes 20 --relaxed
 
 echo
 echo "== the Circuits view at attn-only-2l's shape (node tests/bench/bench_circuits.mjs)"
@@ -86,7 +87,8 @@ if [[ "${SKIP_PEERS:-}" != 1 ]]; then
   fi
   node "$peers/bench_peers.mjs" --forward-reps "$FORWARD_REPS" >"$OUT/peers.json"
   echo "== peers at attn-only-2l's shape (node tests/bench/peers/bench_peers.mjs --shape attn-only-2l)"
-  node "$peers/bench_peers.mjs" --shape attn-only-2l --forward-reps 5 >"$OUT/peers-realshape.json"
+  # Ours with the relaxed-SIMD module, as Chromium runs it, and the SIMD128 one beside it.
+  node --experimental-wasm-relaxed-simd "$peers/bench_peers.mjs" --shape attn-only-2l --forward-reps 5 >"$OUT/peers-realshape.json"
 fi
 if [[ "${SKIP_BROWSER:-}" != 1 ]]; then
   echo "== Chromium (node tests/bench/bench_browser.mjs)"

@@ -160,8 +160,9 @@ export interface RunOptions {
   patterns?: boolean;
   /**
    * Return the logits (default true); false copies nothing for them, and the core keeps no [T,
-   * d_vocab] table either: the loss, top-k rows and probsOf come from chunks of logit rows (at a
-   * 50,000-token vocabulary the table is 100 MB at 512 tokens, and a 1,024-token pass fits only so).
+   * d_vocab] table either: the loss, top-k rows and probsOf come from blocks of 2,048 logits
+   * computed for every row at once, with the same bits (at a 50,000-token vocabulary the table is
+   * 100 MB at 512 tokens, and a 1,024-token pass fits only so).
    */
   logits?: boolean;
   /**

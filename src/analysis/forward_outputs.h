@@ -28,8 +28,9 @@ std::vector<float> head_results(const Params<float>& p, const ActivationCache<fl
 struct RunOptions {
   bool resid = false, result = false;
   // Keep the logits [T, V] in the cache (to copy them out). Without, the pass stops at ln_final
-  // and what is read from the logits (loss, top k, probs_of) is computed from chunks of rows (at
-  // most 32 MB each): at a 50,000-token vocabulary the whole table is 100 MB at 512 tokens.
+  // and what is read from the logits (loss, top k, probs_of) is computed from blocks of
+  // kLogitBlock columns for every row at once (at most 32 MB each), with the same bits: at a
+  // 50,000-token vocabulary the whole table is 100 MB at 512 tokens.
   bool logits = true;
   int topk = 0;              // 0: none
   bool text_scores = false;

@@ -1,6 +1,6 @@
 // Typing at the real shape: what the induction view's core call costs per keystroke on random
 // weights of attn-only-2l's shape (2 layers, d_model 512, 8 heads of 64, n_ctx 1,024, d_vocab
-// 48,262, LNPre), in WebAssembly (SIMD128) under node, one thread. The call is the view's own:
+// 48,262, LNPre), in WebAssembly (SIMD128, or relaxed SIMD) under node, one thread. The call is the view's own:
 // run(ids, undefined, {into, logits: false, textScores: true, topk: 5}) (web/panels/induction/
 // analysis.js). Rows:
 //   append     one token typed at the end of a T-token text (a clean run after a clean run: the
@@ -12,8 +12,9 @@
 //   memory     the module's memory after that pass, one model in a fresh module, against the
 //              target of 1.5 x the float32 weights + 100 MB
 // Nothing here asserts a time. Needs `npm run build`.
-// --shape arena: the same on ARENA's attn_only_2L_half shape (bench_series.mjs SHAPES).
-//   node tests/bench/bench_typing.mjs [--keystrokes N] [--tokens T] [--shape attn-only-2l|arena] [--json]
+// --shape arena: the same on ARENA's attn_only_2L_half shape (bench_series.mjs SHAPES); --relaxed:
+// the relaxed-SIMD module (the one Chromium runs).
+//   node tests/bench/bench_typing.mjs [--keystrokes N] [--tokens T] [--shape attn-only-2l|arena] [--relaxed] [--json]
 import { performance } from 'node:perf_hooks';
 import { intArg, summary, simd128Instance } from './common.mjs';
 import { shapeArg } from './bench_series.mjs';
@@ -92,7 +93,7 @@ async function main() {
     return;
   }
   const line = (x) => (x.refused ? `refused: ${x.refused}` : `median ${x.median_ms.toFixed(1)} ms (min ${x.min_ms.toFixed(1)}, max ${x.max_ms.toFixed(1)})`);
-  console.log(`typing at ${out.shape}, WebAssembly (SIMD128) under node, one thread; the induction view's run() call:`);
+  console.log(`typing at ${out.shape}, WebAssembly (${cs.simd === 'relaxed' ? 'relaxed SIMD' : 'SIMD128'}) under node, one thread; the induction view's run() call:`);
   console.log(`  a token appended at ${T} tokens (computed from ${out.changed_from.append}): ${line(out.append)}`);
   console.log(`  a token changed at ${T >> 1} of ${T} (computed from ${out.changed_from.middle}): ${line(out.middle)}`);
   console.log(`  every position computed (from ${out.changed_from.full}):            ${line(out.full)}`);

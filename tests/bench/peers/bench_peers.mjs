@@ -27,7 +27,8 @@
 // (random weights: 2 layers, d_model 512, 8 heads of 64, d_vocab 48,262, LNPre; one row of
 // --seq tokens, default 1,024): our module's forwardBatch on one thread, timed here, against
 // onnxruntime-web on 1 and 2 threads (tfjs-wasm is left out: on the reference model it is
-// already ten times slower than ours).
+// already ten times slower than ours). Under node --experimental-wasm-relaxed-simd ours is the
+// relaxed-SIMD module (the one Chromium runs), and the SIMD128 one is timed beside it.
 //
 //   node tests/bench/peers/bench_peers.mjs [--forward-reps N] [--train-reps N]
 //   node tests/bench/peers/bench_peers.mjs --shape attn-only-2l [--forward-reps N] [--seq T]
@@ -107,7 +108,7 @@ async function main() {
   const model = cs.load(bytes);
   const config = model.config;
   const V = config.d_vocab;
-  let ref, ours = null;
+  let ref, ours = null, ours128 = null;
   if (!realShape) {
     ref = { loss: model.forwardBatch(ids, B, T), logits: new Float32Array(B * T * V), maxAbsLogit: 0 };
     for (let b = 0; b < B; b++) ref.logits.set(model.run(ids.subarray(b * T, (b + 1) * T)).logits.data, b * T * V);
@@ -124,6 +125,17 @@ async function main() {
     ref = { loss: pass(), logits: model.run(ids.subarray(0, T >> 1), undefined, { patterns: false }).logits.data.slice(), maxAbsLogit: 0 };
     ours = (await timeCalls(pass, 1, forwardReps)).stats;   // ours, one thread, timed as the peers are
     other.delete();
+    if (cs.simd === 'relaxed') {   // the SIMD128 module too, where a browser lacks relaxed SIMD
+      const cs128 = await init({ simd: 'simd128', separate: true });
+      const m128 = cs128.load(bytes), o128 = cs128.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
+      const pass128 = () => {
+        o128.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
+        return m128.run(ids, undefined, { patterns: false, logits: false }).mean_loss;
+      };
+      ours128 = (await timeCalls(pass128, 1, forwardReps)).stats;
+      m128.delete();
+      o128.delete();
+    }
   }
   for (const x of ref.logits) ref.maxAbsLogit = Math.max(ref.maxAbsLogit, Math.abs(x));
   model.delete();
@@ -137,6 +149,7 @@ async function main() {
       ? "random weights of attn-only-2l's shape (tests/bench/bench_series.mjs attnOnly2l, loaded unprocessed and saved), read by every peer"
       : 'initial weights of our trainer for tests/bench/reference_recipe.json (Trainer.save()), read by every peer',
     ...(ours ? { ours_1t: { module: cs.simd, forward: ours } } : {}),
+    ...(ours128 ? { ours_1t_simd128: { module: 'simd128', forward: ours128 } } : {}),
     reference_loss: ref.loss,
     tolerances: { loss_rel: LOSS_RTOL, logits_abs_relative_to_max_ref_logit: LOGITS_RTOL },
     settings: {
@@ -180,7 +193,8 @@ async function main() {
   if (ours) {
     const ms = (x) => `${Math.round(x.median_ms)} ms`;
     process.stderr.write(`bench_peers: attn-only-2l's shape, one row of ${T} tokens, forward and loss, medians: ours (${cs.simd}, 1 thread) ${ms(ours)}; ` +
-      `onnxruntime-web 1 thread ${ms(result.ort_web_1t.forward)}, 2 threads ${ms(result.ort_web_2t.forward)}; ours / theirs on 2 threads ${result.ours_vs_ort_web_2t.toFixed(2)}x (target: <= 1.0x)\n`);
+      `onnxruntime-web 1 thread ${ms(result.ort_web_1t.forward)}, 2 threads ${ms(result.ort_web_2t.forward)}; ours / theirs on 2 threads ${result.ours_vs_ort_web_2t.toFixed(2)}x (target: <= 1.0x)` +
+      (ours128 ? `; ours with the SIMD128 module ${ms(ours128)}, ${(ours128.median_ms / result.ort_web_2t.forward.median_ms).toFixed(2)}x` : '') + '\n');
   }
   if (failed.length) {
     for (const k of failed) {
