@@ -95,12 +95,12 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
   // Each row is read a block of kLogitBlock logits at a time, in vocabulary order: its log-sum-exp
   // folded block by block (LogSumExp, the same bits as log_sum_exp_row over the whole row), its
   // top k merged as the blocks pass, the logits its loss and probs_of read taken where they pass.
-  // Without the cache's logits, one block is computed for every row at once (at most 32 MB): each
-  // block of W_U's columns is packed once for the whole text, and the logits are read while they
-  // are in the cache (in chunks of rows, each chunk packed all of W_U again and wrote its 32 MB of
-  // logits out to memory before reading them back).
-  // A few rows (a keystroke's one or two) are computed whole, in one pass over W_U that reads its
-  // rows end to end (the GEMM streams up to 4 rows; block by block it jumped at every 8 KB).
+  // Without the cache's logits, one block is computed for every row at once (at most 32 MB), so
+  // each block of W_U's columns is packed once for the whole text and its logits are read while
+  // they are in the cache; computed in chunks of whole rows, each chunk packed all of W_U again
+  // and sent its 32 MB of logits out to memory and back (a full pass at attn-only-2l's shape took
+  // a fifth longer). A few rows (a keystroke's one or two) are computed whole, in one pass that
+  // reads W_U's rows end to end (the GEMM streams up to 4 rows; block by block it jumped every 8 KB).
   const int R = T - start, W = std::min(V, kLogitBlock);
   const bool whole_rows = cache.skip_logits && R <= 4;
   const int rows_at_once = whole_rows ? R : std::max(1, static_cast<int>((32 << 20) / (4.0 * W)));
