@@ -152,7 +152,7 @@ float exp_shifted_sum_portable(const float* x, float shift, float* out, int n) {
 float max_of(const float* x, int n) { return *std::max_element(x, x + n); }
 
 void softmax_row(const float* s, float* p, int n, int width) {
-  const float mx = *std::max_element(s, s + n);
+  const float mx = max_of(s, n);
   const float inv = 1.0f / exp_shifted_sum(s, mx, p, n);
   for (int j = 0; j < n; ++j) p[j] *= inv;
   std::fill(p + n, p + width, 0.0f);

@@ -114,27 +114,31 @@ async function main() {
     for (let b = 0; b < B; b++) ref.logits.set(model.run(ids.subarray(b * T, (b + 1) * T)).logits.data, b * T * V);
   } else {
     // One row of T tokens: a [T, V] table of logits is more than one pass may hold (the core
-    // refuses it), so the pass computes its loss from chunks of logit rows as the induction view
+    // refuses it), so the pass computes its loss from blocks of logits as the induction view
     // does (run() with logits: false), and the logits compared are those of the first half of the
     // positions (a pass over them alone: causal, so the same rows).
-    const other = cs.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
-    const pass = () => {
-      other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });   // so the next pass is a full one
-      return model.run(ids, undefined, { patterns: false, logits: false }).mean_loss;
+    // A full pass of `m` on the row, timed as the peers are: another model's run in the same module
+    // first, so that the pass is not incremental.
+    const timeFullPass = async (mod, m) => {
+      const other = mod.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
+      const pass = () => {
+        other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
+        return m.run(ids, undefined, { patterns: false, logits: false }).mean_loss;
+      };
+      try {
+        return { loss: pass(), stats: (await timeCalls(pass, 1, forwardReps)).stats };
+      } finally {
+        other.delete();
+      }
     };
-    ref = { loss: pass(), logits: model.run(ids.subarray(0, T >> 1), undefined, { patterns: false }).logits.data.slice(), maxAbsLogit: 0 };
-    ours = (await timeCalls(pass, 1, forwardReps)).stats;   // ours, one thread, timed as the peers are
-    other.delete();
+    const timed = await timeFullPass(cs, model);   // ours, one thread
+    ours = timed.stats;
+    ref = { loss: timed.loss, logits: model.run(ids.subarray(0, T >> 1), undefined, { patterns: false }).logits.data.slice(), maxAbsLogit: 0 };
     if (cs.simd === 'relaxed') {   // the SIMD128 module too, where a browser lacks relaxed SIMD
       const cs128 = await init({ simd: 'simd128', separate: true });
-      const m128 = cs128.load(bytes), o128 = cs128.load(readFileSync(path.join(root, 'models', 'char-2l.safetensors')));
-      const pass128 = () => {
-        o128.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
-        return m128.run(ids, undefined, { patterns: false, logits: false }).mean_loss;
-      };
-      ours128 = (await timeCalls(pass128, 1, forwardReps)).stats;
+      const m128 = cs128.load(bytes);
+      ours128 = (await timeFullPass(cs128, m128)).stats;
       m128.delete();
-      o128.delete();
     }
   }
   for (const x of ref.logits) ref.maxAbsLogit = Math.max(ref.maxAbsLogit, Math.abs(x));
