@@ -399,10 +399,10 @@ enum class Hook {
 // Rows of a [B*T, D] block at `positions` of every batch row (all positions when empty) set to
 // zero (!mean) or to `value` ([D], or [n_ctx, D] read at each position).
 template <class M>
-void replace_rows(M&& r, int B, int Tl, int D, bool mean, const std::vector<float>& value, const std::vector<int>& positions) {
+void replace_rows(M&& r, int B, int Tl, int P0, int D, bool mean, const std::vector<float>& value, const std::vector<int>& positions) {
   const bool per_pos = mean && value.size() != static_cast<std::size_t>(D);
   for (int b = 0; b < B; ++b)
-    for (int t = 0; t < Tl; ++t) {
+    for (int t = P0; t < Tl; ++t) {
       if (!positions.empty() && std::find(positions.begin(), positions.end(), t) == positions.end()) continue;
       for (int d = 0; d < D; ++d) r(b * Tl + t, d) = !mean ? 0 : value[(per_pos ? static_cast<std::size_t>(t) * D : 0) + d];
     }
@@ -483,8 +483,8 @@ void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerPar
       }
       return;
     }
-    case Hook::Result: {
-      const int B = dm.B, Tl = dm.Tl, D = dm.D;
+    case Hook::Result: {  // rows P0.. (an incremental pass keeps the earlier rows' replacement)
+      const int B = dm.B, Tl = dm.Tl, D = dm.D, P0 = dm.P0;
       for (const auto& a : iv.ablations) {
         if (a.layer != layer) continue;
         auto r = cache.layers[layer].result.slice(a.head);  // [N, D]
@@ -492,7 +492,7 @@ void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerPar
           const std::vector<int> partner = resample_partners(iv, dm, cache.tokens);
           const int k = layer * dm.H + a.head;
           for (int b = 0; b < B; ++b)
-            for (int t = 0; t < Tl; ++t) {
+            for (int t = P0; t < Tl; ++t) {
               if (!a.positions.empty() && std::find(a.positions.begin(), a.positions.end(), t) == a.positions.end()) continue;
               const float* v = replacement(iv, k, t, partner[b], D);
               for (int d = 0; d < D; ++d) r(b * Tl + t, d) = static_cast<T>(v[d]);
@@ -501,17 +501,17 @@ void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerPar
           const bool per_pos = a.mean && a.mean_value.size() != static_cast<std::size_t>(D);
           for (int b = 0; b < B; ++b)
             for (int t : a.positions)
-              for (int d = 0; d < D; ++d)
+              for (int d = 0; d < D && t >= P0; ++d)
                 r(b * Tl + t, d) = !a.mean ? T(0) : static_cast<T>(a.mean_value[(per_pos ? static_cast<std::size_t>(t) * D : 0) + d]);
         } else if (!a.mean) {
-          r.setZero();
+          r.bottomRows(dm.R).setZero();
         } else if (a.mean_value.size() == static_cast<std::size_t>(D)) {
           RowVecT<T> m(D);
           for (int d = 0; d < D; ++d) m(d) = static_cast<T>(a.mean_value[d]);
-          r.rowwise() = m;
+          r.bottomRows(dm.R).rowwise() = m;
         } else {
           for (int b = 0; b < B; ++b)
-            for (int t = 0; t < Tl; ++t)
+            for (int t = P0; t < Tl; ++t)
               for (int d = 0; d < D; ++d) r(b * Tl + t, d) = static_cast<T>(a.mean_value[static_cast<std::size_t>(t) * D + d]);
         }
       }
@@ -519,7 +519,7 @@ void apply_intervention_at(Hook hook, int layer, const Config& c, const LayerPar
     }
     case Hook::MlpOut:
       for (const auto& a : iv.mlp_ablations)
-        if (a.layer == layer) replace_rows(cache.layers[layer].mlp_out.mat(), dm.B, dm.Tl, dm.D, a.mean, a.mean_value, a.positions);
+        if (a.layer == layer) replace_rows(cache.layers[layer].mlp_out.mat(), dm.B, dm.Tl, dm.P0, dm.D, a.mean, a.mean_value, a.positions);
       return;
   }
 }
@@ -951,35 +951,58 @@ void unembed_rows(const Params<T>& p, const ActivationCache<T>& cache, int from,
 }
 
 template <class T>
-int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache) {
+int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache,
+                        const Intervention& iv) {
   const Config& c = p.cfg;
   const int Tl = static_cast<int>(tokens.size()), T0 = cache.n_pos;
-  // Each head's output kept by the earlier pass exactly when this one keeps it.
-  const bool reusable = cache.n_batch == 1 && T0 > 0 && !cache.intervened && !cache.keep_scores &&
-                        !cache.last_logits_only && cache.layers.size() == static_cast<std::size_t>(c.n_layers) &&
+  // Each head's output kept by the earlier pass exactly when this one keeps it (always under an
+  // intervention).
+  const bool keep_result = cache.keep_result || !iv.empty();
+  const bool reusable = cache.n_batch == 1 && T0 > 0 && cache.intervened == !iv.empty() && incremental_intervention(iv) &&
+                        !cache.keep_scores && !cache.last_logits_only &&
+                        cache.layers.size() == static_cast<std::size_t>(c.n_layers) &&
                         (cache.skip_logits || cache.logits.has_shape({1, T0, c.d_vocab})) &&
                         std::all_of(cache.layers.begin(), cache.layers.end(), [&](const LayerCache<T>& lc) {
-                          return cache.keep_result ? lc.result.has_shape({c.n_heads, 1, T0, c.d_model}) : lc.result.size() == 0;
+                          return keep_result ? lc.result.has_shape({c.n_heads, 1, T0, c.d_model}) : lc.result.size() == 0;
                         });
   int f = 0;
   if (reusable)
     while (f < std::min(Tl, T0) && tokens[f] == cache.tokens[f]) ++f;
   f = std::min(f, Tl - 1);  // at least the last position is computed (its logits, after a cut)
   if (f <= 0) {
-    forward(p, tokens, 1, Tl, cache);
+    forward(p, tokens, 1, Tl, cache, iv);
     return 0;
   }
-  check_forward_args(c, tokens, 1, Tl, cache.skip_logits ? 0 : -1, cache.keep_scores, cache.keep_result);
+  check_forward_args(c, tokens, 1, Tl, cache.skip_logits ? 0 : -1, cache.keep_scores, keep_result);
+  check_intervention(c, iv, Tl);
   const int H = c.n_heads, Dh = c.d_head;
   for (auto& lc : cache.layers) {
     for (Tensor<T>* t : {&lc.q, &lc.k, &lc.v, &lc.z})
       relayout_heads(*t, H, T0, Tl, Dh, f);
     if (c.smeared_keys) relayout_heads(lc.k_unsmeared, H, T0, Tl, Dh, f);
-    if (cache.keep_result) relayout_heads(lc.result, H, T0, Tl, c.d_model, f);
+    if (keep_result) relayout_heads(lc.result, H, T0, Tl, c.d_model, f);
     relayout_pattern(lc.pattern, H, T0, Tl, f);
   }
-  forward_rows(p, tokens, Dims(c, 1, Tl, f), cache, Intervention());
+  forward_rows(p, tokens, Dims(c, 1, Tl, f), cache, iv);
   return f;
+}
+
+bool same_intervention(const Intervention& a, const Intervention& b) {
+  const auto head = [](const HeadAblation& x, const HeadAblation& y) {
+    return x.layer == y.layer && x.head == y.head && x.mean == y.mean && x.mean_value == y.mean_value && x.positions == y.positions;
+  };
+  const auto mlp = [](const MlpAblation& x, const MlpAblation& y) {
+    return x.layer == y.layer && x.mean == y.mean && x.mean_value == y.mean_value && x.positions == y.positions;
+  };
+  const auto cut = [](const PathCut& x, const PathCut& y) {
+    return x.src_layer == y.src_layer && x.src_head == y.src_head && x.dst_layer == y.dst_layer && x.dst_head == y.dst_head &&
+           x.input == y.input;
+  };
+  if (a.empty() && b.empty()) return true;  // the kind and the reference change nothing then
+  return std::equal(a.ablations.begin(), a.ablations.end(), b.ablations.begin(), b.ablations.end(), head) &&
+         std::equal(a.mlp_ablations.begin(), a.mlp_ablations.end(), b.mlp_ablations.begin(), b.mlp_ablations.end(), mlp) &&
+         std::equal(a.cuts.begin(), a.cuts.end(), b.cuts.begin(), b.cuts.end(), cut) && a.remove_pos == b.remove_pos &&
+         a.ablation == b.ablation && a.resample_seed == b.resample_seed && a.reference == b.reference;
 }
 
 const char* ablation_name(Ablation a) {
@@ -1409,7 +1432,7 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
 }
 
 #define CS_INSTANTIATE(T)                                                                                  \
-  template int forward_incremental<T>(const Params<T>&, const std::vector<int>&, ActivationCache<T>&); \
+  template int forward_incremental<T>(const Params<T>&, const std::vector<int>&, ActivationCache<T>&, const Intervention&); \
   template void unembed_rows<T>(const Params<T>&, const ActivationCache<T>&, int, int, std::vector<T>&); \
   template void head_results<T>(const Params<T>&, const ActivationCache<T>&, int, T*);                     \
   template T unembed_entry<T>(const Params<T>&, const ActivationCache<T>&, int, int);                      \

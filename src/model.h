@@ -215,12 +215,25 @@ void head_results(const Params<T>& p, const ActivationCache<T>& cache, int layer
 // their activations (attention is causal: nothing there reads a later position), each head's
 // keys and values included, and only the later positions are computed (at least the last one).
 // Returns the first position computed: 0 when the cache could not be reused (another batch shape,
-// an intervention, attention scores or only last logits kept, logits wanted that the kept pass
-// skipped; then this is forward()). The cache
-// then equals forward()'s over `tokens` bit for bit (tests/cpp/test_incremental.cpp). The caller
-// guarantees the cache was made with these weights (model_session.h keeps track of that).
+// an intervention incremental_intervention() refuses, attention scores or only last logits kept,
+// logits wanted that the kept pass skipped; then this is forward()). The cache then equals
+// forward()'s over `tokens` under `iv` bit for bit (tests/cpp/test_incremental.cpp). The caller
+// guarantees the cache was made with these weights and this intervention (model_session.h keeps
+// track of both).
 template <class T>
-int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache);
+int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache,
+                        const Intervention& iv = Intervention());
+// Whether a pass under `iv` can be computed from its first changed token on: what it replaces at a
+// position depends on that position and the ones before only. True for no intervention and for
+// zero, mean and mean-over-positions ablations of heads and MLPs (at every position or at some),
+// and for removing the positions; false for path cuts and for resample ablation (its reference
+// row is drawn from every token of the sequence).
+inline bool incremental_intervention(const Intervention& iv) {
+  return iv.cuts.empty() && iv.ablation != Ablation::Resample;
+}
+// Two interventions that replace the same things with the same values (the same reference run,
+// compared by identity).
+bool same_intervention(const Intervention& a, const Intervention& b);
 
 struct LossResult {
   double loss = 0;                // mean cross-entropy over masked positions (sum / batch.mask_total if set)

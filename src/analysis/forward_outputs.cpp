@@ -90,7 +90,16 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
                                     std::to_string(V - 1) + ")");
     x.probs_of.resize(o.probs_of.size());
   }
-  const int start = std::min({loss_from, top_from, o.probs_of.empty() ? T : 0});
+  // A row before `from` asked for the same ids as the last pass has their probabilities.
+  int probs_from = o.probs_of.empty() ? T : 0;
+  if (probs_from == 0 && before.probs_k == pk && static_cast<int>(before.probs_ids.size()) >= from * pk) {
+    const std::size_t w = static_cast<std::size_t>(pk);
+    while (probs_from < from && std::equal(o.probs_of.begin() + probs_from * w, o.probs_of.begin() + (probs_from + 1) * w,
+                                           before.probs_ids.begin() + probs_from * w))
+      ++probs_from;
+    std::copy(before.probs.begin(), before.probs.begin() + probs_from * w, x.probs_of.begin());
+  }
+  const int start = std::min({loss_from, top_from, probs_from});
   if (start >= T) return;
   // Each row is read a block of kLogitBlock logits at a time, in vocabulary order: its log-sum-exp
   // folded block by block (LogSumExp, the same bits as log_sum_exp_row over the whole row), its
@@ -177,16 +186,19 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   // attn-only-2l's shape they are 34 MB, and an incremental pass moved them at every keystroke.
   cache.keep_result = false;
   cache.skip_logits = !o.logits;
-  if (kept && before.valid && iv.empty()) x.changed_from = forward_incremental<float>(p, ids, cache);
+  if (kept && before.valid) x.changed_from = forward_incremental<float>(p, ids, cache, iv);
   else forward<float>(p, ids, 1, T, cache, iv);
   if (o.logits) check_output_finite(cache, x.changed_from);
   std::vector<float> lse;
   position_outputs(p, cache, ids, o, x.changed_from, before, x, lse);
   if (o.resid) x.resid = residual_stages(cache);
   if (o.result) x.result = head_results(p, cache);
-  if (kept && iv.empty()) {
+  if (kept) {
     kept->loss = x.loss;
     kept->top = x.top;
+    kept->probs_ids = o.probs_of;
+    kept->probs = x.probs_of;
+    kept->probs_k = o.probs_k;
     kept->lse = std::move(lse);
     kept->valid = true;
   }
@@ -195,9 +207,8 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   x.first_copy_loss = x.second_copy_loss = std::numeric_limits<double>::quiet_NaN();
   if (o.text_scores) {
     // The queries before the first changed position are read from the last pass's parts.
-    const bool keep = kept && iv.empty();
-    x.text_scores = text_scores(cache, first, o.repeat_at, keep ? &before.text_rows : nullptr, x.changed_from);
-    if (keep) kept->text_rows = std::move(before.text_rows);
+    x.text_scores = text_scores(cache, first, o.repeat_at, kept ? &before.text_rows : nullptr, x.changed_from);
+    if (kept) kept->text_rows = std::move(before.text_rows);
     if (const auto& r = x.text_scores->repeat) {
       x.first_copy_loss = mean_token_loss(x.loss, r->a, r->a + r->r);
       x.second_copy_loss = mean_token_loss(x.loss, r->a + r->d, r->a + r->d + r->r);

@@ -63,14 +63,19 @@ double mean_token_loss(const std::vector<float>& loss, int from, int to);
 
 // One forward pass over `ids` under `iv` into `cache` (reused between calls: nothing allocates
 // when T repeats), and the extras `o` asks for. bos_id: the vocabulary's <BOS> (-1 if none).
-// With `kept` (the extras of the clean pass `cache` holds, made with these weights), a clean pass
-// is incremental: only the positions from the first changed token are computed, and the losses
-// and top-k rows before it are taken from `kept`, which then holds this pass's.
+// With `kept` (the extras of the pass `cache` holds, made with these weights and this
+// intervention), a pass is incremental when the intervention allows it: only the positions from
+// the first changed token are computed, and the losses, top-k rows and text-score parts before it
+// are taken from `kept`, and so are the probs_of rows that ask for the same ids as before; `kept`
+// then holds this pass's.
 struct KeptRun {
   std::vector<float> loss;
   std::optional<TopK> top;
   std::vector<float> lse;  // each row's log-sum-exp of the logits (NaN where no row was computed)
   TextScoreRows text_rows;  // each query's part of the text scores (empty when the pass had none)
+  std::vector<int> probs_ids;  // the pass's probs_of ids [T, probs_k] and their probabilities
+  std::vector<float> probs;
+  int probs_k = 0;
   bool valid = false;  // false: the cache's pass is not the one these rows belong to
 };
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,

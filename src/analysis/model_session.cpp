@@ -3,8 +3,9 @@
 #include "checks.h"
 #include "data.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <list>
 #include <stdexcept>
 
 namespace cs {
@@ -77,35 +78,75 @@ std::vector<Token> ModelSession::tokenize(const std::string& text) const {
 }
 
 namespace {
-thread_local const ModelSession* kept_owner = nullptr;  // the session that filled the kept cache last
-}  // namespace
-
-ActivationCache<float>& ModelSession::kept_cache() {
-  thread_local ActivationCache<float> cache;
-  return cache;
+// One kept pass: the forward cache of one session's run() under one intervention (or of its
+// forward_batch()), with what an incremental pass reuses from it.
+struct PassSlot {
+  const ModelSession* owner = nullptr;
+  bool batch = false;  // forward_batch()'s: never incremental
+  Intervention iv;
+  ActivationCache<float> cache;
+  KeptRun kept;
+  double bytes = 0;  // forward_bytes of its last pass
+};
+// Every kept pass of the thread, the most recently used first.
+std::list<PassSlot>& pass_slots() {
+  thread_local std::list<PassSlot> slots;
+  return slots;
 }
-
-namespace {
-// The losses and top-k rows of the clean run() the kept cache holds (valid only then).
-KeptRun& kept_run() {
-  thread_local KeptRun kept;
-  return kept;
+const ActivationCache<float>& empty_cache() {
+  static const ActivationCache<float> none;
+  return none;
 }
 }  // namespace
 
 ModelSession::~ModelSession() {
-  if (kept_owner != this) return;
-  kept_cache() = ActivationCache<float>();
-  kept_run() = KeptRun();
-  kept_owner = nullptr;
+  pass_slots().remove_if([this](const PassSlot& s) { return s.owner == this; });
+}
+
+double ModelSession::kept_bytes() {
+  double sum = 0;
+  for (const PassSlot& s : pass_slots()) sum += s.bytes;
+  return sum;
+}
+
+const ActivationCache<float>& ModelSession::cache() const {
+  for (const PassSlot& s : pass_slots())
+    if (s.owner == this) return s.cache;
+  return empty_cache();
+}
+
+// The slot for a pass of `bytes` under `iv` (found, or made), moved to the front; the least
+// recently used other slots are dropped until it fits beside the rest within kKeptPassBytes.
+static PassSlot& pass_slot(const ModelSession* owner, const Intervention& iv, bool batch, double bytes) {
+  std::list<PassSlot>& slots = pass_slots();
+  auto it = std::find_if(slots.begin(), slots.end(), [&](const PassSlot& s) {
+    return s.owner == owner && s.batch == batch && (batch || same_intervention(s.iv, iv));
+  });
+  if (it == slots.end()) {
+    slots.emplace_front();
+    slots.front().owner = owner;
+    slots.front().batch = batch;
+    slots.front().iv = iv;
+  } else {
+    slots.splice(slots.begin(), slots, it);
+  }
+  PassSlot& slot = slots.front();
+  slot.bytes = bytes;
+  double others = 0;
+  for (auto s = std::next(slots.begin()); s != slots.end(); ++s) others += s->bytes;
+  while (slots.size() > 1 && others + bytes > kKeptPassBytes) {
+    others -= slots.back().bytes;
+    slots.pop_back();
+  }
+  return slot;
 }
 
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
-  // The kept pass is this model's only if this session made it (another model's weights differ).
-  if (kept_owner != this) kept_run() = KeptRun();
-  kept_owner = this;
-  return run_sequence(file_.params, ids, with_ablation_reference(iv), o, file_.tokenizer.bos_id(), kept_cache(), "run",
-                      &kept_run());
+  const Intervention full = with_ablation_reference(iv);
+  check_context_length(file_.cfg, static_cast<int>(ids.size()), "run");
+  const double bytes = forward_bytes(file_.cfg, 1, static_cast<double>(ids.size()), o.logits ? -1 : 0, false, !full.empty());
+  PassSlot& slot = pass_slot(this, full, false, bytes);
+  return run_sequence(file_.params, ids, full, o, file_.tokenizer.bos_id(), slot.cache, "run", &slot.kept);
 }
 
 double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
@@ -114,9 +155,7 @@ double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
     throw std::invalid_argument("forwardBatch: " + std::to_string(ids.size()) + " token ids do not make a [" + std::to_string(B) +
                                 ", " + std::to_string(T) + "] batch");
   check_context_length(file_.cfg, T, "forwardBatch");
-  kept_owner = this;
-  kept_run() = KeptRun();  // the cache no longer holds run()'s pass
-  ActivationCache<float>& cache = kept_cache();
+  ActivationCache<float>& cache = pass_slot(this, Intervention(), true, forward_bytes(file_.cfg, B, T, -1, false, false)).cache;
   cache.keep_result = false;  // the loss does not need each head's output
   cache.skip_logits = false;
   forward<float>(file_.params, ids, B, T, cache);

@@ -91,11 +91,20 @@ struct PatchRun {
 // passes}: what `circuitscope patch --json` prints.
 nlohmann::json patch_run_json(const std::vector<int>& clean, const PatchRun& run);
 
+// The forward passes run() and forward_batch() keep, so that the next pass over the same model,
+// intervention and text reuses their positions: one per session and intervention on each thread,
+// the least recently used dropped when the kept passes together would exceed this many bytes
+// (forward_bytes of each). A pass larger than this alone is kept alone. At attn-only-2l's shape
+// the induction view's clean pass over 540 tokens takes 40 MB and its ablated pass 57 MB (each
+// head's output kept), so both are kept up to about 650 tokens; one pass of 1,024 takes 108 MB.
+// (The page's memory target at that shape leaves about 65 MB beside one 1,024-token pass.)
+constexpr double kKeptPassBytes = 128.0 * (1 << 20);
+
 class ModelSession {
  public:
   explicit ModelSession(ModelFile file);
-  // A session that filled the kept cache last empties it when it goes, so that deleting every
-  // model gives all their memory back (tests/hardening/corrupt-models-wasm.mjs checks it).
+  // A session drops its kept passes when it goes, so that deleting every model gives all their
+  // memory back (tests/hardening/corrupt-models-wasm.mjs checks it).
   ~ModelSession();
   ModelSession(ModelSession&&) = default;
   ModelSession& operator=(ModelSession&&) = default;
@@ -107,19 +116,19 @@ class ModelSession {
   // With <BOS> first when the vocabulary has one (as the CLI does).
   std::vector<Token> tokenize(const std::string& text) const;
 
-  // One forward pass into the kept cache (see cache()) and run()'s extras. A clean pass after this
-  // session's own clean run() is incremental (forward_incremental): the positions before the first
-  // changed token are kept, and x.changed_from says where recomputing began.
+  // One forward pass and run()'s extras, into this session's kept pass under `iv` (see
+  // kKeptPassBytes): a pass after this session's last run() under the same intervention is
+  // incremental when the intervention allows it (forward_incremental): the positions before the
+  // first changed token are kept, and x.changed_from says where recomputing began. So typing with
+  // a head ablated (an ablated and a clean pass per keystroke) computes only the new positions.
   RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
-  // The cache of the last run() or forward_batch() (of any session on this thread: see kept_cache()).
-  const ActivationCache<float>& cache() const { return kept_cache(); }
-  // The forward cache run() and forward_batch() fill and keep (so a pass over a shape already seen
-  // does not allocate), one for all the sessions of a thread: the page shows one model at a time,
-  // and a cache per session grew to each model's longest text, 3 MB a model over the 59 models and
-  // snapshots a long session opens, none of it ever given back to the page.
-  static ActivationCache<float>& kept_cache();
-  // One forward pass over a [B, T] batch into the kept cache; the mean next-token loss.
+  // The cache of this session's last run() or forward_batch() (empty when the budget dropped it).
+  const ActivationCache<float>& cache() const;
+  // One forward pass over a [B, T] batch into a kept pass of its own; the mean next-token loss.
   double forward_batch(const std::vector<int>& ids, int B, int T);
+  // The bytes of every kept pass on this thread (forward_bytes of each), at most kKeptPassBytes
+  // unless one pass alone is larger.
+  static double kept_bytes();
 
   Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv, int target = -1) const;
   // With every choice of spec unset (the default batch), computed once per session and kept.

@@ -6,8 +6,13 @@
 //   append     one token typed at the end of a T-token text (a clean run after a clean run: the
 //              core computes only the new position, changed_from = T - 1)
 //   middle     one token changed at T / 2 (the later half is computed)
-//   full       the same call computing every position (another model's run in between), as
-//              every keystroke cost before the incremental pass
+//   full       the same call computing every position (the first token changed), as every
+//              keystroke cost before the incremental pass
+//   ablated    one token typed at the end with L0H1 ablated: the view's two calls, the ablated
+//              pass and the clean one asked for its probability of the ablated top 5 (each kept
+//              pass is the session's own, so both are incremental while they fit the core's budget)
+//   ablated_full  the same two calls computing every position (the first token changed), as
+//              every such keystroke cost before each intervention had its own kept pass
 //   forward    a full pass over 1,024 tokens, patterns and top-k included
 //   memory     the module's memory after that pass, one model in a fresh module, against the
 //              target of 1.5 x the float32 weights + 100 MB
@@ -27,7 +32,6 @@ async function main() {
   const V = shape.V;
   const file = shape.file();
   const model = cs.load(file);
-  const other = cs.load(file);   // another session: its run makes the next one start again
   const c = model.config;
   const C = Math.min(c.n_ctx, 1024);   // the full pass: 1,024 tokens (ARENA's context is 2,048)
   const into = { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), loss: new Float32Array(C) };
@@ -36,9 +40,16 @@ async function main() {
   const tok = () => { s = (s * 1103515245 + 12345) >>> 0; return s % V; };
   const ids = Array.from({ length: C + n + 8 }, tok);
   const time = (f) => { const t0 = performance.now(); const r = f(); return [performance.now() - t0, r]; };
-  const rows = { append: [], middle: [], full: [] };
-  const from = { append: [], middle: [], full: [] };
+  const rows = { append: [], middle: [], full: [], ablated: [], ablated_full: [] };
+  const from = { append: [], middle: [], full: [], ablated: [] };
   const run = (a) => model.run(Int32Array.from(a), undefined, opts);
+  const ablate = { ablate: [{ layer: 0, head: 1 }] };
+  const clean = { patterns: false, logits: false, into: { loss: new Float32Array(C) } };
+  const ablated = (a) => {   // the induction view's two calls with a head ablated
+    const r = model.run(Int32Array.from(a), ablate, opts);
+    model.run(Int32Array.from(a), undefined, { ...clean, probsOf: r.top_ids.data });
+    return r;
+  };
   run(ids.slice(0, T - 1));                    // warm-up and the text before the first keystroke
   for (let i = 0; i < n + 2; i++) {
     const base = ids.slice(i, i + T - 1);
@@ -47,18 +58,23 @@ async function main() {
     const mid = [...base, ids[i + T]];
     mid[T >> 1] = tok();
     const [tm, rm] = time(() => run(mid));                        // a token changed in the middle
-    other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
+    mid[0] = tok();
     const [tf, rf] = time(() => run(mid));                        // every position
+    ablated(base);
+    const [tb, rb] = time(() => ablated([...base, ids[i + T]]));  // typed with a head ablated
+    const first = [...base, ids[i + T]];
+    first[0] = tok();
+    const [tc] = time(() => ablated(first));                      // the same, every position
     if (i < 2) continue;                                          // warm-up
-    rows.append.push(ta); rows.middle.push(tm); rows.full.push(tf);
+    rows.append.push(ta); rows.middle.push(tm); rows.full.push(tf); rows.ablated.push(tb); rows.ablated_full.push(tc);
     from.append.push(ra.changed_from); from.middle.push(rm.changed_from); from.full.push(rf.changed_from);
+    from.ablated.push(rb.changed_from);
   }
   const long = ids.slice(0, C);
   const fwd = [];
   let refused = null;
   for (let i = 0; i < 4 && !refused; i++) {
-    other.run(Int32Array.from([1, 2, 3]), undefined, { patterns: false, logits: false });
-    long[5] = tok();
+    long[0] = tok();   // every position computed
     try {
       const [t] = time(() => run(long));
       if (i > 0) fwd.push(t);
@@ -67,7 +83,6 @@ async function main() {
     }
   }
   model.delete();
-  other.delete();
   // The memory target: one model in a fresh module, the view's call over every position of the
   // context; the module's memory (which never shrinks) against 1.5 x the float32 weights + 100 MB.
   const fresh = await simd128Instance();
@@ -84,8 +99,8 @@ async function main() {
   one.delete();
   const out = {
     shape: `${shape.describe}, random weights`, tokens: T, keystrokes: n,
-    append: summary(rows.append), middle: summary(rows.middle), full: summary(rows.full), forward_1024: refused ? { refused } : summary(fwd),
-    changed_from: { append: from.append[0], middle: from.middle[0], full: from.full[0] },
+    append: summary(rows.append), middle: summary(rows.middle), full: summary(rows.full), ablated: summary(rows.ablated), ablated_full: summary(rows.ablated_full), forward_1024: refused ? { refused } : summary(fwd),
+    changed_from: { append: from.append[0], middle: from.middle[0], full: from.full[0], ablated: from.ablated[0] },
     memory,
   };
   if (process.argv.includes('--json')) {
@@ -97,6 +112,8 @@ async function main() {
   console.log(`  a token appended at ${T} tokens (computed from ${out.changed_from.append}): ${line(out.append)}`);
   console.log(`  a token changed at ${T >> 1} of ${T} (computed from ${out.changed_from.middle}): ${line(out.middle)}`);
   console.log(`  every position computed (from ${out.changed_from.full}):            ${line(out.full)}`);
+  console.log(`  a token appended with L0H1 ablated, the view's two calls (the ablated one computed from ${out.changed_from.ablated}): ${line(out.ablated)}`);
+  console.log(`  the same two calls computing every position:        ${line(out.ablated_full)}`);
   console.log(`  a full pass over ${C} tokens: ${line(out.forward_1024)} (target: <= 1,500 ms)`);
   console.log(`  WASM memory after that pass, one model in a fresh module: ${memory.heap_mb.toFixed(0)} MB (${memory.allocated_mb.toFixed(0)} MB allocated, ` +
     `the weights ${memory.weights_mb.toFixed(0)} MB; target: <= 1.5 x weights + 100 = ${memory.target_mb.toFixed(0)} MB)${memRefused ? ` (the pass was refused: ${memRefused})` : ''}`);

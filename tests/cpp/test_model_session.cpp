@@ -7,6 +7,7 @@
 
 #include "analysis/model_session.h"
 #include "checks.h"
+#include "test_util.h"
 
 namespace cs {
 namespace {
@@ -147,28 +148,63 @@ TEST(ModelSession, EveryForwardPassRefusesAnOverflow) {
 namespace cs {
 namespace {
 
-// One kept forward cache for every session: a second model's run() fills the same cache, and the
-// session that filled it last empties it when it goes (a page that opens 59 models and snapshots
-// kept a cache per model, each grown to its longest text).
 std::vector<int> ids_of(const ModelSession& m, const std::string& text) {
   std::vector<int> ids;
   for (const Token& t : m.tokenize(text)) ids.push_back(t.id);
   return ids;
 }
 
-TEST(ModelSession, TheKeptCacheIsSharedAndGivenBackByItsLastUser) {
+// Each session keeps its own passes, one per intervention, so a clean and an ablated pass typed
+// in turn are both incremental; a session gives its passes back when it goes, and the least
+// recently used pass goes when they would exceed kKeptPassBytes together.
+TEST(ModelSession, KeptPassesArePerSessionAndInterventionWithinABudget) {
   ModelSession a(load_model_file("models/char-2l.safetensors"));
+  const std::string text = "hello hello, said the cat to the hat";
+  Intervention ablate;
+  ablate.ablations.push_back({1, 0});
   {
     ModelSession b(load_model_file("models/char-1l.safetensors"));
-    EXPECT_EQ(&a.cache(), &b.cache());
-    a.run(ids_of(a, "hello hello"), Intervention(), RunOptions());
-    EXPECT_EQ(a.cache().layers.size(), 2u);
-    b.run(ids_of(b, "hello hello"), Intervention(), RunOptions());
-    EXPECT_EQ(a.cache().layers.size(), 1u);  // b's pass, in the one cache
+    a.run(ids_of(a, text.substr(0, 20)), Intervention(), RunOptions());
+    a.run(ids_of(a, text.substr(0, 20)), ablate, RunOptions());
+    b.run(ids_of(b, text.substr(0, 20)), Intervention(), RunOptions());
+    EXPECT_EQ(a.cache().layers.size(), 2u) << "a's pass is a's, after b's";
+    EXPECT_EQ(b.cache().layers.size(), 1u);
+    for (std::size_t n = 21; n < text.size(); ++n) {
+      EXPECT_GT(a.run(ids_of(a, text.substr(0, n)), ablate, RunOptions()).changed_from, 0) << n;
+      EXPECT_GT(a.run(ids_of(a, text.substr(0, n)), Intervention(), RunOptions()).changed_from, 0) << n;
+    }
+    EXPECT_FALSE(a.cache().intervened) << "the cache of a's last pass";
   }
-  EXPECT_TRUE(a.cache().layers.empty()) << "b filled the cache last and is gone: its buffers are freed";
+  const double with_a = ModelSession::kept_bytes();
+  EXPECT_GT(with_a, 0.0);
+  {
+    ModelSession c(load_model_file("models/char-2l.safetensors"));
+    c.run(ids_of(c, text), Intervention(), RunOptions());
+    EXPECT_GT(ModelSession::kept_bytes(), with_a);
+  }
+  EXPECT_EQ(ModelSession::kept_bytes(), with_a) << "a session's passes go with it";
+  EXPECT_LE(ModelSession::kept_bytes(), kKeptPassBytes);
+}
+
+// A pass larger than the budget is kept alone: every other session's pass is dropped first.
+TEST(ModelSession, APassOverTheBudgetIsKeptAlone) {
+  ModelSession a(load_model_file("models/char-2l.safetensors"));
+  ModelFile f;  // patterns of 8 heads over 2,048 tokens: 128 MB
+  f.cfg = testing::tiny_norm_mlp_config(1, PosEmbed::Standard, Norm::LN, 0, Act::GELU);
+  f.cfg.d_model = 16, f.cfg.d_head = 4, f.cfg.n_heads = 8, f.cfg.n_ctx = 2048, f.cfg.d_vocab = 11;
+  f.params = testing::random_params<float>(f.cfg, 3);
+  f.tokenizer = Tokenizer::build_ids(f.cfg.d_vocab);
+  ModelSession big(std::move(f));
   a.run(ids_of(a, "hello hello"), Intervention(), RunOptions());
-  EXPECT_EQ(a.cache().layers.size(), 2u);
+  ASSERT_EQ(a.cache().layers.size(), 2u);
+  const std::vector<int> ids(2048, 1);
+  const double bytes = forward_bytes(big.config(), 1, 2048, 0, false, false);
+  ASSERT_GT(bytes, kKeptPassBytes);
+  RunOptions o;
+  o.logits = false;
+  big.run(ids, Intervention(), o);
+  EXPECT_TRUE(a.cache().layers.empty()) << "a's pass was dropped";
+  EXPECT_EQ(ModelSession::kept_bytes(), bytes);
 }
 
 }  // namespace

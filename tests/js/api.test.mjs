@@ -512,29 +512,47 @@ test('run() into caller buffers: the same numbers, no new arrays; patterns and l
   throwsReadable(() => char.run(TEXT, undefined, { into: [] }), /options\.into must be an object/, 'an array');
 });
 
-test('typing: a clean run after a clean run computes from the first changed token and gives a fresh run\'s results', () => {
-  const other = cs.load(charBytes);
-  try {
-    const opts = { topk: 5, textScores: true, logits: true };
-    const texts = [TEXT.slice(0, 21), TEXT.slice(0, 30), TEXT.slice(0, 30).replace('time', 'tame'), TEXT.slice(0, 12), TEXT];
-    // Full passes (after an ablated pass the next clean one computes every position), first: a
-    // second session's run makes char's next run start again.
-    const fresh = texts.map((t) => {
-      other.run('x', { ablate: [{ layer: 0, head: 0 }] }, { patterns: false, logits: false });
-      const f = other.run(t, undefined, opts);
+test('typing: a run after the same model\'s run under the same intervention computes from the first changed token and gives a fresh run\'s results', () => {
+  const opts = { topk: 5, textScores: true, logits: true };
+  const texts = [TEXT.slice(0, 21), TEXT.slice(0, 30), TEXT.slice(0, 30).replace('time', 'tame'), TEXT.slice(0, 12), TEXT];
+  const ablate = { ablate: [{ layer: 0, head: 0 }], ablateMlp: [] };
+  // Full passes, first: each in a session of its own.
+  const freshRun = (t, iv) => {
+    const own = cs.load(charBytes);
+    try {
+      const f = own.run(t, iv, opts);
       assert.equal(f.changed_from, 0);
       return f;
-    });
+    } finally {
+      own.delete();
+    }
+  };
+  const fresh = texts.map((t) => freshRun(t, undefined));
+  const freshAblated = texts.map((t) => freshRun(t, ablate));
+  const other = cs.load(charBytes);
+  try {
     char.run(TEXT.slice(0, 20), undefined, opts);
+    char.run(TEXT.slice(0, 20), ablate, opts);
     const typed = texts.map((next, i) => {
+      // The ablated pass, another model's pass and the clean pass in turn, as the induction view
+      // makes them with a head ablated: each intervention's kept pass is its own.
+      const a = char.run(next, ablate, opts);
+      other.run('x', undefined, { patterns: false, logits: false });
       const r = char.run(next, undefined, opts);
-      for (const k of ['logits', 'patterns', 'loss', 'top_ids', 'top_probs'])
+      for (const k of ['logits', 'patterns', 'loss', 'top_ids', 'top_probs']) {
         assert.deepEqual(Array.from(r[k].data), Array.from(fresh[i][k].data), `${k} after typing "${next}"`);
+        assert.deepEqual(Array.from(a[k].data), Array.from(freshAblated[i][k].data), `${k} after typing "${next}" with L0H0 ablated`);
+      }
+      assert.equal(a.changed_from, r.changed_from);
       return r.changed_from;
     });
     // <BOS> + characters: the first changed token's position (at least the last position is
     // computed, so a text cut short recomputes its last token).
     assert.deepEqual(typed, [21, 22, TEXT.indexOf('time') + 2, 12, 13]);
+    // A path cut is applied to every position: its passes are whole.
+    const cut = { cut: [{ from: [0, 0], to: [1, 0], input: 'k' }] };
+    char.run(TEXT.slice(0, 20), cut, opts);
+    assert.equal(char.run(TEXT.slice(0, 21), cut, opts).changed_from, 0);
   } finally {
     other.delete();
   }
