@@ -860,6 +860,26 @@ void forward_rows(const Params<T>& p, const std::vector<int>& tokens, const Dims
   unembed_forward(p, dm, *st.resid, cache);
 }
 
+// Layer `start` from its heads' outputs on (its attention as the cache holds it), then every later
+// layer and the unembedding, over every row of a one-sequence pass (forward_from_layer).
+template <class T>
+void rows_from_layer(const Params<T>& p, const Dims& dm, int start, ActivationCache<T>& cache, const Intervention& iv) {
+  const Config& c = p.cfg;
+  cache.intervened = !iv.empty();
+  Stream<T> st;
+  st.resid = &cache.work.resid;
+  st.has_pos = c.pos_embed != PosEmbed::None && !iv.remove_pos;
+  LayerCache<T>& lc = cache.layers[start];
+  *st.resid = lc.resid_pre.mat();
+  lc.result.ensure({dm.H, dm.B, dm.Tl, dm.D});
+  result_forward(dm, p.blocks[start], true, lc);
+  apply_intervention_at(Hook::Result, start, c, &p.blocks[start], iv, dm, st, cache);
+  attn_out_forward(c, dm, p.blocks[start], true, *st.resid, lc);
+  mlp_forward(c, dm, start, p.blocks[start], iv, st, cache);
+  for (int l = start + 1; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, true, st, cache);
+  unembed_forward(p, dm, *st.resid, cache);
+}
+
 // A [H, 1, T0, X] tensor (one sequence, each head's positions contiguous) laid out as
 // [H, 1, T1, X], each head's first `keep` positions kept (the rest is overwritten later).
 // Heads move in the order that never overwrites one not yet moved.
@@ -902,6 +922,17 @@ void forward(const Params<T>& p, const std::vector<int>& tokens, int B, int Tl, 
                      cache.keep_result || !iv.empty());
   check_intervention(p.cfg, iv, Tl);
   forward_rows(p, tokens, Dims(p.cfg, B, Tl), cache, iv);
+}
+
+template <class T>
+void forward_from_layer(const Params<T>& p, ActivationCache<T>& cache, const Intervention& iv, int layer) {
+  const Config& c = p.cfg;
+  const int Tl = cache.n_pos;
+  if (cache.n_batch != 1 || layer < 0 || layer >= c.n_layers || cache.layers.size() != static_cast<std::size_t>(c.n_layers) ||
+      cache.keep_scores || cache.last_logits_only || !cache.layers[layer].z.has_shape({c.n_heads, 1, Tl, c.d_head}))
+    throw std::logic_error("forward_from_layer: the cache holds no one-sequence pass to start from at layer " + std::to_string(layer));
+  check_intervention(c, iv, Tl);
+  rows_from_layer(p, Dims(c, 1, Tl), layer, cache, iv);
 }
 
 template <class T>
@@ -1432,6 +1463,7 @@ double loss_and_grad(const Params<T>& p, const Batch& batch, ActivationCache<T>&
 }
 
 #define CS_INSTANTIATE(T)                                                                                  \
+  template void forward_from_layer<T>(const Params<T>&, ActivationCache<T>&, const Intervention&, int); \
   template int forward_incremental<T>(const Params<T>&, const std::vector<int>&, ActivationCache<T>&, const Intervention&); \
   template void unembed_rows<T>(const Params<T>&, const ActivationCache<T>&, int, int, std::vector<T>&); \
   template void head_results<T>(const Params<T>&, const ActivationCache<T>&, int, T*);                     \

@@ -223,6 +223,16 @@ void head_results(const Params<T>& p, const ActivationCache<T>& cache, int layer
 template <class T>
 int forward_incremental(const Params<T>& p, const std::vector<int>& tokens, ActivationCache<T>& cache,
                         const Intervention& iv = Intervention());
+// A pass under `iv` computed from layer `layer`'s head outputs on, every row: `cache` holds a
+// one-sequence pass over the same tokens whose layers up to `layer` (its resid_pre and z) are
+// what `iv` gives them, i.e. made under an intervention that differs from `iv` only in what it
+// replaces at layer `layer`'s head outputs or MLP and later (activation patching's passes, each
+// patching one part of a layer: layer L-1's passes cost one layer's outputs and the unembedding).
+// Layers before `layer`, its attention (q, k, v, the pattern, z) and its resid_pre are left as
+// they are; the rest then equals forward()'s under `iv` bit for bit (tests/cpp/test_patching.cpp).
+// The logits follow cache.skip_logits.
+template <class T>
+void forward_from_layer(const Params<T>& p, ActivationCache<T>& cache, const Intervention& iv, int layer);
 // Whether a pass under `iv` can be computed from its first changed token on: what it replaces at a
 // position depends on that position and the ones before only. True for no intervention and for
 // zero, mean and mean-over-positions ablations of heads and MLPs (at every position or at some),

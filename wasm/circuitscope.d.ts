@@ -839,8 +839,12 @@ export interface PatchOptions extends CorruptOptions {
    * run patched into the corrupted run. 'noise': from the corrupted run into the clean run.
    */
   direction?: 'denoise' | 'noise';
-  /** Also patch each head at each position alone (default true): L * H * (pos + 1) more passes. */
-  positions?: boolean;
+  /**
+   * Also patch each head at each position alone (default true): L * H * (pos + 1) more passes.
+   * 'auto': each position when that fits the work one analysis may take, else whole heads only,
+   * with `note` saying so (what the page asks for).
+   */
+  positions?: boolean | 'auto';
   /** Applied to both runs and every patched pass (a patch overrides it for its own head). */
   intervention?: Intervention;
 }
@@ -878,6 +882,8 @@ export interface PatchResult {
   mlp_pos_effect: Tagged<Float32Array> | null;   // [n_layers, T]
   /** Forward passes made: 2 + P (+ P (pos + 1)), P = L H heads (+ L MLPs). */
   passes: number;
+  /** With positions: 'auto', a sentence saying why each position alone was left out; '' otherwise. */
+  note: string;
 }
 
 /** An intervention as returned by cutComposition() (every field present). */

@@ -1149,7 +1149,14 @@ val Model::patch(const val& ids_js, const val& opts) const {
     rq.correct = opt_int(opts, "correct", -1, "patch: correct");
     rq.wrong = opt_int(opts, "wrong", -1, "patch: wrong");
     rq.direction = cs::patch_direction_from_name(opt_string(opts, "direction", "denoise", "patch: direction"));
-    rq.per_position = opt_bool(opts, "positions", true);
+    const val positions = opt(opts, "positions");
+    if (positions.isString()) {
+      if (positions.as<std::string>() != "auto")
+        throw std::invalid_argument("patch: positions must be true, false or 'auto', got \"" + cs::printable_text(positions.as<std::string>(), 40) + "\"");
+      rq.positions = cs::PatchRequest::Positions::EachIfItFits;
+    } else {
+      rq.positions = opt_bool(opts, "positions", true) ? cs::PatchRequest::Positions::Each : cs::PatchRequest::Positions::Whole;
+    }
     const cs::PatchRun run = session_->patch(rq, to_intervention(opt(opts, "intervention"), "patch"));
     const cs::PatchResult& r = run.result;
     val out = val::object();
@@ -1161,15 +1168,17 @@ val Model::patch(const val& ids_js, const val& opts) const {
     out.set("head", tagged(r.head, kLayerHead));
     out.set("head_effect", tagged(r.head_effect, kLayerHead));
     const std::vector<std::string> axes = {"layer", "head", "pos"};
-    out.set("head_pos", rq.per_position ? tagged(r.head_pos, axes) : val::null());
-    out.set("head_pos_effect", rq.per_position ? tagged(r.head_pos_effect, axes) : val::null());
+    const bool each = !r.head_pos.data.empty();
+    out.set("head_pos", each ? tagged(r.head_pos, axes) : val::null());
+    out.set("head_pos_effect", each ? tagged(r.head_pos_effect, axes) : val::null());
     // Each layer's MLP output, for a model with MLPs (null for an attention-only one).
     const bool mlp = !r.mlp.empty();
     out.set("mlp", mlp ? tagged(r.mlp, {"layer"}) : val::null());
     out.set("mlp_effect", mlp ? tagged(r.mlp_effect, {"layer"}) : val::null());
-    out.set("mlp_pos", mlp && rq.per_position ? tagged(r.mlp_pos, {"layer", "pos"}) : val::null());
-    out.set("mlp_pos_effect", mlp && rq.per_position ? tagged(r.mlp_pos_effect, {"layer", "pos"}) : val::null());
+    out.set("mlp_pos", mlp && each ? tagged(r.mlp_pos, {"layer", "pos"}) : val::null());
+    out.set("mlp_pos_effect", mlp && each ? tagged(r.mlp_pos_effect, {"layer", "pos"}) : val::null());
     out.set("passes", r.passes);
+    out.set("note", run.note);
     return out;
   });
 }

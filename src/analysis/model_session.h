@@ -79,11 +79,15 @@ struct PatchRequest {
   int pos = -1;                       // with `corrupted`: the answer position (-1: the last)
   int correct = -1, wrong = -1;       // with `corrupted`: the two tokens compared (both required)
   PatchDirection direction = PatchDirection::Denoise;
-  bool per_position = true;
+  // Each: every head also patched at each position alone; Whole: at every position at once only;
+  // EachIfItFits: each position when that stays within kMaxPatchWork, else whole heads only with
+  // PatchRun::note saying why (what a page asks for on a text of any length).
+  enum class Positions { Each, Whole, EachIfItFits } positions = Positions::Each;
 };
 struct PatchRun {
   Corruption corruption;  // kind "given" for the caller's own corrupted input
   PatchResult result;
+  std::string note;  // why each position alone was left out (EachIfItFits), or empty
 };
 // {tokens, corruption: {kind, tokens, pos, correct, wrong, changed, description}, direction,
 // clean_logit_diff, corrupted_logit_diff, normalised, head [L][H], head_effect [L][H],

@@ -16,9 +16,15 @@ namespace cs {
 
 namespace {
 
-double logit_diff(const ActivationCache<float>& cache, int pos, int correct, int wrong) {
-  auto lg = cache.logits.mat().row(pos);
-  return static_cast<double>(lg(correct)) - static_cast<double>(lg(wrong));
+// logit[correct] - logit[wrong] at pos, from a pass that skipped the logits (each entry the bits of
+// the logits' row: unembed_entry).
+double logit_diff(const Params<float>& p, const ActivationCache<float>& cache, int pos, int correct, int wrong) {
+  const float a = unembed_entry(p, cache, pos, correct), b = unembed_entry(p, cache, pos, wrong);
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    check_finite(cache);
+    throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
+  }
+  return static_cast<double>(a) - static_cast<double>(b);
 }
 
 std::string sci(double x) {
@@ -46,12 +52,13 @@ void check_patch_spec(const Config& c, const PatchSpec& s) {
                                   ", got " + std::to_string(id));
 }
 
-// One forward pass of `tokens` under `iv` into `cache`; the logit difference at pos.
+// One forward pass of `tokens` under `iv` into `cache`, without the logits; the logit difference
+// at pos.
 double patched_diff(const Params<float>& p, const std::vector<int>& tokens, const Intervention& iv, const PatchSpec& s,
                     ActivationCache<float>& cache) {
+  cache.skip_logits = true;
   forward<float>(p, tokens, 1, static_cast<int>(tokens.size()), cache, iv);
-  check_output_finite(cache);
-  return logit_diff(cache, s.pos, s.correct, s.wrong);
+  return logit_diff(p, cache, s.pos, s.correct, s.wrong);
 }
 
 // (x - corrupted) / (clean - corrupted), or 0 when the two runs are too close to normalise by.
@@ -73,18 +80,22 @@ PatchDirection patch_direction_from_name(const std::string& s) {
                               "(corrupted into clean), got \"" + printable_text(s, 40) + "\"");
 }
 
-double forward_work(const Config& c, int T) {
-  const double L = c.n_layers, H = c.n_heads, D = c.d_model, Dh = c.d_head, V = c.d_vocab, t = T;
-  const double per_layer = t * D * 3 * H * Dh   // q, k, v
-                           + H * t * t * Dh     // scores and z over the causal half
-                           + t * H * Dh * D     // each head's output
-                           + 2 * t * D * c.d_mlp;  // the MLP's two products
-  return L * per_layer + t * D * V;
+double forward_work(const Config& c, int T, int from_layer) {
+  const double H = c.n_heads, D = c.d_model, Dh = c.d_head, t = T;
+  const double attention = t * D * 3 * H * Dh   // q, k, v
+                           + H * t * t * Dh;    // scores and z over the causal half
+  const double outputs = t * H * Dh * D         // each head's output
+                         + 2 * t * D * c.d_mlp;  // the MLP's two products
+  const double logits = 2 * D;                  // the two logits compared
+  if (from_layer < 0) return c.n_layers * (attention + outputs) + logits;
+  return outputs + (c.n_layers - 1 - from_layer) * (attention + outputs) + logits;
 }
 
 double patching_work(const Config& c, int T, bool per_position) {
-  const double parts = static_cast<double>(c.n_layers) * c.n_heads + (c.d_mlp > 0 ? c.n_layers : 0);
-  return (2 + parts + (per_position ? parts * T : 0)) * forward_work(c, T);
+  const double parts = c.n_heads + (c.d_mlp > 0 ? 1 : 0);  // patched in each layer
+  double patched = 0;
+  for (int l = 0; l < c.n_layers; ++l) patched += parts * forward_work(c, T, l);
+  return 2 * forward_work(c, T) + patched * (per_position ? 1.0 + T : 1.0);
 }
 
 Intervention patch_mlp_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
@@ -140,23 +151,33 @@ PatchResult activation_patching(const Params<float>& p, const PatchSpec& spec, c
                                 (c.d_mlp > 0 ? " and " + std::to_string(L) + " MLP(s)" : std::string()) +
                                 (spec.per_position ? " at " + std::to_string(spec.pos + 1) + " positions" : std::string()) +
                                 " would take about " + sci(r.work) + " multiply-adds, more than the " + sci(kMaxPatchWork) +
-                                " (a few seconds) circuitscope allows for one analysis; use a shorter text or patch whole heads only");
+                                " (a few seconds) circuitscope allows for one analysis; use a shorter text" +
+                                (spec.per_position ? " or patch whole heads only" : ""));
 
-  ActivationCache<float> clean_run, corrupted_run, scratch;
+  ActivationCache<float> clean_run, corrupted_run;
   r.clean_diff = patched_diff(p, clean, base, spec, clean_run);
   r.corrupted_diff = patched_diff(p, corrupted, base, spec, corrupted_run);
   r.passes = 2;
   r.normalised = std::abs(r.clean_diff - r.corrupted_diff) >= kMinPatchGap;
   const bool denoise = spec.direction == PatchDirection::Denoise;
   const ActivationCache<float>& source = denoise ? clean_run : corrupted_run;
-  const std::vector<int>& target = denoise ? corrupted : clean;
+  ActivationCache<float>& target = denoise ? corrupted_run : clean_run;
   const double unpatched = denoise ? r.corrupted_diff : r.clean_diff;
 
-  // One part patched: `iv` replaces it at every position (into `all`), then, per_position, at
-  // each position alone (into per_pos[0..T), through the positions `where` gives of iv's patch).
-  auto sweep = [&](Intervention iv, std::vector<int>& (*where)(Intervention&), float& all, float* per_pos) {
-    all = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
+  // A patch of a part of layer l changes nothing before that part's output: each pass starts from
+  // the target run at layer l (forward_from_layer) and rewrites layer l's outputs and the later
+  // layers only. So the layers go from the last to the first, and each pass finds the layers it
+  // starts from (layer l's input and attention) as the target run left them.
+  const auto diff_from = [&](const Intervention& iv, int l) {
+    forward_from_layer<float>(p, target, iv, l);
     ++r.passes;
+    return logit_diff(p, target, spec.pos, spec.correct, spec.wrong);
+  };
+  // One part of layer l patched: `iv` replaces it at every position (into `all`), then,
+  // per_position, at each position alone (into per_pos[0..T), through the positions `where` gives
+  // of iv's patch).
+  auto sweep = [&](Intervention iv, int l, std::vector<int>& (*where)(Intervention&), float& all, float* per_pos) {
+    all = static_cast<float>(diff_from(iv, l));
     if (!spec.per_position) return;
     where(iv) = {0};
     for (int t = 0; t < T; ++t) {
@@ -165,27 +186,25 @@ PatchResult activation_patching(const Params<float>& p, const PatchSpec& spec, c
         continue;
       }
       where(iv)[0] = t;
-      per_pos[t] = static_cast<float>(patched_diff(p, target, iv, spec, scratch));
-      ++r.passes;
+      per_pos[t] = static_cast<float>(diff_from(iv, l));
     }
   };
   r.head.resize({L, H});
   if (spec.per_position) r.head_pos.resize({L, H, T});
-  for (int l = 0; l < L; ++l)
+  if (c.d_mlp > 0) r.mlp.resize({L});
+  if (c.d_mlp > 0 && spec.per_position) r.mlp_pos.resize({L, T});
+  for (int l = L - 1; l >= 0; --l) {
     for (int h = 0; h < H; ++h)
-      sweep(patch_intervention(c, base, source, l, h, {}), [](Intervention& v) -> std::vector<int>& { return v.ablations.back().positions; },
+      sweep(patch_intervention(c, base, source, l, h, {}), l, [](Intervention& v) -> std::vector<int>& { return v.ablations.back().positions; },
             r.head.data[l * H + h], spec.per_position ? &r.head_pos.data[(static_cast<std::size_t>(l) * H + h) * T] : nullptr);
+    if (c.d_mlp > 0)
+      sweep(patch_mlp_intervention(c, base, source, l, {}), l, [](Intervention& v) -> std::vector<int>& { return v.mlp_ablations.back().positions; },
+            r.mlp.data[l], spec.per_position ? &r.mlp_pos.data[static_cast<std::size_t>(l) * T] : nullptr);
+  }
   fill_effects(r, r.head, r.head_effect);
   if (spec.per_position) fill_effects(r, r.head_pos, r.head_pos_effect);
-  if (c.d_mlp > 0) {
-    r.mlp.resize({L});
-    if (spec.per_position) r.mlp_pos.resize({L, T});
-    for (int l = 0; l < L; ++l)
-      sweep(patch_mlp_intervention(c, base, source, l, {}), [](Intervention& v) -> std::vector<int>& { return v.mlp_ablations.back().positions; },
-            r.mlp.data[l], spec.per_position ? &r.mlp_pos.data[static_cast<std::size_t>(l) * T] : nullptr);
-    fill_effects(r, r.mlp, r.mlp_effect);
-    if (spec.per_position) fill_effects(r, r.mlp_pos, r.mlp_pos_effect);
-  }
+  if (c.d_mlp > 0) fill_effects(r, r.mlp, r.mlp_effect);
+  if (c.d_mlp > 0 && spec.per_position) fill_effects(r, r.mlp_pos, r.mlp_pos_effect);
   return r;
 }
 

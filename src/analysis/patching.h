@@ -63,11 +63,14 @@ struct PatchResult {
   double work = 0;                // their multiply-adds (patching_work)
 };
 
-// Multiply-adds of one forward pass over T tokens (the products of q, k, v, the pattern, z, each
-// head's output and the unembedding).
-double forward_work(const Config& c, int T);
-// Multiply-adds of activation_patching over a T-token answer prefix: 2 + P (+ P T) passes, P the
-// patched parts (L H heads, and L MLPs when the model has them).
+// Multiply-adds of one of activation_patching's forward passes over T tokens (the products of q,
+// k, v, the pattern, z, each head's output, the MLP, and the two logits compared, not the rest of
+// the unembedding): a whole pass (from_layer -1), or one from layer from_layer's outputs on
+// (forward_from_layer: its attention is the unpatched run's).
+double forward_work(const Config& c, int T, int from_layer = -1);
+// Multiply-adds of activation_patching over a T-token answer prefix: 2 whole passes and P (+ P T)
+// from the patched part's layer, P the patched parts (L H heads, and L MLPs when the model has
+// them). At attn-only-2l's shape, 1,024 tokens, whole heads: 1.9e10.
 double patching_work(const Config& c, int T, bool per_position);
 
 // The intervention of one patch: `base` plus head (layer, head)'s output replaced by `source`'s

@@ -1024,7 +1024,7 @@ int cmd_patch(int argc, char** argv) {
   if (a.opts.count("--kind")) rq.kind = a.opts["--kind"];
   if (a.opts.count("--seed")) rq.seed = static_cast<std::uint64_t>(to_int(a.opts["--seed"], "--seed", 0, 1 << 30));
   rq.direction = a.opts.count("--noise") ? cs::PatchDirection::Noise : cs::PatchDirection::Denoise;
-  rq.per_position = !a.opts.count("--heads-only");
+  if (a.opts.count("--heads-only")) rq.positions = cs::PatchRequest::Positions::Whole;
   const cs::PatchRun run = m.patch(rq, cs::Intervention());
   if (a.opts.count("--json")) {
     std::cout << cs::patch_run_json(rq.clean, run).dump() << "\n";
@@ -1042,17 +1042,17 @@ int cmd_patch(int argc, char** argv) {
               r.passes);
   if (!r.normalised) std::printf("the two runs give the same logit difference: effects are shown as 0\n");
   const int H = m.config().n_heads, T = r.T;
-  std::printf("%-6s %9s %8s%s\n", "head", "patched", "effect", rq.per_position ? "   effect at each position" : "");
+  std::printf("%-6s %9s %8s%s\n", "head", "patched", "effect", rq.positions != cs::PatchRequest::Positions::Whole ? "   effect at each position" : "");
   for (int l = 0; l < m.config().n_layers; ++l)
     for (int h = 0; h < H; ++h) {
       std::printf("L%dH%-3d %9.4f %8.3f", l, h, r.head.data[l * H + h], r.head_effect.data[l * H + h]);
-      if (rq.per_position)
+      if (rq.positions != cs::PatchRequest::Positions::Whole)
         for (int t = 0; t < T; ++t) std::printf(" %6.3f", r.head_pos_effect.data[(static_cast<std::size_t>(l) * H + h) * T + t]);
       std::printf("\n");
     }
   for (int l = 0; l < static_cast<int>(r.mlp.data.size()); ++l) {
     std::printf("L%dMLP  %9.4f %8.3f", l, r.mlp.data[l], r.mlp_effect.data[l]);
-    if (rq.per_position)
+    if (rq.positions != cs::PatchRequest::Positions::Whole)
       for (int t = 0; t < T; ++t) std::printf(" %6.3f", r.mlp_pos_effect.data[static_cast<std::size_t>(l) * T + t]);
     std::printf("\n");
   }

@@ -14,6 +14,9 @@
 //   ablated_full  the same two calls computing every position (the first token changed), as
 //              every such keystroke cost before each intervention had its own kept pass
 //   forward    a full pass over 1,024 tokens, patterns and top-k included
+//   patch      the patching panel's call (patch(), the repeat broken, denoising, positions 'auto')
+//              on a block typed twice, 1,024 and 512 tokens: each patched pass starts at the
+//              patched head's layer and computes the two logits compared
 //   memory     the module's memory after that pass, one model in a fresh module, against the
 //              target of 1.5 x the float32 weights + 100 MB
 // Nothing here asserts a time. Needs `npm run build`.
@@ -82,6 +85,23 @@ async function main() {
       refused = e.message;   // the core's budget (what a page shows), printed as measured
     }
   }
+  // The patching panel's call on a block typed twice: 1,024 and 512 tokens.
+  const patching = {};
+  for (const n of [C, C >> 1]) {
+    const twice = Int32Array.from([...ids.slice(0, n >> 1), ...ids.slice(0, n >> 1)]);
+    const times = [];
+    let passes = 0;
+    try {
+      for (let i = 0; i < 3; i++) {
+        const [t, r] = time(() => model.patch(twice, { positions: 'auto', seed: i }));
+        times.push(t);
+        passes = r.passes;
+      }
+      patching[n] = { ...summary(times), passes };
+    } catch (e) {
+      patching[n] = { refused: e.message };   // the core's budget, in its words
+    }
+  }
   model.delete();
   // The memory target: one model in a fresh module, the view's call over every position of the
   // context; the module's memory (which never shrinks) against 1.5 x the float32 weights + 100 MB.
@@ -100,6 +120,7 @@ async function main() {
   const out = {
     shape: `${shape.describe}, random weights`, tokens: T, keystrokes: n,
     append: summary(rows.append), middle: summary(rows.middle), full: summary(rows.full), ablated: summary(rows.ablated), ablated_full: summary(rows.ablated_full), forward_1024: refused ? { refused } : summary(fwd),
+    patch: patching,
     changed_from: { append: from.append[0], middle: from.middle[0], full: from.full[0], ablated: from.ablated[0] },
     memory,
   };
@@ -115,6 +136,8 @@ async function main() {
   console.log(`  a token appended with L0H1 ablated, the view's two calls (the ablated one computed from ${out.changed_from.ablated}): ${line(out.ablated)}`);
   console.log(`  the same two calls computing every position:        ${line(out.ablated_full)}`);
   console.log(`  a full pass over ${C} tokens: ${line(out.forward_1024)} (target: <= 1,500 ms)`);
+  for (const [n, x] of Object.entries(out.patch).reverse())
+    console.log(`  the patching panel's call over ${n} tokens (every head; ${x.passes ?? 0} passes): ${line(x)}`);
   console.log(`  WASM memory after that pass, one model in a fresh module: ${memory.heap_mb.toFixed(0)} MB (${memory.allocated_mb.toFixed(0)} MB allocated, ` +
     `the weights ${memory.weights_mb.toFixed(0)} MB; target: <= 1.5 x weights + 100 = ${memory.target_mb.toFixed(0)} MB)${memRefused ? ` (the pass was refused: ${memRefused})` : ''}`);
 }

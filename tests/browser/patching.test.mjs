@@ -58,10 +58,10 @@ function corePatch(page, model, text, direction) {
   return page.evaluate(async ([model, text, direction]) => {
     const { getModel } = await import('/store.js');
     const m = await getModel(model);
-    const r = m.patch(m.tokenize(text).ids, { direction, intervention: {} });
-    return { head: Array.from(r.head.data), headEffect: Array.from(r.head_effect.data), headPos: Array.from(r.head_pos.data),
-      headPosEffect: Array.from(r.head_pos_effect.data), clean: r.clean_logit_diff, corrupted: r.corrupted_logit_diff,
-      changed: r.corruption.changed, L: r.head.shape[0], H: r.head.shape[1], T: r.tokens.length };
+    const r = m.patch(m.tokenize(text).ids, { direction, intervention: {}, positions: 'auto' });
+    return { head: Array.from(r.head.data), headEffect: Array.from(r.head_effect.data), headPos: r.head_pos && Array.from(r.head_pos.data),
+      headPosEffect: r.head_pos_effect && Array.from(r.head_pos_effect.data), clean: r.clean_logit_diff, corrupted: r.corrupted_logit_diff,
+      changed: r.corruption.changed, L: r.head.shape[0], H: r.head.shape[1], T: r.tokens.length, note: r.note, passes: r.passes };
   }, [model, text, direction]);
 }
 
@@ -156,7 +156,7 @@ test('IOI in the app: the direction switch goes into the link, and the link reop
   }
 });
 
-test('induction: char-2l with patching on a repeated text shows the core\'s effects; a refusal shows its sentence', async () => {
+test('induction: char-2l with patching on a repeated text shows the core\'s effects, at every position of its whole context too', async () => {
   const { context, page, problems } = await openView('cs-induction', { model: 'char-2l', text: FOX, patch: 'denoise' });
   try {
     const scope = 'cs-induction section.ind-patching';
@@ -171,11 +171,33 @@ test('induction: char-2l with patching on a repeated text shows the core\'s effe
     await page.selectOption(`${scope} select[id$="-patch"]`, 'noise');
     await page.waitForSelector(`${scope} .cs-patch[data-direction="noise"][data-state="shown"]`, { timeout: 30_000 });
     await checkCells(page, scope, await corePatch(page, 'char-2l', FOX, 'noise'), { heads: [[1, 2]], positions: [[6, 25]] });
-    // A text too long to patch at every position: the core's sentence, not a blank panel.
+    // The whole context (each patched pass starts at its head's layer and computes two logits).
+    const whole = await corePatch(page, 'char-2l', KEYSTROKE_TEXT, 'noise');
     await page.fill('cs-induction textarea', KEYSTROKE_TEXT);
-    await page.waitForSelector(`${scope} .cs-patch[data-state="refused"]`, { timeout: 30_000 });
-    assert.match(await page.textContent(`${scope} .cs-patch-refused`), /^activation patching of 8 head\(s\) at \d+ positions would take about .* multiply-adds, more than .*; use a shorter text/);
+    await page.waitForFunction(([s, n]) => document.querySelector(`${s} .cs-patch-diffs`)?.textContent.includes(`(${n} forward passes)`),
+      [scope, whole.passes], { timeout: 60_000 });
+    assert.equal(whole.note, '');
+    await checkCells(page, scope, whole, { heads: [[0, 1]], positions: [[3, 40]] });
+    assert.equal(await page.$(`${scope} .cs-patch-whole-only`), null);
     assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('induction: a text too long to patch each position of shows every head patched at all positions, with the core\'s sentence', async () => {
+  const LONG = 'The cat sat on the mat and looked at the hat. '.repeat(16);   // 241 tokens of bpe-2l's 256
+  const { context, page, problems } = await openView('cs-induction', { model: 'bpe-2l', text: LONG, patch: 'denoise' });
+  try {
+    const scope = 'cs-induction section.ind-patching';
+    await page.waitForSelector('cs-induction[data-ready="true"][data-complete="true"]', { timeout: 60_000 });
+    await page.waitForSelector(`${scope} .cs-patch[data-state="shown"]`, { timeout: 60_000 });
+    const want = await corePatch(page, 'bpe-2l', LONG, 'denoise');
+    assert.equal(want.headPos, null);
+    assert.match(want.note, /^Each head is patched at every position at once only: patching it at each of the \d+ positions alone/);
+    assert.equal(await page.textContent(`${scope} .cs-patch-whole-only`), want.note);
+    assert.equal(await page.$(`${scope} canvas.cs-patch-positions`), null);
+    await checkCells(page, scope, want, { heads: [[0, 0], [1, 3]], positions: [] });
   } finally {
     await context.close();
   }

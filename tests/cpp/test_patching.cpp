@@ -217,6 +217,54 @@ TEST(Patching, IdenticalRunsGiveZeroEffectsNotNaN) {
   for (float x : r.head_pos_effect.data) EXPECT_EQ(x, 0.0f);
 }
 
+// Each patched pass starts from the target run at the patched part's layer (forward_from_layer):
+// every number is the bits of a whole forward pass under the same intervention, with the logits
+// kept, over three layers, MLPs, smeared keys and base interventions before, at and after the
+// patched layers (ablations, an MLP ablation, a path cut, the positions removed).
+TEST(Patching, EachPassFromItsLayerGivesTheBitsOfAWholePass) {
+  int n = 0;
+  Config three = testing::tiny_norm_mlp_config(3, PosEmbed::Shortformer, Norm::LN, 5, Act::GELU, true);
+  for (const Config& c : {testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 6, Act::GELU), three}) {
+    std::vector<Intervention> bases(3);
+    bases[1].ablations.push_back({0, 1});
+    bases[1].ablations.push_back({1, 0});
+    bases[1].mlp_ablations.push_back({c.n_layers - 1});
+    bases[2].cuts.push_back({0, 0, c.n_layers - 1, 1, Input::K});
+    bases[2].remove_pos = true;
+    for (const Intervention& base : bases)
+      for (PatchDirection dir : {PatchDirection::Denoise, PatchDirection::Noise}) {
+        SCOPED_TRACE(testing::config_name(c) + " " + patch_direction_name(dir) + " base " + std::to_string(n % 3));
+        const Params<float> p = testing::random_params<float>(c, 700 + n);
+        PatchSpec s = random_spec(c, 41 + n++, dir);
+        s.pos = c.n_ctx - 3;
+        const PatchResult r = activation_patching(p, s, base);
+        const bool denoise = dir == PatchDirection::Denoise;
+        const auto prefix = [&](const std::vector<int>& v) { return std::vector<int>(v.begin(), v.begin() + s.pos + 1); };
+        const std::vector<int> src = prefix(denoise ? s.clean : s.corrupted), target = prefix(denoise ? s.corrupted : s.clean);
+        const int P = s.pos + 1;
+        ActivationCache<float> source;
+        forward<float>(p, src, 1, P, source, base);
+        const auto whole = [&](const Intervention& iv) {
+          ActivationCache<float> cache;
+          forward<float>(p, target, 1, P, cache, iv);
+          const auto row = cache.logits.mat().row(s.pos);
+          return static_cast<float>(static_cast<double>(row(s.correct)) - static_cast<double>(row(s.wrong)));
+        };
+        for (int l = 0; l < c.n_layers; ++l) {
+          for (int h = 0; h < c.n_heads; ++h) {
+            EXPECT_EQ(r.head.data[l * c.n_heads + h], whole(patch_intervention(c, base, source, l, h, {}))) << "L" << l << "H" << h;
+            for (int t : {0, s.pos / 2, s.pos})
+              EXPECT_EQ(r.head_pos.data[(l * c.n_heads + h) * c.n_ctx + t], whole(patch_intervention(c, base, source, l, h, {t})))
+                  << "L" << l << "H" << h << " at " << t;
+          }
+          EXPECT_EQ(r.mlp.data[l], whole(patch_mlp_intervention(c, base, source, l, {}))) << "MLP " << l;
+          EXPECT_EQ(r.mlp_pos.data[l * c.n_ctx + 1], whole(patch_mlp_intervention(c, base, source, l, {1}))) << "MLP " << l << " at 1";
+        }
+        if (::testing::Test::HasFailure()) return;
+      }
+  }
+}
+
 TEST(Patching, RefusesBadInputsAndTooMuchWork) {
   Config c = patch_configs().back();
   const Params<float> p = testing::random_params<float>(c, 2);
@@ -309,6 +357,54 @@ TEST(Patching, ShippedIoiModelRestoresTheAnswer) {
   const nlohmann::json j = patch_run_json(rq.clean, run);
   EXPECT_EQ(j["head_pos"].size(), 1u);
   EXPECT_EQ(j["head_pos"][0][0].size(), 5u);
+}
+
+// What the page asks for (positions EachIfItFits): each position on a short text; on a long one,
+// where each position alone would exceed kMaxPatchWork, whole heads only and a sentence saying so;
+// refused when even whole heads would.
+TEST(Patching, EachPositionIfItFitsElseWholeHeadsWithANote) {
+  ModelFile f;
+  f.cfg = testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
+  f.cfg.d_model = 256, f.cfg.d_head = 64, f.cfg.n_heads = 4, f.cfg.n_ctx = 512, f.cfg.d_vocab = 50;
+  f.params = testing::random_params<float>(f.cfg, 5);
+  f.tokenizer = Tokenizer::build_ids(f.cfg.d_vocab);
+  ModelSession m(std::move(f));
+  PatchRequest rq;
+  rq.positions = PatchRequest::Positions::EachIfItFits;
+  rq.correct = 1, rq.wrong = 2;
+  for (int T : {12, 512}) {
+    rq.clean = random_tokens(50, T, 3);
+    rq.corrupted = rq.clean;
+    rq.corrupted[1] = (rq.clean[1] + 1) % 50;
+    const PatchRun run = m.patch(rq, Intervention());
+    const bool fits = patching_work(m.config(), T, true) <= kMaxPatchWork;
+    EXPECT_EQ(fits, T == 12);
+    EXPECT_EQ(run.result.head_pos.data.empty(), !fits) << T;
+    EXPECT_EQ(run.note.empty(), fits) << T;
+    if (!fits) EXPECT_NE(run.note.find("each of the 512 positions"), std::string::npos) << run.note;
+    EXPECT_EQ(run.result.passes, 2 + 2 * 4 * (fits ? 1 + T : 1));
+  }
+  rq.positions = PatchRequest::Positions::Each;
+  EXPECT_THROW(m.patch(rq, Intervention()), std::invalid_argument);
+
+  ModelFile g;  // attn-only-2l's attention: whole heads over 1,024 tokens are over the limit too
+  g.cfg = testing::tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
+  g.cfg.d_model = 512, g.cfg.d_head = 64, g.cfg.n_heads = 8, g.cfg.n_ctx = 1024, g.cfg.d_vocab = 50;
+  g.params = testing::random_params<float>(g.cfg, 5);
+  g.tokenizer = Tokenizer::build_ids(g.cfg.d_vocab);
+  ModelSession wide(std::move(g));
+  rq.positions = PatchRequest::Positions::EachIfItFits;
+  rq.clean = random_tokens(50, 1024, 3);
+  rq.corrupted = rq.clean;
+  rq.corrupted[1] = (rq.clean[1] + 1) % 50;
+  try {
+    wide.patch(rq, Intervention());
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("activation patching of 16 head(s) would take about"), std::string::npos) << what;
+    EXPECT_EQ(what.find("whole heads only"), std::string::npos) << "no advice that would not help: " << what;
+  }
 }
 
 TEST(Patching, ShippedInductionModelNeedsTheFirstCopy) {

@@ -550,7 +550,7 @@ test('typing: a run after the same model\'s run under the same intervention comp
     // computed, so a text cut short recomputes its last token).
     assert.deepEqual(typed, [21, 22, TEXT.indexOf('time') + 2, 12, 13]);
     // A path cut is applied to every position: its passes are whole.
-    const cut = { cut: [{ from: [0, 0], to: [1, 0], input: 'k' }] };
+    const cut = /** @type {Intervention} */ ({ cut: [{ from: [0, 0], to: [1, 0], input: 'k' }] });
     char.run(TEXT.slice(0, 20), cut, opts);
     assert.equal(char.run(TEXT.slice(0, 21), cut, opts).changed_from, 0);
   } finally {

@@ -118,6 +118,8 @@ test('patch() with a corrupted input of your own gives the core corruption\'s nu
 test('patch() and corrupt() refuse bad input with a sentence', () => {
   const ioi = model('ioi-1l2h');
   const char = model('char-2l');
+  const prose = model('bpe-2l-prose');
+  const LONG = Int32Array.from({ length: prose.config.n_ctx }, (_, i) => 3 + (i % 40));   // repeats every 40 tokens
   const cases = [
     [() => ioi.patch('A B B <MID>', { colour: 1 }), /unknown option "colour"/],
     [() => ioi.patch('A B B <MID>', { direction: 'sideways' }), /direction must be 'denoise'/],
@@ -125,14 +127,25 @@ test('patch() and corrupt() refuse bad input with a sentence', () => {
     [() => ioi.patch('A B B <MID>', { corrupted: 'A B A <MID>' }), /correct and the wrong answer/],
     [() => ioi.corrupt('A B B <MID>', { kind: 'shuffle' }), /kind must be 'auto'/],
     [() => char.corrupt('no repeat here'), /no block of 4 or more tokens/],
-    [() => char.patch('abcdefghij'.repeat(25) + 'abcd'), /multiply-adds/],
+    [() => prose.patch(LONG), /at 479 positions would take about [\d.]+e\+\d+ multiply-adds/],
   ];
   for (const [fn, pattern] of cases) {
     assert.throws(fn, (e) => e instanceof Error && pattern.test(e.message), String(pattern));
   }
   // Whole heads only is cheap enough for the full context.
-  const long = char.patch('abcdefghij'.repeat(25) + 'abcd', { positions: false });
-  assert.equal(long.passes, 2 + char.config.n_layers * char.config.n_heads);
+  const long = prose.patch(LONG, { positions: false });
+  assert.equal(long.passes, 2 + prose.config.n_layers * prose.config.n_heads);
+  assert.equal(long.note, '');
+  // 'auto' (what the page asks for): each position where it fits, else whole heads with a sentence.
+  assert.equal(char.patch('abcdefghij'.repeat(25) + 'abcd', { positions: 'auto' }).note, '');
+  const auto = prose.patch(LONG, { positions: 'auto' });
+  assert.equal(auto.head_pos, null);
+  assert.deepEqual(auto.head.data, long.head.data);
+  assert.match(auto.note, /^Each head is patched at every position at once only: patching it at each of the \d+ positions alone as well would take about [\d.]+e\+\d+ multiply-adds/);
+  const short = ioi.patch('A B B <MID>', { positions: 'auto' });
+  assert.equal(short.note, '');
+  assert.deepEqual(short.head_pos.data, ioi.patch('A B B <MID>').head_pos.data);
+  assert.throws(() => ioi.patch('A B B <MID>', { positions: 'some' }), /positions must be true, false or 'auto', got "some"/);
 });
 
 // A model with MLPs (LayerNorm, GELU; the TransformerLens family's shape, small): each layer's MLP

@@ -10,7 +10,8 @@
 // data: {direction: null | 'denoise' | 'noise', error?: sentence, and with a
 //   result: clean, corrupted: [{text, changed}] (one per position), sep ('' for characters),
 //   description, what (the logit difference in words), cleanDiff, corruptedDiff, normalised,
-//   passes, L, H, T, pos, head, headEffect [L*H], headPos, headPosEffect [L*H*T], labels [T]
+//   passes, note (the core's sentence when each position alone was left out, or ''), L, H, T,
+//   pos, head, headEffect [L*H], headPos, headPosEffect [L*H*T] (null then), labels [T]
 //   (short token labels), names [T] (the tokens in full), cell (pixels), and for a model with
 //   MLPs mlp, mlpEffect [L] (each layer's MLP output patched at every position; else null)}
 // The read-out (.cs-patch-hover) carries data-map, data-head, data-pos, data-effect and
@@ -125,6 +126,7 @@ function result(d) {
     el('p', { class: 'cs-note' }, `The corruption: ${d.description}.`),
     el('p', { class: 'cs-patch-diffs' }, `${d.what}: clean ${fmt(d.cleanDiff, 3)}, corrupted ${fmt(d.corruptedDiff, 3)} (${d.passes} forward passes).`),
   ];
+  if (d.note) parts.push(el('p', { class: 'cs-note cs-patch-whole-only' }, d.note));
   if (!d.normalised) parts.push(el('p', { class: 'cs-message' }, 'The clean and the corrupted input give the same logit difference, so there is nothing to restore: every effect is 0.'));
   if (!d.L) parts.push(el('p', { class: 'cs-note' }, 'This model has no attention heads to patch.'));
   else parts.push(...maps(d));

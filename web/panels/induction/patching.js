@@ -27,7 +27,7 @@ function shown(model, a, r) {
   return {
     direction: r.direction, clean, corrupted, sep: '', description: c.description,
     what: `logit(${correct}) − logit(${wrong}) at position ${c.pos} (${names[c.pos]}, the second copy's last token but one)`,
-    cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes,
+    cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes, note: r.note,
     L, H, T: a.T, pos: c.pos, head: r.head.data, headEffect: r.head_effect.data,
     headPos: r.head_pos?.data ?? null, headPosEffect: r.head_pos_effect?.data ?? null,
     mlp: r.mlp?.data ?? null, mlpEffect: r.mlp_effect?.data ?? null,
@@ -51,7 +51,7 @@ export default definePanel({
     if (!a.T) data = { direction, error: 'Type some text with a repeated stretch in it to patch.' };
     else {
       try {
-        data = shown(model, a, model.patch(a.ids, { direction, intervention: a.intervention }));
+        data = shown(model, a, model.patch(a.ids, { direction, intervention: a.intervention, positions: 'auto' }));
       } catch (e) {
         data = { direction, error: e.message };
       }

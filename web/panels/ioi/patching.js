@@ -24,7 +24,7 @@ function shown(model, d, r) {
   return {
     direction: r.direction, clean: line(r.tokens), corrupted: line(c.tokens), sep: ' ', description: c.description,
     what: `logit(${correct}) − logit(${wrong}) at the last position`,
-    cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes,
+    cleanDiff: r.clean_logit_diff, corruptedDiff: r.corrupted_logit_diff, normalised: r.normalised, passes: r.passes, note: r.note,
     L, H, T: r.tokens.length, pos: c.pos, head: r.head.data, headEffect: r.head_effect.data,
     headPos: r.head_pos?.data ?? null, headPosEffect: r.head_pos_effect?.data ?? null,
     mlp: r.mlp?.data ?? null, mlpEffect: r.mlp_effect?.data ?? null,
@@ -50,7 +50,7 @@ export default definePanel({
     if (!d.result) data = { direction, error: d.problems?.join(' ') || 'There is no sentence to patch.' };
     else {
       try {
-        data = shown(model, d, model.patch(d.tokens, { direction, intervention }));
+        data = shown(model, d, model.patch(d.tokens, { direction, intervention, positions: 'auto' }));
       } catch (e) {
         data = { direction, error: e.message };
       }
