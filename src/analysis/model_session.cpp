@@ -144,6 +144,7 @@ static PassSlot& pass_slot(const ModelSession* owner, const Intervention& iv, bo
 
 RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o) {
   const Intervention full = with_ablation_reference(iv);
+  // Refused before a slot is made, so that a text too long drops no other kept pass.
   check_context_length(file_.cfg, static_cast<int>(ids.size()), "run");
   const double bytes = forward_bytes(file_.cfg, 1, static_cast<double>(ids.size()), o.logits ? -1 : 0, false, !full.empty());
   PassSlot& slot = pass_slot(this, full, false, bytes);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,39 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
 }
 
+// `steps` random edits typed into one kept pass under `iv` (run_sequence with a KeptRun, logits
+// computed where read), each pass's results against a fresh pass under `iv` that keeps every logit,
+// and the two caches' patterns and residual streams compared; `edit` may change the ids and the
+// options after each edit. Returns how many passes reused positions (-1 after a failure).
+int typed_passes_equal_fresh(const Params<float>& p, const Intervention& iv, RunOptions o, int steps, const std::string& what,
+                             const std::function<void(std::vector<int>&, RunOptions&, int)>& edit) {
+  Rng r(5);
+  std::vector<int> ids = {1, 2, 3, 1, 2, 3};
+  ActivationCache<float> cache;
+  KeptRun kept;
+  o.logits = false;
+  int reused = 0;
+  for (int step = 0; step < steps; ++step) {
+    int first = 0;
+    ids = random_edit(ids, p.cfg.n_ctx, p.cfg.d_vocab, r, first);
+    edit(ids, o, step);
+    RunOptions full = o;
+    full.logits = true;
+    const RunExtras x = run_sequence(p, ids, iv, o, -1, cache, "run", &kept);
+    ActivationCache<float> own;
+    const RunExtras y = run_sequence(p, ids, iv, full, -1, own);
+    const std::string where = what + ", step " + std::to_string(step);
+    reused += x.changed_from > 0;
+    expect_same_run(x, y, where);
+    for (int l = 0; l < p.cfg.n_layers; ++l) {
+      EXPECT_EQ(cache.layers[l].pattern.data, own.layers[l].pattern.data) << where << ": layer " << l << " pattern";
+      EXPECT_EQ(cache.layers[l].resid_post.data, own.layers[l].resid_post.data) << where << ": layer " << l << " resid_post";
+    }
+    if (::testing::Test::HasFailure()) return -1;
+  }
+  return reused;
+}
+
 // A vocabulary of several logit blocks (kLogitBlock): a session's passes, incremental and computing
 // the logits a block at a time, give the bits of a fresh pass that keeps every logit, over random
 // edits (the text scores read from the kept parts of the queries before the first change).
@@ -173,32 +207,16 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
   c.d_vocab = 2 * kLogitBlock + 904;
   c.n_ctx = 40;
   const Params<float> p = random_params<float>(c, 7);
-  Rng r(5);
-  std::vector<int> ids = {1, 2, 3, 1, 2, 3};
-  ActivationCache<float> cache;
-  KeptRun kept;
   RunOptions o;
-  o.topk = 5, o.text_scores = true, o.logits = false, o.probs_k = 2;
-  RunOptions full = o;
-  full.logits = true;
-  int reused = 0;
-  for (int step = 0; step < 60; ++step) {
-    int first = 0;
-    ids = random_edit(ids, c.n_ctx, c.d_vocab, r, first);
+  o.topk = 5, o.text_scores = true, o.probs_k = 2;
+  const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "clean", [&](std::vector<int>& ids, RunOptions& opts, int step) {
     if (step % 3 == 0) {  // the text so far again: a repeated block
       const std::vector<int> head(ids.begin(), ids.begin() + std::min<std::size_t>(ids.size(), c.n_ctx - ids.size()));
       ids.insert(ids.end(), head.begin(), head.end());
     }
-    o.probs_of.clear();
-    for (std::size_t t = 0; t < ids.size(); ++t) o.probs_of.insert(o.probs_of.end(), {ids[t], static_cast<int>((t * 977) % c.d_vocab)});
-    full.probs_of = o.probs_of;
-    const RunExtras x = run_sequence(p, ids, Intervention(), o, -1, cache, "run", &kept);
-    ActivationCache<float> own;
-    const RunExtras y = run_sequence(p, ids, Intervention(), full, -1, own);
-    reused += x.changed_from > 0;
-    expect_same_run(x, y, "step " + std::to_string(step));
-    if (::testing::Test::HasFatalFailure()) return;
-  }
+    opts.probs_of.clear();
+    for (std::size_t t = 0; t < ids.size(); ++t) opts.probs_of.insert(opts.probs_of.end(), {ids[t], static_cast<int>((t * 977) % c.d_vocab)});
+  });
   EXPECT_GT(reused, 30);
 }
 
@@ -247,33 +265,13 @@ TEST(IncrementalForward, AnAblatedPassIsIncrementalWithTheSameBits) {
   add("a path cut", cut, false);
 
   for (const Case& k : cases) {
-    Rng r(5);
-    std::vector<int> ids = {1, 2, 3, 1, 2, 3};
-    ActivationCache<float> cache;
-    KeptRun kept;
     RunOptions o;
-    o.topk = 3, o.text_scores = true, o.logits = false, o.probs_k = 1;
-    RunOptions full = o;
-    full.logits = true;
-    int reused = 0;
-    for (int step = 0; step < 30; ++step) {
-      int first = 0;
-      ids = random_edit(ids, c.n_ctx, c.d_vocab, r, first);
+    o.topk = 3, o.text_scores = true, o.probs_k = 1;
+    const int reused = typed_passes_equal_fresh(p, k.iv, o, 30, k.name, [](std::vector<int>& ids, RunOptions& opts, int) {
       while (ids.size() < 3) ids.push_back(1);  // the positions some cases name
-      o.probs_of.assign(ids.begin(), ids.end());
-      full.probs_of = o.probs_of;
-      const RunExtras x = run_sequence(p, ids, k.iv, o, -1, cache, "run", &kept);
-      ActivationCache<float> own;
-      const RunExtras y = run_sequence(p, ids, k.iv, full, -1, own);
-      const std::string where = std::string(k.name) + ", step " + std::to_string(step);
-      reused += x.changed_from > 0;
-      expect_same_run(x, y, where);
-      for (int l = 0; l < c.n_layers; ++l) {
-        EXPECT_EQ(cache.layers[l].pattern.data, own.layers[l].pattern.data) << where << ": layer " << l << " pattern";
-        EXPECT_EQ(cache.layers[l].resid_post.data, own.layers[l].resid_post.data) << where << ": layer " << l << " resid_post";
-      }
-      if (::testing::Test::HasFailure()) return;
-    }
+      opts.probs_of.assign(ids.begin(), ids.end());
+    });
+    if (reused < 0) return;
     if (k.incremental) EXPECT_GT(reused, 15) << k.name;
     else EXPECT_EQ(reused, 0) << k.name;
   }
