@@ -247,11 +247,12 @@ export interface RunResult {
   /**
    * The first position whose results may differ from the previous run() of this model under the
    * same intervention: such a run computes only the positions from the first changed token (a
-   * key-value cache, as a language model serves typing; the core keeps each model's last pass
-   * per intervention, 128 MB of them in all, the least recently used dropped first), and rows
-   * before this one are those of that run. 0 when every position was computed (the first run,
-   * a pass dropped from the budget, a path cut or a resample ablation). Pattern, loss, top-k and
-   * probsOf rows before it may be left as drawn.
+   * key-value cache, as a language model serves typing; the core keeps the last pass per
+   * intervention of the model that ran last, 128 MB of them in all, the least recently used
+   * dropped first), and rows before this one are those of that run. 0 when every position was
+   * computed (the first run, after another model's run, a pass dropped from the budget, a path
+   * cut or a resample ablation). Pattern, loss, top-k and probsOf rows before it may be left as
+   * drawn.
    */
   changed_from: number;
   /** With {probsOf}: shape [T, k], axes ["pos", "rank"], each asked token's probability. */

@@ -116,10 +116,12 @@ const ActivationCache<float>& ModelSession::cache() const {
   return empty_cache();
 }
 
-// The slot for a pass of `bytes` under `iv` (found, or made), moved to the front; the least
-// recently used other slots are dropped until it fits beside the rest within kKeptPassBytes.
+// The slot for a pass of `bytes` under `iv` (found, or made), moved to the front; another
+// session's slots are dropped, and the least recently used of this one's until it fits beside
+// the rest within kKeptPassBytes.
 static PassSlot& pass_slot(const ModelSession* owner, const Intervention& iv, bool batch, double bytes) {
   std::list<PassSlot>& slots = pass_slots();
+  slots.remove_if([owner](const PassSlot& s) { return s.owner != owner; });
   auto it = std::find_if(slots.begin(), slots.end(), [&](const PassSlot& s) {
     return s.owner == owner && s.batch == batch && (batch || same_intervention(s.iv, iv));
   });

@@ -96,8 +96,10 @@ struct PatchRun {
 nlohmann::json patch_run_json(const std::vector<int>& clean, const PatchRun& run);
 
 // The forward passes run() and forward_batch() keep, so that the next pass over the same model,
-// intervention and text reuses their positions: one per session and intervention on each thread,
-// the least recently used dropped when the kept passes together would exceed this many bytes
+// intervention and text reuses their positions: one per intervention, of the session that ran
+// last on this thread (another session's run drops them: the page shows one model's text at a
+// time, and passes kept for models no longer shown would hold memory a long session never got
+// back), the least recently used dropped when together they would exceed this many bytes
 // (forward_bytes of each). A pass larger than this alone is kept alone. At attn-only-2l's shape
 // the induction view's clean pass over 540 tokens takes 40 MB and its ablated pass 57 MB (each
 // head's output kept), so both are kept up to about 650 tokens; one pass of 1,024 takes 108 MB.
@@ -130,8 +132,8 @@ class ModelSession {
   const ActivationCache<float>& cache() const;
   // One forward pass over a [B, T] batch into a kept pass of its own; the mean next-token loss.
   double forward_batch(const std::vector<int>& ids, int B, int T);
-  // The bytes of every kept pass on this thread (forward_bytes of each), at most kKeptPassBytes
-  // unless one pass alone is larger.
+  // The bytes of every kept pass on this thread (forward_bytes of each; all of one session), at
+  // most kKeptPassBytes unless one pass alone is larger.
   static double kept_bytes();
 
   Attribution attribution(const std::vector<int>& ids, int pos, const Intervention& iv, int target = -1) const;

@@ -154,9 +154,10 @@ std::vector<int> ids_of(const ModelSession& m, const std::string& text) {
   return ids;
 }
 
-// Each session keeps its own passes, one per intervention, so a clean and an ablated pass typed
-// in turn are both incremental; a session gives its passes back when it goes, and the least
-// recently used pass goes when they would exceed kKeptPassBytes together.
+// The session that ran last keeps its passes, one per intervention, so a clean and an ablated pass
+// typed in turn are both incremental; another session's run drops them, a session gives its
+// passes back when it goes, and the least recently used pass goes when they would exceed
+// kKeptPassBytes together.
 TEST(ModelSession, KeptPassesArePerSessionAndInterventionWithinABudget) {
   ModelSession a(load_model_file("models/char-2l.safetensors"));
   const std::string text = "hello hello, said the cat to the hat";
@@ -166,24 +167,27 @@ TEST(ModelSession, KeptPassesArePerSessionAndInterventionWithinABudget) {
     ModelSession b(load_model_file("models/char-1l.safetensors"));
     a.run(ids_of(a, text.substr(0, 20)), Intervention(), RunOptions());
     a.run(ids_of(a, text.substr(0, 20)), ablate, RunOptions());
+    const double a_bytes = ModelSession::kept_bytes();
     b.run(ids_of(b, text.substr(0, 20)), Intervention(), RunOptions());
-    EXPECT_EQ(a.cache().layers.size(), 2u) << "a's pass is a's, after b's";
+    EXPECT_TRUE(a.cache().layers.empty()) << "b's run dropped a's passes";
     EXPECT_EQ(b.cache().layers.size(), 1u);
+    EXPECT_LT(ModelSession::kept_bytes(), a_bytes);
+    a.run(ids_of(a, text.substr(0, 20)), Intervention(), RunOptions());
+    a.run(ids_of(a, text.substr(0, 20)), ablate, RunOptions());
+    EXPECT_TRUE(b.cache().layers.empty());
     for (std::size_t n = 21; n < text.size(); ++n) {
       EXPECT_GT(a.run(ids_of(a, text.substr(0, n)), ablate, RunOptions()).changed_from, 0) << n;
       EXPECT_GT(a.run(ids_of(a, text.substr(0, n)), Intervention(), RunOptions()).changed_from, 0) << n;
     }
     EXPECT_FALSE(a.cache().intervened) << "the cache of a's last pass";
+    EXPECT_LE(ModelSession::kept_bytes(), kKeptPassBytes);
   }
-  const double with_a = ModelSession::kept_bytes();
-  EXPECT_GT(with_a, 0.0);
+  EXPECT_GT(ModelSession::kept_bytes(), 0.0) << "b went, a's passes stay";
   {
     ModelSession c(load_model_file("models/char-2l.safetensors"));
     c.run(ids_of(c, text), Intervention(), RunOptions());
-    EXPECT_GT(ModelSession::kept_bytes(), with_a);
   }
-  EXPECT_EQ(ModelSession::kept_bytes(), with_a) << "a session's passes go with it";
-  EXPECT_LE(ModelSession::kept_bytes(), kKeptPassBytes);
+  EXPECT_EQ(ModelSession::kept_bytes(), 0.0) << "c dropped a's passes and took its own with it";
 }
 
 // A pass larger than the budget is kept alone: every other session's pass is dropped first.

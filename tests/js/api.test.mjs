@@ -534,10 +534,9 @@ test('typing: a run after the same model\'s run under the same intervention comp
     char.run(TEXT.slice(0, 20), undefined, opts);
     char.run(TEXT.slice(0, 20), ablate, opts);
     const typed = texts.map((next, i) => {
-      // The ablated pass, another model's pass and the clean pass in turn, as the induction view
-      // makes them with a head ablated: each intervention's kept pass is its own.
+      // The ablated pass and the clean pass in turn, as the induction view makes them with a
+      // head ablated: each intervention's kept pass is its own.
       const a = char.run(next, ablate, opts);
-      other.run('x', undefined, { patterns: false, logits: false });
       const r = char.run(next, undefined, opts);
       for (const k of ['logits', 'patterns', 'loss', 'top_ids', 'top_probs']) {
         assert.deepEqual(Array.from(r[k].data), Array.from(fresh[i][k].data), `${k} after typing "${next}"`);
@@ -553,6 +552,10 @@ test('typing: a run after the same model\'s run under the same intervention comp
     const cut = /** @type {Intervention} */ ({ cut: [{ from: [0, 0], to: [1, 0], input: 'k' }] });
     char.run(TEXT.slice(0, 20), cut, opts);
     assert.equal(char.run(TEXT.slice(0, 21), cut, opts).changed_from, 0);
+    // Another model's run drops this model's kept passes.
+    char.run(TEXT.slice(0, 20), undefined, opts);
+    other.run('x', undefined, { patterns: false, logits: false });
+    assert.equal(char.run(TEXT.slice(0, 21), undefined, opts).changed_from, 0);
   } finally {
     other.delete();
   }
