@@ -778,6 +778,18 @@ void mlp_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w
   lc.resid_post.mat().bottomRows(N) = resid;
 }
 
+// A block's outputs from its heads' z on: hook_result -> hook_resid_post, the stream (holding
+// hook_resid_pre) moving on in st.resid. forward_from_layer starts a pass here.
+template <class T>
+void layer_outputs_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w, const Intervention& iv,
+                           bool keep_result, Stream<T>& st, ActivationCache<T>& cache) {
+  LayerCache<T>& lc = cache.layers[l];
+  result_forward(dm, w, keep_result, lc);
+  apply_intervention_at(Hook::Result, l, c, &w, iv, dm, st, cache);
+  attn_out_forward(c, dm, w, keep_result, *st.resid, lc);
+  mlp_forward(c, dm, l, w, iv, st, cache);
+}
+
 // One block: hook_resid_pre -> hook_resid_post, the stream moving on in st.resid.
 template <class T>
 void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>& w, const Intervention& iv,
@@ -791,10 +803,7 @@ void layer_forward(const Config& c, const Dims& dm, int l, const LayerParams<T>&
   qkv_forward(c, dm, w, st, lc, ws);
   smear_keys_forward(c, dm, w, lc);
   attention_forward(dm, cache.keep_scores, lc, ws);
-  result_forward(dm, w, keep_result, lc);
-  apply_intervention_at(Hook::Result, l, c, &w, iv, dm, st, cache);
-  attn_out_forward(c, dm, w, keep_result, *st.resid, lc);
-  mlp_forward(c, dm, l, w, iv, st, cache);
+  layer_outputs_forward(c, dm, l, w, iv, keep_result, st, cache);
 }
 
 // x = ln_final(resid)  ln_final.hook_normalized [B, T, D]  (resid itself without normalization)
@@ -872,10 +881,7 @@ void rows_from_layer(const Params<T>& p, const Dims& dm, int start, ActivationCa
   LayerCache<T>& lc = cache.layers[start];
   *st.resid = lc.resid_pre.mat();
   lc.result.ensure({dm.H, dm.B, dm.Tl, dm.D});
-  result_forward(dm, p.blocks[start], true, lc);
-  apply_intervention_at(Hook::Result, start, c, &p.blocks[start], iv, dm, st, cache);
-  attn_out_forward(c, dm, p.blocks[start], true, *st.resid, lc);
-  mlp_forward(c, dm, start, p.blocks[start], iv, st, cache);
+  layer_outputs_forward(c, dm, start, p.blocks[start], iv, true, st, cache);
   for (int l = start + 1; l < c.n_layers; ++l) layer_forward(c, dm, l, p.blocks[l], iv, true, st, cache);
   unembed_forward(p, dm, *st.resid, cache);
 }

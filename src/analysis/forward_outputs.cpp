@@ -33,10 +33,6 @@ std::vector<float> head_results(const Params<float>& p, const ActivationCache<fl
   return out;
 }
 
-namespace {
-
-// Refuses a pass whose logits hold NaN or Inf (rows computed by unembed_rows), naming the first
-// stage that overflowed as check_output_finite does.
 void check_rows_finite(const std::vector<float>& rows, const ActivationCache<float>& cache) {
   for (float v : rows)
     if (!std::isfinite(v)) {
@@ -44,6 +40,8 @@ void check_rows_finite(const std::vector<float>& rows, const ActivationCache<flo
       throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
     }
 }
+
+namespace {
 
 // The per-position outputs read from the logits: loss, top-k rows and the asked probabilities,
 // from the cache's logits or, when the pass skipped them, from rows computed a chunk at a time. Loss

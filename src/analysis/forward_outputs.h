@@ -14,6 +14,10 @@
 
 namespace cs {
 
+// Refuses logits computed outside the cache (unembed_rows, unembed_entry) that hold NaN or Inf,
+// naming the first stage that overflowed as check_output_finite does.
+void check_rows_finite(const std::vector<float>& rows, const ActivationCache<float>& cache);
+
 // Throws "<what>: no tokens to run" for T = 0 and "<what>: 301 tokens is longer than the model's
 // context of 256 tokens" for T > n_ctx.
 void check_context_length(const Config& c, int T, const std::string& what);

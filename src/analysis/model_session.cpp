@@ -123,7 +123,7 @@ static PassSlot& pass_slot(const ModelSession* owner, const Intervention& iv, bo
   std::list<PassSlot>& slots = pass_slots();
   slots.remove_if([owner](const PassSlot& s) { return s.owner != owner; });
   auto it = std::find_if(slots.begin(), slots.end(), [&](const PassSlot& s) {
-    return s.owner == owner && s.batch == batch && (batch || same_intervention(s.iv, iv));
+    return s.batch == batch && (batch || same_intervention(s.iv, iv));
   });
   if (it == slots.end()) {
     slots.emplace_front();

@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "analysis/forward_outputs.h"
 #include "analysis/ioi.h"
 #include "analysis/text_scores.h"
 #include "checks.h"
@@ -20,10 +21,7 @@ namespace {
 // the logits' row: unembed_entry).
 double logit_diff(const Params<float>& p, const ActivationCache<float>& cache, int pos, int correct, int wrong) {
   const float a = unembed_entry(p, cache, pos, correct), b = unembed_entry(p, cache, pos, wrong);
-  if (!std::isfinite(a) || !std::isfinite(b)) {
-    check_finite(cache);
-    throw std::runtime_error("the forward pass overflowed float32: logits holds NaN or Inf; the model's weights are too large to compute with");
-  }
+  if (!std::isfinite(a) || !std::isfinite(b)) check_rows_finite({a, b}, cache);
   return static_cast<double>(a) - static_cast<double>(b);
 }
 
