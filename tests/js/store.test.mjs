@@ -236,7 +236,7 @@ test('store: panel= names one panel of the link\'s view; it round-trips, and a v
   // PANELS is every panel the site has: each name's file exists and each panel file is listed.
   const files = [];
   for (const view of readdirSync(path.join(site, 'panels'), { withFileTypes: true }).filter((d) => d.isDirectory())) {
-    for (const f of readdirSync(path.join(site, 'panels', view.name))) {
+    for (const f of readdirSync(path.join(site, 'panels', view.name)).filter((f) => f.endsWith('.js'))) {
       if (/export default/.test(readFileSync(path.join(site, 'panels', view.name, f), 'utf8'))) files.push(`${view.name}-${f.replace(/\.js$/, '')}`);
     }
   }

@@ -18,6 +18,7 @@ import { el } from '../parts/dom.js';
 import { CsView } from '../element.js';
 import { getModel, siteUrl } from '../store.js';
 import { TERMS } from './terms.js';
+import { decodeMock } from './mock.js';
 
 const NAME = /^([a-z][a-z0-9]{0,20})-([a-z][a-z0-9-]{0,40})$/;
 
@@ -55,10 +56,18 @@ export async function showPanel(section, panel, modelName, st) {
   const state = st.state;
   const model = panel.needsModel && modelName ? await getModel(modelName, { snapshot: state.snapshot }) : null;
   const data = await panel.query({ model, modelName, state });
-  if (section.csData === data) return data;   // a query that answers from its cache: nothing changed
+  drawPanel(section, panel, data, { state, dispatch: (a) => st.dispatch(a) });
+  return data;
+}
+
+/**
+ * Fills `section` with `panel` drawing `data` (what its query returned, or a mock's recorded
+ * data): its heading, then render()'s node, or the node already shown updated in place.
+ */
+export function drawPanel(section, panel, data, ctx) {
+  if (section.csData === data) return;   // a query that answers from its cache: nothing changed
   section.csData = data;
-  const ctx = { state, dispatch: (a) => st.dispatch(a) };
-  if (section.csPanel === panel && section.csNode && panel.update?.(section.csNode, data, ctx)) return data;
+  if (section.csPanel === panel && section.csNode && panel.update?.(section.csNode, data, ctx)) return;
   const id = `cs-panel-${panel.name}-h`;
   section.classList.add('cs-panel');
   section.dataset.panel = panel.name;
@@ -66,7 +75,18 @@ export async function showPanel(section, panel, modelName, st) {
   section.csPanel = panel;
   section.csNode = panel.render(data, ctx);
   section.replaceChildren(el('h2', { id }, panel.title), ...termsLine(panel.name), section.csNode);
-  return data;
+}
+
+/** The URL of the mock (mock.js) of the panel called `name`: ./VIEW/mocks/PART.json. */
+export const mockPath = (name) => panelPath(name).replace(/\/([^/]+)\.js$/, '/mocks/$1.json');
+
+/** The mock of the panel called `name`, its data decoded: {panel, attrs, state, data}. */
+export async function loadMock(name) {
+  const url = new URL(mockPath(name), import.meta.url);
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`The panel ${name} has no recorded data (${url.pathname}: ${res.status}); \`npm run mocks\` records it`);
+  const mock = await res.json();
+  return { ...mock, data: decodeMock(mock.data) };
 }
 
 /**
@@ -74,12 +94,16 @@ export async function showPanel(section, panel, modelName, st) {
  * Alone on a host page it has a store of its own (CsView.store), filled from the same attributes
  * a view reads (model, snapshot, text, head; and patch, for the -patching panels); in the app it
  * reads and writes the page's store and leaves the store's view alone. It shows its view's
- * default model when the state names none.
+ * default model when the state names none. With the attribute `mock` it draws the panel's recorded
+ * data instead (panels/VIEW/mocks/PART.json, mock.js), loading no model: for looking at a panel
+ * while changing its drawing, and for the test that draws every panel without a model.
  */
 export class CsPanel extends CsView {
   static attributes = [...CsView.attributes, 'patch'];
   /** @type {HTMLElement | null} */
   _section = null;
+  /** The mock drawn with the attribute `mock` (loadMock). @type {{state: object, data: any} | null} */
+  _mock = null;
 
   get active() { return true; }
 
@@ -94,7 +118,11 @@ export class CsPanel extends CsView {
     const name = this.getAttribute('name') ?? '';
     const panel = (await import(panelPath(name))).default;
     this._section ??= this.appendChild(el('section'));
-    await showPanel(this._section, panel, this.modelName, this.store);
+    if (this.hasAttribute('mock')) {
+      // The panel's recorded data (mock.js), drawn with the state it was recorded in: no model.
+      this._mock ??= await loadMock(name);
+      drawPanel(this._section, panel, this._mock.data, { state: this._mock.state, dispatch: (a) => this.store.dispatch(a) });
+    } else await showPanel(this._section, panel, this.modelName, this.store);
     this.dataset.ready = 'true';
   }
 }

@@ -12,14 +12,15 @@ import { taskOf } from './analysis.js';
 const entries = new Map();   // kind -> {value, promise}: the rows of the table
 const shown = new Map();     // `${kind}|${current}` -> the panel's data
 
+// The table's rows hold what it shows of each model, not the model (a panel's data is plain).
 async function rowsOf(kind, list) {
   if (kind === 'symbolic') {
-    return Promise.all(list.filter((m) => !m.templates).map(async (m) => ({
-      ...m, accuracy: m.error ? undefined : m.model.ioiEvaluate().accuracy, seeds: await getJSON(`models/${m.name}.seeds.json`),
+    return Promise.all(list.filter((m) => !m.templates).map(async ({ model, ...m }) => ({
+      ...m, accuracy: m.error ? undefined : model.ioiEvaluate().accuracy, seeds: await getJSON(`models/${m.name}.seeds.json`),
     })));
   }
   const models = list.filter((m) => m.templates);
-  const rows = await Promise.all(models.map(async (m) => (m.error ? m : { ...m, splits: await splitAccuracy(m.model, m.name, {}).promise })));
+  const rows = await Promise.all(models.map(async ({ model, ...m }) => (m.error ? m : { ...m, splits: await splitAccuracy(model, m.name, {}).promise })));
   const first = models.find((m) => !m.error);
   return { rows, splits: first ? taskOf(first.model).splits : [] };
 }

@@ -41,10 +41,10 @@ function iclSentence(run) {
 
 /** The phase-change sentence above the charts. */
 function summary(run) {
-  const { name, recs, pc, H, n, cs, source, stepWord } = run;
+  const { name, recs, pc, H, n, minInductionScore, source, stepWord } = run;
   if (pc) return `Phase change at ${stepWord} ${pc.step}: the first record where the best head (then ${headLabel(pc.layer * H + pc.head, n, H)}) passes half (${fmt(pc.threshold)}) of the final best prefix-matching score ${fmt(pc.final)} (the core's definition, the report's too, over the ${recs.length} records of ${source}; dashed line in every chart).${iclSentence(run)}${seedsSentence(run)}`;
   return recs.at(-1)?.prefix_matching?.length
-    ? `No phase change: no head's final prefix-matching score reaches ${cs.minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).${seedsSentence(run)}`
+    ? `No phase change: no head's final prefix-matching score reaches ${minInductionScore}, so no induction head formed in ${name} (over the ${recs.length} records of ${source}).${seedsSentence(run)}`
     : `No prefix-matching scores in ${source}, so no phase change can be marked.`;
 }
 

@@ -49,7 +49,7 @@ async function load(name) {
   const snaps = (await getSnapshots(name)).map((s) => Number(s.replace(/^step/, ''))).sort((a, b) => a - b);
   // A series' records are labelled by the numbers in its files' names (tokens seen, for TransformerLens's).
   const series = !!entry?.series;
-  const run = { name, metrics, recs: null, hasModel: !!model, snaps, cs, local, series, source, error, seeds: [],
+  const run = { name, metrics, recs: null, hasModel: !!model, snaps, minInductionScore: cs.minInductionScore, local, series, source, error, seeds: [],
     xLabel: series ? 'checkpoint (the number in its file name)' : 'training step', stepWord: series ? 'checkpoint' : 'step' };
   const recs = Array.isArray(metrics?.records) && metrics.records.length ? metrics.records : null;
   if (!recs) return run;
@@ -81,7 +81,8 @@ async function seedRuns(cs, name, steps, H) {
 /**
  * The shipped run of model `name`: {name, metrics, recs (null when the metrics are missing),
  * steps, n (prefix-matching scores a record), H (heads a layer), pc (the core's phase change or
- * null), hasModel, snaps (snapshot steps, increasing), cs (the module), local, series (a
+ * null), hasModel, snaps (snapshot steps, increasing), minInductionScore (the core's: a final
+ * prefix-matching score below it means no induction head formed), local, series (a
  * checkpoint series opened in the page), source (where the records come from, for sentences),
  * error (why a series could not be scored, or null), xLabel and stepWord (what the steps are),
  * seeds (the extra training seeds' records, seedRuns())}.
