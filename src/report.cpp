@@ -443,7 +443,7 @@ CopyingFigures measure_copying(const Zoo& zoo, const std::string& name) {
 // a head's OV circuit the context map. Measured on char-1l's snapshots: the cosine (each learned
 // table centred per row, as softmax ignores a per-row constant) between W_E W_U and
 // row-centred(diag(pi) B), and between each head's W_E W_V W_O W_U and row-centred(Phi^T diag(rho)),
-// with B, Phi and the frequencies counted on the training corpus (window 8).
+// with B, Phi and the frequencies counted on the training corpus (window kLeadingTermsWindow, 8).
 // The sub-word model's snapshots the leading-terms row reads (its recipe writes them).
 const std::vector<int> kSubwordLeadingSteps = {0, 250, 500, 1000, 2000, 6000};
 
@@ -454,7 +454,7 @@ LeadingTermsFigures measure_leading_terms(const Zoo& zoo, const std::string& nam
   ModelFile m = zoo.load(name);
   const std::string corpus = read_text(zoo.dir + "/" + corpus_file);
   std::vector<int> stream = m.tokenizer.encode_ids(corpus, false);
-  CorpusStats st = corpus_stats(stream, m.tokenizer.size(), 8);
+  CorpusStats st = corpus_stats(stream, m.tokenizer.size(), kLeadingTermsWindow);
   LeadingTermsFigures f;
   f.model = name;
   f.corpus = corpus_file;

@@ -18,6 +18,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
   emscripten::function("recipeWithTexts", &csjs::recipeWithTexts);
   emscripten::function("recipeWithSteps", &csjs::recipeWithSteps);
   emscripten::constant("minInductionScore", cs::kMinInductionScore);
+  emscripten::constant("leadingTermsWindow", cs::kLeadingTermsWindow);
   emscripten::constant("maxWeights", static_cast<double>(cs::kMaxWeights));
   emscripten::constant("maxTrainWeights", static_cast<double>(cs::kMaxTrainWeights));
   emscripten::constant("maxModelFileBytes", static_cast<double>(cs::kMaxModelFileBytes));
@@ -51,6 +52,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("ioiSequences", &Model::ioiSequences)
       .function("ioiEvaluate", &Model::ioiEvaluate)
       .function("ioiTask", &Model::ioiTask)
+      .function("ioiKind", &Model::ioiKind)
       .function("ioiSentence", &Model::ioiSentence)
       .function("cutComposition", &Model::cutComposition)
       .function("skipTrigrams", &Model::skipTrigrams)

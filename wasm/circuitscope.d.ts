@@ -100,6 +100,10 @@ export interface Tokens {
   begins: Int32Array;
   /** End (exclusive) of each token's span in the input string (<BOS>: 0). */
   ends: Int32Array;
+  /** 1 when ids[0] is the <BOS> tokenize() put first, else 0. */
+  bos: number;
+  /** Tokens left out from the start of the text to fit the model's context ({fit: true}); 0 otherwise. */
+  truncated: number;
 }
 
 /**
@@ -206,6 +210,8 @@ export interface Repeat {
   r: number;
   /** Chosen because one of its copies holds the position asked for (repeatAt / findRepeat's at); false for the longest block. */
   held: boolean;
+  /** Long enough (8 tokens or more) for the induction view to compare its two copies: the core's rule. */
+  compared: boolean;
 }
 
 /**
@@ -620,7 +626,7 @@ export interface SkipTrigrams {
 }
 
 export interface CorpusStatsOptions {
-  /** Context window w of the context map (default 8). */
+  /** Context window w of the context map (default the core's, 8: the window the leading terms are measured with, as the report does). */
   window?: number;
   /** Also return the two predicted leading terms (default false). */
   leadingTerms?: boolean;
@@ -910,8 +916,12 @@ export interface LoadedModel {
    * {source: "transformerlens", note: "..."}: the note says how its architecture and tokenizer were chosen.
    */
   info: Record<string, unknown>;
-  /** Throws an Error (e.g. a word not in a word-level vocabulary). */
-  tokenize(text: string): Tokens;
+  /**
+   * Throws an Error (e.g. a word not in a word-level vocabulary). With {fit: true}, the text as the
+   * views run it: past the model's context, the <BOS> and then the last n_ctx - 1 tokens (the
+   * newest text), `truncated` saying how many were left out.
+   */
+  tokenize(text: string, options?: { fit?: boolean }): Tokens;
   /** The vocabulary entries of some ids ("#id" for an id outside it). */
   tokenText(ids: ArrayLike<number>): string[];
   /**
@@ -1030,6 +1040,12 @@ export interface LoadedModel {
   ioiEvaluate(intervention?: Intervention, split?: IoiSplit): IoiEvaluation;
   /** A sentence-template IOI model's task (templates, names, places, objects, held-out parts), else null. */
   ioiTask(): IoiTemplateTask | null;
+  /**
+   * Which IOI task the model is for: 'templates' (it carries a sentence-template task, ioiTask()),
+   * 'symbolic' (its vocabulary is the symbolic task's: <BOS>, <MID> and the names A..F), or null
+   * (not an IOI model). The page opens a model file in the IOI view when this is not null.
+   */
+  ioiKind(): 'templates' | 'symbolic' | null;
   /** One sentence of the model's IOI task (template or symbolic), with its tokens and split. */
   ioiSentence(options?: IoiSentenceOptions): IoiSentence;
   /** The intervention cutting input q, k or v of every head from all heads of earlier layers (empty for 1 layer). */
@@ -1223,6 +1239,8 @@ export interface Circuitscope {
   version: string;
   /** Below this final prefix-matching score no head became an induction head (phaseChange() gives null). */
   minInductionScore: number;
+  /** The context window the gradient leading terms are measured with (corpusStats()'s default, the report's): 8. */
+  leadingTermsWindow: number;
   /**
    * The core's size limits (src/config.h): the weights a model may hold, the weights a recipe may
    * train, the largest model file read (the largest model in float32 and a 64 MB header), the

@@ -225,6 +225,7 @@ const MODEL_CALLS = {
   ioiSequences: [null, 0, (_, split) => [split]],
   ioiEvaluate: [null, 0, (_, intervention, split) => [intervention, split]],
   ioiTask: [null, 0, () => []],
+  ioiKind: [null, 0, () => []],
   ioiSentence: [['template', 'order', 'io', 's', 'place', 'object'], 0, (o) => [o]],
   cutComposition: [null, 0, (_, input) => [input]],
   skipTrigrams: [['k', 'maxBugs'], 2, (o, l, h) => [l, h, o.k ?? 20, o.maxBugs ?? 32]],
@@ -286,7 +287,7 @@ function wrap(handle) {
   // Text is tokenized (with <BOS> first when the vocabulary has one); ids pass through.
   /** @param {any} input @param {string} what @returns {Int32Array} */
   const tokens = (input, what) => {
-    if (typeof input === 'string') return call(() => handle.tokenize(input)).ids;
+    if (typeof input === 'string') return call(() => handle.tokenize(input, false)).ids;
     return toInt32(input, what);
   };
 
@@ -296,10 +297,11 @@ function wrap(handle) {
     config,
     tokenizer,
     info: parsed.info ?? {},
-    tokenize(text) {
+    tokenize(text, options) {
       live('tokenize');
+      const o = opts(options, ['fit'], 'tokenize');
       if (typeof text !== 'string') throw new TypeError('tokenize: expected a string');
-      return call(() => handle.tokenize(text));
+      return call(() => handle.tokenize(text, bool(o.fit, false)));
     },
     tokenBytes(ids) {
       live('tokenBytes');
@@ -396,7 +398,7 @@ function wrap(handle) {
       let ids = tokens(input, 'corpusStats');
       // Text: drop the <BOS> tokenize() puts first (a stream, not a sequence).
       if (typeof input === 'string' && bosId >= 0 && ids[0] === bosId) ids = ids.subarray(1);
-      return call(() => handle.corpusStats(ids, o.window ?? 8, bool(o.leadingTerms, false), bool(o.interchange, false)));
+      return call(() => handle.corpusStats(ids, o.window, bool(o.leadingTerms, false), bool(o.interchange, false)));
     },
     /**
      * Benchmark entry: one forward pass over a [B, T] batch (ids row-major, B * T of them) into
@@ -586,6 +588,7 @@ export async function init(options = {}) {
     simd,
     version: mod.version(),
     minInductionScore: mod.minInductionScore,
+    leadingTermsWindow: mod.leadingTermsWindow,
     limits: { maxWeights: mod.maxWeights, maxTrainWeights: mod.maxTrainWeights, maxModelFileBytes: mod.maxModelFileBytes, maxHeldOutBytes: mod.maxHeldOutBytes, maxTokenizerBytes: mod.maxTokenizerBytes },
     load(bytes, options) {
       const b = toBytes(bytes);

@@ -363,6 +363,7 @@ val repeat_js(const std::optional<cs::Repeat>& r) {
   o.set("d", r->d);
   o.set("r", r->r);
   o.set("held", r->held);
+  o.set("compared", r->compared);
   return o;
 }
 
@@ -674,10 +675,11 @@ std::string Model::config() const {
 // The text comes as a val and is copied inside: Embind frees a std::string argument's buffer only
 // when the call returns, so every refused text (a word not in the vocabulary, a token id out of
 // range) would leave its bytes behind.
-val Model::tokenize(const val& text) const {
+val Model::tokenize(const val& text, bool fit) const {
   return guarded([&] {
     if (!text.isString()) throw std::invalid_argument("tokenize: expected a string");
-    const std::vector<cs::Token> toks = session_->tokenize(text.as<std::string>());
+    const cs::ModelSession::ContextTokens fitted = session_->tokenize_to_context(text.as<std::string>(), fit);
+    const std::vector<cs::Token>& toks = fitted.tokens;
     std::vector<std::int32_t> ids, begins, ends;
     for (const auto& t : toks) {
       ids.push_back(t.id);
@@ -688,6 +690,8 @@ val Model::tokenize(const val& text) const {
     out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
     out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
     out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
+    out.set("bos", fitted.bos);
+    out.set("truncated", fitted.truncated);
     return out;
   });
 }
@@ -1002,6 +1006,13 @@ val Model::ioiTask() const {
   return guarded([&] { return session_->ioi_task() ? json_js(session_->ioi_task_json()) : val::null(); });
 }
 
+val Model::ioiKind() const {
+  return guarded([&] {
+    const std::string kind = session_->ioi_kind();
+    return kind.empty() ? val::null() : val(kind);
+  });
+}
+
 // One sentence of the task: options {template, order, io, s, place, object} (indices).
 val Model::ioiSentence(const val& opts) const {
   return guarded([&] {
@@ -1077,7 +1088,8 @@ val Model::skipTrigrams(const val& layer, const val& head, const val& k, const v
 val Model::corpusStats(const val& ids_js, const val& window_js, bool leading_terms, bool interchange) const {
   return guarded([&] {
     const std::vector<int> ids = copy_in<int>(ids_js, "corpusStats: token ids");
-    const cs::CorpusStatsRun r = session_->corpus_stats(ids, to_int(window_js, "corpusStats: window"));
+    const int window = window_js.isUndefined() || window_js.isNull() ? cs::kLeadingTermsWindow : to_int(window_js, "corpusStats: window");
+    const cs::CorpusStatsRun r = session_->corpus_stats(ids, window);
     const cs::CorpusStats& s = r.stats;
     const cs::Config& c = session_->config();
     val out = val::object();

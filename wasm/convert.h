@@ -37,7 +37,7 @@ class Model {
  public:
   explicit Model(cs::ModelFile file);
   std::string config() const;
-  val tokenize(const val& text) const;  // text: a JS string (see convert.cpp)
+  val tokenize(const val& text, bool fit) const;  // text: a JS string (see convert.cpp)
   val tokenBytes(const val& ids) const;
   val run(const val& ids, const val& intervention, const val& options);
   val attribution(const val& ids, const val& pos, const val& intervention, const val& target) const;
@@ -63,6 +63,7 @@ class Model {
   val ioiSequences(const val& split) const;
   val ioiEvaluate(const val& intervention, const val& split) const;
   val ioiTask() const;
+  val ioiKind() const;
   val ioiSentence(const val& options) const;
   val cutComposition(const val& input) const;
   val skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const;

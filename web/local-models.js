@@ -8,7 +8,7 @@
 //
 // Which views offer a local model (viewsOf): Induction and Circuits always (any tokenizer; the
 // Induction view's sample text comes from the core for token-id and word vocabularies); IOI when
-// the core runs its IOI task on the model (ioiTask() not null, or the symbolic task with its
+// the core says the model is for an IOI task (ioiKind(): a template task, or the symbolic task's
 // vocabulary <BOS> <MID> A..F, as the shipped symbolic models); Training always, where the curves say a model
 // file carries no training records (only the shipped runs' metrics files have them). The first
 // view listed is where the model opens: IOI for an IOI model, else Induction.
@@ -66,28 +66,11 @@ export function localNameFor(fileName) {
   return name;
 }
 
-const SYMBOLIC_NAMES = ['A', 'B', 'C', 'D', 'E', 'F'];   // the symbolic task's names, which the IOI view renames
-
-/**
- * Whether `model` is an IOI model as the shipped ones are: the core gives it a template task
- * (ioiTask()), or it runs the symbolic task on it (ioiSentence() needs <BOS> and <MID>,
- * ioiEvaluate() the task's vocabulary size) and its names are the task's six, A to F.
- */
-function isIoi(model) {
-  if (model.ioiTask()) return true;
-  try {
-    model.ioiSentence();
-    model.ioiEvaluate();
-  } catch {
-    return false;
-  }
-  const names = model.tokenizer.vocab.filter((w) => w !== '<BOS>' && w !== '<MID>');
-  return names.length === SYMBOLIC_NAMES.length && names.every((w, i) => w === SYMBOLIC_NAMES[i]);
-}
-
 /** The views that offer a model (see the header): the first is where it opens. */
 export function viewsOf(model) {
-  return isIoi(model) ? ['ioi', 'circuits', 'training'] : ['induction', 'circuits', 'training'];
+  // An IOI model as the shipped ones are (the core's ioiKind(): a template task, or the symbolic
+  // task's vocabulary) opens in the IOI view.
+  return model.ioiKind() ? ['ioi', 'circuits', 'training'] : ['induction', 'circuits', 'training'];
 }
 
 /**

@@ -17,6 +17,9 @@ namespace cs {
 // The most memory the statistics of one call may take (their [V, V] tables): vocabularies of up
 // to 2,896 tokens. Larger ones are refused with a sentence before anything is allocated.
 constexpr double kMaxCorpusStatsBytes = 128.0 * (1 << 20);
+// The context window the gradient leading terms are measured with (the report's, and the page's
+// corpusStats() when no window is given): tokens up to 8 back count as context.
+constexpr int kLeadingTermsWindow = 8;
 
 struct CorpusStats {
   int V = 0;       // vocabulary size

@@ -285,6 +285,14 @@ void check_symbolic_vocabulary(const Config& cfg) {
                                 " tokens (<BOS> <MID> A..F) but this model's has " + std::to_string(cfg.d_vocab));
 }
 
+bool is_symbolic_ioi_vocabulary(const Tokenizer& tok) {
+  const Tokenizer sym = ioi_symbolic_tokenizer();
+  if (tok.kind() != sym.kind() || tok.size() != sym.size()) return false;
+  for (int i = 0; i < sym.size(); ++i)
+    if (tok.token_bytes(i) != sym.token_bytes(i)) return false;
+  return true;
+}
+
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv) {
   check_symbolic_vocabulary(p.cfg);
   return ioi_evaluate(p, ioi_symbolic_sequences(), iv);

@@ -152,6 +152,9 @@ IoiEvaluation ioi_evaluate(const Params<float>& p, const Batch& sequences, const
 IoiEvaluation ioi_evaluate(const Params<float>& p, const Intervention& iv = Intervention());
 // Throws the sentence ioi_evaluate gives unless the model's vocabulary is the symbolic task's.
 void check_symbolic_vocabulary(const Config& cfg);
+// Whether `tok` is the symbolic task's vocabulary, ioi_symbolic_tokenizer(): <BOS>, <MID> and the
+// names A..F, in its order.
+bool is_symbolic_ioi_vocabulary(const Tokenizer& tok);
 // The 60 sequences <BOS> IO S S <MID> and <BOS> S IO S <MID> of the default vocabulary, [60, 5].
 Batch ioi_symbolic_sequences();
 

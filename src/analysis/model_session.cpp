@@ -78,6 +78,22 @@ std::vector<Token> ModelSession::tokenize(const std::string& text) const {
   return file_.tokenizer.encode(text, file_.tokenizer.bos_id() >= 0);
 }
 
+ModelSession::ContextTokens ModelSession::tokenize_to_context(const std::string& text, bool fit) const {
+  ContextTokens out;
+  out.tokens = tokenize(text);
+  const int bos_id = file_.tokenizer.bos_id();
+  std::vector<Token>& t = out.tokens;
+  // The <BOS> encode() adds has an empty span at 0 (a <BOS> typed into the text does not).
+  out.bos = bos_id >= 0 && !t.empty() && t[0].id == bos_id && t[0].end == 0 ? 1 : 0;
+  const int n_ctx = config().n_ctx;
+  if (fit && static_cast<int>(t.size()) > n_ctx) {
+    const int from = static_cast<int>(t.size()) - (n_ctx - out.bos);
+    out.truncated = from - out.bos;
+    t.erase(t.begin() + out.bos, t.begin() + from);
+  }
+  return out;
+}
+
 namespace {
 // One kept pass: the forward cache of one session's run() under one intervention (or of its
 // forward_batch()), with what an incremental pass reuses from it.
@@ -219,6 +235,11 @@ CorpusStatsRun ModelSession::corpus_stats(const std::vector<int>& ids, int windo
   r.direct_path_cosine = cs::direct_path_cosine(file_.params, r.stats);
   for (double x : ov_cosines(file_.params, r.stats)) r.ov_cosine.push_back(static_cast<float>(x));
   return r;
+}
+
+std::string ModelSession::ioi_kind() const {
+  if (task_) return "templates";
+  return is_symbolic_ioi_vocabulary(file_.tokenizer) ? "symbolic" : "";
 }
 
 nlohmann::json ModelSession::ioi_task_json() const {

@@ -121,6 +121,15 @@ class ModelSession {
   nlohmann::json describe() const;
   // With <BOS> first when the vocabulary has one (as the CLI does).
   std::vector<Token> tokenize(const std::string& text) const;
+  // The text as the views run it: tokenize(), then (with `fit`), past the context, the <BOS> the
+  // tokenizer put first (if any) followed by the last n_ctx - bos tokens, so the newest text is
+  // what the model sees.
+  struct ContextTokens {
+    std::vector<Token> tokens;
+    int bos = 0;        // 1 when tokens[0] is the <BOS> tokenize() put first
+    int truncated = 0;  // tokens of the text left out from the start
+  };
+  ContextTokens tokenize_to_context(const std::string& text, bool fit = true) const;
 
   // One forward pass and run()'s extras, into this session's kept pass under `iv` (see
   // kKeptPassBytes): a pass after this session's last run() under the same intervention is
@@ -155,6 +164,11 @@ class ModelSession {
   // The task for the page: ioi_template_task_json plus "splits" [{split, what}] and
   // "template_info" [{index, text, readable: [order 0, order 1], held_out}]; null without a task.
   nlohmann::json ioi_task_json() const;
+  // Which IOI task the model is for: "templates" (it carries a template task), "symbolic" (its
+  // vocabulary is the symbolic task's, <BOS> <MID> and the names A..F, so ioi_evaluate and the
+  // symbolic sentences run on it), else "" (not an IOI model). The page's rule for where a model
+  // file opens.
+  std::string ioi_kind() const;
   // The names whose probabilities ioi() reports: the task's names, or the symbolic A..F.
   const std::vector<int>& ioi_name_ids() const { return name_ids_; }
   IoiAnalysis ioi(const std::vector<int>& ids, const Intervention& iv) const;

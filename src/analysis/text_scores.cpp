@@ -27,7 +27,9 @@ std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from, int at)
       }
     }
   }
-  return holding ? holding : best;
+  std::optional<Repeat> found = holding ? holding : best;
+  if (found) found->compared = found->r >= kHeldRepeatMin;
+  return found;
 }
 
 int text_scores_from(const std::vector<int>& tokens, int bos_id) {

@@ -12,11 +12,14 @@
 
 namespace cs {
 
+constexpr int kHeldRepeatMin = 8;  // the induction view compares the copies of blocks this long
+
 // A block of tokens that occurs twice without overlapping: first copy [a, a + r), second copy
 // [a + d, a + d + r).
 struct Repeat {
   int a = 0, d = 0, r = 0;
-  bool held = false;  // chosen because one of its copies holds the position asked for (`at`)
+  bool held = false;      // chosen because one of its copies holds the position asked for (`at`)
+  bool compared = false;  // r >= kHeldRepeatMin: long enough for the induction view to compare its copies
 };
 
 // The longest such block over ids[from ..] (the earliest start and smallest distance among equals),
@@ -24,7 +27,6 @@ struct Repeat {
 // kHeldRepeatMin tokens one of whose copies holds position `at` (the token the user picked: the
 // block just inserted, or another the user points at), and the longest of all when no such block
 // holds it. O(T^2).
-constexpr int kHeldRepeatMin = 8;  // the induction view compares the copies of blocks this long
 std::optional<Repeat> find_repeat(const std::vector<int>& ids, int from, int at = -1);
 
 struct TextScores {

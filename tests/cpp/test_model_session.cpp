@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "analysis/model_session.h"
+#include "analysis/ioi.h"
 #include "checks.h"
+#include "data.h"
 #include "test_util.h"
 
 namespace cs {
@@ -70,6 +72,54 @@ TEST(ModelSession, SymbolicModelUsesTheSymbolicTask) {
   ASSERT_EQ(rows.size(), 60u);
   EXPECT_EQ(rows[0].tokens.size(), 5u);
   EXPECT_THROW(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_all(Intervention(), std::nullopt), std::invalid_argument);
+}
+
+TEST(ModelSession, IoiKindSaysWhichTaskAModelIsFor) {
+  EXPECT_EQ(ModelSession(load_model_file("models/ioi-templates-1l2h.safetensors")).ioi_kind(), "templates");
+  EXPECT_EQ(ModelSession(load_model_file("models/ioi-1l2h.safetensors")).ioi_kind(), "symbolic");
+  EXPECT_EQ(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_kind(), "");
+  // Eight words that are not the symbolic task's (its names renamed), or the task's words with a
+  // ninth: not the symbolic vocabulary, though <BOS> and <MID> are there.
+  ModelFile f = load_model_file("models/ioi-1l2h.safetensors");
+  f.tokenizer = Tokenizer::build_word({"<BOS>", "<MID>", "Ann", "Bob", "Cat", "Dan", "Eve", "Fay"});
+  EXPECT_EQ(ModelSession(f).ioi_kind(), "");
+  EXPECT_TRUE(is_symbolic_ioi_vocabulary(ioi_symbolic_tokenizer()));
+  EXPECT_FALSE(is_symbolic_ioi_vocabulary(ioi_symbolic_tokenizer({"A", "B", "C", "D", "E", "F", "G"})));
+  EXPECT_FALSE(is_symbolic_ioi_vocabulary(ioi_symbolic_tokenizer({"B", "A", "C", "D", "E", "F"})));
+}
+
+TEST(ModelSession, TokensFitToTheContextKeepTheBosAndTheNewestText) {
+  const ModelSession m(load_model_file("models/char-2l.safetensors"));
+  const int n_ctx = m.config().n_ctx;
+  std::string text;
+  for (int i = 0; i < n_ctx + 40; ++i) text += static_cast<char>('a' + i % 26);
+  const auto all = m.tokenize(text);
+  ASSERT_EQ(static_cast<int>(all.size()), n_ctx + 41);  // <BOS> and one token a character
+  const auto fit = m.tokenize_to_context(text);
+  EXPECT_EQ(fit.bos, 1);
+  EXPECT_EQ(fit.truncated, 41);
+  ASSERT_EQ(static_cast<int>(fit.tokens.size()), n_ctx);
+  EXPECT_EQ(fit.tokens[0].id, m.file().tokenizer.bos_id());
+  EXPECT_EQ(fit.tokens[1].begin, 41);  // the text's 42nd character: the newest n_ctx - 1 are kept
+  EXPECT_EQ(fit.tokens.back().end, static_cast<int>(text.size()));
+  // Without fitting, or within the context, nothing is left out.
+  const auto whole = m.tokenize_to_context(text, false);
+  EXPECT_EQ(whole.tokens.size(), all.size());
+  EXPECT_EQ(whole.truncated, 0);
+  EXPECT_EQ(whole.bos, 1);
+  const auto shortText = m.tokenize_to_context("abc");
+  EXPECT_EQ(shortText.tokens.size(), 4u);
+  EXPECT_EQ(shortText.truncated, 0);
+  // A token-id model has no <BOS>: the last n_ctx tokens.
+  ModelFile f = load_model_file("models/char-2l.safetensors");
+  f.tokenizer = Tokenizer::build_word({"x", "y"});
+  const ModelSession w(f);
+  std::string words;
+  for (int i = 0; i < n_ctx + 3; ++i) words += i % 2 ? "y " : "x ";
+  const auto wf = w.tokenize_to_context(words);
+  EXPECT_EQ(wf.bos, 0);
+  EXPECT_EQ(wf.truncated, 3);
+  EXPECT_EQ(static_cast<int>(wf.tokens.size()), n_ctx);
 }
 
 TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {

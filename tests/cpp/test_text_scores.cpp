@@ -36,6 +36,7 @@ TEST(FindRepeat, FindsTheLongestNonOverlappingBlock) {
   EXPECT_EQ(r->a, 1);
   EXPECT_EQ(r->d, 6);
   EXPECT_EQ(r->r, 5);
+  EXPECT_FALSE(r->compared);  // 5 tokens: too short for the view to compare its copies
   EXPECT_FALSE(find_repeat({0, 1, 2, 3, 1, 2, 3}, 0).has_value());  // 3 tokens: below 4
   // A run longer than the distance overlaps itself: capped at d.
   auto o = find_repeat({4, 4, 4, 4, 4, 4, 4, 4, 4}, 0);
@@ -63,6 +64,7 @@ TEST(FindRepeat, PrefersTheBlockHoldingTheGivenPosition) {
   EXPECT_EQ(longest->a, 1);
   EXPECT_EQ(longest->r, 12);
   EXPECT_FALSE(longest->held);
+  EXPECT_TRUE(longest->compared);
   for (int at : {27, 34, 35, 42}) {
     const auto r = find_repeat(ids, 1, at);
     ASSERT_TRUE(r.has_value()) << at;
@@ -70,6 +72,7 @@ TEST(FindRepeat, PrefersTheBlockHoldingTheGivenPosition) {
     EXPECT_EQ(r->d, 8) << at;
     EXPECT_EQ(r->r, 8) << at;
     EXPECT_TRUE(r->held) << at;
+    EXPECT_TRUE(r->compared) << at;  // exactly kHeldRepeatMin
   }
   EXPECT_EQ(find_repeat(ids, 1, 5)->a, 1);     // inside the long block's first copy
   EXPECT_TRUE(find_repeat(ids, 1, 5)->held);

@@ -730,6 +730,7 @@ test('IOI on sentence templates: the model carries its task; splits, names and p
     assert.equal(task.names.length, 40);
     assert.equal(task.templates.length, 12);
     assert.equal(ioi.ioiTask(), null, 'a symbolic model has no task');
+    assert.deepEqual([m.ioiKind(), ioi.ioiKind(), char.ioiKind()], ['templates', 'symbolic', null], 'which IOI task each model is for');
     // Held-out templates are solved (REPORT.md); the split reaches the evaluation.
     const held = m.ioiEvaluate(undefined, 'held-out templates');
     assert.ok(held.accuracy > 0.9, `held-out templates ${held.accuracy}`);
@@ -792,6 +793,26 @@ test('skipTrigrams read their qk and ov values from the full tables; corpusStats
   const b = char.tokenize('b').ids.at(-1);
   close(api.at(fromText.bigram, a, b), 1, 1e-6, 'text bigram a -> b');
   close(api.at(fromText.bigram, 0, a), 0, 0, 'no <BOS> in the stream');
+});
+
+test('tokenize({fit}): past the context, the <BOS> and the newest tokens, as the views run a long text', () => {
+  const n = char.config.n_ctx;
+  const text = 'Twinkle, twinkle, little star. '.repeat(20);
+  const all = char.tokenize(text);
+  assert.equal(all.bos, 1);
+  assert.equal(all.truncated, 0);
+  assert.ok(all.ids.length > n + 10);
+  const fit = char.tokenize(text, { fit: true });
+  const from = all.ids.length - (n - 1);
+  assert.equal(fit.truncated, from - 1);
+  assert.equal(fit.bos, 1);
+  for (const k of ['ids', 'begins', 'ends']) {
+    assert.equal(fit[k].length, n);
+    assert.deepEqual(Array.from(fit[k]), [all[k][0], ...all[k].subarray(from)], k);
+  }
+  const short = char.tokenize('abc', { fit: true });
+  assert.deepEqual([short.ids.length, short.truncated, short.bos], [4, 0, 1]);
+  assert.throws(() => char.tokenize(text, /** @type {any} */ ({ fits: true })), /tokenize: unknown option "fits"/);
 });
 
 test('save() gives bytes that load back into the same model', () => {

@@ -54,7 +54,8 @@ function findRepeat(ids, from) {
       } else run = 0;
     }
   }
-  return best;
+  // The view compares the two copies of a block of 8 tokens or more (the core's kHeldRepeatMin).
+  return best && { ...best, compared: best.r >= 8 };
 }
 
 // web/views/induction.js textScores, over run()'s patterns

@@ -27,6 +27,10 @@ const FORBIDDEN = [
   ['the mean loss and the loss on each copy of a repeat (run().mean_loss, first_copy_loss, second_copy_loss)', /\b(?:const|let|function)\s+(?:meanLoss|copyLoss|mean_loss)\b/],
   ['the ICL score\'s standard error (metrics records\' icl_se, from `circuitscope train`)', /\b(?:const|let|var|function)\s+\w*(?:stderr|standardError|std_?err)\b|\.icl_se\s*=(?!=)|Math\.sqrt\s*\([^)]*\/\s*\(?\s*\w*(?:windows|\.length)\b/i],
   ['the head with the largest score (the wrapper\'s argmax)', /for\s*\([^)]*\)\s*if\s*\(\s*\w+\[\w+\]\s*>\s*\w+\[best\]\s*\)\s*best\s*=/],
+  ['the repeat long enough to compare its copies (the repeat\'s `compared`)', /MIN_REPEAT|\brepeat\w*\??\.r\s*>=?\s*\w/],
+  ['a text cut to the context around its <BOS> (tokenize(text, {fit: true}))', /n_ctx\s*-\s*\(?\s*bos\b|ids\.length\s*>\s*\w+\.n_ctx/],
+  ['which IOI task a vocabulary is for (ioiKind())', /SYMBOLIC_NAMES|[!=]==?\s*['"]<(?:BOS|MID)>['"]/],
+  ['the leading terms\' window (corpusStats()\'s default, leadingTermsWindow)', /\bWINDOW\s*=\s*\d|corpusStats\([^)]*window:\s*\d/],
   ['a checkpoint file\'s number (checkpointLabel())', /\\d(?:[+*]|\{[\d,]+\})\)?\\\.\(?(?:\?:)?(?:pth|safetensors)/i],
 ];
 
@@ -73,6 +77,10 @@ test('the check catches each kind of computation on a sample', () => {
     'r.icl_se = sd / Math.sqrt(n);',
     'const se = Math.sqrt(variance / windows);',
     'const label = /_(\\d+)\\.pth$/.exec(file.name);',
+    'export const repeatOf = (a) => (a.repeat && a.repeat.r >= 8 ? a.repeat : null);',
+    'const from = ids.length - (c.n_ctx - bos);',
+    "const names = model.tokenizer.vocab.filter((w) => w !== '<BOS>' && w !== '<MID>');",
+    'const st = m.corpusStats(text, { window: 8 });',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

@@ -36,7 +36,6 @@ import { el } from '../parts/dom.js';
 import { getModel } from '../store.js';
 import { CsView } from '../element.js';
 import { showPanel } from '../panels/panel.js';
-import { taskOf } from '../panels/ioi/analysis.js';
 import architecture from '../panels/ioi/architecture.js';
 import * as accuracy from '../panels/ioi/accuracy.js';
 import * as zoo from '../panels/ioi/zoo.js';
@@ -81,7 +80,7 @@ export class CsIoi extends CsView {
     if (stale()) return;
     this.clearError();
     const s = this._sections;
-    const kind = taskOf(model) ? 'templates' : 'symbolic';
+    const kind = model.ioiKind() === 'templates' ? 'templates' : 'symbolic';
     this.dataset.kind = kind;
     await showPanel(s.architecture, architecture, name, this.store);
     await showPanel(s.builder, kind === 'templates' ? sentence : sequence, name, this.store);

@@ -61,8 +61,7 @@ export function entryTable(caption, heads, rows) {
 
 /** The text the path expansion starts with, for a model's kind of tokenizer. */
 export const defaultText = (model) => {
-  const { kind, vocab } = model.tokenizer;
   if (readsText(model.tokenizer)) return 'Alice was beginning to get very tired. Alice was beginning to get very t';
-  if (kind === 'word' && vocab.includes('<MID>') && vocab.includes('A')) return 'A B B <MID>';   // symbolic IOI
+  if (model.ioiKind() === 'symbolic') return model.ioiSentence({ io: 0, s: 1 }).text;   // the core's "A B B <MID>"
   return tokenSample(model);   // another vocabulary (a model file opened in the page): a repeated random segment
 };

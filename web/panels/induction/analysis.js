@@ -17,7 +17,6 @@ export const SAMPLE = 'Alice was beginning to get very tired of sitting by her s
 /** The text shown for a model when the state has none: SAMPLE (character or byte-pair vocabulary), or for a word or token-id vocabulary a repeated random segment (sample.js). */
 export const sampleFor = (model) => (readsText(model.tokenizer) ? SAMPLE : tokenSample(model));
 export const TOP_K = 5;            // next-token predictions shown for a hovered token
-export const MIN_REPEAT = 8;       // a repeated block this long gets the first/second copy comparison
 
 /** A token as shown: spaces, newlines and tabs made visible (parts/format.js), so a sub-word's leading space shows. */
 export const showTok = showToken;
@@ -70,23 +69,10 @@ export function analyse(model, state) {
 }
 
 /**
- * The tokens the view runs on: the text's, its last n_ctx when longer (a leading <BOS> kept).
- * {ids, begins, ends, bos (1 when it starts with <BOS>), truncated (tokens left out)}.
+ * The tokens the view runs on, as the core fits the text to the context (tokenize's fit: past
+ * n_ctx, the <BOS> and the newest tokens): {ids, begins, ends, bos, truncated}.
  */
-function shownTokens(model, text) {
-  const c = model.config;
-  let { ids, begins, ends } = model.tokenize(text);
-  const bosId = model.tokenizer.bos_id ?? -1;   // the core's: <BOS>, or <|endoftext|> for a tokenizer.json
-  const bos = bosId >= 0 && ids.length && ids[0] === bosId && ends[0] === 0 ? 1 : 0;
-  let truncated = 0;
-  if (ids.length > c.n_ctx) {
-    const from = ids.length - (c.n_ctx - bos);
-    truncated = from - bos;
-    const cut = (a) => { const o = new Int32Array(c.n_ctx); if (bos) o[0] = a[0]; o.set(a.subarray(from), bos); return o; };
-    ids = cut(ids); begins = cut(begins); ends = cut(ends);
-  }
-  return { ids, begins, ends, bos, truncated };
-}
+const shownTokens = (model, text) => model.tokenize(text, { fit: true });
 
 /** The position (as the view numbers its tokens) of the token holding `text`'s UTF-16 offset, or null. */
 export function positionAt(model, text, offset) {
@@ -128,8 +114,8 @@ export function cleanProb(a, q, id) {
 /** The text of token k of an analysis as shown ("BOS" for the start token). */
 export const tokenText = (a, k) => (k < a.bos ? 'BOS' : showTok(a.text.slice(a.begins[k], a.ends[k])));
 
-/** The repeated block when it is long enough to compare its two copies, else null. */
-export const repeatOf = (a) => (a.repeat && a.repeat.r >= MIN_REPEAT ? a.repeat : null);
+/** The repeated block when it is long enough to compare its two copies (the core's `compared`), else null. */
+export const repeatOf = (a) => (a.repeat?.compared ? a.repeat : null);
 
 /**
  * The first position whose pattern rows may differ between the analysis `prev` drawn last and

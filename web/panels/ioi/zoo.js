@@ -35,7 +35,8 @@ function entry(kind) {
   return entries.get(kind);
 }
 
-const kindOf = (model) => (taskOf(model) ? 'templates' : 'symbolic');
+// The IOI view shows a model of either task; a model of neither is shown as the symbolic task's.
+const kindOf = (model) => (model.ioiKind() === 'templates' ? 'templates' : 'symbolic');
 
 /** The comparison the panel waits for: {value, promise}. */
 export function prepare({ model }) {

@@ -2,7 +2,7 @@
 // corpus statistics that the first gradient steps predict, at every training snapshot of the
 // shipped run and for the final model. For each, the core's corpusStats() over the text
 // models/index.json names for the model (statistics_text: the character models' training corpus,
-// the sub-word models' held-out text; window 8, as the Reproduction report measures it): the cosine
+// the sub-word models' held-out text; the core's window, 8, as the Reproduction report measures it): the cosine
 // of the row-centred direct path W_E W_U with the bigram term, and of each head's row-centred OV
 // table with the context term. A chart over training steps, the state's snapshot marked, and the
 // numbers as CSV. Above it, when models/index.json names a curve for the model ("leading":
@@ -10,14 +10,13 @@
 // reads), the seed's own setting: every step of full-batch gradient descent from small weights,
 // drawn as the file gives it.
 import { el } from '../../parts/dom.js';
-import { getModel, getJSON, getModelIndex, siteUrl } from '../../store.js';
+import { getModel, getModule, getJSON, getModelIndex, siteUrl } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { LineChart, destroyCharts } from '../../parts/line-chart.js';
 import { downloadCSV } from '../../parts/download.js';
 import { shippedRun, COLORS, headLabel } from './shipped.js';
 import { fmt } from '../../parts/format.js';
 
-const WINDOW = 8;          // the context window of the report's measurement (src/report.cpp)
 const results = new Map();    // model name -> the measured data (once asked for)
 const texts = new Map();      // path under models/ -> Promise of the text
 
@@ -34,7 +33,7 @@ async function measure(name, statisticsText) {
   const rows = [];
   for (const snapshot of [...run.snaps.map((s) => `step${s}`), null]) {
     const m = await getModel(name, snapshot ? { snapshot } : {});
-    const st = m.corpusStats(text, { window: WINDOW });
+    const st = m.corpusStats(text);   // the core's window for the leading terms (the report's)
     const step = snapshot ? Number(snapshot.slice(4)) : Number(m.info.step ?? run.steps?.at(-1) ?? NaN);
     rows.push({ step, direct: st.direct_path_cosine, ov: Array.from(st.ov_cosine.data) });
   }
@@ -93,15 +92,16 @@ export default definePanel({
     const entry = (await getModelIndex()).find((e) => e.name === modelName);
     const curve = typeof entry?.leading === 'string' ? await getJSON(`models/${entry.leading}`) : null;
     const key = `${modelName}/${snapshot}/${!!done}/${!!curve}`;
-    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done, curve, statisticsText: entry?.statistics_text ?? null });
+    const window = (await getModule()).leadingTermsWindow;
+    if (!shown.has(key)) shown.set(key, { name: modelName, snapshot, done, curve, statisticsText: entry?.statistics_text ?? null, window });
     return shown.get(key);
   },
 
-  render({ name, snapshot, done, curve, statisticsText }) {
+  render({ name, snapshot, done, curve, statisticsText, window }) {
     const body = el('div', { class: 'cs-leading-snapshots' });
     const node = el('div', {},
       ...(curve?.points?.length ? smallInitFigure(curve) : []),
-      el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${WINDOW}), counted on ${statisticsText ? `models/${statisticsText}` : 'the text models/index.json names'}. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l and bpe-1l).`),
+      el('p', { class: 'cs-explain' }, `Seed 002: from small weights every softmax is uniform, so the first gradient steps push the direct path W_E W_U towards the bigram statistics (diag(π)(B − 1/V)) and a head's OV table towards the context statistics (Φᵀ diag(ρ), window ${window}), counted on ${statisticsText ? `models/${statisticsText}` : 'the text models/index.json names'}. Each line is the cosine of a row-centred learned table with its term, at every training snapshot of ${name} and for the final model (the core's corpusStats(), as the Reproduction report measures char-1l and bpe-1l).`),
       body);
     node.csData = done;
     node.csCurve = curve;
