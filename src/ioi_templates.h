@@ -78,6 +78,9 @@ struct IoiSentence {
   std::string text;
   std::vector<int> tokens;
   std::vector<std::string> words;
+  // Each token's part: "IO" (the name said once, the answer), "S" (the name said twice), else "".
+  // Filled by ModelSession::ioi_sentence, for the symbolic task's sentences too.
+  std::vector<std::string> roles;
   bool template_held_out = false, pair_held_out = false;
   IoiSplit split = IoiSplit::Train;
 };

@@ -462,11 +462,12 @@ StepMetrics Trainer::step() {
   if (done_ == 0) start_loss_ = std::max(lr.loss, std::log(static_cast<double>(tok_.size())));
   if (std::string why = loss_problem(lr.loss, start_loss_, number); !why.empty()) throw TrainingDiverged(why);
   backward(params_, cache_, d.batch, grads_);
-  return finish(d, lr.loss, lr.per_token, false);
+  return apply_gradient(d, lr.loss, lr.per_token, false);
 }
 
-// The rest of a step once grads_ holds the whole batch's gradient.
-StepMetrics Trainer::finish(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss) {
+// The rest of a step once grads_ holds the whole batch's gradient: clip it, take the optimiser
+// step, count the step and return its metrics.
+StepMetrics Trainer::apply_gradient(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss) {
   StepMetrics m;
   const int step = done_;         // 0-based, for the schedule
   const int number = done_ + 1;
@@ -511,7 +512,7 @@ class WorkerPool {
     wake_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
-  int size() const { return static_cast<int>(threads_.size()); }
+  int threads() const { return static_cast<int>(threads_.size()); }  // besides the calling thread
   template <class F>
   void run(int n, F& fn) {
     {
@@ -668,7 +669,7 @@ StepMetrics Trainer::finish_step(const std::vector<const ShardResult*>& results)
   }
   pending_ = false;
   const DataBatch d = std::move(pending_batch_);
-  return finish(d, loss, per_token, true);
+  return apply_gradient(d, loss, per_token, true);
 }
 
 StepMetrics Trainer::step_parallel(int shards) {
@@ -689,7 +690,7 @@ StepMetrics Trainer::step_parallel(int shards) {
 #if defined(__EMSCRIPTEN__)
   for (std::size_t i = 0; i < parts.size(); ++i) work(i);
 #else
-  if (!pool_ || pool_->size() != static_cast<int>(parts.size()) - 1)
+  if (!pool_ || pool_->threads() != static_cast<int>(parts.size()) - 1)
     pool_ = std::make_shared<WorkerPool>(static_cast<int>(parts.size()) - 1);
   pool_->run(static_cast<int>(parts.size()), work);
 #endif

@@ -209,7 +209,7 @@ class Trainer {
   std::vector<ShardResult> shard_results_;
   std::shared_ptr<WorkerPool> pool_;
   ShardResult own_result_;  // shard_result's
-  StepMetrics finish(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss);
+  StepMetrics apply_gradient(const DataBatch& d, double loss, const std::vector<float>& per_token, bool check_loss);
   ActivationCache<float> cache_;
   LossResult loss_;  // reused from step to step
   Rng rng_;

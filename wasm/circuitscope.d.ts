@@ -707,6 +707,8 @@ export interface IoiSentence {
   tokens: Int32Array;
   /** The text of each token. */
   words: string[];
+  /** Each token's part in the task: 'IO' (the name said once, the answer), 'S' (the name said twice), else ''. */
+  roles: ('IO' | 'S' | '')[];
   template_held_out: boolean;
   pair_held_out: boolean;
   /** The split it belongs to ('train' for the symbolic task, which trains on every sequence). */

@@ -1028,6 +1028,7 @@ val Model::ioiSentence(const val& opts) const {
     out.set("text", x.text);
     out.set("tokens", copy_out(x.tokens.data(), x.tokens.size(), "Int32Array"));
     out.set("words", str_array(x.words));
+    out.set("roles", str_array(x.roles));
     out.set("template_held_out", x.template_held_out);
     out.set("pair_held_out", x.pair_held_out);
     out.set("split", std::string(cs::ioi_split_name(x.split)));

@@ -382,13 +382,19 @@ std::vector<ModelSession::IoiRow> ModelSession::ioi_all(const Intervention& iv_i
 }
 
 IoiSentence ModelSession::ioi_sentence(const IoiTemplateRow& row) const {
-  if (task_) return ioi_template_sentence_of(*task_, file_.tokenizer, row);
-  const IoiSymbolicSentence x = ioi_symbolic_sentence(file_.tokenizer, row.io, row.s, row.order);
   IoiSentence out;
-  out.text = x.text;
-  out.tokens = x.tokens;
-  out.words = x.words;
-  out.split = IoiSplit::Train;  // the symbolic task trains on every sequence
+  if (task_) {
+    out = ioi_template_sentence_of(*task_, file_.tokenizer, row);
+  } else {
+    const IoiSymbolicSentence x = ioi_symbolic_sentence(file_.tokenizer, row.io, row.s, row.order);
+    out.text = x.text;
+    out.tokens = x.tokens;
+    out.words = x.words;
+    out.split = IoiSplit::Train;  // the symbolic task trains on every sequence
+  }
+  // Both built the sentence from row.io and row.s, indices into name_ids_ that they checked.
+  const int io = name_ids_.at(row.io), s = name_ids_.at(row.s);
+  for (int t : out.tokens) out.roles.push_back(t == io ? "IO" : t == s ? "S" : "");
   return out;
 }
 

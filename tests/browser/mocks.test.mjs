@@ -3,10 +3,11 @@
 // model file is fetched, and nothing is logged as an error); and what each panel's query
 // returns today, in the state its mock was recorded in, has the mock's shape (its keys and the
 // kinds of their values), so a mock cannot drift from its panel. When a query's result changes
-// shape, `npm run mocks PANEL` records the mock again. Needs `npm run build`.
+// shape, `npm run mocks PANEL` records the mock again. Each mock's drawing is saved as
+// test-artifacts/mocks/PANEL.png: every panel of the page at a glance. Needs `npm run build`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
@@ -48,6 +49,9 @@ test('every panel has a mock beside it, recorded from that panel, and small', ()
 
 test('every panel draws its mock with no model loaded', async () => {
   const { page, errors } = await blankPage(browser, origin);
+  await page.setViewportSize({ width: 1100, height: 800 });
+  const shots = path.join(root, 'test-artifacts', 'mocks');
+  mkdirSync(shots, { recursive: true });
   const fetched = [];
   page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
   try {
@@ -77,6 +81,7 @@ test('every panel draws its mock with no model loaded', async () => {
       assert.equal(shown.error, null, `${name} failed to draw its mock: ${shown.error}`);
       assert.ok(shown.heading, `${name} drew no heading`);
       assert.ok(shown.drawn >= 2 && shown.content > shown.heading.length, `${name} drew nothing under its heading`);
+      await page.locator('cs-panel').screenshot({ path: path.join(shots, `${name}.png`) });
     }
     // The module's JS wrapper may load (a panel imports a plain function from it); its WebAssembly
     // and the model files may not.

@@ -35,6 +35,14 @@ TEST(ModelSession, TemplateModelCarriesItsTaskSplitsAndNames) {
     EXPECT_EQ(r.analysis.pos, static_cast<int>(r.tokens.size()) - 1);
   }
   const IoiSentence s = m.ioi_sentence({0, 0, 1, 1, 0, 0});
+  // The roles: the IO name once, the S name twice, at the tokens that are those names.
+  ASSERT_EQ(s.roles.size(), s.tokens.size());
+  EXPECT_EQ(std::count(s.roles.begin(), s.roles.end(), "IO"), 1);
+  EXPECT_EQ(std::count(s.roles.begin(), s.roles.end(), "S"), 2);
+  for (std::size_t i = 0; i < s.tokens.size(); ++i) {
+    if (s.roles[i] == "IO") EXPECT_EQ(s.words[i], m.ioi_task()->names[0]);
+    if (s.roles[i] == "S") EXPECT_EQ(s.words[i], m.ioi_task()->names[1]);
+  }
   const IoiAnalysis a = m.ioi(s.tokens, Intervention());
   EXPECT_EQ(a.io, m.ioi_name_ids()[0]);
   EXPECT_EQ(a.s, m.ioi_name_ids()[1]);
@@ -68,6 +76,9 @@ TEST(ModelSession, SymbolicModelUsesTheSymbolicTask) {
   EXPECT_EQ(m.ioi_name_ids().size(), 6u);
   EXPECT_EQ(m.ioi_evaluate(Intervention(), std::nullopt).n, 60);
   EXPECT_EQ(m.ioi_sentence({0, 2, 3, 0, 0, 0}).text, "C D D <MID>");
+  // Each token's part: the name said once (IO) and the name said twice (S), in either order.
+  EXPECT_EQ(m.ioi_sentence({0, 2, 3, 0, 0, 0}).roles, (std::vector<std::string>{"", "IO", "S", "S", ""}));
+  EXPECT_EQ(m.ioi_sentence({0, 2, 3, 1, 0, 0}).roles, (std::vector<std::string>{"", "S", "IO", "S", ""}));
   const auto rows = m.ioi_all(Intervention(), std::nullopt);
   ASSERT_EQ(rows.size(), 60u);
   EXPECT_EQ(rows[0].tokens.size(), 5u);

@@ -243,6 +243,9 @@ test('ioiSentence() builds the sentence, its tokens and its split', () => {
         const a = tpl.ioi(x.text);
         assert.equal(tpl.tokenText([a.io])[0], task.names[io]);
         assert.equal(tpl.tokenText([a.s])[0], task.names[s]);
+        // roles: the IO name's token and the S name's two, as the IOI view tags them.
+        assert.deepEqual(x.roles, x.words.map((w) => (w === task.names[io] ? 'IO' : w === task.names[s] ? 'S' : '')), x.text);
+        assert.deepEqual([x.roles.filter((r) => r === 'IO').length, x.roles.filter((r) => r === 'S').length], [1, 2], x.text);
       }
     }
   }
@@ -250,6 +253,7 @@ test('ioiSentence() builds the sentence, its tokens and its split', () => {
   const sym = ioi.ioiSentence({ io: 0, s: 1, order: 1 });
   assert.equal(sym.text, 'B A B <MID>');
   assert.deepEqual(sym.words, ['<BOS>', 'B', 'A', 'B', '<MID>']);
+  assert.deepEqual(sym.roles, ['', 'S', 'IO', 'S', '']);
   assert.deepEqual(Array.from(sym.tokens), Array.from(ioi.tokenize(sym.text).ids));
   assert.throws(() => tpl.ioiSentence({ template: 99 }), /ioiSentence: template 99 is not one of the task's/);
   assert.throws(() => tpl.ioiSentence({ io: 1, s: 1 }), /two different names/);

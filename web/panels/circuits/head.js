@@ -62,6 +62,6 @@ export function entryTable(caption, heads, rows) {
 /** The text the path expansion starts with, for a model's kind of tokenizer. */
 export const defaultText = (model) => {
   if (readsText(model.tokenizer)) return 'Alice was beginning to get very tired. Alice was beginning to get very t';
-  if (model.ioiKind() === 'symbolic') return model.ioiSentence({ io: 0, s: 1 }).text;   // the core's "A B B <MID>"
+  if (model.ioiKind() === 'symbolic') return model.ioiSentence().text;   // the core's first sentence, "A B B <MID>"
   return tokenSample(model);   // another vocabulary (a model file opened in the page): a repeated random segment
 };

@@ -92,9 +92,9 @@ function symbolic(model, st, iv, order) {
     knownLine: `It knows six names: ${known}. Rename them above to use other names.` });
   if (d.problems.length) return d;
   const sentence = model.ioiSentence({ order, io: LETTERS.indexOf(io), s: LETTERS.indexOf(s) });
-  const letters = sentence.words.slice(1, 4);
-  const shown = ['<BOS>', ...letters.map((L) => names[LETTERS.indexOf(L)]), '<MID>'];
-  d.strip = shown.map((text, i) => ({ text, tag: i === 0 || i === 4 ? '' : letters[i - 1] }));
+  // The core says which tokens are the names (roles): each shows its display name over its letter.
+  const shown = sentence.words.map((w, i) => (sentence.roles[i] ? names[LETTERS.indexOf(w)] : w));
+  d.strip = shown.map((text, i) => ({ text, tag: sentence.roles[i] ? sentence.words[i] : '' }));
   d.words = shown;
   d.tokens = sentence.tokens;
   d.result = { ...analyse(model, sentence.tokens, iv), labelsX: shown.map((t) => t.slice(0, 5)), labelsY: shown, cell: 30,
@@ -148,10 +148,7 @@ function templates(model, modelName, task, st, iv, order) {
     return d;
   }
   const words = sentence.words;
-  const ids = Array.from(sentence.tokens);
-  const ioId = result.vocab.indexOf(names[io]);
-  const sId = result.vocab.indexOf(names[s]);
-  d.strip = words.map((text, i) => ({ text, tag: ids[i] === ioId ? 'IO' : ids[i] === sId ? 'S' : '' }));
+  d.strip = words.map((text, i) => ({ text, tag: sentence.roles[i] }));   // the core's: 'IO', 'S' or ''
   d.words = words;
   d.tokens = sentence.tokens;
   d.result = { ...result, labelsX: words.map((w) => w.slice(0, 4)), labelsY: words, cell: 28,
