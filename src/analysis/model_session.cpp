@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <list>
 #include <stdexcept>
 
@@ -443,14 +442,9 @@ PatchRun ModelSession::patch(const PatchRequest& rq, const Intervention& iv) con
   spec.direction = rq.direction;
   spec.per_position = rq.positions != PatchRequest::Positions::Whole;
   if (rq.positions == PatchRequest::Positions::EachIfItFits) {
-    const double each = patching_work(file_.cfg, spec.pos + 1, true);
-    if (each > kMaxPatchWork) {  // (activation_patching refuses whole heads too, in its words)
-      spec.per_position = false;
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1e multiply-adds, more than the %.1e", each, kMaxPatchWork);
-      run.note = "Each head is patched at every position at once only: patching it at each of the " + std::to_string(spec.pos + 1) +
-                 " positions alone as well would take about " + buf + " one analysis may take. A shorter text shows the positions.";
-    }
+    // (activation_patching refuses whole heads too, in its words, when they would not fit either)
+    run.note = per_position_note(file_.cfg, spec.pos + 1);
+    if (!run.note.empty()) spec.per_position = false;
   }
   run.result = activation_patching(file_.params, spec, with_ablation_reference(iv));
   return run;

@@ -96,6 +96,14 @@ double patching_work(const Config& c, int T, bool per_position) {
   return 2 * forward_work(c, T) + patched * (per_position ? 1.0 + T : 1.0);
 }
 
+std::string per_position_note(const Config& c, int T) {
+  const double each = patching_work(c, T, true);
+  if (each <= kMaxPatchWork) return "";
+  return "Each head is patched at every position at once only: patching it at each of the " + std::to_string(T) +
+         " positions alone as well would take about " + sci(each) + " multiply-adds, more than the " + sci(kMaxPatchWork) +
+         " one analysis may take. A shorter text shows the positions.";
+}
+
 Intervention patch_mlp_intervention(const Config& c, const Intervention& base, const ActivationCache<float>& source, int layer,
                                     const std::vector<int>& positions) {
   if (source.n_batch != 1 || layer < 0 || layer >= static_cast<int>(source.layers.size()) ||

@@ -70,8 +70,11 @@ struct PatchResult {
 double forward_work(const Config& c, int T, int from_layer = -1);
 // Multiply-adds of activation_patching over a T-token answer prefix: 2 whole passes and P (+ P T)
 // from the patched part's layer, P the patched parts (L H heads, and L MLPs when the model has
-// them). At attn-only-2l's shape, 1,024 tokens, whole heads: 1.9e10.
+// them). At attn-only-2l's shape, 1,024 tokens, whole heads: 2.4e10, over kMaxPatchWork.
 double patching_work(const Config& c, int T, bool per_position);
+// Why activation patching over a T-token answer prefix leaves out each position alone (its work
+// with them would exceed kMaxPatchWork), in words for the page; "" when each position fits.
+std::string per_position_note(const Config& c, int T);
 
 // The intervention of one patch: `base` plus head (layer, head)'s output replaced by `source`'s
 // hook_result of that head (cache of a one-sequence pass, kept results) at `positions` (empty:

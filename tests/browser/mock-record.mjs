@@ -51,23 +51,30 @@ export async function blankPage(browser, origin) {
 }
 
 /**
- * Mounts <cs-panel name=`name` ...attrs> on `page` (blankPage), waits until it has drawn and
- * returns {state, data, shape}: the store's state, the query's result encoded (mock.js) and its
- * shape. Throws with the panel's own error if it showed one.
+ * Mounts <cs-panel name=`name` ...attrs> alone in `page`'s <main> (blankPage) and waits until it
+ * has drawn or shown an error (with the attribute `mock`, it draws its mock).
  */
-export async function recordPanel(page, name, attrs, timeout = 60_000) {
+export async function mountPanel(page, name, attrs, timeout = 60_000) {
   await page.evaluate(async ({ name, attrs }) => {
     await import('/panels/panel.js');
-    document.querySelector('main').replaceChildren();
     const el = document.createElement('cs-panel');
     el.setAttribute('name', name);
     for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
-    document.querySelector('main').append(el);
+    document.querySelector('main').replaceChildren(el);
   }, { name, attrs });
   await page.waitForFunction(() => {
     const el = /** @type {any} */ (document.querySelector('cs-panel'));
     return el?.dataset.ready === 'true' || el?.querySelector('.cs-view-error');
   }, null, { timeout });
+}
+
+/**
+ * Mounts the panel `name` with `attrs` (mountPanel) and returns {state, data, shape}: the store's
+ * state, the query's result encoded (mock.js) and its shape. Throws with the panel's own error if
+ * it showed one.
+ */
+export async function recordPanel(page, name, attrs, timeout = 60_000) {
+  await mountPanel(page, name, attrs, timeout);
   return page.evaluate(async () => {
     const el = /** @type {any} */ (document.querySelector('cs-panel'));
     const error = el.querySelector('.cs-view-error');

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
 import { launchChromium } from './chromium.mjs';
-import { root, panelFiles, blankPage, recordPanel } from './mock-record.mjs';
+import { root, panelFiles, blankPage, mountPanel, recordPanel } from './mock-record.mjs';
 
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
 const MAX_MOCK_BYTES = 512 * 1024;   // a mock is a small recorded state, not a dataset (char-2l's training run is 341 KB)
@@ -56,17 +56,7 @@ test('every panel draws its mock with no model loaded', async () => {
   page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
   try {
     for (const name of PANELS) {
-      await page.evaluate(async (name) => {
-        await import('/panels/panel.js');
-        const el = document.createElement('cs-panel');
-        el.setAttribute('name', name);
-        el.setAttribute('mock', '');
-        document.querySelector('main').replaceChildren(el);
-      }, name);
-      await page.waitForFunction(() => {
-        const el = document.querySelector('cs-panel');
-        return el?.getAttribute('data-ready') === 'true' || el?.querySelector('.cs-view-error');
-      }, null, { timeout: 20_000 });
+      await mountPanel(page, name, { mock: '' }, 20_000);
       const shown = await page.evaluate(() => {
         const el = /** @type {any} */ (document.querySelector('cs-panel'));
         const section = el.querySelector('section.cs-panel');
