@@ -33,6 +33,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("tokenize", &Model::tokenize)
       .function("tokenBytes", &Model::tokenBytes)
       .function("run", &Model::run)
+      .function("analyseText", &Model::analyseText)
       .function("attribution", &Model::attribution)
       .function("qk", &Model::qk)
       .function("ov", &Model::ov)

@@ -291,6 +291,46 @@ export interface RunResult {
   repeat?: Repeat | null;
 }
 
+/** analyseText()'s options. */
+export interface AnalyseTextOptions {
+  /** The text scores' repeated block is the one holding this position (as run()'s repeatAt); -1 or absent: the longest. */
+  at?: number;
+  /** How many most probable next tokens to give at every position (default 5; 0: none). */
+  topk?: number;
+  /**
+   * Caller-owned Float32Arrays that receive the patterns, the losses and the clean losses
+   * instead of new arrays, each long enough for the whole context (patterns: n_layers * n_heads *
+   * n_ctx * n_ctx floats; loss, cleanLoss: n_ctx), as run()'s into.
+   */
+  into?: { patterns?: Float32Array; loss?: Float32Array; cleanLoss?: Float32Array };
+}
+
+/** What the induction view draws for a text: analyseText()'s result. */
+export interface TextAnalysis {
+  /** The text fitted to the context as tokenize(text, {fit: true}) fits it: ids, each token's UTF-16 span, bos, truncated. */
+  ids: Int32Array;
+  begins: Int32Array;
+  ends: Int32Array;
+  bos: number;
+  truncated: number;
+  /** The vocabulary's <UNK> id (-1 without one), and how many of the tokens read as it. */
+  unk_id: number;
+  unknown: number;
+  /** The bytes each token stands for, as tokenBytes(ids) gives them. */
+  bytes: { bytes: Uint8Array; offsets: Int32Array };
+  /**
+   * The pass under the intervention, as run(ids, intervention, {logits: false, textScores: true,
+   * repeatAt: at, topk}) returns it (patterns included, no logits); null when the text gives no tokens.
+   */
+  run: RunResult | null;
+  /**
+   * Under an intervention: the same tokens without it, for comparison: its losses (shape [T]), its
+   * mean loss, and with topk its probability of each of the intervened pass's top k (shape [T, k],
+   * as run()'s probsOf gives them). Null without an intervention (the pass is then the clean one).
+   */
+  clean: { loss: Tagged; mean_loss: number; probs_of?: Tagged } | null;
+}
+
 /**
  * Direct logit attribution / path expansion of the logits at one position (Framework paper,
  * "Path Expansion of Logits"). Every row of `parts` sums with the others to `logits`; each head's
@@ -939,6 +979,13 @@ export interface LoadedModel {
    * intervention. The tokens and intervention are remembered for attribution().
    */
   run(tokens: TokensIn, intervention?: Intervention, options?: RunOptions): RunResult;
+  /**
+   * What the induction view draws for a text, in one call: the text fitted to the context, the
+   * pass under the intervention with its top-k next tokens and text scores, and under an
+   * intervention the clean pass's losses and probabilities of the intervened top k (each pass
+   * incremental as run()'s are). The tokens and intervention are remembered for attribution().
+   */
+  analyseText(text: string, intervention?: Intervention, options?: AnalyseTextOptions): TextAnalysis;
   /**
    * Path expansion of the logits at `pos` (default the last position; negative counts from the
    * end). Uses the tokens and intervention of the last run() unless options.tokens is given

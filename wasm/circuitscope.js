@@ -172,29 +172,31 @@ function parseConfig(handle) {
   }
 }
 
-// run()'s {into}: caller-owned Float32Arrays that receive patterns, logits and loss instead of
-// new arrays (so a view that runs on every keystroke allocates nothing). Each is optional and
-// must hold at least the result (e.g. n_layers * n_heads * n_ctx * n_ctx floats for patterns, to
-// fit any sequence); the result's data is then a subarray of it.
-/** @param {any} into @param {any} config @param {number} T @returns {Options} */
-function runBuffers(into, config, T) {
+// run()'s and analyseText()'s {into}: caller-owned Float32Arrays that receive patterns, logits
+// and losses instead of new arrays (so a view that runs on every keystroke allocates nothing).
+// Each is optional and must hold at least the result for T tokens (analyseText, which tokenizes
+// in the core, asks for n_ctx: e.g. n_layers * n_heads * n_ctx * n_ctx floats for patterns); the
+// result's data is then a subarray of it.
+/** @param {any} into @param {any} config @param {number} T @param {string} what @param {string[]} keys @returns {Options} */
+function runBuffers(into, config, T, what, keys) {
   if (typeof into !== 'object' || Array.isArray(into)) {
-    throw new TypeError('run: options.into must be an object {patterns?, logits?, loss?} of Float32Arrays');
+    throw new TypeError(`${what}: options.into must be an object {${keys.map((k) => `${k}?`).join(', ')}} of Float32Arrays`);
   }
   /** @type {Record<string, number>} */
   const need = {
     patterns: config.n_layers * config.n_heads * T * T,
     logits: T * config.d_vocab,
     loss: T,
+    cleanLoss: T,
   };
   /** @type {Options} */
   const out = {};
   for (const [key, value] of Object.entries(into)) {
-    if (!(key in need)) throw new TypeError(`run: unknown buffer "${key}" in options.into (expected patterns, logits, loss)`);
+    if (!keys.includes(key)) throw new TypeError(`${what}: unknown buffer "${key}" in options.into (expected ${keys.join(', ')})`);
     if (value === undefined || value === null) continue;
-    if (!(value instanceof Float32Array)) throw new TypeError(`run: options.into.${key} must be a Float32Array`);
+    if (!(value instanceof Float32Array)) throw new TypeError(`${what}: options.into.${key} must be a Float32Array`);
     if (value.length < need[key]) {
-      throw new RangeError(`run: options.into.${key} holds ${value.length} floats, ${need[key]} are needed for ${T} tokens`);
+      throw new RangeError(`${what}: options.into.${key} holds ${value.length} floats, ${need[key]} are needed for ${T} tokens`);
     }
     out[key] = value;
   }
@@ -315,7 +317,7 @@ function wrap(handle) {
       live('run');
       const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt', 'probsOf'], 'run');
       const ids = tokens(input, 'run');
-      const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length);
+      const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length, 'run', ['patterns', 'logits', 'loss']);
       const out = call(() => handle.run(ids, intervention, {
         resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
         logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false), repeatAt: o.repeatAt ?? -1,
@@ -323,6 +325,19 @@ function wrap(handle) {
       }));
       out.tokens = Int32Array.from(ids);
       last = { tokens: out.tokens, intervention };
+      return out;
+    },
+    analyseText(text, intervention, options) {
+      live('analyseText');
+      const o = opts(options, ['at', 'topk', 'into'], 'analyseText');
+      if (typeof text !== 'string') throw new TypeError('analyseText: expected a string');
+      const into = o.into === undefined || o.into === null ? undefined
+        : runBuffers(o.into, config, config.n_ctx, 'analyseText', ['patterns', 'loss', 'cleanLoss']);
+      const out = call(() => handle.analyseText(text, intervention, { at: o.at ?? -1, topk: o.topk ?? 5, into }));
+      if (out.run) {
+        out.run.tokens = out.ids;
+        last = { tokens: out.ids, intervention };
+      }
       return out;
     },
     attribution(pos, options) {

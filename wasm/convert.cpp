@@ -716,11 +716,59 @@ val Model::tokenBytes(const val& ids_js) const {
   });
 }
 
+namespace {
+// The patterns [L, H, T, T] and (with want_logits) logits [T, V] of the pass `cache` holds, set
+// on `out`, copied into the caller's buffers `into` where given (the result's data is then a
+// subarray of the caller's buffer).
+void set_pass_tables(val& out, const cs::ActivationCache<float>& cache, const cs::Config& c, int T, bool want_patterns,
+                     bool want_logits, const val& into) {
+  const bool reuse = !into.isUndefined() && !into.isNull();
+  auto buffer = [&](const char* key) { return reuse ? into[key] : val::undefined(); };
+  if (want_logits)
+    out.set("logits", tagged(fill_or_copy(buffer("logits"), {{cache.logits.ptr(), cache.logits.size()}}), {T, c.d_vocab},
+                             {"pos", "d_vocab"}));
+  if (want_patterns) {
+    std::vector<std::pair<const float*, std::size_t>> parts;
+    for (const auto& lc : cache.layers) parts.emplace_back(lc.pattern.ptr(), lc.pattern.size());
+    out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {c.n_layers, c.n_heads, T, T},
+                               {"layer", "head", "query_pos", "key_pos"}));
+  }
+}
+
+// The rest of run()'s result from its extras: loss (into the caller's `loss_buffer` when given),
+// changed_from, the mean losses, probs_of [T, probs_k], resid and result when asked, top_ids and
+// top_probs with top k, text_scores and repeat with text scores.
+void set_run_extras(val& out, const cs::RunExtras& x, const cs::Config& c, int T, int probs_k, const val& loss_buffer) {
+  const int L = c.n_layers, H = c.n_heads, D = c.d_model;
+  out.set("loss", tagged(fill_or_copy(loss_buffer, {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
+  out.set("changed_from", x.changed_from);
+  out.set("mean_loss", x.mean_loss);
+  if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, probs_k}, {"pos", "rank"}));
+  out.set("first_copy_loss", x.first_copy_loss);
+  out.set("second_copy_loss", x.second_copy_loss);
+  if (!x.resid.empty()) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
+  if (!x.result.empty()) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
+  if (x.top) {
+    const int k = x.top->k;
+    out.set("top_ids", tagged_ints(x.top->ids.data, {T, k}, {"pos", "rank"}));
+    out.set("top_probs", tagged(x.top->probs.data, {T, k}, {"pos", "rank"}));
+  }
+  if (x.text_scores) {
+    out.set("text_scores", text_scores_js(*x.text_scores));
+    out.set("repeat", repeat_js(x.text_scores->repeat));
+  }
+}
+
+val buffer_of(const val& into, const char* key) {
+  return into.isUndefined() || into.isNull() ? val::undefined() : into[key];
+}
+}  // namespace
+
 // One forward pass (cs::ModelSession::run) and what options {resid, result, patterns, logits,
 // into, topk, textScores} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
 // loss; each optional, each long enough: the JS wrapper checks) that receive those results
-// instead of new arrays; the result's data is then a subarray of the caller's buffer. Patterns
-// and logits are copied straight from the session's cache, which is kept between calls.
+// instead of new arrays. Patterns and logits are copied straight from the session's cache, which
+// is kept between calls.
 val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
   return guarded([&] {
     const std::vector<int> ids = copy_in<int>(ids_js, "run: token ids");
@@ -740,38 +788,62 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     const val into = opt(opts, "into");
     o.logits = want_logits;  // without, the core computes logit rows only where it reads them
     const cs::RunExtras x = session_->run(ids, iv, o);
-    const cs::ActivationCache<float>& cache = session_->cache();
     const int T = static_cast<int>(ids.size());
-    const cs::Config& c = session_->config();
-    const int L = c.n_layers, H = c.n_heads, V = c.d_vocab, D = c.d_model;
-    const bool reuse = !into.isUndefined() && !into.isNull();
-    auto buffer = [&](const char* key) { return reuse ? into[key] : val::undefined(); };
     val out = val::object();
-    if (want_logits)
-      out.set("logits", tagged(fill_or_copy(buffer("logits"), {{cache.logits.ptr(), cache.logits.size()}}), {T, V},
-                               {"pos", "d_vocab"}));
-    if (want_patterns) {
-      std::vector<std::pair<const float*, std::size_t>> parts;
-      for (const auto& lc : cache.layers) parts.emplace_back(lc.pattern.ptr(), lc.pattern.size());
-      out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {L, H, T, T}, {"layer", "head", "query_pos", "key_pos"}));
+    set_pass_tables(out, session_->cache(), session_->config(), T, want_patterns, want_logits, into);
+    set_run_extras(out, x, session_->config(), T, o.probs_k, buffer_of(into, "loss"));
+    return out;
+  });
+}
+
+// What the induction view draws for a text (cs::ModelSession::analyse_text), options {at, topk,
+// into: {patterns, loss, cleanLoss}}: {ids, begins, ends, bos, truncated, unk_id, unknown,
+// bytes: {bytes, offsets}, run (run()'s result with patterns, no logits) or null without tokens,
+// clean: {loss, mean_loss, probs_of} under an intervention, else null}. The patterns are copied
+// before the clean pass runs.
+val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
+  return guarded([&] {
+    if (!text.isString()) throw std::invalid_argument("analyseText: expected a string");
+    const cs::Intervention iv = to_intervention(iv_js, "analyseText");
+    const int at = opt_int(opts, "at", -1, "analyseText: at");
+    const int topk = opt_int(opts, "topk", 5, "analyseText: topk");
+    const val into = opt(opts, "into");
+    const cs::Config& c = session_->config();
+    val run = val::null();
+    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, [&](const cs::ActivationCache<float>& cache) {
+      run = val::object();
+      set_pass_tables(run, cache, c, cache.n_pos, true, false, into);
+    });
+    const int T = static_cast<int>(a.tokens.tokens.size());
+    std::vector<std::int32_t> ids, begins, ends;
+    for (const auto& t : a.tokens.tokens) {
+      ids.push_back(t.id);
+      begins.push_back(t.begin);
+      ends.push_back(t.end);
     }
-    out.set("loss", tagged(fill_or_copy(buffer("loss"), {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
-    out.set("changed_from", x.changed_from);
-    out.set("mean_loss", x.mean_loss);
-    if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, o.probs_k}, {"pos", "rank"}));
-    out.set("first_copy_loss", x.first_copy_loss);
-    out.set("second_copy_loss", x.second_copy_loss);
-    if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
-    if (o.result) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
-    if (x.top) {
-      const int k = x.top->k;
-      out.set("top_ids", tagged_ints(x.top->ids.data, {T, k}, {"pos", "rank"}));
-      out.set("top_probs", tagged(x.top->probs.data, {T, k}, {"pos", "rank"}));
+    val out = val::object();
+    out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
+    out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
+    out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
+    out.set("bos", a.tokens.bos);
+    out.set("truncated", a.tokens.truncated);
+    out.set("unk_id", a.unk_id);
+    out.set("unknown", a.unknown);
+    val bytes = val::object();
+    bytes.set("bytes", copy_out(reinterpret_cast<const std::uint8_t*>(a.bytes.data()), a.bytes.size(), "Uint8Array"));
+    bytes.set("offsets", copy_out(a.byte_offsets.data(), a.byte_offsets.size(), "Int32Array"));
+    out.set("bytes", bytes);
+    if (a.ran) set_run_extras(run, a.run, c, T, 0, buffer_of(into, "loss"));
+    out.set("run", run);
+    val clean = val::null();
+    if (a.compared) {
+      clean = val::object();
+      clean.set("loss", tagged(fill_or_copy(buffer_of(into, "cleanLoss"), {{a.clean_loss.data(), a.clean_loss.size()}}), {T}, {"pos"}));
+      clean.set("mean_loss", a.clean_mean_loss);
+      const int k = a.run.top ? a.run.top->k : 0;
+      if (k > 0) clean.set("probs_of", tagged(a.clean_probs_of, {T, k}, {"pos", "rank"}));
     }
-    if (x.text_scores) {
-      out.set("text_scores", text_scores_js(*x.text_scores));
-      out.set("repeat", repeat_js(x.text_scores->repeat));
-    }
+    out.set("clean", clean);
     return out;
   });
 }

@@ -40,6 +40,7 @@ class Model {
   val tokenize(const val& text, bool fit) const;  // text: a JS string (see convert.cpp)
   val tokenBytes(const val& ids) const;
   val run(const val& ids, const val& intervention, const val& options);
+  val analyseText(const val& text, const val& intervention, const val& options);
   val attribution(const val& ids, const val& pos, const val& intervention, const val& target) const;
   val qk(const val& layer, const val& head, const val& k, bool table, bool factors, const val& sort,
          const val& top) const;

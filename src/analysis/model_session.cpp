@@ -168,6 +168,46 @@ RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv,
   return run_sequence(file_.params, ids, full, o, file_.tokenizer.bos_id(), slot.cache, "run", &slot.kept);
 }
 
+ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, const Intervention& iv, int at, int topk,
+                                                      const std::function<void(const ActivationCache<float>&)>& read_pass) {
+  if (topk < 0) throw std::invalid_argument("analyseText: topk must be 0 or more, got " + std::to_string(topk));
+  TextAnalysis a;
+  a.tokens = tokenize_to_context(text, true);
+  const Tokenizer& tok = file_.tokenizer;
+  a.unk_id = tok.unk_id();
+  std::vector<int> ids;
+  ids.reserve(a.tokens.tokens.size());
+  a.byte_offsets.push_back(0);
+  for (const Token& t : a.tokens.tokens) {
+    ids.push_back(t.id);
+    if (t.id == a.unk_id) ++a.unknown;
+    a.bytes += tok.token_bytes(t.id);
+    a.byte_offsets.push_back(static_cast<int>(a.bytes.size()));
+  }
+  if (ids.empty()) return a;
+  RunOptions o;
+  o.logits = false;
+  o.topk = topk;
+  o.text_scores = true;
+  o.repeat_at = at;
+  a.run = run(ids, iv, o);
+  a.ran = true;
+  if (read_pass) read_pass(cache());
+  if (iv.empty()) return a;
+  RunOptions clean;
+  clean.logits = false;
+  if (a.run.top) {
+    clean.probs_of = a.run.top->ids.data;
+    clean.probs_k = a.run.top->k;
+  }
+  RunExtras c = run(ids, Intervention(), clean);
+  a.compared = true;
+  a.clean_loss = std::move(c.loss);
+  a.clean_mean_loss = c.mean_loss;
+  a.clean_probs_of = std::move(c.probs_of);
+  return a;
+}
+
 double ModelSession::forward_batch(const std::vector<int>& ids, int B, int T) {
   if (B < 1 || T < 1) throw std::invalid_argument("forwardBatch: B and T must be positive");
   if (ids.size() != static_cast<std::size_t>(B) * static_cast<std::size_t>(T))

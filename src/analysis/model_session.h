@@ -6,6 +6,7 @@
 // and per-head cosines are tabulated.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -137,6 +138,30 @@ class ModelSession {
   // first changed token are kept, and x.changed_from says where recomputing began. So typing with
   // a head ablated (an ablated and a clean pass per keystroke) computes only the new positions.
   RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
+  // What the induction view draws for a text, from one call: the text fitted to the context
+  // (tokenize_to_context), the bytes each token stands for, how many tokens read as <UNK>, one
+  // pass under `iv` (run(): losses, the top `topk` next tokens at every position and the text
+  // scores of the repeated block holding position `at`, else the longest; no logits), and under
+  // an intervention the same text without it, for comparison: its losses, its mean loss and its
+  // probability of each of the intervened pass's top k. Each pass is incremental in its own kept
+  // pass, as run()'s are. `read_pass` is given the intervened pass's cache before the clean pass
+  // runs (the clean pass may take its place within kKeptPassBytes): the API copies the patterns
+  // there. No pass runs when the text gives no tokens.
+  struct TextAnalysis {
+    ContextTokens tokens;
+    int unk_id = -1;                   // the vocabulary's <UNK> (-1 without one)
+    int unknown = 0;                   // tokens read as <UNK>
+    std::string bytes;                 // token i's bytes are bytes[byte_offsets[i], byte_offsets[i + 1])
+    std::vector<int> byte_offsets;     // [T + 1]
+    bool ran = false;                  // false: no tokens, no pass
+    RunExtras run;                     // under iv
+    bool compared = false;             // iv is not empty: the clean pass below ran
+    std::vector<float> clean_loss;     // [T]
+    double clean_mean_loss = 0;
+    std::vector<float> clean_probs_of;  // [T, topk]: the clean pass's probability of run's top k
+  };
+  TextAnalysis analyse_text(const std::string& text, const Intervention& iv, int at, int topk,
+                            const std::function<void(const ActivationCache<float>&)>& read_pass = {});
   // The cache of this session's last run() or forward_batch() (empty when the budget dropped it).
   const ActivationCache<float>& cache() const;
   // One forward pass over a [B, T] batch into a kept pass of its own; the mean next-token loss.

@@ -1,14 +1,15 @@
 // Typing at the real shape: what the induction view's core call costs per keystroke on random
 // weights of attn-only-2l's shape (2 layers, d_model 512, 8 heads of 64, n_ctx 1,024, d_vocab
-// 48,262, LNPre), in WebAssembly (SIMD128, or relaxed SIMD) under node, one thread. The call is the view's own:
-// run(ids, undefined, {into, logits: false, textScores: true, topk: 5}) (web/panels/induction/
-// analysis.js). Rows:
+// 48,262, LNPre), in WebAssembly (SIMD128, or relaxed SIMD) under node, one thread. The passes
+// are those of the view's call, analyseText() (web/panels/induction/analysis.js), asked on token
+// ids: run(ids, undefined, {into, logits: false, textScores: true, topk: 5}), and while ablating
+// the clean run(ids, undefined, {probsOf}) after it. Rows:
 //   append     one token typed at the end of a T-token text (a clean run after a clean run: the
 //              core computes only the new position, changed_from = T - 1)
 //   middle     one token changed at T / 2 (the later half is computed)
 //   full       the same call computing every position (the first token changed), as every
 //              keystroke cost before the incremental pass
-//   ablated    one token typed at the end with L0H1 ablated: the view's two calls, the ablated
+//   ablated    one token typed at the end with L0H1 ablated: the view's two passes, the ablated
 //              pass and the clean one asked for its probability of the ablated top 5 (each kept
 //              pass is the session's own, so both are incremental while they fit the core's budget)
 //   ablated_full  the same two calls computing every position (the first token changed), as

@@ -133,6 +133,69 @@ TEST(ModelSession, TokensFitToTheContextKeepTheBosAndTheNewestText) {
   EXPECT_EQ(static_cast<int>(wf.tokens.size()), n_ctx);
 }
 
+// Equal bit for bit, NaN (the last position's loss) equal to NaN.
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+TEST(ModelSession, AnalyseTextIsTheViewsPassesInOneCall) {
+  // analyse_text gives what the separate calls give: the fitted tokens, the pass under the
+  // intervention, and the clean pass's losses and probabilities of the ablated top k.
+  ModelSession m(load_model_file("models/char-2l.safetensors"));
+  const std::string text = "the cat sat on the mat. the cat sat on the mat. \u00e9\u00e9";  // two characters char-2l lacks
+  Intervention iv;
+  iv.ablations.push_back({1, 1});
+  const int at = 30;
+  int copied_T = -1;
+  const ModelSession::TextAnalysis a = m.analyse_text(text, iv, at, 5, [&](const ActivationCache<float>& c) { copied_T = c.n_pos; });
+  const auto fit = m.tokenize_to_context(text);
+  std::vector<int> ids;
+  for (const Token& t : fit.tokens) ids.push_back(t.id);
+  ASSERT_TRUE(a.ran);
+  ASSERT_EQ(a.tokens.tokens.size(), ids.size());
+  EXPECT_EQ(copied_T, static_cast<int>(ids.size()));  // the intervened pass's cache, read before the clean pass
+  EXPECT_EQ(a.tokens.bos, fit.bos);
+  EXPECT_EQ(a.unk_id, m.file().tokenizer.unk_id());
+  EXPECT_EQ(a.unknown, 2);
+  ASSERT_EQ(a.byte_offsets.size(), ids.size() + 1);
+  EXPECT_EQ(a.bytes.substr(a.byte_offsets[2], a.byte_offsets[3] - a.byte_offsets[2]), "h");
+  ASSERT_TRUE(a.compared);
+  // The same passes asked one by one, in fresh sessions (no kept pass to start from).
+  ModelSession fresh(load_model_file("models/char-2l.safetensors"));
+  RunOptions o;
+  o.logits = false;
+  o.topk = 5;
+  o.text_scores = true;
+  o.repeat_at = at;
+  const RunExtras r = fresh.run(ids, iv, o);
+  EXPECT_TRUE(same_floats(a.run.loss, r.loss));
+  EXPECT_EQ(a.run.top->ids.data, r.top->ids.data);
+  ASSERT_TRUE(a.run.text_scores->repeat.has_value());
+  EXPECT_EQ(a.run.text_scores->repeat->a, r.text_scores->repeat->a);
+  EXPECT_LE(a.run.text_scores->repeat->a, at);  // the block holding the picked position
+  RunOptions clean;
+  clean.logits = false;
+  clean.probs_of = r.top->ids.data;
+  clean.probs_k = 5;
+  const RunExtras c = fresh.run(ids, Intervention(), clean);
+  EXPECT_TRUE(same_floats(a.clean_loss, c.loss));
+  EXPECT_EQ(a.clean_probs_of, c.probs_of);
+  EXPECT_EQ(a.clean_mean_loss, c.mean_loss);
+  EXPECT_FALSE(same_floats(a.clean_loss, a.run.loss));  // the ablation changed something
+  // Without an intervention there is one pass; a text of no tokens runs none.
+  EXPECT_FALSE(m.analyse_text(text, Intervention(), -1, 5).compared);
+  ModelFile f = load_model_file("models/char-2l.safetensors");
+  f.tokenizer = Tokenizer::build_word({"x", "y"});
+  ModelSession w(f);
+  const ModelSession::TextAnalysis none = w.analyse_text("", iv, -1, 5);
+  EXPECT_FALSE(none.ran);
+  EXPECT_FALSE(none.compared);
+  EXPECT_THROW(m.analyse_text(text, iv, -1, -1), std::invalid_argument);
+}
+
 TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {
   ModelSession m(load_model_file("models/char-2l.safetensors"));
   const Config& c = m.config();

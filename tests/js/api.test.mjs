@@ -148,6 +148,7 @@ test('every result of every method is made of well-formed tagged arrays', () => 
     headScores: char.headScores({ batch: 2 }),
     topK: char.topK(TEXT, 3),
     ablate: char.ablate(TEXT, { ablate: [{ layer: 1, head: 2 }] }),
+    analyseText: char.analyseText(TEXT, { ablate: [{ layer: 1, head: 2 }] }),
     corpusStats: char.corpusStats(TEXT, { window: 3, leadingTerms: true }),
     ioi: ioi.ioi('A B B <MID>'),
     ioiAll: ioi.ioi(),
@@ -575,6 +576,46 @@ test('run({probsOf}): the probabilities of given tokens equal those of the full 
     }
   throwsReadable(() => char.run(TEXT, undefined, { probsOf: [1, 2, 3] }), /probsOf holds 3 ids, not \d+ rows of 0/, 'a table of the wrong size');
   throwsReadable(() => char.run('ab', undefined, { probsOf: [1, 2, 3, 99999, 4, 5] }), /outside the vocabulary/, 'an unknown id');
+});
+
+test('analyseText(): the induction view\'s call equals tokenize({fit}), run() and the clean run({probsOf}) asked one by one', () => {
+  const iv = { ablate: [{ layer: 1, head: 0 }] };
+  const C = char.config.n_ctx;
+  const text = `${TEXT} \u00e9`.repeat(8);   // longer than the context, with a character char-2l lacks
+  const into = { patterns: new Float32Array(char.config.n_layers * char.config.n_heads * C * C), loss: new Float32Array(C), cleanLoss: new Float32Array(C) };
+  const a = char.analyseText(text, iv, { at: 40, topk: 5, into });
+  const fit = char.tokenize(text, { fit: true });
+  assert.deepEqual(a.ids, fit.ids);
+  assert.deepEqual([a.begins, a.ends, a.bos, a.truncated], [fit.begins, fit.ends, fit.bos, fit.truncated]);
+  assert.ok(a.truncated > 0);
+  assert.equal(a.unknown, Array.from(a.ids).filter((id) => id === a.unk_id).length);
+  assert.ok(a.unknown > 0 && a.unk_id === char.tokenizer.vocab.indexOf('<UNK>'));
+  assert.deepEqual(a.bytes, char.tokenBytes(a.ids));
+  assert.equal(a.run.patterns.data.buffer, into.patterns.buffer, 'the patterns are written into the caller\'s buffer');
+  assert.equal(a.clean.loss.data.buffer, into.cleanLoss.buffer);
+  // The separate calls, on a fresh copy of the model (no kept pass to start from).
+  const other = cs.load(charBytes);
+  try {
+    const r = other.run(a.ids, iv, { logits: false, textScores: true, repeatAt: 40, topk: 5 });
+    const clean = other.run(a.ids, undefined, { logits: false, patterns: false, probsOf: r.top_ids.data });
+    assert.deepEqual(a.run.patterns.data, r.patterns.data);
+    assert.deepEqual(a.run.loss.data, r.loss.data);
+    assert.deepEqual(a.run.top_ids.data, r.top_ids.data);
+    assert.deepEqual(a.run.text_scores, r.text_scores);
+    assert.deepEqual(a.run.repeat, r.repeat);
+    assert.ok(a.run.repeat.a <= 40 && 40 < a.run.repeat.a + a.run.repeat.d + a.run.repeat.r, 'the block holding position 40');
+    assert.deepEqual(a.clean.loss.data, clean.loss.data);
+    assert.deepEqual(a.clean.probs_of.data, clean.probs_of.data);
+    assert.equal(a.clean.mean_loss, clean.mean_loss);
+  } finally {
+    other.delete();
+  }
+  // Without an intervention there is no clean pass to compare with (a text of no tokens runs no pass: the core test).
+  assert.equal(char.analyseText(TEXT).clean, null);
+  throwsReadable(() => char.analyseText(TEXT, undefined, { into: { patterns: new Float32Array(4) } }), /into.patterns holds 4 floats/, 'a short buffer');
+  throwsReadable(() => char.analyseText(TEXT, undefined, { topk: -1 }), /topk must be 0 or more/, 'a negative topk');
+  throwsReadable(() => char.analyseText(TEXT, undefined, /** @type {any} */ ({ depth: 2 })), /unknown option "depth"/, 'an unknown option');
+  throwsReadable(() => char.analyseText(/** @type {any} */ (42)), /expected a string/, 'not a string');
 });
 
 test('a shipped recipe with its files written in trains the shipped model\'s tokenizer; fewer steps drop later snapshots', () => {

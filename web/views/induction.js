@@ -8,7 +8,7 @@
 // web/panels/induction/: tokens (the token strip, mean loss, top-5), heads (the head grid),
 // pattern (the chosen head enlarged), scores (the head-score table) and patching (activation
 // patching, store key patch = denoise | noise). They share one core call per change
-// (panels/induction/analysis.js); patching makes one more, once typing pauses (showPatching). A keystroke is rendered at once, in the input
+// (panels/induction/analysis.js: model.analyseText); patching makes one more, once typing pauses (showPatching). A keystroke is rendered at once, in the input
 // handler, so it is painted in the coming frame, and each panel updates in place only what
 // changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
 // as a DOM event: it is not state.
@@ -247,8 +247,7 @@ function renderNote(node, a, units) {
   const notes = [];
   const c = a.config;
   if (a.truncated) notes.push(`The text is longer than the model's context of ${c.n_ctx} tokens: only the last ${c.n_ctx - a.bos} ${units} are used; the first ${a.truncated} ${units === 'characters' ? '' : 'tokens '}are greyed out below.`);
-  let n = 0;
-  if (a.unk >= 0) for (let i = 0; i < a.T; i++) if (a.ids[i] === a.unk) n += 1;
+  const n = a.unknown;
   if (n) notes.push(`${n} character${n === 1 ? ' is' : 's are'} not in the model's vocabulary and ${n === 1 ? 'is' : 'are'} read as <UNK> (marked with a dotted box).`);
   const note = notes.join(' ');
   if (node.textContent !== note) node.textContent = note;

@@ -1,9 +1,10 @@
 // The induction view's one core call, shared by its panels (not a panel itself): analyse(model,
-// state) runs model.run(ids, intervention, {topk, textScores, into}) on the state's text (plus
-// the clean pass while ablating, for comparison) and returns the same object for as long as the
-// model, the tokens and the intervention stay the same, so four panels still make one call per
-// change. The runs write into buffers kept per model (4 MB of patterns per keystroke otherwise),
-// so an analysis is only valid until the next one of the same model.
+// state) is model.analyseText(text, intervention, {at, topk, into}) on the state's text (the
+// core fits it to the context, runs it, and while ablating runs it clean too, for comparison)
+// and returns the same object for as long as the state's text, intervention and picked token
+// stay the same, so four panels still make one call per change. The passes write into buffers
+// kept per model (4 MB of patterns per keystroke otherwise), so an analysis is only valid until
+// the next one of the same model.
 //
 // Also here: the model's head scores on repeated random tokens (headScores(), about 0.3 s, computed
 // once per model off the first paint) and the head a state shows (chosenHead: the state's, else
@@ -24,70 +25,42 @@ export const showTok = showToken;
 const perModel = new WeakMap();    // model -> {buffers, last (analysis), scores (promise), known}
 const slot = (m) => { let s = perModel.get(m); if (!s) perModel.set(m, (s = { buffers: null, last: null, scores: null, known: null })); return s; };
 
-/** The analysis of the state's text on `model` (see the header); `key` says what it was run on. */
+/** The analysis of the state's text on `model` (see the header); `sk` says what it was run on. */
 export function analyse(model, state) {
   const s = slot(model);
   const c = model.config;
   const text = state.text ?? sampleFor(model);
-  // The panels of one render ask with the same state: answered without tokenizing again.
+  // The panels of one render ask with the same state: answered without calling the core again.
   const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${state.abl ?? ''}|${state.pos ?? ''}|${text}`;
   if (s.last && s.last.sk === sk) return s.last;
-  const { ids, begins, ends, bos, truncated } = shownTokens(model, text);
-  const vocab = model.tokenizer.vocab;
   const intervention = interventionOf(state, c);
-  const ablating = Object.keys(intervention).length > 0;
-  const ikey = JSON.stringify(intervention);
-  // The repeated block the cards describe: the one holding the picked token, else the longest
-  // (the core's rule, findRepeat); the pass is run again only when that block changes. With no
-  // token picked the block follows from the ids alone, which the key already holds.
-  const at = state.pos ?? -1;
-  const repeatKey = ids.length && at >= 0 ? JSON.stringify(model.findRepeat(ids, { at })) : '';
-  const key = `${ids.join(',')}|${ikey}|${repeatKey}`;
-  if (s.last && s.last.key === key && s.last.text === text) { s.last.sk = sk; return s.last; }
   s.last = null;   // the buffers are overwritten below
-  let run = null;
-  let clean = null;
-  if (ids.length) {
-    const b = (s.buffers ??= buffersFor(c));
-    // The core scores every head on this text (text_scores, with the repeated block it finds)
-    // and gives the top 5 next tokens at every position, in the same call.
-    // No logits are copied (the view reads top-k rows and losses; at a 50,000-token vocabulary
-    // the logits alone are 100 MB at 512 tokens). A clean pass after a clean pass is incremental
-    // in the core: only the positions from the first changed token are computed.
-    run = model.run(ids, ablating ? intervention : undefined, { into: b.run, logits: false, textScores: true, repeatAt: at, topk: TOP_K });
-    // The clean pass is read for its losses and its probability of the ablated pass's top 5 at
-    // every position (so the hover can say what each had without the ablation), never its patterns.
-    clean = ablating ? model.run(ids, undefined, { patterns: false, logits: false, into: b.clean, probsOf: run.top_ids.data }) : run;
-  }
-  const T = ids.length;
+  // The core fits the text to the context, runs it under the intervention (the top 5 next tokens
+  // at every position, every head's scores on the repeated block holding the picked token) and,
+  // under one, runs it clean for comparison; each pass computes only the positions from the first
+  // changed token. No logits are copied (at a 50,000-token vocabulary they are 100 MB at 512 tokens).
+  const r = model.analyseText(text, intervention, { at: state.pos ?? -1, topk: TOP_K, into: (s.buffers ??= buffersFor(c)) });
+  const { ids, begins, ends, bos, truncated, run } = r;
+  const ablating = r.clean !== null;
   s.last = {
-    key, sk, ikey, text, ids, begins, ends, bos, truncated, run, clean, ablating, intervention, T, config: c,
-    repeat: run ? run.repeat : null, vocab, unk: vocab.indexOf('<UNK>'), scores: headRows(c, run),
-    bytes: ids.length ? model.tokenBytes(ids) : null,   // what each token stands for, for its tooltip
+    sk, ikey: JSON.stringify(intervention), text, ids, begins, ends, bos, truncated, run, clean: ablating ? r.clean : run, ablating, intervention,
+    T: ids.length, config: c, repeat: run ? run.repeat : null, vocab: model.tokenizer.vocab, unk: r.unk_id, unknown: r.unknown,
+    scores: headRows(c, run), bytes: ids.length ? r.bytes : null,   // what each token stands for, for its tooltip
   };
   return s.last;
 }
 
-/**
- * The tokens the view runs on, as the core fits the text to the context (tokenize's fit: past
- * n_ctx, the <BOS> and the newest tokens): {ids, begins, ends, bos, truncated}.
- */
-const shownTokens = (model, text) => model.tokenize(text, { fit: true });
-
 /** The position (as the view numbers its tokens) of the token holding `text`'s UTF-16 offset, or null. */
 export function positionAt(model, text, offset) {
-  const { ids, begins, ends } = shownTokens(model, text);
+  const { ids, begins, ends } = model.tokenize(text, { fit: true });
   for (let k = 0; k < ids.length; k++) if (begins[k] <= offset && offset < ends[k]) return k;
   return null;
 }
 
-// Float32Arrays that run() fills instead of allocating, sized for the model's whole context.
+// Float32Arrays that analyseText() fills instead of allocating, sized for the model's whole context.
 function buffersFor(c) {
   const C = c.n_ctx;
-  return {
-    run: { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), loss: new Float32Array(C) },
-    clean: { loss: new Float32Array(C) },
-  };
+  return { patterns: new Float32Array(c.n_layers * c.n_heads * C * C), loss: new Float32Array(C), cleanLoss: new Float32Array(C) };
 }
 
 /** The core's scores of the text, one row per head: {layer, head, name, prefix, previous, stripe}. */
