@@ -201,6 +201,8 @@ export interface RunOptions {
    * (run(ids, undefined, {probsOf: ablated.top_ids.data})), without copying any logits.
    */
   probsOf?: Int32Array | ArrayLike<number>;
+  /** The k keys each query attends to most in every head, as `top_keys` (0 or absent: none). */
+  topKeys?: number;
 }
 
 /** A block of tokens that occurs twice: first copy [a, a + r), second copy [a + d, a + d + r). */
@@ -285,6 +287,12 @@ export interface RunResult {
   /** With {textScores: true}: the head scores on this text. */
   text_scores?: TextScores;
   /**
+   * With {topKeys: k}: the k keys each query position attends to most, for every head: shape
+   * [n_layers, n_heads, T, k], axes ["layer", "head", "query_pos", "rank"], the largest attention
+   * weight first, the earlier key on a tie, -1 where a query has fewer than k keys.
+   */
+  top_keys?: Tagged<Int32Array>;
+  /**
    * With {textScores: true}: the longest block occurring twice without overlap (over the tokens
    * after a leading <BOS>; the earliest, nearest one among equals), or null below 4 tokens.
    */
@@ -297,6 +305,8 @@ export interface AnalyseTextOptions {
   at?: number;
   /** How many most probable next tokens to give at every position (default 5; 0: none). */
   topk?: number;
+  /** How many keys each query attends to most to give, for every head, as run()'s topKeys (default 3; 0: none). */
+  topKeys?: number;
   /**
    * Caller-owned Float32Arrays that receive the patterns, the losses and the clean losses
    * instead of new arrays, each long enough for the whole context (patterns: n_layers * n_heads *
@@ -320,7 +330,7 @@ export interface TextAnalysis {
   bytes: { bytes: Uint8Array; offsets: Int32Array };
   /**
    * The pass under the intervention, as run(ids, intervention, {logits: false, textScores: true,
-   * repeatAt: at, topk}) returns it (patterns included, no logits); null when the text gives no tokens.
+   * repeatAt: at, topk, topKeys}) returns it (patterns included, no logits); null when the text gives no tokens.
    */
   run: RunResult | null;
   /**

@@ -757,6 +757,9 @@ void set_run_extras(val& out, const cs::RunExtras& x, const cs::Config& c, int T
     out.set("text_scores", text_scores_js(*x.text_scores));
     out.set("repeat", repeat_js(x.text_scores->repeat));
   }
+  if (!x.top_keys.empty())
+    out.set("top_keys", tagged_ints(x.top_keys, {L, H, T, static_cast<int>(x.top_keys.size() / (static_cast<std::size_t>(L) * H * T))},
+                                    {"layer", "head", "query_pos", "rank"}));
 }
 
 val buffer_of(const val& into, const char* key) {
@@ -765,7 +768,7 @@ val buffer_of(const val& into, const char* key) {
 }  // namespace
 
 // One forward pass (cs::ModelSession::run) and what options {resid, result, patterns, logits,
-// into, topk, textScores} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
+// into, topk, textScores, repeatAt, probsOf, topKeys} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
 // loss; each optional, each long enough: the JS wrapper checks) that receive those results
 // instead of new arrays. Patterns and logits are copied straight from the session's cache, which
 // is kept between calls.
@@ -779,6 +782,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     o.topk = opt_int(opts, "topk", 0, "run: topk");
     o.text_scores = opt_bool(opts, "textScores", false);
     o.repeat_at = opt_int(opts, "repeatAt", -1, "run: repeatAt");
+    o.top_keys = opt_int(opts, "topKeys", 0, "run: topKeys");
     const val probs_of = opt(opts, "probsOf");
     if (!probs_of.isUndefined() && !probs_of.isNull()) {
       o.probs_of = copy_in<int>(probs_of, "run: probsOf");
@@ -797,7 +801,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
 }
 
 // What the induction view draws for a text (cs::ModelSession::analyse_text), options {at, topk,
-// into: {patterns, loss, cleanLoss}}: {ids, begins, ends, bos, truncated, unk_id, unknown,
+// topKeys, into: {patterns, loss, cleanLoss}}: {ids, begins, ends, bos, truncated, unk_id, unknown,
 // bytes: {bytes, offsets}, run (run()'s result with patterns, no logits) or null without tokens,
 // clean: {loss, mean_loss, probs_of} under an intervention, else null}. The patterns are copied
 // before the clean pass runs.
@@ -807,10 +811,11 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     const cs::Intervention iv = to_intervention(iv_js, "analyseText");
     const int at = opt_int(opts, "at", -1, "analyseText: at");
     const int topk = opt_int(opts, "topk", 5, "analyseText: topk");
+    const int top_keys = opt_int(opts, "topKeys", 3, "analyseText: topKeys");
     const val into = opt(opts, "into");
     const cs::Config& c = session_->config();
     val run = val::null();
-    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, [&](const cs::ActivationCache<float>& cache) {
+    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, top_keys, [&](const cs::ActivationCache<float>& cache) {
       run = val::object();
       set_pass_tables(run, cache, c, cache.n_pos, true, false, into);
     });

@@ -162,6 +162,38 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
 
 }  // namespace
 
+std::vector<int> top_attended_keys(const ActivationCache<float>& cache, int k, int from, const std::vector<int>& before, int before_T) {
+  if (k < 1) throw std::invalid_argument("topKeys: k must be 1 or more, got " + std::to_string(k));
+  const int T = cache.n_pos, L = static_cast<int>(cache.layers.size());
+  const int H = L ? cache.layers[0].pattern.shape[1] : 0;
+  const std::size_t K = static_cast<std::size_t>(k);
+  std::vector<int> out(static_cast<std::size_t>(L) * H * T * K, -1);
+  const bool reuse = !before.empty() && from <= before_T && before.size() == static_cast<std::size_t>(L) * H * before_T * K;
+  if (!reuse) from = 0;
+  std::vector<float> best(K);
+  for (int l = 0; l < L; ++l) {
+    for (int h = 0; h < H; ++h) {
+      const std::size_t head = static_cast<std::size_t>(l) * H + h;
+      int* rows = out.data() + head * T * K;
+      if (from > 0) std::copy(before.begin() + head * before_T * K, before.begin() + (head * before_T + from) * K, rows);
+      const float* P = cache.layers[l].pattern.ptr() + static_cast<std::size_t>(h) * T * T;
+      for (int q = from; q < T; ++q) {
+        int* keys = rows + q * K;
+        std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+        for (int j = 0; j <= q; ++j) {
+          const float v = P[static_cast<std::size_t>(q) * T + j];
+          if (!(v > best[K - 1])) continue;  // an equal weight keeps the earlier key
+          std::size_t i = K - 1;
+          for (; i > 0 && v > best[i - 1]; --i) best[i] = best[i - 1], keys[i] = keys[i - 1];
+          best[i] = v;
+          keys[i] = j;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 double mean_token_loss(const std::vector<float>& loss, int from, int to) {
   double sum = 0;
   int n = 0;
@@ -189,6 +221,11 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
   if (o.logits) check_output_finite(cache, x.changed_from);
   std::vector<float> lse;
   position_outputs(p, cache, ids, o, x.changed_from, before, x, lse);
+  if (o.top_keys > 0) {
+    const std::vector<int> none;
+    x.top_keys = top_attended_keys(cache, o.top_keys, x.changed_from, before.top_keys_k == o.top_keys ? before.top_keys : none,
+                                   before.top_keys_T);
+  }
   if (o.resid) x.resid = residual_stages(cache);
   if (o.result) x.result = head_results(p, cache);
   if (kept) {
@@ -198,6 +235,9 @@ RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, cons
     kept->probs = x.probs_of;
     kept->probs_k = o.probs_k;
     kept->lse = std::move(lse);
+    kept->top_keys = x.top_keys;
+    kept->top_keys_k = o.top_keys;
+    kept->top_keys_T = T;
     kept->valid = true;
   }
   const int first = text_scores_from(ids, bos_id);

@@ -43,6 +43,7 @@ struct RunOptions {
   // ablated pass's top k); empty: none.
   std::vector<int> probs_of;
   int probs_k = 0;
+  int top_keys = 0;          // the keys each query attends to most, per head (top_attended_keys); 0: none
 };
 struct RunExtras {
   // Positions before this one hold what the previous pass of the same model gave them (its tokens
@@ -60,7 +61,14 @@ struct RunExtras {
   std::optional<TopK> top;                 // ids, probs [1, T, k] when topk > 0
   std::vector<float> probs_of;             // [T, probs_k]: softmax probability of each asked id
   std::optional<TextScores> text_scores;   // when asked for (<BOS> first is left out)
+  std::vector<int> top_keys;               // [L, H, T, top_keys] when asked for
 };
+// The k keys each query position attends to most, for every head: [L, H, T, k], the largest
+// attention weight first, the earlier key on a tie, -1 where a query has fewer than k keys (query
+// q sees keys 0..q). Rows before `from` are taken from `before` (the same table of an earlier
+// pass over `before_T` tokens, the same up to `from`), or computed when it is empty.
+std::vector<int> top_attended_keys(const ActivationCache<float>& cache, int k, int from = 0,
+                                   const std::vector<int>& before = {}, int before_T = 0);
 // The mean of the losses of predicting tokens from .. to - 1 (loss[i - 1] is the loss of predicting
 // token i; the first token is never predicted), over the finite ones; NaN when there are none.
 double mean_token_loss(const std::vector<float>& loss, int from, int to);
@@ -80,6 +88,8 @@ struct KeptRun {
   std::vector<int> probs_ids;  // the pass's probs_of ids [T, probs_k] and their probabilities
   std::vector<float> probs;
   int probs_k = 0;
+  std::vector<int> top_keys;  // the pass's top_attended_keys (empty when it had none), and its k and T
+  int top_keys_k = 0, top_keys_T = 0;
   bool valid = false;  // false: the cache's pass is not the one these rows belong to
 };
 RunExtras run_sequence(const Params<float>& p, const std::vector<int>& ids, const Intervention& iv, const RunOptions& o,

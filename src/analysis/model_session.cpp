@@ -168,9 +168,10 @@ RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv,
   return run_sequence(file_.params, ids, full, o, file_.tokenizer.bos_id(), slot.cache, "run", &slot.kept);
 }
 
-ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, const Intervention& iv, int at, int topk,
+ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, const Intervention& iv, int at, int topk, int top_keys,
                                                       const std::function<void(const ActivationCache<float>&)>& read_pass) {
   if (topk < 0) throw std::invalid_argument("analyseText: topk must be 0 or more, got " + std::to_string(topk));
+  if (top_keys < 0) throw std::invalid_argument("analyseText: topKeys must be 0 or more, got " + std::to_string(top_keys));
   TextAnalysis a;
   a.tokens = tokenize_to_context(text, true);
   const Tokenizer& tok = file_.tokenizer;
@@ -190,6 +191,7 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   o.topk = topk;
   o.text_scores = true;
   o.repeat_at = at;
+  o.top_keys = top_keys;
   a.run = run(ids, iv, o);
   a.ran = true;
   if (read_pass) read_pass(cache());

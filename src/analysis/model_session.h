@@ -140,8 +140,9 @@ class ModelSession {
   RunExtras run(const std::vector<int>& ids, const Intervention& iv, const RunOptions& o);
   // What the induction view draws for a text, from one call: the text fitted to the context
   // (tokenize_to_context), the bytes each token stands for, how many tokens read as <UNK>, one
-  // pass under `iv` (run(): losses, the top `topk` next tokens at every position and the text
-  // scores of the repeated block holding position `at`, else the longest; no logits), and under
+  // pass under `iv` (run(): losses, the top `topk` next tokens at every position, the `top_keys`
+  // keys each query attends to most in every head, and the text scores of the repeated block
+  // holding position `at`, else the longest; no logits), and under
   // an intervention the same text without it, for comparison: its losses, its mean loss and its
   // probability of each of the intervened pass's top k. Each pass is incremental in its own kept
   // pass, as run()'s are. `read_pass` is given the intervened pass's cache before the clean pass
@@ -160,7 +161,7 @@ class ModelSession {
     double clean_mean_loss = 0;
     std::vector<float> clean_probs_of;  // [T, topk]: the clean pass's probability of run's top k
   };
-  TextAnalysis analyse_text(const std::string& text, const Intervention& iv, int at, int topk,
+  TextAnalysis analyse_text(const std::string& text, const Intervention& iv, int at, int topk, int top_keys,
                             const std::function<void(const ActivationCache<float>&)>& read_pass = {});
   // The cache of this session's last run() or forward_batch() (empty when the budget dropped it).
   const ActivationCache<float>& cache() const;

@@ -163,6 +163,7 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   same_bytes(a.text_scores->previous_token, b.text_scores->previous_token, "previous token");
   same_bytes(a.text_scores->stripe, b.text_scores->stripe, "stripe");
   EXPECT_EQ(a.probs_of, b.probs_of) << where << ": probs_of";
+  EXPECT_EQ(a.top_keys, b.top_keys) << where << ": top keys";
   EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
 }
 
@@ -208,7 +209,7 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
   c.n_ctx = 40;
   const Params<float> p = random_params<float>(c, 7);
   RunOptions o;
-  o.topk = 5, o.text_scores = true, o.probs_k = 2;
+  o.topk = 5, o.text_scores = true, o.probs_k = 2, o.top_keys = 3;
   const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "clean", [&](std::vector<int>& ids, RunOptions& opts, int step) {
     if (step % 3 == 0) {  // the text so far again: a repeated block
       const std::vector<int> head(ids.begin(), ids.begin() + std::min<std::size_t>(ids.size(), c.n_ctx - ids.size()));
@@ -266,7 +267,7 @@ TEST(IncrementalForward, AnAblatedPassIsIncrementalWithTheSameBits) {
 
   for (const Case& k : cases) {
     RunOptions o;
-    o.topk = 3, o.text_scores = true, o.probs_k = 1;
+    o.topk = 3, o.text_scores = true, o.probs_k = 1, o.top_keys = 2;
     const int reused = typed_passes_equal_fresh(p, k.iv, o, 30, k.name, [](std::vector<int>& ids, RunOptions& opts, int) {
       while (ids.size() < 3) ids.push_back(1);  // the positions some cases name
       opts.probs_of.assign(ids.begin(), ids.end());
@@ -304,6 +305,7 @@ TEST(IncrementalForward, TypingIntoASessionGivesTheFreshResults) {
   RunOptions o;
   o.topk = 5;
   o.text_scores = true;
+  o.top_keys = 3;     // the keys each query attends to most: rows before the change kept
   o.result = true;    // each head's output, computed from hook_z (run() does not keep them)
   o.logits = logits;  // without: the logit rows computed where read, 64 at a time
   RunOptions full = o;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "analysis/model_session.h"
 #include "analysis/ioi.h"
@@ -150,7 +151,7 @@ TEST(ModelSession, AnalyseTextIsTheViewsPassesInOneCall) {
   iv.ablations.push_back({1, 1});
   const int at = 30;
   int copied_T = -1;
-  const ModelSession::TextAnalysis a = m.analyse_text(text, iv, at, 5, [&](const ActivationCache<float>& c) { copied_T = c.n_pos; });
+  const ModelSession::TextAnalysis a = m.analyse_text(text, iv, at, 5, 3, [&](const ActivationCache<float>& c) { copied_T = c.n_pos; });
   const auto fit = m.tokenize_to_context(text);
   std::vector<int> ids;
   for (const Token& t : fit.tokens) ids.push_back(t.id);
@@ -170,8 +171,26 @@ TEST(ModelSession, AnalyseTextIsTheViewsPassesInOneCall) {
   o.topk = 5;
   o.text_scores = true;
   o.repeat_at = at;
+  o.top_keys = 3;
   const RunExtras r = fresh.run(ids, iv, o);
   EXPECT_TRUE(same_floats(a.run.loss, r.loss));
+  EXPECT_EQ(a.run.top_keys, r.top_keys);
+  // The top keys are each row of each head's pattern sorted by weight (a stable sort: the earlier
+  // key on a tie), cut at 3.
+  const ActivationCache<float>& cache = fresh.cache();
+  const int T = static_cast<int>(ids.size()), H = m.config().n_heads;
+  ASSERT_EQ(r.top_keys.size(), static_cast<std::size_t>(m.config().n_layers) * H * T * 3);
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (int h = 0; h < H; ++h)
+      for (int q = 0; q < T; ++q) {
+        const float* row = cache.layers[l].pattern.ptr() + (static_cast<std::size_t>(h) * T + q) * T;
+        std::vector<int> order(q + 1);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return row[x] > row[y]; });
+        order.resize(3, -1);
+        const int* got = r.top_keys.data() + ((static_cast<std::size_t>(l) * H + h) * T + q) * 3;
+        ASSERT_EQ(std::vector<int>(got, got + 3), order) << "L" << l << "H" << h << " query " << q;
+      }
   EXPECT_EQ(a.run.top->ids.data, r.top->ids.data);
   ASSERT_TRUE(a.run.text_scores->repeat.has_value());
   EXPECT_EQ(a.run.text_scores->repeat->a, r.text_scores->repeat->a);
@@ -186,14 +205,15 @@ TEST(ModelSession, AnalyseTextIsTheViewsPassesInOneCall) {
   EXPECT_EQ(a.clean_mean_loss, c.mean_loss);
   EXPECT_FALSE(same_floats(a.clean_loss, a.run.loss));  // the ablation changed something
   // Without an intervention there is one pass; a text of no tokens runs none.
-  EXPECT_FALSE(m.analyse_text(text, Intervention(), -1, 5).compared);
+  EXPECT_FALSE(m.analyse_text(text, Intervention(), -1, 5, 3).compared);
   ModelFile f = load_model_file("models/char-2l.safetensors");
   f.tokenizer = Tokenizer::build_word({"x", "y"});
   ModelSession w(f);
-  const ModelSession::TextAnalysis none = w.analyse_text("", iv, -1, 5);
+  const ModelSession::TextAnalysis none = w.analyse_text("", iv, -1, 5, 3);
   EXPECT_FALSE(none.ran);
   EXPECT_FALSE(none.compared);
-  EXPECT_THROW(m.analyse_text(text, iv, -1, -1), std::invalid_argument);
+  EXPECT_THROW(m.analyse_text(text, iv, -1, -1, 3), std::invalid_argument);
+  EXPECT_THROW(m.analyse_text(text, iv, -1, 5, -1), std::invalid_argument);
 }
 
 TEST(ModelSession, SpectraTablesChecksAndTheKeptCache) {

@@ -596,13 +596,23 @@ test('analyseText(): the induction view\'s call equals tokenize({fit}), run() an
   // The separate calls, on a fresh copy of the model (no kept pass to start from).
   const other = cs.load(charBytes);
   try {
-    const r = other.run(a.ids, iv, { logits: false, textScores: true, repeatAt: 40, topk: 5 });
+    const r = other.run(a.ids, iv, { logits: false, textScores: true, repeatAt: 40, topk: 5, topKeys: 3 });
     const clean = other.run(a.ids, undefined, { logits: false, patterns: false, probsOf: r.top_ids.data });
     assert.deepEqual(a.run.patterns.data, r.patterns.data);
     assert.deepEqual(a.run.loss.data, r.loss.data);
     assert.deepEqual(a.run.top_ids.data, r.top_ids.data);
     assert.deepEqual(a.run.text_scores, r.text_scores);
     assert.deepEqual(a.run.repeat, r.repeat);
+    assert.deepEqual(a.run.top_keys, r.top_keys);
+    // top_keys: each pattern row's three largest weights, the earlier key on a tie.
+    const T = a.ids.length, rows = r.patterns.data.length / T;
+    assert.deepEqual(r.top_keys.shape, [char.config.n_layers, char.config.n_heads, T, 3]);
+    for (let row = 0; row < rows; row += 37) {
+      const q = row % T, P = r.patterns.data.subarray(row * T, (row + 1) * T);
+      const want = Array.from({ length: q + 1 }, (_, k) => k).sort((x, y) => P[y] - P[x] || x - y).slice(0, 3);
+      while (want.length < 3) want.push(-1);
+      assert.deepEqual(Array.from(r.top_keys.data.subarray(row * 3, row * 3 + 3)), want, `row ${row}`);
+    }
     assert.ok(a.run.repeat.a <= 40 && 40 < a.run.repeat.a + a.run.repeat.d + a.run.repeat.r, 'the block holding position 40');
     assert.deepEqual(a.clean.loss.data, clean.loss.data);
     assert.deepEqual(a.clean.probs_of.data, clean.probs_of.data);

@@ -183,7 +183,7 @@ function focusDetails(t) {
   const c = a.config;
   const P = a.run.patterns?.data;
   const base = head ? ((head[0] * c.n_heads + head[1]) * a.T + q) * a.T : 0;
-  const keys = head ? Array.from({ length: q + 1 }, (_, k) => k).sort((x, y) => P[base + y] - P[base + x]).slice(0, 3) : [];
+  const keys = head ? topKeys(a.run, (head[0] * c.n_heads + head[1]) * a.T + q) : [];
   const top = topAt(a.run, q, TOP_K);
   const next = q + 1 < a.T;
   t.focus.replaceChildren(
@@ -195,6 +195,12 @@ function focusDetails(t) {
       label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
       compare: a.ablating ? (id) => cleanProb(a, q, id) : null, compareLabel: 'clean',
     }));
+}
+
+/** The keys (positions) row `row` of the patterns attends to most, the core's ranking (run()'s top_keys), -1 left out. */
+function topKeys(run, row) {
+  const k = run.top_keys.shape[3];
+  return Array.from(run.top_keys.data.subarray(row * k, (row + 1) * k)).filter((x) => x >= 0);
 }
 
 // The mean loss, and the first and second copy of a repeated block side by side (built once per
