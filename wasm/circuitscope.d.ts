@@ -1041,13 +1041,15 @@ export interface LoadedModel {
   /** Previous-token, duplicate-token, prefix-matching (induction) and copying scores. */
   headScores(options?: HeadScoreOptions): HeadScores;
   /**
-   * Starting text for a model whose tokenizer does not read prose (word-level, token ids): a
-   * repeated segment R R of up to 12 distinct random tokens, each one the tokenizer reads back as
-   * itself (a word holding a space could never be typed), written as the tokenizer reads text;
-   * tokens is what tokenize(text) gives. Empty text when the context is too short.
+   * A repeated random segment to type: the starting text for a model whose tokenizer does not
+   * read prose (word-level, token ids), and the induction view's inserted sequence. R R, R of
+   * `length` distinct random tokens (default 12, at most (n_ctx - 1) / 2), each one that shows
+   * (not only white space) and that the tokenizer reads back as itself (a word holding a space
+   * could never be typed), written as the tokenizer reads text; `segment` is R alone; tokens is
+   * what tokenize(text) gives. Empty text when the context is too short.
    * (cs::repeated_sample_text; display text, not a measurement.)
    */
-  sampleText(options?: { seed?: number }): { text: string; tokens: Int32Array };
+  sampleText(options?: { seed?: number; length?: number }): { text: string; segment: string; tokens: Int32Array };
   /**
    * The head every view shows when the state names none: the strongest induction head, the
    * largest prefix-matching score of headScores() with its defaults (computed once per model and

@@ -221,7 +221,7 @@ const MODEL_CALLS = {
   // The core fills in every option left out (the random-token pool from the tokenizer, the
   // longest L that fits, <BOS>, batch 16, seed 0) and returns the values it used.
   headScores: [['L', 'batch', 'seed', 'first', 'n', 'bos'], 0, (o) => [o]],
-  sampleText: [['seed'], 0, (o) => [o.seed ?? 0]],
+  sampleText: [['seed', 'length'], 0, (o) => [o.seed ?? 0, o.length ?? -1]],
   defaultHead: [null, 0, () => []],
   findRepeat: [['at'], 1, (o, ids) => [toInt32(ids, 'findRepeat'), o.at ?? -1]],
   ioiSequences: [null, 0, (_, split) => [split]],

@@ -986,13 +986,15 @@ val Model::findRepeat(const val& ids_js, const val& at_js) const {
   });
 }
 
-// cs::repeated_sample_text: {text, tokens} for a model whose tokenizer does not read prose.
-val Model::sampleText(const val& seed_js) const {
+// cs::repeated_sample_text: {text, segment, tokens}, a repeated random segment to type.
+val Model::sampleText(const val& seed_js, const val& length_js) const {
   return guarded([&] {
     const std::uint64_t seed = seed_js.isUndefined() || seed_js.isNull() ? 0 : to_seed(seed_js, "sampleText: seed");
-    const cs::SampleText t = cs::repeated_sample_text(session_->file().tokenizer, session_->config().n_ctx, seed);
+    const int length = length_js.isUndefined() || length_js.isNull() ? -1 : to_int(length_js, "sampleText: length");
+    const cs::SampleText t = cs::repeated_sample_text(session_->file().tokenizer, session_->config().n_ctx, seed, length);
     val out = val::object();
     out.set("text", t.text);
+    out.set("segment", t.segment);
     out.set("tokens", copy_out(t.tokens.data(), t.tokens.size(), "Int32Array"));
     return out;
   });

@@ -54,7 +54,7 @@ class Model {
   val spectra() const;
   val composition(const val& samples, const val& seed) const;
   val headScores(const val& options) const;
-  val sampleText(const val& seed) const;
+  val sampleText(const val& seed, const val& length) const;
   val defaultHead() const;
   val findRepeat(const val& ids, const val& at) const;
   val topK(const val& ids, const val& k) const;

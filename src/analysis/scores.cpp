@@ -108,15 +108,17 @@ RepeatedTokens make_repeated_tokens(int B, int L, int first, int n, int bos, std
   return rt;
 }
 
-SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed) {
+SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed, int length) {
   SampleText out;
   const TokenPool pool = random_token_pool(tok);
-  const int L = std::min(12, (n_ctx - 1) / 2);
+  const int L = std::min(length < 0 ? 12 : length, (n_ctx - 1) / 2);
   if (L < 2 || pool.n < 2) return out;
-  // A token can be typed when its text reads back as that one token.
+  // A token can be typed when its text shows and reads back as that one token.
   const auto typable = [&tok](int id) {
     try {
-      const std::vector<int> back = tok.encode_ids(tok.decode({id}), false);
+      const std::string text = tok.decode({id});
+      if (std::all_of(text.begin(), text.end(), [](char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; })) return false;
+      const std::vector<int> back = tok.encode_ids(text, false);
       return back.size() == 1 && back[0] == id;
     } catch (const std::invalid_argument&) {  // its text holds a word the vocabulary lacks
       return false;
@@ -142,6 +144,7 @@ SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t s
   std::vector<int> rr = r;
   rr.insert(rr.end(), r.begin(), r.end());
   out.text = tok.decode(rr);
+  out.segment = tok.decode(r);
   out.tokens = tok.encode_ids(out.text, tok.bos_id() >= 0);
   return out;
 }

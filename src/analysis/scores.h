@@ -64,17 +64,20 @@ RepeatedTokensSpec resolve_repeated_tokens(const RepeatedTokensSpec& spec, const
 double head_scores_work(const Config& c, const RepeatedTokensSpec& r);
 RepeatedTokens make_repeated_tokens(const RepeatedTokensSpec& resolved);
 
-// Text for a model whose tokenizer does not read prose (word-level, token ids): the text boxes'
-// starting text. R + R, R of L = min(12, (n_ctx - 1) / 2) distinct tokens drawn (seeded) from the
-// random-token pool, keeping only tokens the tokenizer reads back as themselves (a word holding a
-// space or a comma could never be typed: it reads as other words), written as decode() writes
-// them. `tokens` is what tokenizing `text` gives (<BOS> first when the vocabulary has one). Empty
-// when L < 2 or fewer than 2 tokens of the pool can be typed. Display text, not a measurement.
+// A repeated random segment to type: the text boxes' starting text for a model whose tokenizer
+// does not read prose (word-level, token ids), and the induction view's "Insert a repeated random
+// sequence" for any model. R + R, R of L distinct tokens drawn (seeded) from the random-token
+// pool (L = `length`, by default 12, at most (n_ctx - 1) / 2), keeping only tokens that can be
+// typed: the tokenizer reads the token's text back as that one token (a word holding a space or a
+// comma reads as other words) and the text is not only white space (a space or a newline would
+// not show in the text box). `text` is R + R written as decode() writes it, `segment` R alone;
+// `tokens` is what tokenizing `text` gives (<BOS> first when the vocabulary has one). Empty when
+// L < 2 or fewer than 2 tokens of the pool can be typed. Display text, not a measurement.
 struct SampleText {
-  std::string text;
+  std::string text, segment;
   std::vector<int> tokens;
 };
-SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed);
+SampleText repeated_sample_text(const Tokenizer& tok, int n_ctx, std::uint64_t seed, int length = -1);
 
 // Per-head scores, each [n_layers, n_heads]. Attention scores are averaged over rows and positions.
 struct HeadScores {

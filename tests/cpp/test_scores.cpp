@@ -277,6 +277,23 @@ TEST(SampleText, UsesOnlyTokensThatReadBackAsThemselves) {
   const SampleText t = repeated_sample_text(ids, 64, 3);
   EXPECT_EQ(t.tokens, ids.encode_ids(t.text, false)) << t.text;
   EXPECT_EQ(t.tokens.size(), 24u);
+  EXPECT_EQ(t.segment + " " + t.segment, t.text);
+  // A length asked for, capped by the context.
+  EXPECT_EQ(repeated_sample_text(ids, 64, 3, 20).tokens.size(), 40u);
+  EXPECT_EQ(repeated_sample_text(ids, 21, 3, 20).tokens.size(), 20u);
+}
+
+// A character vocabulary (the induction view's inserted sequence): characters that show, never
+// a space, a newline or a tab, run together; R then R.
+TEST(SampleText, CharacterVocabulariesDrawCharactersThatShow) {
+  const Tokenizer chars = Tokenizer::build_char("ab c\nd\te fgh");
+  for (std::uint64_t seed : {0ull, 5ull}) {
+    const SampleText t = repeated_sample_text(chars, 64, seed, 6);
+    ASSERT_EQ(t.segment.size(), 6u) << t.segment;
+    EXPECT_EQ(t.text, t.segment + t.segment);
+    EXPECT_EQ(t.segment.find_first_of(" \n\t"), std::string::npos) << t.segment;
+    EXPECT_EQ(t.tokens, chars.encode_ids(t.text, true));
+  }
 }
 
 // A model of a TransformerLens toy model's shape (48k tokens, 512 wide, 1,024 context): the

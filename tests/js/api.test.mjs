@@ -981,6 +981,13 @@ test('sampleText(): a word vocabulary with spaces and commas in some words still
     }
     assert.deepEqual(m.sampleText({ seed: 5 }), m.sampleText({ seed: 5 }));
     throwsReadable(() => m.sampleText({ seed: -1 }), /sampleText: seed/, 'a negative seed');
+    assert.equal(m.sampleText({ length: 15 }).tokens.length, 1 + 2 * 15, 'a length asked for');
+    assert.equal(m.sampleText({ length: 40 }).tokens.length, 1 + 2 * 19, 'capped at (n_ctx - 1) / 2');
+    // A character model (the induction view's inserted sequence): characters that show, R then R.
+    const r = char.sampleText({ seed: 3, length: 20 });
+    assert.equal([...r.segment].length, 20);
+    assert.equal(r.text, r.segment + r.segment);
+    assert.doesNotMatch(r.segment, /\s/);
     // @ts-expect-error: an option sampleText does not have
     throwsReadable(() => m.sampleText({ bogus: 1 }), /sampleText: unknown option "bogus"/, 'unknown option');
   } finally {

@@ -270,20 +270,23 @@ function repeatText(view) {
 }
 
 function insertRandom(view) {
-  // Every printable character of the vocabulary, as headScores() draws them: char-2l's induction
-  // head fires strongly on such random sequences, much less on repeated English.
-  const pool = (view.model?.tokenizer?.vocab || []).filter((v) => v.length === 1 && v !== '\n' && v !== ' ' && v !== '\t');
   const text = view.state.text ?? (view.model ? sampleFor(view.model) : SAMPLE);
+  const m = view.model;
+  if (!m) return;
   const ta = view.els.text;
   const at = ta.selectionStart ?? text.length;
-  const L = Math.max(8, Math.min(40, Math.floor((contextChars(view) - text.length - 3) / 2)));   // " R R " fits when it can
-  let r = '';
-  for (let i = 0; i < L; i++) r += pool[Math.floor(Math.random() * pool.length)];
-  // A word or token-id vocabulary: the core's repeated random segment (already twice).
-  const ins = view.model && !readsText(view.model.tokenizer) ? ` ${tokenSample(view.model, 1 + Math.floor(Math.random() * 1e6))} ` : ` ${r} ${r} `;
+  // The core's repeated random segment (sampleText): tokens that show and read back as
+  // themselves, drawn from the same pool as headScores() draws (char-2l's induction head fires
+  // strongly on such random sequences, much less on repeated English). Its length is what fits
+  // beside the text, 8 to 40 tokens; a text the model reads as prose gets " R R ", a word or
+  // token-id vocabulary its own spacing.
+  const length = Math.max(8, Math.min(40, Math.floor((contextChars(view) - text.length - 3) / 2)));
+  const sample = m.sampleText({ seed: 1 + Math.floor(Math.random() * 1e6), length });
+  if (!sample.text) return;
+  const ins = readsText(m.tokenizer) ? ` ${sample.segment} ${sample.segment} ` : ` ${sample.text} `;
   // The inserted block's second copy's last token is picked, so the cards describe this repeat.
   const next = text.slice(0, at) + ins + text.slice(at);
-  view.update({ text: next, pos: view.model ? positionAt(view.model, next, at + ins.trimEnd().length - 1) : null });
+  view.update({ text: next, pos: positionAt(m, next, at + ins.trimEnd().length - 1) });
   requestAnimationFrame(() => { ta.focus(); ta.setSelectionRange(at + ins.length, at + ins.length); });
 }
 
