@@ -54,6 +54,7 @@ EMSCRIPTEN_BINDINGS(circuitscope) {
       .function("ioiEvaluate", &Model::ioiEvaluate)
       .function("ioiTask", &Model::ioiTask)
       .function("ioiKind", &Model::ioiKind)
+      .function("ioiNames", &Model::ioiNames)
       .function("ioiSentence", &Model::ioiSentence)
       .function("cutComposition", &Model::cutComposition)
       .function("skipTrigrams", &Model::skipTrigrams)

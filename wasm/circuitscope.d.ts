@@ -1107,6 +1107,11 @@ export interface LoadedModel {
    * (not an IOI model). The page opens a model file in the IOI view when this is not null.
    */
   ioiKind(): 'templates' | 'symbolic' | null;
+  /**
+   * The names ioi() reports probabilities for, as text, in the order ioiSentence's io and s count
+   * them: a template task's names, or the symbolic task's A..F; [] for a model that is not an IOI model.
+   */
+  ioiNames(): string[];
   /** One sentence of the model's IOI task (template or symbolic), with its tokens and split. */
   ioiSentence(options?: IoiSentenceOptions): IoiSentence;
   /** The intervention cutting input q, k or v of every head from all heads of earlier layers (empty for 1 layer). */

@@ -228,6 +228,7 @@ const MODEL_CALLS = {
   ioiEvaluate: [null, 0, (_, intervention, split) => [intervention, split]],
   ioiTask: [null, 0, () => []],
   ioiKind: [null, 0, () => []],
+  ioiNames: [null, 0, () => []],
   ioiSentence: [['template', 'order', 'io', 's', 'place', 'object'], 0, (o) => [o]],
   cutComposition: [null, 0, (_, input) => [input]],
   skipTrigrams: [['k', 'maxBugs'], 2, (o, l, h) => [l, h, o.k ?? 20, o.maxBugs ?? 32]],

@@ -1092,6 +1092,11 @@ val Model::ioiKind() const {
   });
 }
 
+// The names ioi() reports probabilities for, as text (cs::ModelSession::ioi_names).
+val Model::ioiNames() const {
+  return guarded([&] { return str_array(session_->ioi_names()); });
+}
+
 // One sentence of the task: options {template, order, io, s, place, object} (indices).
 val Model::ioiSentence(const val& opts) const {
   return guarded([&] {

@@ -65,6 +65,7 @@ class Model {
   val ioiEvaluate(const val& intervention, const val& split) const;
   val ioiTask() const;
   val ioiKind() const;
+  val ioiNames() const;
   val ioiSentence(const val& options) const;
   val cutComposition(const val& input) const;
   val skipTrigrams(const val& layer, const val& head, const val& k, const val& max_bugs) const;

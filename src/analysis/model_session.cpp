@@ -283,6 +283,13 @@ std::string ModelSession::ioi_kind() const {
   return is_symbolic_ioi_vocabulary(file_.tokenizer) ? "symbolic" : "";
 }
 
+std::vector<std::string> ModelSession::ioi_names() const {
+  std::vector<std::string> out;
+  if (ioi_kind().empty()) return out;
+  for (int id : name_ids_) out.push_back(file_.tokenizer.token_text(id));
+  return out;
+}
+
 nlohmann::json ModelSession::ioi_task_json() const {
   if (!task_) return nullptr;
   nlohmann::json j = ioi_template_task_json(*task_);

@@ -197,6 +197,9 @@ class ModelSession {
   std::string ioi_kind() const;
   // The names whose probabilities ioi() reports: the task's names, or the symbolic A..F.
   const std::vector<int>& ioi_name_ids() const { return name_ids_; }
+  // Their texts, in that order (ioiSentence's io and s count in it); empty for a model that is
+  // not an IOI model (ioi_kind() "").
+  std::vector<std::string> ioi_names() const;
   IoiAnalysis ioi(const std::vector<int>& ids, const Intervention& iv) const;
   // The task's sequences: a template model's split (HeldOutBoth by default) evenly subsampled to
   // at most kMaxTemplateRows rows and padded with <PAD>, or the symbolic task's 60.

@@ -90,6 +90,11 @@ TEST(ModelSession, IoiKindSaysWhichTaskAModelIsFor) {
   EXPECT_EQ(ModelSession(load_model_file("models/ioi-templates-1l2h.safetensors")).ioi_kind(), "templates");
   EXPECT_EQ(ModelSession(load_model_file("models/ioi-1l2h.safetensors")).ioi_kind(), "symbolic");
   EXPECT_EQ(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_kind(), "");
+  // The names, as text: the symbolic task's six letters, a template task's names, none for others.
+  EXPECT_EQ(ModelSession(load_model_file("models/ioi-1l2h.safetensors")).ioi_names(), (std::vector<std::string>{"A", "B", "C", "D", "E", "F"}));
+  const ModelSession tm(load_model_file("models/ioi-templates-1l2h.safetensors"));
+  EXPECT_EQ(tm.ioi_names(), tm.ioi_task()->names);
+  EXPECT_TRUE(ModelSession(load_model_file("models/char-2l.safetensors")).ioi_names().empty());
   // Eight words that are not the symbolic task's (its names renamed), or the task's words with a
   // ninth: not the symbolic vocabulary, though <BOS> and <MID> are there.
   ModelFile f = load_model_file("models/ioi-1l2h.safetensors");

@@ -782,6 +782,7 @@ test('IOI on sentence templates: the model carries its task; splits, names and p
     assert.equal(task.templates.length, 12);
     assert.equal(ioi.ioiTask(), null, 'a symbolic model has no task');
     assert.deepEqual([m.ioiKind(), ioi.ioiKind(), char.ioiKind()], ['templates', 'symbolic', null], 'which IOI task each model is for');
+    assert.deepEqual([m.ioiNames(), ioi.ioiNames(), char.ioiNames()], [task.names, ['A', 'B', 'C', 'D', 'E', 'F'], []], 'the names ioi() reports');
     // Held-out templates are solved (REPORT.md); the split reaches the evaluation.
     const held = m.ioiEvaluate(undefined, 'held-out templates');
     assert.ok(held.accuracy > 0.9, `held-out templates ${held.accuracy}`);

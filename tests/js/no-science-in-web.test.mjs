@@ -31,6 +31,8 @@ const FORBIDDEN = [
   ['a text cut to the context around its <BOS> (tokenize(text, {fit: true}))', /n_ctx\s*-\s*\(?\s*bos\b|ids\.length\s*>\s*\w+\.n_ctx/],
   ['which IOI task a vocabulary is for (ioiKind())', /SYMBOLIC_NAMES|[!=]==?\s*['"]<(?:BOS|MID)>['"]/],
   ['the leading terms\' window (corpusStats()\'s default, leadingTermsWindow)', /\bWINDOW\s*=\s*\d|corpusStats\([^)]*window:\s*\d/],
+  ['the symbolic IOI task\'s names (ioiNames())', /\[\s*['"]A['"]\s*,\s*['"]B['"]\s*,\s*['"]C['"]/],
+  ['the keys a query attends to most (run({topKeys}).top_keys)', /\.sort\(\s*\(\s*\w+\s*,\s*\w+\s*\)\s*=>\s*\w+\[[^\]]*\b\w+\]\s*-\s*\w+\[/],
   ['a checkpoint file\'s number (checkpointLabel())', /\\d(?:[+*]|\{[\d,]+\})\)?\\\.\(?(?:\?:)?(?:pth|safetensors)/i],
 ];
 
@@ -81,6 +83,8 @@ test('the check catches each kind of computation on a sample', () => {
     'const from = ids.length - (c.n_ctx - bos);',
     "const names = model.tokenizer.vocab.filter((w) => w !== '<BOS>' && w !== '<MID>');",
     'const st = m.corpusStats(text, { window: 8 });',
+    "export const LETTERS = ['A', 'B', 'C', 'D', 'E', 'F'];",
+    'const keys = order.sort((x, y) => P[base + y] - P[base + x]).slice(0, 3);',
   ];
   for (const s of samples) assert.equal(findScience(s).length, 1, s);
   assert.equal(findScience('// Math.exp(x) in a comment\n/* BigInt */').length, 0, 'comments are not code');

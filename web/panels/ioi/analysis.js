@@ -4,30 +4,29 @@
 // panels of the view (builder, prediction, heads, patterns, lens) all ask ioiInput() and get the
 // same object back until the model or the IOI settings change.
 //
-// Symbolic task (seed 001): "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" over six names A..F that
-// can be given display names. Sentence templates (model.ioiTask() not null): a template, the
+// Symbolic task (seed 001): "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" over the six names the
+// core gives (model.ioiNames(): A..F), which can be given display names. Sentence templates (model.ioiTask() not null): a template, the
 // order, two of the model's names, a place and an object.
 import { interventionOf } from '../../store.js';
 import { fmt } from '../../parts/format.js';
 
-export const LETTERS = ['A', 'B', 'C', 'D', 'E', 'F'];
 export const DEFAULT_NAMES = ['Mary', 'John', 'Alice', 'Bob', 'Eve', 'Dan'];
 const unset = (v) => v === null || v === undefined || v === '';
 
 /** names state (array or comma-separated string) -> six display names. */
 export function parseNames(v) {
   const list = Array.isArray(v) ? v : typeof v === 'string' && v ? v.split(',') : [];
-  return LETTERS.map((_, i) => (list[i] ?? '').trim() || DEFAULT_NAMES[i]);
+  return DEFAULT_NAMES.map((name, i) => (list[i] ?? '').trim() || name);
 }
 
-/** A typed name -> its letter (A..F), by letter or display name (case-insensitive); null if unknown. */
-export function resolveName(text, names) {
+/** A typed name -> its letter (one of the core's `letters`), by letter or display name (case-insensitive); null if unknown. */
+export function resolveName(text, names, letters) {
   const t = String(text ?? '').trim().toLowerCase();
   if (!t) return null;
-  const byLetter = LETTERS.findIndex((l) => l.toLowerCase() === t);
-  if (byLetter >= 0) return LETTERS[byLetter];
+  const byLetter = letters.findIndex((l) => l.toLowerCase() === t);
+  if (byLetter >= 0) return letters[byLetter];
   const byName = names.findIndex((n) => n.toLowerCase() === t);
-  return byName >= 0 ? LETTERS[byName] : null;
+  return byName >= 0 && byName < letters.length ? letters[byName] : null;
 }
 
 /** The index of a typed word in a list (case-insensitive, trimmed); -1 if it is not there. */
@@ -37,13 +36,13 @@ export function findWord(text, list) {
 }
 
 /** How a typed name shows in its field once committed: as the model spells it, else as typed. */
-export function shownName(kind, text, names) {
+export function shownName(kind, text, names, letters) {
   if (kind === 'templates') {
     const k = findWord(text, names);
     return k >= 0 ? names[k] : String(text ?? '');
   }
-  const L = resolveName(text, names);
-  return L ? names[LETTERS.indexOf(L)] : String(text ?? '');
+  const L = resolveName(text, names, letters);
+  return L ? names[letters.indexOf(L)] : String(text ?? '');
 }
 
 /** The composition the state cuts whole ("*>*.q" -> 'q'), or ''. */
@@ -81,19 +80,20 @@ function analyse(model, tokens, iv) {
 
 function symbolic(model, st, iv, order) {
   const names = parseNames(st.names);
+  const letters = model.ioiNames();
   const ioText = st.io ?? 'A';
   const sText = st.s ?? 'B';
-  const io = resolveName(ioText, names);
-  const s = resolveName(sText, names);
-  const known = names.map((n, i) => `${n} (${LETTERS[i]})`).join(', ');
-  const d = /** @type {any} */ ({ kind: 'symbolic', names, ioText, sText, io, s, notices: [] });
+  const io = resolveName(ioText, names, letters);
+  const s = resolveName(sText, names, letters);
+  const known = letters.map((L, i) => `${names[i]} (${L})`).join(', ');
+  const d = /** @type {any} */ ({ kind: 'symbolic', names, letters, ioText, sText, io, s, notices: [] });
   d.problems = nameProblems({ ioText, sText, ioKnown: !!io, sKnown: !!s, same: io === s,
     unknown: (text, role) => `The model does not know the name "${String(text ?? '').trim()}" (${role}).`,
     knownLine: `It knows six names: ${known}. Rename them above to use other names.` });
   if (d.problems.length) return d;
-  const sentence = model.ioiSentence({ order, io: LETTERS.indexOf(io), s: LETTERS.indexOf(s) });
+  const sentence = model.ioiSentence({ order, io: letters.indexOf(io), s: letters.indexOf(s) });
   // The core says which tokens are the names (roles): each shows its display name over its letter.
-  const shown = sentence.words.map((w, i) => (sentence.roles[i] ? names[LETTERS.indexOf(w)] : w));
+  const shown = sentence.words.map((w, i) => (sentence.roles[i] ? names[letters.indexOf(w)] : w));
   d.strip = shown.map((text, i) => ({ text, tag: sentence.roles[i] ? sentence.words[i] : '' }));
   d.words = shown;
   d.tokens = sentence.tokens;

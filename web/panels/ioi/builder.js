@@ -7,7 +7,7 @@ import { shownName, resolveName, findWord } from './analysis.js';
 
 /** Whether the model knows a typed name (it is used as soon as it does). */
 function knows(d, text) {
-  return d.kind === 'templates' ? findWord(text, d.names) >= 0 : resolveName(text, d.names) !== null;
+  return d.kind === 'templates' ? findWord(text, d.names) >= 0 : resolveName(text, d.names, d.letters) !== null;
 }
 
 export const field = (labelText, control, extra) => el('div', { class: 'cs-field' }, el('label', { for: control.id }, labelText), control, extra);
@@ -28,7 +28,7 @@ export function nameControls(id, node, set) {
       type: 'text', id: `${id}-${key}`, list: datalist.id, autocomplete: 'off', spellcheck: 'false', maxlength: 64,
       oninput: () => { if (knows(node.csData, input.value)) set({ [key]: input.value.trim() }); },
       onchange: () => set({ [key]: input.value.trim() }),
-      onblur: () => { input.value = shownName(node.csData.kind, input.value.trim(), node.csData.names); },
+      onblur: () => { input.value = shownName(node.csData.kind, input.value.trim(), node.csData.names, node.csData.letters); },
     });
     return input;
   };
@@ -63,7 +63,7 @@ export function syncShared(r, d) {
     r.datalist.replaceChildren(...d.names.map((n) => el('option', { value: n })));
   }
   for (const [input, text] of [[r.io, d.ioText], [r.s, d.sText]]) {
-    if (document.activeElement !== input) input.value = shownName(d.kind, text, d.names);
+    if (document.activeElement !== input) input.value = shownName(d.kind, text, d.names, d.letters);
   }
   r.notice.textContent = (d.notices ?? []).join(' ');
   r.notice.hidden = !d.notices?.length;

@@ -6,7 +6,7 @@ import { el } from '../../parts/dom.js';
 import { bar, pct } from '../../parts/prob-bars.js';
 import { downloadCSV, downloadJSON } from '../../parts/download.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS } from './analysis.js';
+import { ioiInput } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 
 /** Each head's row, each MLP's (models with MLPs), then the direct path and the bias: [{part, diff, sum, cd?, cs?}]. */
@@ -50,11 +50,11 @@ function headsNote(a, rows) {
 
 /** What the panels show, for the JSON download. @returns {any} */
 export function numbersOf(d) {
-  const { a, prob, vocab, predicted, right } = d.result;
+  const { a, prob, predicted, right } = d.result;
   const common = { predicted, right, prob_io: a.prob_io, prob_s: a.prob_s, logit_diff: a.logit_diff };
   if (d.kind === 'symbolic') {
-    return { model: d.model, sequence: d.words, names: Object.fromEntries(LETTERS.map((L, i) => [L, d.names[i]])), io: d.io, s: d.s, ...common,
-      probabilities: Object.fromEntries(LETTERS.map((L) => [L, prob[vocab.indexOf(L)]])), heads: headRows(a) };
+    return { model: d.model, sequence: d.words, names: Object.fromEntries(d.letters.map((L, i) => [L, d.names[i]])), io: d.io, s: d.s, ...common,
+      probabilities: Object.fromEntries(d.letters.map((L, i) => [L, prob[a.name_ids[i]]])), heads: headRows(a) };
   }
   const { task, names, t } = d;
   return {
@@ -63,7 +63,7 @@ export function numbersOf(d) {
     order: d.order ? 'SIOS' : 'IOSS', place: d.usesPlace ? task.places[d.place] : null, object: d.usesObject ? task.objects[d.object] : null,
     pair_held_out: d.sentence.pairHeld, split: d.sentence.split, tokens: d.words, intervention: d.intervention,
     io: names[d.io], s: names[d.s], ...common,
-    probabilities: Object.fromEntries(names.map((n) => [n, prob[vocab.indexOf(n)]])), heads: headRows(a),
+    probabilities: Object.fromEntries(names.map((n, i) => [n, prob[a.name_ids[i]]])), heads: headRows(a),
   };
 }
 

@@ -6,7 +6,7 @@
 import { interventionOf } from '../../store.js';
 import { patchFigure, showPatch } from '../../parts/patch-map.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS } from './analysis.js';
+import { ioiInput } from './analysis.js';
 
 let uid = 0;
 const memo = new WeakMap();   // model -> {input, key, data}: the last patching of each model
@@ -14,7 +14,7 @@ const OFF = Object.freeze({ direction: null });
 
 /** The data patch-map.js draws, from the core's result (r) and the IOI input (d). */
 function shown(model, d, r) {
-  const word = (t) => (d.kind === 'symbolic' && LETTERS.includes(t) ? d.names[LETTERS.indexOf(t)] : t);
+  const word = (t) => (d.kind === 'symbolic' && d.letters.includes(t) ? d.names[d.letters.indexOf(t)] : t);
   const words = (ids) => model.tokenText(ids).map(word);
   const c = r.corruption;
   const changed = new Set(c.changed);

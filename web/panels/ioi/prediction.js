@@ -5,7 +5,7 @@
 import { el } from '../../parts/dom.js';
 import { pct, probRow, probBars } from '../../parts/prob-bars.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS } from './analysis.js';
+import { ioiInput } from './analysis.js';
 import { fmt } from '../../parts/format.js';
 
 const TOP_NAMES = 5;   // probability rows of a template model: the most probable names, plus IO and S
@@ -13,12 +13,12 @@ const badge = (right) => el('span', { class: ['cs-badge', right ? 'ok' : 'bad'] 
 const numbers = (a) => `p(IO) = ${fmt(a.prob_io, 3)}, p(S) = ${fmt(a.prob_s, 3)}, logit difference ${fmt(a.logit_diff)}.`;
 
 function symbolic(d) {
-  const { a, prob, vocab, predicted, right } = d.result;
-  const { names, io, s } = d;
-  const showName = (L) => `${names[LETTERS.indexOf(L)]} (${L})`;
-  const verdict = [badge(right), ` The model's most probable next token is ${LETTERS.includes(predicted) ? showName(predicted) : predicted}; the answer is ${showName(io)}. ${numbers(a)}`];
-  const rows = LETTERS.map((L, i) => {
-    const p = prob[vocab.indexOf(L)];
+  const { a, prob, predicted, right } = d.result;
+  const { names, letters, io, s } = d;
+  const showName = (L) => `${names[letters.indexOf(L)]} (${L})`;
+  const verdict = [badge(right), ` The model's most probable next token is ${letters.includes(predicted) ? showName(predicted) : predicted}; the answer is ${showName(io)}. ${numbers(a)}`];
+  const rows = letters.map((L, i) => {
+    const p = prob[a.name_ids[i]];
     const role = L === io ? 'IO' : L === s ? 'S' : '';
     return probRow({ label: `${names[i]} (${L})${role ? ` · ${role}` : ''}`, p, name: names[i],
       className: role && `role-${role.toLowerCase()}`, dataset: { name: L, prob: p.toFixed(6) } });
@@ -27,9 +27,9 @@ function symbolic(d) {
 }
 
 function templates(d) {
-  const { a, prob, vocab, predicted, right } = d.result;
+  const { a, prob, predicted, right } = d.result;
   const { names, io, s } = d;
-  const nameIds = names.map((n) => vocab.indexOf(n));
+  const nameIds = Array.from(a.name_ids);   // the core's name tokens, in the task's order
   const verdict = [badge(right), ` The model's most probable next word is "${predicted}"${nameIds.includes(a.predicted) ? '' : ' (not a name)'}; the answer is ${names[io]}. ${numbers(a)}`];
   // The most probable names, and IO and S wherever they rank (the core's ranks among the names).
   const pName = nameIds.map((id) => prob[id]);

@@ -1,20 +1,20 @@
 // The symbolic IOI task's builder: the order ("<BOS> IO S S <MID>" or "<BOS> S IO S <MID>"), which
-// of the six names A..F is the indirect object and which the subject (by letter or display name),
+// of the six names (the core's, A..F) is the indirect object and which the subject (by letter or display name),
 // and the six display names; then the tokens the model sees. Patched in place on every change,
 // so focus and the text being typed stay.
 import { el } from '../../parts/dom.js';
 import { definePanel } from '../panel.js';
-import { ioiInput, LETTERS, DEFAULT_NAMES, parseNames } from './analysis.js';
+import { ioiInput, DEFAULT_NAMES, parseNames } from './analysis.js';
 import { nameControls, messageParts, syncShared } from './builder.js';
 
 let uid = 0;
 
-function build(dispatch) {
+function build(dispatch, letters) {
   const id = `cs-ioi-seq-${++uid}`;
   const set = (values) => dispatch({ type: 'set', values });
   const node = el('div');
   const r = /** @type {any} */ ({ ...nameControls(id, node, set), ...messageParts() });
-  r.nameInputs = LETTERS.map((L, i) => {
+  r.nameInputs = letters.map((L, i) => {
     const input = el('input', {
       type: 'text', id: `${id}-name-${L}`, size: 8, autocomplete: 'off', spellcheck: 'false', maxlength: 24,
       onblur: () => { input.value = input.value.replace(/,/g, ' ').trim() || DEFAULT_NAMES[i]; },
@@ -29,8 +29,8 @@ function build(dispatch) {
   node.append(
     r.row,
     el('fieldset', { class: 'cs-names' },
-      el('legend', {}, 'Display names (the model still sees the tokens A–F)'),
-      LETTERS.map((L, i) => el('span', { class: 'cs-field cs-inline' }, el('label', { for: r.nameInputs[i].id }, `${L} =`), r.nameInputs[i]))),
+      el('legend', {}, `Display names (the model still sees the tokens ${letters[0]}–${letters[letters.length - 1]})`),
+      letters.map((L, i) => el('span', { class: 'cs-field cs-inline' }, el('label', { for: r.nameInputs[i].id }, `${L} =`), r.nameInputs[i]))),
     r.notice, r.message, r.sequence);
   node.csRefs = r;
   return node;
@@ -54,7 +54,7 @@ export default definePanel({
 
   render(d, { dispatch }) {
     if (d.kind !== 'symbolic') return el('p', { class: 'cs-note' }, `${d.modelName} is a sentence-template model: build a sentence instead (the panel ioi-sentence).`);
-    const node = build(dispatch);
+    const node = build(dispatch, d.letters);
     update(node, d);
     return node;
   },
