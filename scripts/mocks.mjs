@@ -3,7 +3,8 @@
 // (build/site, from `npm run build`) in a small state (tests/browser/mock-record.mjs). With panel
 // names, only those. Run it after changing what a panel's query returns: the mocks test
 // (tests/browser/mocks.test.mjs) fails while a mock's shape differs from the live query's.
-// Then `bash scripts/build.sh site` copies the new mocks into the site.
+// Each mock is also written into build/site, so the mocks test (which serves the built site)
+// reads the new ones without assembling the site again.
 import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { startServer } from './serve.mjs';
@@ -32,6 +33,9 @@ try {
       mkdirSync(path.dirname(file), { recursive: true });
       const text = `${JSON.stringify({ panel: name, attrs, state, data })}\n`;
       writeFileSync(file, text);
+      const built = path.join(site, path.relative(path.join(root, 'web'), file));
+      mkdirSync(path.dirname(built), { recursive: true });
+      writeFileSync(built, text);
       console.log(`${name.padEnd(24)} ${(text.length / 1024).toFixed(1).padStart(7)} KB  ${path.relative(root, file)}`);
     } catch (e) {
       failed++;
