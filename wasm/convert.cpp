@@ -675,23 +675,28 @@ std::string Model::config() const {
 // The text comes as a val and is copied inside: Embind frees a std::string argument's buffer only
 // when the call returns, so every refused text (a word not in the vocabulary, a token id out of
 // range) would leave its bytes behind.
+namespace {
+// {ids, begins, ends, bos, truncated} of tokens fitted to the context, set on `out`.
+void set_context_tokens(val& out, const cs::ModelSession::ContextTokens& fitted) {
+  std::vector<std::int32_t> ids, begins, ends;
+  for (const auto& t : fitted.tokens) {
+    ids.push_back(t.id);
+    begins.push_back(t.begin);
+    ends.push_back(t.end);
+  }
+  out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
+  out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
+  out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
+  out.set("bos", fitted.bos);
+  out.set("truncated", fitted.truncated);
+}
+}  // namespace
+
 val Model::tokenize(const val& text, bool fit) const {
   return guarded([&] {
     if (!text.isString()) throw std::invalid_argument("tokenize: expected a string");
-    const cs::ModelSession::ContextTokens fitted = session_->tokenize_to_context(text.as<std::string>(), fit);
-    const std::vector<cs::Token>& toks = fitted.tokens;
-    std::vector<std::int32_t> ids, begins, ends;
-    for (const auto& t : toks) {
-      ids.push_back(t.id);
-      begins.push_back(t.begin);
-      ends.push_back(t.end);
-    }
     val out = val::object();
-    out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
-    out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
-    out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
-    out.set("bos", fitted.bos);
-    out.set("truncated", fitted.truncated);
+    set_context_tokens(out, session_->tokenize_to_context(text.as<std::string>(), fit));
     return out;
   });
 }
@@ -820,18 +825,8 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
       set_pass_tables(run, cache, c, cache.n_pos, true, false, into);
     });
     const int T = static_cast<int>(a.tokens.tokens.size());
-    std::vector<std::int32_t> ids, begins, ends;
-    for (const auto& t : a.tokens.tokens) {
-      ids.push_back(t.id);
-      begins.push_back(t.begin);
-      ends.push_back(t.end);
-    }
     val out = val::object();
-    out.set("ids", copy_out(ids.data(), ids.size(), "Int32Array"));
-    out.set("begins", copy_out(begins.data(), begins.size(), "Int32Array"));
-    out.set("ends", copy_out(ends.data(), ends.size(), "Int32Array"));
-    out.set("bos", a.tokens.bos);
-    out.set("truncated", a.tokens.truncated);
+    set_context_tokens(out, a.tokens);
     out.set("unk_id", a.unk_id);
     out.set("unknown", a.unknown);
     val bytes = val::object();

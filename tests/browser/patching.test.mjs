@@ -54,15 +54,15 @@ async function open(url) {
 const openView = (tag, attrs) => open(`${server.origin}/__view.html?tag=${tag}&attrs=${encodeURIComponent(JSON.stringify(attrs))}`);
 
 /** The core's patching of `text` on `model`, called in the page: the numbers the panel must show. */
-function corePatch(page, model, text, direction) {
-  return page.evaluate(async ([model, text, direction]) => {
+function corePatch(page, model, text, direction, intervention = {}) {
+  return page.evaluate(async ([model, text, direction, intervention]) => {
     const { getModel } = await import('/store.js');
     const m = await getModel(model);
-    const r = m.patch(m.tokenize(text).ids, { direction, intervention: {}, positions: 'auto' });
+    const r = m.patch(m.tokenize(text).ids, { direction, intervention, positions: 'auto' });
     return { head: Array.from(r.head.data), headEffect: Array.from(r.head_effect.data), headPos: r.head_pos && Array.from(r.head_pos.data),
       headPosEffect: r.head_pos_effect && Array.from(r.head_pos_effect.data), clean: r.clean_logit_diff, corrupted: r.corrupted_logit_diff,
       changed: r.corruption.changed, L: r.head.shape[0], H: r.head.shape[1], T: r.tokens.length, note: r.note, passes: r.passes };
-  }, [model, text, direction]);
+  }, [model, text, direction, intervention]);
 }
 
 /** Moves the pointer onto cell (r, c) of a patching heatmap; returns the read-out's data. */
@@ -171,6 +171,14 @@ test('induction: char-2l with patching on a repeated text shows the core\'s effe
     await page.selectOption(`${scope} select[id$="-patch"]`, 'noise');
     await page.waitForSelector(`${scope} .cs-patch[data-direction="noise"][data-state="shown"]`, { timeout: 30_000 });
     await checkCells(page, scope, await corePatch(page, 'char-2l', FOX, 'noise'), { heads: [[1, 2]], positions: [[6, 25]] });
+    // A head ablated on the same text: patched again under the ablation, not the result kept for the text.
+    const ablated = await corePatch(page, 'char-2l', FOX, 'noise', { ablate: [{ layer: 0, head: 0 }] });
+    await page.evaluate(() => document.querySelector('cs-induction').update({ ablate: ['L0H0'] }));
+    assert.notEqual(ablated.clean, (await corePatch(page, 'char-2l', FOX, 'noise')).clean);
+    await page.waitForFunction(([s, v]) => Number(document.querySelector(`${s} .cs-patch[data-state="shown"]`)?.dataset.cleanDiff) === v,
+      [scope, ablated.clean], { timeout: 30_000 });
+    await checkCells(page, scope, ablated, { heads: [[1, 2]], positions: [[6, 25]] });
+    await page.evaluate(() => document.querySelector('cs-induction').update({ ablate: [] }));
     // The whole context (each patched pass starts at its head's layer and computes two logits).
     const whole = await corePatch(page, 'char-2l', KEYSTROKE_TEXT, 'noise');
     await page.fill('cs-induction textarea', KEYSTROKE_TEXT);

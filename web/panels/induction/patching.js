@@ -44,7 +44,7 @@ export default definePanel({
     const direction = state.patch;
     if (!direction) return OFF;
     const a = analyse(model, state);
-    const key = `${a.key}|${direction}`;
+    const key = `${a.ikey}|${direction}`;   // with the text: the tokens and the intervention patched
     const hit = memo.get(model);
     if (hit?.key === key && hit.text === a.text) return hit.data;   // the text too: it labels the tokens
     let data;
