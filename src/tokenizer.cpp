@@ -335,6 +335,16 @@ std::string Tokenizer::token_bytes(int id) const {
   return id < p_->size() ? p_->token_bytes(id) : std::string();
 }
 
+std::string Tokenizer::token_bytes(const std::vector<int>& ids, std::vector<int>& offsets) const {
+  std::string out;
+  offsets.assign(1, 0);
+  for (int id : ids) {
+    out += token_bytes(id);
+    offsets.push_back(static_cast<int>(out.size()));
+  }
+  return out;
+}
+
 int Tokenizer::bos_id() const { return bos_; }
 
 int Tokenizer::find(const std::string& text) const { return p_->find(text); }

@@ -93,6 +93,9 @@ class Tokenizer {
   // UTF-8; "" for <BOS> and <UNK> and for a token-id vocabulary, whose tokens stand for no text.
   // Throws std::out_of_range as token_text does.
   std::string token_bytes(int id) const;
+  // token_bytes of each id, one after another; `offsets` gets ids.size() + 1 entries, id i's bytes
+  // being [offsets[i], offsets[i + 1]).
+  std::string token_bytes(const std::vector<int>& ids, std::vector<int>& offsets) const;
   int bos_id() const;                           // -1 if the vocabulary has no <BOS>
   int unk_id() const { return unk_; }           // -1 for word-level
   // Bpe: the merges in order, each a pair of ids.

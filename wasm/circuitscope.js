@@ -334,7 +334,7 @@ function wrap(handle) {
       if (typeof text !== 'string') throw new TypeError('analyseText: expected a string');
       const into = o.into === undefined || o.into === null ? undefined
         : runBuffers(o.into, config, config.n_ctx, 'analyseText', ['patterns', 'loss', 'cleanLoss']);
-      const out = call(() => handle.analyseText(text, intervention, { at: o.at ?? -1, topk: o.topk ?? 5, topKeys: o.topKeys ?? 3, into }));
+      const out = call(() => handle.analyseText(text, intervention, { at: o.at ?? -1, topk: o.topk, topKeys: o.topKeys, into }));
       if (out.run) {
         out.run.tokens = out.ids;
         last = { tokens: out.ids, intervention };

@@ -676,6 +676,14 @@ std::string Model::config() const {
 // when the call returns, so every refused text (a word not in the vocabulary, a token id out of
 // range) would leave its bytes behind.
 namespace {
+// {bytes: Uint8Array, offsets: Int32Array}: tokenBytes()'s result.
+val token_bytes_js(const std::string& bytes, const std::vector<int>& offsets) {
+  val out = val::object();
+  out.set("bytes", copy_out(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), "Uint8Array"));
+  out.set("offsets", copy_out(offsets.data(), offsets.size(), "Int32Array"));
+  return out;
+}
+
 // {ids, begins, ends, bos, truncated} of tokens fitted to the context, set on `out`.
 void set_context_tokens(val& out, const cs::ModelSession::ContextTokens& fitted) {
   std::vector<std::int32_t> ids, begins, ends;
@@ -707,17 +715,9 @@ val Model::tokenize(const val& text, bool fit) const {
 val Model::tokenBytes(const val& ids_js) const {
   return guarded([&] {
     const std::vector<int> ids = copy_in<int>(ids_js, "tokenBytes: token ids");
-    const cs::Tokenizer& tok = session_->file().tokenizer;
-    std::string bytes;
-    std::vector<std::int32_t> offsets{0};
-    for (int id : ids) {
-      bytes += tok.token_bytes(id);
-      offsets.push_back(static_cast<std::int32_t>(bytes.size()));
-    }
-    val out = val::object();
-    out.set("bytes", copy_out(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size(), "Uint8Array"));
-    out.set("offsets", copy_out(offsets.data(), offsets.size(), "Int32Array"));
-    return out;
+    std::vector<int> offsets;
+    const std::string bytes = session_->file().tokenizer.token_bytes(ids, offsets);
+    return token_bytes_js(bytes, offsets);
   });
 }
 
@@ -815,8 +815,8 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     if (!text.isString()) throw std::invalid_argument("analyseText: expected a string");
     const cs::Intervention iv = to_intervention(iv_js, "analyseText");
     const int at = opt_int(opts, "at", -1, "analyseText: at");
-    const int topk = opt_int(opts, "topk", 5, "analyseText: topk");
-    const int top_keys = opt_int(opts, "topKeys", 3, "analyseText: topKeys");
+    const int topk = opt_int(opts, "topk", cs::ModelSession::kTextTopK, "analyseText: topk");
+    const int top_keys = opt_int(opts, "topKeys", cs::ModelSession::kTextTopKeys, "analyseText: topKeys");
     const val into = opt(opts, "into");
     const cs::Config& c = session_->config();
     val run = val::null();
@@ -829,10 +829,7 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     set_context_tokens(out, a.tokens);
     out.set("unk_id", a.unk_id);
     out.set("unknown", a.unknown);
-    val bytes = val::object();
-    bytes.set("bytes", copy_out(reinterpret_cast<const std::uint8_t*>(a.bytes.data()), a.bytes.size(), "Uint8Array"));
-    bytes.set("offsets", copy_out(a.byte_offsets.data(), a.byte_offsets.size(), "Int32Array"));
-    out.set("bytes", bytes);
+    out.set("bytes", token_bytes_js(a.bytes, a.byte_offsets));
     if (a.ran) set_run_extras(run, a.run, c, T, 0, buffer_of(into, "loss"));
     out.set("run", run);
     val clean = val::null();

@@ -178,13 +178,11 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   a.unk_id = tok.unk_id();
   std::vector<int> ids;
   ids.reserve(a.tokens.tokens.size());
-  a.byte_offsets.push_back(0);
   for (const Token& t : a.tokens.tokens) {
     ids.push_back(t.id);
     if (t.id == a.unk_id) ++a.unknown;
-    a.bytes += tok.token_bytes(t.id);
-    a.byte_offsets.push_back(static_cast<int>(a.bytes.size()));
   }
+  a.bytes = tok.token_bytes(ids, a.byte_offsets);
   if (ids.empty()) return a;
   RunOptions o;
   o.logits = false;

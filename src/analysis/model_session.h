@@ -148,6 +148,8 @@ class ModelSession {
   // pass, as run()'s are. `read_pass` is given the intervened pass's cache before the clean pass
   // runs (the clean pass may take its place within kKeptPassBytes): the API copies the patterns
   // there. No pass runs when the text gives no tokens.
+  // What the induction view shows: the top 5 next tokens and the 3 keys each head attends to most.
+  static constexpr int kTextTopK = 5, kTextTopKeys = 3;
   struct TextAnalysis {
     ContextTokens tokens;
     int unk_id = -1;                   // the vocabulary's <UNK> (-1 without one)

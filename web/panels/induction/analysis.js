@@ -17,7 +17,6 @@ export const SAMPLE = 'Alice was beginning to get very tired of sitting by her s
   'Alice was beginning to get very tired of sitting by her sister on the bank';
 /** The text shown for a model when the state has none: SAMPLE (character or byte-pair vocabulary), or for a word or token-id vocabulary a repeated random segment (sample.js). */
 export const sampleFor = (model) => (readsText(model.tokenizer) ? SAMPLE : tokenSample(model));
-export const TOP_K = 5;            // next-token predictions shown for a hovered token
 
 /** A token as shown: spaces, newlines and tabs made visible (parts/format.js), so a sub-word's leading space shows. */
 export const showTok = showToken;
@@ -35,11 +34,12 @@ export function analyse(model, state) {
   if (s.last && s.last.sk === sk) return s.last;
   const intervention = interventionOf(state, c);
   s.last = null;   // the buffers are overwritten below
-  // The core fits the text to the context, runs it under the intervention (the top 5 next tokens
-  // at every position, every head's scores on the repeated block holding the picked token) and,
+  // The core fits the text to the context, runs it under the intervention (the top next tokens
+  // and the keys each head attends to most at every position, as many as the core's analyseText
+  // gives by default; every head's scores on the repeated block holding the picked token) and,
   // under one, runs it clean for comparison; each pass computes only the positions from the first
   // changed token. No logits are copied (at a 50,000-token vocabulary they are 100 MB at 512 tokens).
-  const r = model.analyseText(text, intervention, { at: state.pos ?? -1, topk: TOP_K, into: (s.buffers ??= buffersFor(c)) });
+  const r = model.analyseText(text, intervention, { at: state.pos ?? -1, into: (s.buffers ??= buffersFor(c)) });
   const { ids, begins, ends, bos, truncated, run } = r;
   const ablating = r.clean !== null;
   s.last = {

@@ -10,7 +10,7 @@ import { topAt, topkList } from '../../parts/topk.js';
 import { attnColor } from '../../parts/attention-pattern.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
-import { analyse, chosenHead, showTok, tokenText, repeatOf, TOP_K, cleanProb } from './analysis.js';
+import { analyse, chosenHead, showTok, tokenText, repeatOf, cleanProb } from './analysis.js';
 import { fmt, tokenTitle, tokenIdBytes } from '../../parts/format.js';
 
 /** The event a token hover sends (detail: {pos}, null when it ends); the view passes it on. */
@@ -184,12 +184,13 @@ function focusDetails(t) {
   const P = a.run.patterns?.data;
   const base = head ? ((head[0] * c.n_heads + head[1]) * a.T + q) * a.T : 0;
   const keys = head ? topKeys(a.run, (head[0] * c.n_heads + head[1]) * a.T + q) : [];
-  const top = topAt(a.run, q, TOP_K);
+  const k = a.run.top_ids.shape[1];
+  const top = topAt(a.run, q, k);
   const next = q + 1 < a.T;
   t.focus.replaceChildren(
     el('p', {}, el('strong', {}, `Token ${q} `), el('code', {}, tokenText(a, q)), next ? ' (next: ' : '', next ? el('code', {}, tokenText(a, q + 1)) : '', next ? ')' : ''),
     name ? el('p', {}, `${name} attends most to: `, keys.map((k, i) => [i ? ', ' : '', el('code', {}, tokenText(a, k)), ` @${k} (${(P[base + k] * 100).toFixed(0)}%)`])) : '',
-    el('p', { class: 'muted' }, a.ablating ? 'Top-5 next tokens (with the ablation):' : 'Top-5 next tokens:'),
+    el('p', { class: 'muted' }, a.ablating ? `Top-${k} next tokens (with the ablation):` : `Top-${k} next tokens:`),
     topkList({
       ...top, className: 'ind-top', actual: next ? a.ids[q + 1] : null,
       label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
