@@ -672,9 +672,6 @@ std::string Model::config() const {
 
 // {ids, begins, ends}: Int32Arrays; spans in UTF-16 code units; <BOS> (an empty span) first when
 // the vocabulary has one.
-// The text comes as a val and is copied inside: Embind frees a std::string argument's buffer only
-// when the call returns, so every refused text (a word not in the vocabulary, a token id out of
-// range) would leave its bytes behind.
 namespace {
 // {bytes: Uint8Array, offsets: Int32Array}: tokenBytes()'s result.
 val token_bytes_js(const std::string& bytes, const std::vector<int>& offsets) {
@@ -700,6 +697,9 @@ void set_context_tokens(val& out, const cs::ModelSession::ContextTokens& fitted)
 }
 }  // namespace
 
+// The text comes as a val and is copied inside: Embind frees a std::string argument's buffer only
+// when the call returns, so every refused text (a word not in the vocabulary, a token id out of
+// range) would leave its bytes behind.
 val Model::tokenize(const val& text, bool fit) const {
   return guarded([&] {
     if (!text.isString()) throw std::invalid_argument("tokenize: expected a string");
@@ -740,19 +740,20 @@ void set_pass_tables(val& out, const cs::ActivationCache<float>& cache, const cs
   }
 }
 
-// The rest of run()'s result from its extras: loss (into the caller's `loss_buffer` when given),
-// changed_from, the mean losses, probs_of [T, probs_k], resid and result when asked, top_ids and
-// top_probs with top k, text_scores and repeat with text scores.
-void set_run_extras(val& out, const cs::RunExtras& x, const cs::Config& c, int T, int probs_k, const val& loss_buffer) {
+// The rest of run()'s result from its extras and the options `o` that made them: loss (into the
+// caller's `loss_buffer` when given), changed_from, the mean losses, probs_of [T, probs_k], resid
+// and result when asked, top_ids and top_probs with top k, text_scores and repeat with text
+// scores, top_keys when asked.
+void set_run_extras(val& out, const cs::RunExtras& x, const cs::RunOptions& o, const cs::Config& c, int T, const val& loss_buffer) {
   const int L = c.n_layers, H = c.n_heads, D = c.d_model;
   out.set("loss", tagged(fill_or_copy(loss_buffer, {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
   out.set("changed_from", x.changed_from);
   out.set("mean_loss", x.mean_loss);
-  if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, probs_k}, {"pos", "rank"}));
+  if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, o.probs_k}, {"pos", "rank"}));
   out.set("first_copy_loss", x.first_copy_loss);
   out.set("second_copy_loss", x.second_copy_loss);
-  if (!x.resid.empty()) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
-  if (!x.result.empty()) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
+  if (o.resid) out.set("resid", tagged(x.resid, {L + 1, T, D}, {"stage", "pos", "d_model"}));
+  if (o.result) out.set("result", tagged(x.result, {L, H, T, D}, {"layer", "head", "pos", "d_model"}));
   if (x.top) {
     const int k = x.top->k;
     out.set("top_ids", tagged_ints(x.top->ids.data, {T, k}, {"pos", "rank"}));
@@ -762,9 +763,7 @@ void set_run_extras(val& out, const cs::RunExtras& x, const cs::Config& c, int T
     out.set("text_scores", text_scores_js(*x.text_scores));
     out.set("repeat", repeat_js(x.text_scores->repeat));
   }
-  if (!x.top_keys.empty())
-    out.set("top_keys", tagged_ints(x.top_keys, {L, H, T, static_cast<int>(x.top_keys.size() / (static_cast<std::size_t>(L) * H * T))},
-                                    {"layer", "head", "query_pos", "rank"}));
+  if (o.top_keys > 0) out.set("top_keys", tagged_ints(x.top_keys, {L, H, T, o.top_keys}, {"layer", "head", "query_pos", "rank"}));
 }
 
 val buffer_of(const val& into, const char* key) {
@@ -800,7 +799,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     const int T = static_cast<int>(ids.size());
     val out = val::object();
     set_pass_tables(out, session_->cache(), session_->config(), T, want_patterns, want_logits, into);
-    set_run_extras(out, x, session_->config(), T, o.probs_k, buffer_of(into, "loss"));
+    set_run_extras(out, x, o, session_->config(), T, buffer_of(into, "loss"));
     return out;
   });
 }
@@ -830,7 +829,7 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     out.set("unk_id", a.unk_id);
     out.set("unknown", a.unknown);
     out.set("bytes", token_bytes_js(a.bytes, a.byte_offsets));
-    if (a.ran) set_run_extras(run, a.run, c, T, 0, buffer_of(into, "loss"));
+    if (a.ran) set_run_extras(run, a.run, a.options, c, T, buffer_of(into, "loss"));
     out.set("run", run);
     val clean = val::null();
     if (a.compared) {

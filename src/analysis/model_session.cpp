@@ -184,7 +184,7 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   }
   a.bytes = tok.token_bytes(ids, a.byte_offsets);
   if (ids.empty()) return a;
-  RunOptions o;
+  RunOptions& o = a.options;
   o.logits = false;
   o.topk = topk;
   o.text_scores = true;

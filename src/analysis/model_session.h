@@ -157,6 +157,7 @@ class ModelSession {
     std::string bytes;                 // token i's bytes are bytes[byte_offsets[i], byte_offsets[i + 1])
     std::vector<int> byte_offsets;     // [T + 1]
     bool ran = false;                  // false: no tokens, no pass
+    RunOptions options;                // what the pass under iv was asked for
     RunExtras run;                     // under iv
     bool compared = false;             // iv is not empty: the clean pass below ran
     std::vector<float> clean_loss;     // [T]

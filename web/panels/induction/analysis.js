@@ -45,7 +45,7 @@ export function analyse(model, state) {
   s.last = {
     sk, ikey: JSON.stringify(intervention), text, ids, begins, ends, bos, truncated, run, clean: ablating ? r.clean : run, ablating, intervention,
     T: ids.length, config: c, repeat: run ? run.repeat : null, vocab: model.tokenizer.vocab, unk: r.unk_id, unknown: r.unknown,
-    scores: headRows(c, run), bytes: ids.length ? r.bytes : null,   // what each token stands for, for its tooltip
+    scores: headRows(c, run), bytes: r.bytes,   // what each token stands for, for its tooltip
   };
   return s.last;
 }

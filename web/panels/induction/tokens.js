@@ -98,7 +98,7 @@ function update(node, data, ctx) {
   }, (i) => {
     if (i < a.bos) return { title: '<BOS>: the start token (many heads rest their attention here)', label: null };
     const s = shownText(a, i);
-    const bytes = a.bytes ? a.bytes.bytes.subarray(a.bytes.offsets[i], a.bytes.offsets[i + 1]) : new Uint8Array(0);
+    const bytes = a.bytes.bytes.subarray(a.bytes.offsets[i], a.bytes.offsets[i + 1]);
     const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''} (${tokenIdBytes(a.ids[i], bytes)}), position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
       (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
     return { title: label, label };

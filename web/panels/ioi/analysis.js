@@ -5,8 +5,9 @@
 // same object back until the model or the IOI settings change.
 //
 // Symbolic task (seed 001): "<BOS> IO S S <MID>" or "<BOS> S IO S <MID>" over the six names the
-// core gives (model.ioiNames(): A..F), which can be given display names. Sentence templates (model.ioiTask() not null): a template, the
-// order, two of the model's names, a place and an object.
+// core gives (model.ioiNames(): A..F), which can be given display names. Sentence templates
+// (model.ioiTask() not null): a template, the order, two of the model's names, a place and an
+// object.
 import { interventionOf } from '../../store.js';
 import { fmt } from '../../parts/format.js';
 
