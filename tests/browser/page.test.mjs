@@ -462,7 +462,24 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
       const [L, H] = patterns.shape;
       const pixels = (c) => c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       const differ = (a, b) => { let n = 0; for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) n++; return n; };
-      const thumbs = [...v.querySelectorAll('canvas.ind-thumb')];
+      // The thumbnails are slots of one canvas (parts/thumb-sheet.js): each slot's pixels, and
+      // the sheet showing them in the slot's box (sampled at a causal cell, row 3/4 down, column 1/4 in).
+      const heads = v.querySelector('.ind-heads').csHeads;
+      const sheet = heads.sheet.canvas, grid = sheet.parentElement.getBoundingClientRect();
+      const onSheet = sheet.getContext('2d').getImageData(0, 0, sheet.width, sheet.height).data, dpr = sheet.width / grid.width;
+      const inSlot = (slot, img) => {
+        if (slot.alpha !== 1) return onSheet.length > 0;   // an ablated head's, dimmed
+        const b = slot.element.getBoundingClientRect();
+        const x = b.left - grid.left + slot.element.clientLeft + slot.element.clientWidth / 4, y = b.top - grid.top + slot.element.clientTop + slot.element.clientHeight * 0.75;
+        const at = (Math.floor(y * dpr) * sheet.width + Math.floor(x * dpr)) * 4;
+        const px = Math.floor(slot.width / 4), py = Math.floor(slot.height * 0.75);
+        // Nearest-neighbour scaling: one of the cells around the mapped one.
+        for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) {
+          const i = ((py + dy) * img.width + (px + dx)) * 4;
+          if ([0, 1, 2, 3].every((k) => img.data[i + k] === onSheet[at + k])) return true;
+        }
+        return false;
+      };
       // Past 176 tokens a thumbnail's pixel is the largest causal weight of its block of s x s
       // cells (s = ceil(T / 176): rows and columns i s up to the next block), none above the
       // diagonal, so at most 176 pixels a side.
@@ -485,8 +502,8 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
             }
             heatmap(ref, { data: pooled, rows: S, cols: S }, { min: 0, max: 1, mask: (r, c) => Number.isNaN(pooled[r * S + c]), palette: attnPalette });
           }
-          const t = thumbs[l * H + h];
-          out.push({ head: `L${l}H${h}`, size: [t.width, t.height], differing: differ(pixels(t), pixels(ref)) });
+          const slot = heads.slots.get(`L${l}H${h}`), img = heads.sheet.pixels(slot);
+          out.push({ head: `L${l}H${h}`, size: [slot.width, slot.height], differing: differ(img.data, pixels(ref)) + (inSlot(slot, img) ? 0 : 1) });
         }
       }
       const big = v.querySelector('canvas.ind-big');

@@ -1110,7 +1110,11 @@ test('induction panels mount alone: the enlarged pattern and the token strip', a
         await page.hover('cs-panel .tok[data-pos="20"]');
         assert.equal(await page.$$eval('cs-panel .ind-top li', (e) => e.length), 5);
       }
-      if (name === 'induction-heads') assert.equal(await page.$$eval('cs-panel canvas.ind-thumb', (e) => e.length), 8);
+      if (name === 'induction-heads') {
+        // Eight slots, drawn on one canvas laid over them (parts/thumb-sheet.js).
+        assert.equal(await page.$$eval('cs-panel .ind-thumb', (e) => e.length), 8);
+        assert.equal(await page.$$eval('cs-panel canvas', (e) => e.map((c) => c.className).join()), 'cs-sheet');
+      }
       if (name === 'induction-scores') assert.equal(await page.$$eval('cs-panel .ind-scores tbody tr', (e) => e.length), 8);
       await check(t);
     } finally {

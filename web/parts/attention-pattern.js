@@ -13,6 +13,8 @@
 //     each pixel shows the largest weight of its block of cells (rows and columns
 //     floor(i T / side) .. floor((i + 1) T / side) - 1, the causal ones only), so a thin stripe
 //     stays visible and a longer text does not resize the canvas.
+//     `canvas` may also be a slot of a thumbnail sheet (thumb-sheet.js): the pixels go to its
+//     surface, one canvas drawing many slots.
 //     Returns the geometry {cell, x0, y0, rows, cols}; it is also kept on the canvas for:
 //   hoverPattern(canvas, onCell)  calls onCell({q, k, weight, query, key}) as the pointer moves over
 //     a cell (weight null above the diagonal; query/key: the labels) and onCell(null) as it leaves.
@@ -45,8 +47,10 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   const { pattern, offset = 0, T } = spec;
   const st = (canvas.csPattern ??= { mode: null, img: null, px: null, ctx: null, geom: null, spec: null });
   st.spec = spec;
-  if (side > 0 && T > side) return drawBlocks(canvas, st, pattern, offset, T, side, from);
-  if (spec.labels && T <= labelled && T > 0) {
+  // A slot of a thumbnail sheet (thumb-sheet.js) is drawn on its surface, as on a canvas of its own.
+  const surface = canvas.csSurface ?? canvas;
+  if (side > 0 && T > side) return drawBlocks(surface, st, pattern, offset, T, side, from);
+  if (spec.labels && T <= labelled && T > 0 && surface === canvas) {
     const cell = Math.max(1, Math.floor(Math.min(maxPx, cellPx * T) / T));
     const names = Array.from({ length: T }, (_, i) => labelOf(spec, i));
     st.mode = 'labelled';
@@ -64,7 +68,7 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   // longer or shorter paints only its rows from `from` on; resizing the canvas clears it, so then
   // the whole T x T square is put back from the kept image.
   let put = from;
-  if (canvas.width !== T || canvas.height !== T) { canvas.width = T; canvas.height = T; put = 0; }
+  if (surface.width !== T || surface.height !== T) { surface.width = T; surface.height = T; put = 0; }
   if (!st.img || st.img.width < T) {
     // A fresh ImageData is transparent: the masked upper triangle is never written.
     const W = T ? Math.max(T, Math.min(2 * (st.img?.width ?? 0), 4096)) : 0;
@@ -75,7 +79,7 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   }
   st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
   if (put >= T) return st.geom;
-  st.ctx ??= canvas.getContext('2d');
+  st.ctx ??= surface.getContext('2d');
   if (from < T) paintRows(st.px, st.img.width, pattern, offset, T, from);
   st.ctx.putImageData(st.img, 0, 0, 0, put, T, T - put);
   return st.geom;
@@ -152,10 +156,11 @@ export function cellAt(canvas, e) {
   const st = canvas.csPattern;
   if (!st?.geom || !st.spec) return null;
   const g = st.geom;
+  const surface = canvas.csSurface ?? canvas;
   const r = canvas.getBoundingClientRect();
   if (!r.width || !r.height) return null;
-  const q = Math.floor(((e.clientY - r.top) * (canvas.height / r.height) - g.y0) / g.cell);
-  const k = Math.floor(((e.clientX - r.left) * (canvas.width / r.width) - g.x0) / g.cell);
+  const q = Math.floor(((e.clientY - r.top) * (surface.height / r.height) - g.y0) / g.cell);
+  const k = Math.floor(((e.clientX - r.left) * (surface.width / r.width) - g.x0) / g.cell);
   if (q < 0 || k < 0 || q >= g.rows || k >= g.cols) return null;
   const { pattern, offset = 0, T } = st.spec;
   return { q, k, weight: k <= q ? pattern[offset + q * T + k] : null, query: labelOf(st.spec, q), key: labelOf(st.spec, k) };

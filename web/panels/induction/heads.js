@@ -1,10 +1,12 @@
 // Every head's attention pattern on the typed text as a thumbnail, one row per layer, with an
 // Ablate toggle (zero-ablates the head's output) and its prefix-matching score on the text under
 // each; selecting a thumbnail enlarges that head (the induction-pattern panel). Redrawn on every
-// keystroke: update() repaints only the rows of each pattern from the first changed token on.
+// keystroke: update() repaints only the rows of each pattern from the first changed token on, and
+// the thumbnails are one canvas (parts/thumb-sheet.js), so a keystroke changes one canvas, not one per head.
 import { el } from '../../parts/dom.js';
 import { headGrid, setHeadGrid, headCells } from '../../parts/head-grid.js';
 import { drawPattern, hoverPattern, describeCell } from '../../parts/attention-pattern.js';
+import { thumbSheet } from '../../parts/thumb-sheet.js';
 import { headName } from '../../store.js';
 import { definePanel } from '../panel.js';
 import { analyse, chosenHead, tokenText, unchangedRows } from './analysis.js';
@@ -38,15 +40,18 @@ export default definePanel({
       el('p', { class: 'explain' }, `Every head's pattern: row = the token attending (query), column = the token attended to (key), darker = more attention. Select a head to enlarge it; the Ablate toggle zero-ablates that head's output${c.d_mlp > 0 ? ' (at the end of each layer, its MLP\'s output)' : ''}.`));
     const grid = headGrid({
       layers: c.n_layers, heads: c.n_heads, prefix: 'ind', mlps: c.d_mlp > 0,
-      figure: () => el('canvas', { class: 'ind-thumb', width: 1, height: 1, 'aria-hidden': 'true' }),
+      figure: () => el('span', { class: 'ind-thumb', 'aria-hidden': 'true' }),
       selectLabel: (name) => `${name}: enlarge its attention pattern`,
       onSelect: (name) => node.csHeads.ctx.dispatch({ type: 'set', values: { head: name } }),
       onAblate: (name) => node.csHeads.ctx.dispatch({ type: 'toggleAblate', head: name }),
       empty: 'This model has no attention layers: only the direct path from embedding to unembedding (a bigram model).',
     });
+    // The thumbnails are slots of one canvas laid over the grid (thumb-sheet.js).
+    const sheet = thumbSheet(grid, { side: THUMB_PX });
+    const slots = new Map(headCells(grid).map((cell) => [cell.name, sheet.slot(cell.figure)]));
     for (const cell of headCells(grid)) hoverPattern(cell.figure, (x) => { cell.select.title = describeCell(x); });
     node.append(grid);
-    node.csHeads = { grid, config: c, drawn: null, ctx };
+    node.csHeads = { grid, sheet, slots, config: c, drawn: null, ctx };
     update(node, data, ctx);
     return node;
   },
@@ -64,8 +69,18 @@ function update(node, data, ctx) {
     selected: data.selected, ablated: data.ablate,
     notes: (name) => (byName.has(name) ? `prefix ${fmt(byName.get(name).prefix)}` : ''),
   });
+  // An ablated head's thumbnail is dimmed.
+  const ablated = new Set(data.ablate);
+  let dimmed = false;
+  for (const [name, slot] of s.slots) {
+    const alpha = ablated.has(name) ? 0.35 : 1;
+    if (slot.alpha !== alpha) { slot.alpha = alpha; dimmed = true; }
+  }
   // The pixels, once per analysis (not again for a change of head).
-  if (!a.run || s.drawn === a) return true;
+  if (!a.run || s.drawn === a) {
+    if (dimmed) s.sheet.paint();
+    return true;
+  }
   const from = unchangedRows(s.drawn, a);
   s.drawn = a;
   const H = a.config.n_heads;
@@ -73,5 +88,6 @@ function update(node, data, ctx) {
   for (const cell of headCells(s.grid)) {
     drawPattern(cell.figure, { pattern: a.run.patterns.data, offset: (cell.l * H + cell.h) * a.T * a.T, T: a.T, labels }, { labelled: 0, from, side: THUMB_PX });
   }
+  s.sheet.paint();
   return true;
 }
