@@ -17,6 +17,8 @@
 // The slots' boxes are measured once after layout and again whenever the container, a slot or
 // anything between them changes size (ResizeObserver), never while a keystroke draws.
 
+const PER_ROW = 4;   // 4 x 176 pixels wide; 186 rows (744 heads) before a canvas grows too tall
+
 /** @param {HTMLElement} container @param {{side: number}} options: a surface is at most side x side pixels */
 export function thumbSheet(container, { side }) {
   const canvas = document.createElement('canvas');
@@ -26,9 +28,9 @@ export function thumbSheet(container, { side }) {
   container.append(canvas);
   /** @type {any[]} */
   const slots = [];
-  // Every surface's pixels, slot i at x = i * side; a canvas never put in the page.
+  // Every surface's pixels, slot i at column i % PER_ROW, row floor(i / PER_ROW) of side x side
+  // blocks (a canvas stays within the browser's largest side); a canvas never put in the page.
   const sprite = document.createElement('canvas');
-  sprite.height = side;
   let spriteCtx = null;
   let boxes = null;   // {list: each slot's box, width, height}: the container's CSS pixels, null until measured
   const measure = () => {
@@ -45,8 +47,8 @@ export function thumbSheet(container, { side }) {
     canvas,
     /** @param {HTMLElement} element */
     slot(element) {
-      const x0 = slots.length * side;
-      const s = { element, alpha: 1, x0, width: 0, height: 0, surface: null };
+      const n = slots.length, x0 = (n % PER_ROW) * side, y0 = Math.floor(n / PER_ROW) * side;
+      const s = { element, alpha: 1, x0, y0, width: 0, height: 0, surface: null };
       const fits = (v) => {
         if (!(v >= 0 && v <= side)) throw new RangeError(`a sheet's figure is at most ${side} pixels a side, not ${v}`);
         return v;
@@ -54,7 +56,7 @@ export function thumbSheet(container, { side }) {
       // What drawPattern() sees as a canvas: its size in pixels, and putImageData into the sprite.
       const ctx = {
         putImageData(img, dx, dy, x = 0, y = 0, w = img.width, h = img.height) {
-          spriteCtx.putImageData(img, x0 + dx, dy, x, y, Math.min(w, s.width - dx - x), Math.min(h, s.height - dy - y));
+          spriteCtx.putImageData(img, x0 + dx, y0 + dy, x, y, Math.min(w, s.width - dx - x), Math.min(h, s.height - dy - y));
         },
       };
       s.surface = {
@@ -66,8 +68,10 @@ export function thumbSheet(container, { side }) {
         get isConnected() { return element.isConnected; },
       };
       // As a canvas's resize clears it.
-      const clear = () => spriteCtx.clearRect(x0, 0, side, side);
-      sprite.width = x0 + side;   // clears the sprite: slots are added before anything is drawn
+      const clear = () => spriteCtx.clearRect(x0, y0, side, side);
+      // Resizing clears the sprite: slots are added before anything is drawn.
+      sprite.width = Math.min(n + 1, PER_ROW) * side;
+      sprite.height = y0 + side;
       spriteCtx = sprite.getContext('2d', { willReadFrequently: true });
       /** @type {any} */ (element).csSurface = s.surface;
       slots.push(s);
@@ -91,16 +95,21 @@ export function thumbSheet(container, { side }) {
         const b = boxes.list[i];
         if (!s.width || !s.height || !b.w || !b.h) return;
         ctx.globalAlpha = s.alpha;
-        ctx.drawImage(sprite, s.x0, 0, s.width, s.height, b.x * dpr, b.y * dpr, b.w * dpr, b.h * dpr);
+        ctx.drawImage(sprite, s.x0, s.y0, s.width, s.height, b.x * dpr, b.y * dpr, b.w * dpr, b.h * dpr);
       });
       ctx.globalAlpha = 1;
     },
     pixels(s) {
-      return spriteCtx && s.width && s.height ? spriteCtx.getImageData(s.x0, 0, s.width, s.height) : new ImageData(1, 1);
+      return spriteCtx && s.width && s.height ? spriteCtx.getImageData(s.x0, s.y0, s.width, s.height) : new ImageData(1, 1);
     },
   };
   // Called after layout and before the frame is painted: the slots' new boxes show in that frame.
-  const observer = new ResizeObserver(() => { boxes = null; sheet.paint(); });
+  // A container taken out of the page (another model's grid replaced it) stops being watched.
+  const observer = new ResizeObserver(() => {
+    if (!container.isConnected) { observer.disconnect(); return; }
+    boxes = null;
+    sheet.paint();
+  });
   observer.observe(container);
   return sheet;
 }
