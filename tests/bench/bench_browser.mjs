@@ -18,7 +18,8 @@
 //               with GPT-2's 50,257-token vocabulary (a 212 MB file) opened through the header's
 //               Open file with GPT-2's tokenizer.json: the time from choosing the files to the
 //               induction view rendered, keystroke to rendered frame (as above) with prose of
-//               about 512 tokens in the view, and the view's run() call over 1,024 tokens in the
+//               about 512 tokens in the view (also split: keystrokes that left the number of
+//               tokens as it was, and those that changed it), and the view's run() call over 1,024 tokens in the
 //               page's module (relaxed SIMD in Chromium);
 //   tokenize    a Hugging Face tokenizer.json (GPT-2's, tests/js/hf-tokenizer-files.mjs) encoding
 //               prose in the page's WebAssembly core (model.tokenize of a TransformerLens file
@@ -103,7 +104,7 @@ async function realShape(browser, url, count) {
       const v = document.querySelector('cs-induction');
       return v.dataset.ready === 'true' && v.state.text === t && v.lastResult && v.lastResult.T > 400;
     }, prose, { timeout: 120_000 });
-    await keystrokeTimes(page, { count: 3, phase: 'frame' });   // warm-up
+    const before = await keystrokeTimes(page, { count: 3, phase: 'frame' });   // warm-up
     const frame = await keystrokeTimes(page, { count, phase: 'frame' });
     // A full pass over 1,024 tokens on the model the page opened, in the page's module (the
     // relaxed-SIMD one where Chromium runs it), with the induction view's options; the view's
@@ -123,7 +124,11 @@ async function realShape(browser, url, count) {
       }
       return { simd: document.documentElement.dataset.wasm, times };
     });
+    // The keystrokes that left the number of tokens as it was (a keystroke replaces the last
+    // character) and those that changed it (every head's kept data moves to the new length).
+    const kind = (same) => frame.times.filter((_, i) => (frame.tokens[i] === (i ? frame.tokens[i - 1] : before.T)) === same);
     return { file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times),
+      same_count: stats(kind(true)), count_changed: stats(kind(false)),
       forward_1024: { simd: full.simd, ...stats(full.times) } };
   } finally {
     await context.close();
@@ -289,7 +294,7 @@ async function main() {
       return;
     }
     const k = result.keystroke;
-    const line = (s) => `median ${s.median_ms.toFixed(1)} ms, min ${s.min_ms.toFixed(1)}, max ${s.max_ms.toFixed(1)} over ${s.n}`;
+    const line = (s) => (s.n ? `median ${s.median_ms.toFixed(1)} ms, min ${s.min_ms.toFixed(1)}, max ${s.max_ms.toFixed(1)} over ${s.n}` : 'none');
     const t = result.training;
     const m = result.machine;
     console.log(`circuitscope in the browser (Chromium ${result.chromium}, ${result.site}; ${m.cpus} CPUs, load average ${m.load_average_1min.before} before, ${m.load_average_1min.after} after)`);
@@ -303,6 +308,7 @@ async function main() {
       console.log(`attn-only-2l's shape with GPT-2's vocabulary (${r.file_mb} MB file, random weights), Open file with its tokenizer.json:`);
       console.log(`  choosing the files to the induction view rendered: ${r.open_to_rendered_ms} ms (target: <= 3,000 ms)`);
       console.log(`  keystroke at the end of ${r.tokens} tokens, as a frame begins: ${line(r.frame_aligned)} (target: median <= 16 ms)`);
+      console.log(`    of which the number of tokens stayed: ${line(r.same_count)}; it changed: ${line(r.count_changed)}`);
       console.log(`  a full pass over 1,024 tokens (the view's run() call, ${r.forward_1024.simd}): ${line(r.forward_1024)} (target: median <= 1,500 ms)`);
     }
     if (result.tokenize) {

@@ -90,6 +90,7 @@ export async function keystrokeTimes(page, { count = 20, phase = 'frame' } = {})
     const renders = () => Number(v.dataset.renders);
     const painted = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
     const times = [];
+    const tokens = [];   // the number of tokens after each keystroke
     for (let i = 0; i < count; i++) {
       await painted();
       times.push(await new Promise((resolve, reject) => {
@@ -109,7 +110,7 @@ export async function keystrokeTimes(page, { count = 20, phase = 'frame' } = {})
             else requestAnimationFrame(check);
             return;
           }
-          setTimeout(() => resolve(performance.now() - t0), 0);
+          setTimeout(() => { tokens.push(v.lastResult?.T ?? null); resolve(performance.now() - t0); }, 0);
         };
         if (phase === 'frame') {
           // Both callbacks run in the same coming frame, the keystroke first.
@@ -120,7 +121,7 @@ export async function keystrokeTimes(page, { count = 20, phase = 'frame' } = {})
         }
       }));
     }
-    return { times, T: v.lastResult.T };
+    return { times, tokens, T: v.lastResult.T };
   }, { count, phase });
 }
 
