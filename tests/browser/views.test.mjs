@@ -551,6 +551,32 @@ test('circuits: QK/OV heatmaps, eigenvalues and composition of char-2l render wi
   }
 });
 
+test('circuits: all 2,048 tokens of a byte-pair model at a large zoom stay within one canvas, and the panel says so', async (t) => {
+  // 2,048 x 2,048 cells at 8 pixels would be a canvas of 16,384 pixels a side: seconds to draw.
+  const started = Date.now();
+  const { context, page, check } = await openApp('#v=2&view=circuits&model=bpe-1l&head=L0H0&top=all&zoom=8');
+  try {
+    await page.waitForSelector('cs-circuits[data-ready="true"]', { timeout: 60_000 });
+    const info = await page.$$eval('cs-circuits .cs-heat-wrap canvas', (cs) => cs.map((c) => [c.width, c.height, c.closest('section').dataset.panel]));
+    t.diagnostic(`settled in ${Date.now() - started} ms: ${JSON.stringify(info)}`);
+    assert.ok(info.length >= 2, 'the QK and OV heatmaps');
+    for (const [w, h, panel] of info) {
+      assert.ok(w <= 4096 && h <= 4096, `${panel}: ${w} x ${h} pixels`);
+      assert.ok(w > 2048 && h > 2048, `${panel}: every token still has at least a pixel (${w} x ${h})`);
+    }
+    for (const panel of ['circuits-qk', 'circuits-ov']) {
+      assert.match(await page.$eval(`cs-circuits section[data-panel="${panel}"] .cs-zoom-note`, (p) => p.textContent),
+        /At 8 pixels a cell, 2048 × 2048 tokens would not fit on one canvas \(4,096 pixels a side\): cells are drawn 2 pixels\. Show fewer tokens/);
+    }
+    // The top 40 at the same zoom fit: no note.
+    await page.selectOption('cs-circuits select[id$="-top"]', '40');
+    await page.waitForFunction(() => !document.querySelector('cs-circuits .cs-zoom-note') && document.querySelector('cs-circuits .cs-heat-wrap canvas').width < 1000);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
 test('circuits: the path expansion explains any target token; the composed QK circuit through the previous-token head', async (t) => {
   const { context, page, check } = await openApp('#v=2&view=circuits&model=char-2l&head=L1H1');
   try {

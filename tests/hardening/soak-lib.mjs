@@ -74,7 +74,7 @@ export async function actions(page, r) {
     for (const e of view.querySelectorAll('input[type="range"]')) if (shown(e) && !e.disabled) mark(e, 'range', { min: +e.min || 0, max: +e.max || 100, label: e.id });
     for (const e of view.querySelectorAll('textarea, input[type="text"], input:not([type])')) if (shown(e) && !e.disabled && !e.readOnly) mark(e, 'text', { label: e.id || e.tagName });
     // A thumbnail sheet's slots are what the pointer hovers; the sheet's canvas lets it through.
-    const hoverable = [...view.querySelectorAll('canvas:not(.cs-sheet), .ind-thumb, [data-pos], .tok, svg')].filter(shown);
+    const hoverable = [...view.querySelectorAll('canvas:not(.cs-sheet), .cs-sheet-slot, [data-pos], .tok, svg')].filter(shown);
     for (const e of hoverable.slice(0, 40)) mark(e, 'hover', { label: e.tagName.toLowerCase() });
     return list;
   }, SKIP_BUTTON.source);

@@ -2,6 +2,9 @@
 // causal triangle; returns the geometry so callers map pointer positions back to cells.
 import { palettes, pixelTable, packPixel, PIXEL_LEVELS } from './colour.js';
 
+/** The largest side, in pixels, of a canvas heatmap() sizes from a cell size. */
+export const MAX_SIDE = 4096;
+
 // One off-screen canvas per size, reused by heatmap() for its unscaled pixels.
 const scratch = new Map();
 function scratchCanvas(w, h) {
@@ -21,15 +24,18 @@ function scratchCanvas(w, h) {
  * (symmetric around 0: -max(|min|,|max|)..+), min, max, labelsX/labelsY (string arrays drawn on
  * the margins when given; column labels wider than a cell, such as sub-word tokens, are written
  * upwards when two or more are), cell (pixel size of a cell; default fits canvas.width), mask(r, c)
- * (true = draw as blank, e.g. the causal upper triangle). The canvas's CSS size is left alone.
- * Returns {cell, x0, y0, rows, cols} so callers can map pointer positions back to cells.
+ * (true = draw as blank, e.g. the causal upper triangle), maxSide (the canvas's largest side
+ * when `cell` sizes it: the cell shrinks to fit, MAX_SIDE by default). The canvas's CSS size is
+ * left alone. Returns {cell, limited (the cell asked for did not fit), x0, y0, rows, cols} so
+ * callers can map pointer positions back to cells and say when the zoom was limited.
  */
 export function heatmap(canvas, tagged, options = {}) {
   const rows = tagged.rows ?? tagged.shape[tagged.shape.length - 2];
   const cols = tagged.cols ?? tagged.shape[tagged.shape.length - 1];
   const data = tagged.data;
   const offset = tagged.offset ?? 0;
-  const { labelsX = null, labelsY = null, mask = null } = options;
+  const { mask = null, maxSide = MAX_SIDE } = options;
+  let { labelsX = null, labelsY = null } = options;
   const palette = options.palette === 'diverging' ? palettes.diverging
     : typeof options.palette === 'function' ? options.palette : palettes.sequential;
   let min = options.min;
@@ -50,16 +56,37 @@ export function heatmap(canvas, tagged, options = {}) {
   const span = max - min || 1;
   const ctx = canvas.getContext('2d');
   const font = 11;
-  const marginX = labelsY ? Math.ceil(Math.max(...labelsY.map((s) => String(s).length), 1) * font * 0.62) + 6 : 0;
+  const margin = (labels) => Math.ceil(Math.max(...labels.map((s) => String(s).length), 1) * font * 0.62) + 6;
+  // Two or more column labels wider than a cell of size c.
+  const crowded = (c) => labelsX.filter((s) => String(s).length * font * 0.62 > c).length >= 2;
+  let marginX = labelsY ? margin(labelsY) : 0;
   let marginY = labelsX ? font + 6 : 0;
   const fit = () => options.cell || Math.max(1, Math.min((canvas.width - marginX) / cols, (canvas.height - marginY) / rows));
   let cell = fit();
   // Column labels are turned upright when two or more do not fit across a cell (sub-word or word
   // tokens; a character model's one "BOS" leaves them as they are).
-  const upright = labelsX ? labelsX.filter((s) => String(s).length * font * 0.62 > cell).length >= 2 : false;
+  let upright = labelsX ? crowded(cell) : false;
   if (upright) {
-    marginY = Math.ceil(Math.max(...labelsX.map((s) => String(s).length), 1) * font * 0.62) + 6;
+    marginY = margin(labelsX);
     cell = fit();
+  }
+  // A cell size asked for is kept only while the canvas stays within maxSide pixels a side (all
+  // 2,048 tokens of a byte-pair vocabulary at 8 pixels would be a canvas of 16,384 x 16,384,
+  // a gigabyte that takes seconds to draw); below a label's height the labels are left out.
+  const asked = cell;
+  if (options.cell) {
+    const within = () => Math.min(cell, (maxSide - marginX) / cols, (maxSide - marginY) / rows);
+    cell = within();
+    if (cell < asked && labelsX && !upright && crowded(cell)) {
+      upright = true;
+      marginY = margin(labelsX);
+      cell = within();
+    }
+    if (cell < font && (labelsX || labelsY)) {
+      labelsX = labelsY = null;
+      marginX = marginY = 0;
+      cell = Math.min(asked, maxSide / cols, maxSide / rows);
+    }
   }
   const w = Math.ceil(cols * cell);
   const h = Math.ceil(rows * cell);
@@ -115,6 +142,6 @@ export function heatmap(canvas, tagged, options = {}) {
       labelsX.forEach((s, c) => ctx.fillText(String(s), marginX + (c + 0.5) * cell, marginY / 2));
     }
   }
-  return { cell, x0: marginX, y0: marginY, rows, cols, min, max };
+  return { cell, limited: cell < asked, x0: marginX, y0: marginY, rows, cols, min, max };
 }
 

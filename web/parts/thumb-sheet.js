@@ -7,7 +7,7 @@
 //
 //   const sheet = thumbSheet(container)   a canvas.cs-sheet appended to `container` (positioned
 //                                          by the stylesheet over it), pointer events passing through
-//   const slot = sheet.slot(element)      registers `element` as a slot; slot.surface is what
+//   const slot = sheet.slot(element)      registers `element` as a slot (class cs-sheet-slot); slot.surface is what
 //                                          drawPattern() takes for a canvas ({width, height,
 //                                          getContext('2d') with putImageData}), slot.alpha its opacity
 //   sheet.paint()                         shows every surface in its slot (call after drawing;
@@ -74,6 +74,8 @@ export function thumbSheet(container, { side }) {
       sprite.height = y0 + side;
       spriteCtx = sprite.getContext('2d', { willReadFrequently: true });
       /** @type {any} */ (element).csSurface = s.surface;
+      // One class for every sheet's slots, whichever panel made them (the soak hovers them).
+      element.classList.add('cs-sheet-slot');
       slots.push(s);
       // A slot moves when it, or anything between it and the container, changes size (a note
       // under a thumbnail grows, a row wraps): each of them is watched.

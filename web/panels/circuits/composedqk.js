@@ -5,11 +5,10 @@
 // Q-composition), as a heatmap in the core's display order (sort, top) with its top entries and
 // its table as CSV.
 import { el } from '../../parts/dom.js';
-import { heatmap } from '../../parts/heatmap.js';
 import { definePanel } from '../panel.js';
 import { parseHead, headName } from '../../store.js';
 import { NONE, showToken, chosenHead, tableOrder, entryTable } from './head.js';
-import { hoverCells, tableButton, searchNotes } from './heat.js';
+import { circuitHeat, tableButton, searchNotes } from './heat.js';
 import { fmt } from '../../parts/format.js';
 
 const computed = new WeakMap();   // model -> Map(key -> composedQk result)
@@ -81,19 +80,10 @@ export default definePanel({
     const explain = d.input === 'k'
       ? `K-composition term of ${h2}'s QK circuit: W_E W_Q (W_E W_OV^${h1} W_K)ᵀ. Rows are the destination (query) token; columns the token ${h1} attends to from the key position, whose OV output ${h2}'s key reads (for a previous-token head: the token before the key). An induction head matches the current token here: a red diagonal. Unscaled, attention patterns and positions left out.`
       : `Q-composition term of ${h2}'s QK circuit: (W_E W_OV^${h1} W_Q) (W_E W_K)ᵀ. Rows are the token ${h1} attends to from the query position, whose OV output ${h2}'s query reads; columns the source (key) token. Unscaled, attention patterns and positions left out.`;
-    const canvas = el('canvas', { width: 10, height: 10, role: 'img', tabindex: 0 });
-    const hover = el('p', { class: 'cs-hover', 'aria-live': 'polite' });
-    const labelled = d.zoom >= 10;
-    const g = heatmap(canvas, { data: d.sub, rows: d.rows.length, cols: d.cols.length }, {
-      palette: 'diverging', cell: d.zoom,
-      labelsX: labelled ? d.cols.map((c) => showToken(d.vocab[c])) : null,
-      labelsY: labelled ? d.rows.map((i) => showToken(d.vocab[i])) : null,
-    });
-    canvas.setAttribute('aria-label', `${d.input.toUpperCase()}-composition term of ${h2}'s QK circuit through ${h1}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
-    hoverCells(canvas, hover, g, d);
+    const [figure, hover, limited] = circuitHeat(d, (g) => `${d.input.toUpperCase()}-composition term of ${h2}'s QK circuit through ${h1}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
     const tok = (i) => showToken(d.vocab[i]);
     const heads = [d.rowName, d.colName, 'score'];
-    return el('div', {}, pickers(d, dispatch), el('p', { class: 'cs-explain' }, explain), el('div', { class: 'cs-heat-wrap' }, canvas), hover,
+    return el('div', {}, pickers(d, dispatch), el('p', { class: 'cs-explain' }, explain), figure, hover, limited,
       tableButton('Download the table shown (CSV)', `circuitscope-composed-qk-${h2}-through-${h1}-${d.input}.csv`, d.circuit, d.vocab),
       searchNotes(d.circuit), el('div', { class: 'cs-scroll' },
         entryTable('Largest entries', heads, d.circuit.top.map((e) => [tok(e.dest), tok(e.src), fmt(e.value)])),

@@ -2,10 +2,32 @@
 // the core's display order (rows and cols of model.qk/ov with {sort, top}), a hover read-out per
 // cell, and the circuit's largest and smallest entries.
 import { el } from '../../parts/dom.js';
-import { heatmap } from '../../parts/heatmap.js';
+import { heatmap, MAX_SIDE } from '../../parts/heatmap.js';
 import { downloadCSV } from '../../parts/download.js';
 import { NONE, showToken, chosenHead, tableOrder, circuitOf, entryTable } from './head.js';
 import { fmt } from '../../parts/format.js';
+
+/**
+ * A circuit's table as a heatmap at the state's zoom (d: rows, cols, sub, vocab, zoom, rowName,
+ * colName), `describe(g)` its accessible label: [the heatmap's wrapper, the hover read-out, a note
+ * when the zoom asked for would make the figure larger than a canvas may be ('' otherwise)].
+ */
+export function circuitHeat(d, describe) {
+  const canvas = el('canvas', { width: 10, height: 10, role: 'img', tabindex: 0 });
+  const hover = el('p', { class: 'cs-hover', 'aria-live': 'polite' });
+  const labelled = d.zoom >= 10;
+  const g = heatmap(canvas, { data: d.sub, rows: d.rows.length, cols: d.cols.length }, {
+    palette: 'diverging', cell: d.zoom,
+    labelsX: labelled ? d.cols.map((c) => showToken(d.vocab[c])) : null,
+    labelsY: labelled ? d.rows.map((i) => showToken(d.vocab[i])) : null,
+  });
+  canvas.setAttribute('aria-label', describe(g));
+  hoverCells(canvas, hover, g, d);
+  const limited = g.limited
+    ? el('p', { class: 'cs-note cs-zoom-note' }, `At ${d.zoom} pixels a cell, ${d.rows.length} × ${d.cols.length} tokens would not fit on one canvas (${MAX_SIDE.toLocaleString('en')} pixels a side): cells are drawn ${+g.cell.toFixed(1)} pixels${g.cell < 10 && labelled ? ', without token labels' : ''}. Show fewer tokens to zoom in.`)
+    : '';
+  return [el('div', { class: 'cs-heat-wrap' }, canvas), hover, limited];
+}
 
 /** Writes "row · col: value" for the cell under the pointer into `out`. */
 export function hoverCells(canvas, out, g, d) {
@@ -77,17 +99,8 @@ export function circuitPanel({ kind, title, explain, rowName, colName }) {
 
     render(d) {
       if (d.none) return el('p', { class: 'cs-note' }, 'This model has no attention heads.');
-      const canvas = el('canvas', { width: 10, height: 10, role: 'img', tabindex: 0 });
-      const hover = el('p', { class: 'cs-hover', 'aria-live': 'polite' });
-      const labelled = d.zoom >= 10;
-      const g = heatmap(canvas, { data: d.sub, rows: d.rows.length, cols: d.cols.length }, {
-        palette: 'diverging', cell: d.zoom,
-        labelsX: labelled ? d.cols.map((c) => showToken(d.vocab[c])) : null,
-        labelsY: labelled ? d.rows.map((i) => showToken(d.vocab[i])) : null,
-      });
-      canvas.setAttribute('aria-label', `Full ${kind.toUpperCase()} circuit of L${d.l}H${d.h}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
-      hoverCells(canvas, hover, g, d);
-      return el('div', {}, el('p', { class: 'cs-explain' }, explain), el('div', { class: 'cs-heat-wrap' }, canvas), hover,
+      const [figure, hover, limited] = circuitHeat(d, (g) => `Full ${kind.toUpperCase()} circuit of L${d.l}H${d.h}: ${d.rows.length} × ${d.cols.length} tokens, values ${fmt(g.min)} to ${fmt(g.max)}; the largest entries are in the table below.`);
+      return el('div', {}, el('p', { class: 'cs-explain' }, explain), figure, hover, limited,
         tableButton(`Download the ${kind.toUpperCase()} table shown (CSV)`, `circuitscope-${kind}-L${d.l}H${d.h}.csv`, d.circuit, d.vocab),
         searchNotes(d.circuit), el('div', { class: 'cs-scroll' }, tops(kind, d.circuit, d.vocab)));
     },
