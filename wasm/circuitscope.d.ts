@@ -203,6 +203,13 @@ export interface RunOptions {
   probsOf?: Int32Array | ArrayLike<number>;
   /** The k keys each query attends to most in every head, as `top_keys` (0 or absent: none). */
   topKeys?: number;
+  /**
+   * false: the last position's row of logits is not computed (no loss reads it), so its top_ids
+   * are -1, its top_probs and probs_of NaN. At a 50,000-token vocabulary that row reads all of
+   * W_U: most of a keystroke at the end of a text. A later run computes it when it needs it (a
+   * token appended) or when asked. Default true.
+   */
+  lastRow?: boolean;
 }
 
 /** A block of tokens that occurs twice: first copy [a, a + r), second copy [a + d, a + d + r). */
@@ -263,6 +270,8 @@ export interface RunResult {
    * drawn.
    */
   changed_from: number;
+  /** Whether the last position's top k and probs_of were computed (the lastRow asked for; analyseText's also true when `at` picks the last token). */
+  last_row: boolean;
   /** With {probsOf}: shape [T, k], axes ["pos", "rank"], each asked token's probability. */
   probs_of?: Tagged;
   /**
@@ -307,6 +316,12 @@ export interface AnalyseTextOptions {
   topk?: number;
   /** How many keys each query attends to most to give, for every head, as run()'s topKeys (default 3; 0: none). */
   topKeys?: number;
+  /**
+   * false: the last position's top k (and under an intervention the clean pass's probabilities of
+   * them) are left out, as run()'s lastRow, unless `at` is the last position (the view then shows
+   * that token's next tokens). Default true.
+   */
+  lastRow?: boolean;
   /**
    * Caller-owned Float32Arrays that receive the patterns, the losses and the clean losses
    * instead of new arrays, each long enough for the whole context (patterns: n_layers * n_heads *

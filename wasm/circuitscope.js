@@ -316,12 +316,12 @@ function wrap(handle) {
     },
     run(input, intervention, options) {
       live('run');
-      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt', 'probsOf', 'topKeys'], 'run');
+      const o = opts(options, ['resid', 'result', 'patterns', 'logits', 'into', 'topk', 'textScores', 'repeatAt', 'probsOf', 'topKeys', 'lastRow'], 'run');
       const ids = tokens(input, 'run');
       const into = o.into === undefined || o.into === null ? undefined : runBuffers(o.into, config, ids.length, 'run', ['patterns', 'logits', 'loss']);
       const out = call(() => handle.run(ids, intervention, {
         resid: bool(o.resid, false), result: bool(o.result, false), patterns: bool(o.patterns, true),
-        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false), repeatAt: o.repeatAt ?? -1, topKeys: o.topKeys ?? 0,
+        logits: bool(o.logits, true), into, topk: o.topk ?? 0, textScores: bool(o.textScores, false), repeatAt: o.repeatAt ?? -1, topKeys: o.topKeys ?? 0, lastRow: bool(o.lastRow, true),
         probsOf: o.probsOf === undefined || o.probsOf === null ? undefined : Int32Array.from(o.probsOf),
       }));
       out.tokens = Int32Array.from(ids);
@@ -330,11 +330,11 @@ function wrap(handle) {
     },
     analyseText(text, intervention, options) {
       live('analyseText');
-      const o = opts(options, ['at', 'topk', 'topKeys', 'into'], 'analyseText');
+      const o = opts(options, ['at', 'topk', 'topKeys', 'lastRow', 'into'], 'analyseText');
       if (typeof text !== 'string') throw new TypeError('analyseText: expected a string');
       const into = o.into === undefined || o.into === null ? undefined
         : runBuffers(o.into, config, config.n_ctx, 'analyseText', ['patterns', 'loss', 'cleanLoss']);
-      const out = call(() => handle.analyseText(text, intervention, { at: o.at ?? -1, topk: o.topk, topKeys: o.topKeys, into }));
+      const out = call(() => handle.analyseText(text, intervention, { at: o.at ?? -1, topk: o.topk, topKeys: o.topKeys, lastRow: bool(o.lastRow, true), into }));
       if (out.run) {
         out.run.tokens = out.ids;
         last = { tokens: out.ids, intervention };

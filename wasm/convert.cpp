@@ -748,6 +748,7 @@ void set_run_extras(val& out, const cs::RunExtras& x, const cs::RunOptions& o, c
   const int L = c.n_layers, H = c.n_heads, D = c.d_model;
   out.set("loss", tagged(fill_or_copy(loss_buffer, {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
   out.set("changed_from", x.changed_from);
+  out.set("last_row", o.last_row);
   out.set("mean_loss", x.mean_loss);
   if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, o.probs_k}, {"pos", "rank"}));
   out.set("first_copy_loss", x.first_copy_loss);
@@ -772,7 +773,7 @@ val buffer_of(const val& into, const char* key) {
 }  // namespace
 
 // One forward pass (cs::ModelSession::run) and what options {resid, result, patterns, logits,
-// into, topk, textScores, repeatAt, probsOf, topKeys} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
+// into, topk, textScores, repeatAt, probsOf, topKeys, lastRow} ask for. `into` holds caller-owned Float32Arrays (patterns, logits,
 // loss; each optional, each long enough: the JS wrapper checks) that receive those results
 // instead of new arrays. Patterns and logits are copied straight from the session's cache, which
 // is kept between calls.
@@ -787,6 +788,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     o.text_scores = opt_bool(opts, "textScores", false);
     o.repeat_at = opt_int(opts, "repeatAt", -1, "run: repeatAt");
     o.top_keys = opt_int(opts, "topKeys", 0, "run: topKeys");
+    o.last_row = opt_bool(opts, "lastRow", true);
     const val probs_of = opt(opts, "probsOf");
     if (!probs_of.isUndefined() && !probs_of.isNull()) {
       o.probs_of = copy_in<int>(probs_of, "run: probsOf");
@@ -805,7 +807,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
 }
 
 // What the induction view draws for a text (cs::ModelSession::analyse_text), options {at, topk,
-// topKeys, into: {patterns, loss, cleanLoss}}: {ids, begins, ends, bos, truncated, unk_id, unknown,
+// topKeys, lastRow, into: {patterns, loss, cleanLoss}}: {ids, begins, ends, bos, truncated, unk_id, unknown,
 // bytes: {bytes, offsets}, run (run()'s result with patterns, no logits) or null without tokens,
 // clean: {loss, mean_loss, probs_of} under an intervention, else null}. The patterns are copied
 // before the clean pass runs.
@@ -816,10 +818,11 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     const int at = opt_int(opts, "at", -1, "analyseText: at");
     const int topk = opt_int(opts, "topk", cs::ModelSession::kTextTopK, "analyseText: topk");
     const int top_keys = opt_int(opts, "topKeys", cs::ModelSession::kTextTopKeys, "analyseText: topKeys");
+    const bool last_row = opt_bool(opts, "lastRow", true);
     const val into = opt(opts, "into");
     const cs::Config& c = session_->config();
     val run = val::null();
-    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, top_keys, [&](const cs::ActivationCache<float>& cache) {
+    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, top_keys, last_row, [&](const cs::ActivationCache<float>& cache) {
       run = val::object();
       set_pass_tables(run, cache, c, cache.n_pos, true, false, into);
     });

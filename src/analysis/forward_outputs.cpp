@@ -50,9 +50,15 @@ namespace {
 void position_outputs(const Params<float>& p, const ActivationCache<float>& cache, const std::vector<int>& ids,
                       const RunOptions& o, int from, const KeptRun& before, RunExtras& x, std::vector<float>& lse) {
   const int T = static_cast<int>(ids.size()), V = p.cfg.d_vocab, k = o.topk, pk = o.probs_k;
-  x.loss.assign(T, std::numeric_limits<float>::quiet_NaN());
-  lse.assign(T, std::numeric_limits<float>::quiet_NaN());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Rows end.. are left out (the last without o.last_row; its loss is NaN in any case).
+  const int end = o.last_row ? T : T - 1;
+  x.loss.assign(T, nan);
+  lse.assign(T, nan);
   std::copy(before.lse.begin(), before.lse.begin() + std::clamp(std::min(from, static_cast<int>(before.lse.size())), 0, T), lse.begin());
+  // The kept rows that were computed (a row left out has no log-sum-exp): top k and probs_of are
+  // taken from the last pass up to here.
+  const int have = static_cast<int>(std::find_if(lse.begin(), lse.begin() + std::clamp(from, 0, T), [](float z) { return !std::isfinite(z); }) - lse.begin());
   // Loss t reads the logits at t and token t + 1: unchanged for t + 1 < from.
   int loss_from = std::clamp(std::min(from - 1, static_cast<int>(before.loss.size())), 0, T);
   std::copy(before.loss.begin(), before.loss.begin() + loss_from, x.loss.begin());
@@ -71,8 +77,10 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
     top.k = k;
     top.ids.resize({1, T, k});
     top.probs.resize({1, T, k});
-    const std::size_t kept = static_cast<std::size_t>(from) * k;
-    top_from = before.top && before.top->k == k && from > 0 && before.top->ids.size() >= kept ? from : 0;
+    std::fill(top.ids.data.begin() + static_cast<std::size_t>(end) * k, top.ids.data.end(), -1);
+    std::fill(top.probs.data.begin() + static_cast<std::size_t>(end) * k, top.probs.data.end(), nan);
+    const std::size_t kept = static_cast<std::size_t>(have) * k;
+    top_from = before.top && before.top->k == k && have > 0 && before.top->ids.size() >= kept ? have : 0;
     if (top_from > 0) {
       std::copy(before.top->ids.data.begin(), before.top->ids.data.begin() + kept, top.ids.data.begin());
       std::copy(before.top->probs.data.begin(), before.top->probs.data.begin() + kept, top.probs.data.begin());
@@ -82,23 +90,24 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
     if (pk < 1 || o.probs_of.size() != static_cast<std::size_t>(T) * pk)
       throw std::invalid_argument("run: probsOf holds " + std::to_string(o.probs_of.size()) + " ids, not " + std::to_string(T) +
                                   " rows of " + std::to_string(pk));
-    for (int id : o.probs_of)
-      if (id < 0 || id >= V)
-        throw std::invalid_argument("run: probsOf holds the token id " + std::to_string(id) + ", outside the vocabulary (0.." +
+    // A row left out is not read (its ids may be the -1 of a top k left out).
+    for (auto id = o.probs_of.begin(); id != o.probs_of.begin() + static_cast<std::size_t>(end) * pk; ++id)
+      if (*id < 0 || *id >= V)
+        throw std::invalid_argument("run: probsOf holds the token id " + std::to_string(*id) + ", outside the vocabulary (0.." +
                                     std::to_string(V - 1) + ")");
-    x.probs_of.resize(o.probs_of.size());
+    x.probs_of.assign(o.probs_of.size(), nan);
   }
   // A row before `from` asked for the same ids as the last pass has their probabilities.
   int probs_from = o.probs_of.empty() ? T : 0;
-  if (probs_from == 0 && before.probs_k == pk && static_cast<int>(before.probs_ids.size()) >= from * pk) {
+  if (probs_from == 0 && before.probs_k == pk && static_cast<int>(before.probs_ids.size()) >= have * pk) {
     const std::size_t w = static_cast<std::size_t>(pk);
-    while (probs_from < from && std::equal(o.probs_of.begin() + probs_from * w, o.probs_of.begin() + (probs_from + 1) * w,
+    while (probs_from < have && std::equal(o.probs_of.begin() + probs_from * w, o.probs_of.begin() + (probs_from + 1) * w,
                                            before.probs_ids.begin() + probs_from * w))
       ++probs_from;
     std::copy(before.probs.begin(), before.probs.begin() + probs_from * w, x.probs_of.begin());
   }
   const int start = std::min({loss_from, top_from, probs_from});
-  if (start >= T) return;
+  if (start >= end) return;
   // Each row is read a block of kLogitBlock logits at a time, in vocabulary order: its log-sum-exp
   // folded block by block (LogSumExp, the same bits as log_sum_exp_row over the whole row), its
   // top k merged as the blocks pass, the logits its loss and probs_of read taken where they pass.
@@ -108,15 +117,15 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
   // and sent its 32 MB of logits out to memory and back (a full pass at attn-only-2l's shape took
   // a fifth longer). A few rows (a keystroke's one or two) are computed whole, in one pass that
   // reads W_U's rows end to end (the GEMM streams up to 4 rows; block by block it jumped every 8 KB).
-  const int R = T - start, W = std::min(V, kLogitBlock);
+  const int R = end - start, W = std::min(V, kLogitBlock);
   const bool whole_rows = cache.skip_logits && R <= 4;
   const int rows_at_once = whole_rows ? R : std::max(1, static_cast<int>((32 << 20) / (4.0 * W)));
   std::vector<LogSumExp<float>> fold(R);
   std::vector<float> target(R, 0.0f), top_values(static_cast<std::size_t>(R) * k), wanted(o.probs_of.size());
   std::vector<int> top_count(R, 0);
   std::vector<float> block, scratch(W);
-  for (int r0 = start; r0 < T; r0 += rows_at_once) {
-    const int r1 = std::min(T, r0 + rows_at_once);
+  for (int r0 = start; r0 < end; r0 += rows_at_once) {
+    const int r1 = std::min(end, r0 + rows_at_once);
     if (whole_rows) {
       unembed_rows(p, cache, r0, r1, block);
       check_rows_finite(block, cache);

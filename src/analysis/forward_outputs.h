@@ -44,6 +44,11 @@ struct RunOptions {
   std::vector<int> probs_of;
   int probs_k = 0;
   int top_keys = 0;          // the keys each query attends to most, per head (top_attended_keys); 0: none
+  // false: the last position's row of logits is not computed (no loss reads it): its top k are
+  // -1 with probability NaN and its probs_of NaN. At a 50,000-token vocabulary that row reads all
+  // of W_U, most of a keystroke at the end of a text; a later pass computes it when it needs it
+  // (a token appended: the row's log-sum-exp gives the new token's loss) or is asked for it.
+  bool last_row = true;
 };
 struct RunExtras {
   // Positions before this one hold what the previous pass of the same model gave them (its tokens
@@ -83,7 +88,9 @@ double mean_token_loss(const std::vector<float>& loss, int from, int to);
 struct KeptRun {
   std::vector<float> loss;
   std::optional<TopK> top;
-  std::vector<float> lse;  // each row's log-sum-exp of the logits (NaN where no row was computed)
+  // Each row's log-sum-exp of the logits; NaN where no row was computed (a last row left out):
+  // a row with it has its top k and probs_of too.
+  std::vector<float> lse;
   TextScoreRows text_rows;  // each query's part of the text scores (empty when the pass had none)
   std::vector<int> probs_ids;  // the pass's probs_of ids [T, probs_k] and their probabilities
   std::vector<float> probs;

@@ -169,7 +169,7 @@ RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv,
 }
 
 ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, const Intervention& iv, int at, int topk, int top_keys,
-                                                      const std::function<void(const ActivationCache<float>&)>& read_pass) {
+                                                      bool last_row, const std::function<void(const ActivationCache<float>&)>& read_pass) {
   if (topk < 0) throw std::invalid_argument("analyseText: topk must be 0 or more, got " + std::to_string(topk));
   if (top_keys < 0) throw std::invalid_argument("analyseText: topKeys must be 0 or more, got " + std::to_string(top_keys));
   TextAnalysis a;
@@ -190,12 +190,15 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   o.text_scores = true;
   o.repeat_at = at;
   o.top_keys = top_keys;
+  // The picked token's next tokens are shown: its row is computed whatever was asked.
+  o.last_row = last_row || at == static_cast<int>(ids.size()) - 1;
   a.run = run(ids, iv, o);
   a.ran = true;
   if (read_pass) read_pass(cache());
   if (iv.empty()) return a;
   RunOptions clean;
   clean.logits = false;
+  clean.last_row = o.last_row;
   if (a.run.top) {
     clean.probs_of = a.run.top->ids.data;
     clean.probs_k = a.run.top->k;

@@ -148,6 +148,31 @@ test('induction view: a repeated random sequence lowers the second copy\'s loss 
     const attn = await page.$$eval('cs-induction .tok[data-attn]', (e) => e.length);
     assert.ok(attn > 0, 'hovering a token colours the tokens by attention');
     await page.screenshot({ path: path.join(artifacts, 'induction-repeated-1280x720.png'), fullPage: true });
+    // The last token hovered while typing: a keystroke's pass leaves its next tokens out (the
+    // frame says they come when typing pauses), then the view adds the core's top 5.
+    const T = await page.evaluate(() => document.querySelector('cs-induction').lastResult.T);
+    await page.hover(`cs-induction .tok[data-pos="${T - 1}"]`);
+    const typed = await page.evaluate(() => new Promise((resolve) => {
+      const v = document.querySelector('cs-induction'), ta = v.querySelector('textarea'), before = Number(v.dataset.renders);
+      ta.value = `${ta.value.slice(0, -1)}${ta.value.endsWith('q') ? 'z' : 'q'}`;
+      ta.dispatchEvent(new Event('input', { bubbles: true }));
+      const check = () => (Number(v.dataset.renders) > before
+        ? resolve({ pending: !!v.querySelector('.ind-top-pending'), items: v.querySelectorAll('.ind-top li').length, complete: v.dataset.complete })
+        : requestAnimationFrame(check));
+      requestAnimationFrame(check);
+    }));
+    assert.deepEqual(typed, { pending: true, items: 0, complete: 'false' });
+    await page.waitForFunction(() => document.querySelector('cs-induction').dataset.complete === 'true' && document.querySelectorAll('cs-induction .ind-top li').length === 5);
+    const last = await page.evaluate(async () => {
+      const v = document.querySelector('cs-induction');
+      const { showToken } = await import('/parts/format.js');
+      const r = v.model.run(v.lastResult.ids, undefined, { topk: 5, logits: false, patterns: false });
+      const q = v.lastResult.T - 1;
+      const want = Array.from(r.top_ids.data.subarray(q * 5, q * 5 + 5), (id, j) => `${showToken(v.model.tokenizer.vocab[id])} ${(r.top_probs.data[q * 5 + j] * 100).toFixed(1)}%`);
+      const shown = [...v.querySelectorAll('.ind-top li')].map((li) => `${li.querySelector('code').textContent} ${/([\d.]+%)/.exec(li.textContent)[1]}`);
+      return { want, shown };
+    });
+    assert.deepEqual(last.shown, last.want);
 
     // Ablating the induction head raises the second copy's loss.
     const best = s.heads.indexOf(Math.max(...s.heads));

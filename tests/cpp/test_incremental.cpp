@@ -153,7 +153,12 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   ASSERT_EQ(0, std::memcmp(a.loss.data(), b.loss.data(), a.loss.size() * sizeof(float))) << where << ": loss";
   ASSERT_TRUE(a.top && b.top) << where;
   EXPECT_EQ(a.top->ids.data, b.top->ids.data) << where << ": top ids";
-  EXPECT_EQ(a.top->probs.data, b.top->probs.data) << where << ": top probs";
+  // Compared as bytes: a last row left out holds NaN.
+  const auto same_floats = [&](const std::vector<float>& x, const std::vector<float>& y, const char* name) {
+    ASSERT_EQ(x.size(), y.size()) << where << ": " << name;
+    EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(float))) << where << ": " << name;
+  };
+  same_floats(a.top->probs.data, b.top->probs.data, "top probs");
   ASSERT_TRUE(a.text_scores && b.text_scores) << where;
   const auto same_bytes = [&](const Tensor<float>& x, const Tensor<float>& y, const char* name) {  // NaN compared as bytes
     ASSERT_EQ(x.size(), y.size()) << where << ": " << name;
@@ -162,7 +167,7 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   same_bytes(a.text_scores->prefix_matching, b.text_scores->prefix_matching, "prefix matching");
   same_bytes(a.text_scores->previous_token, b.text_scores->previous_token, "previous token");
   same_bytes(a.text_scores->stripe, b.text_scores->stripe, "stripe");
-  EXPECT_EQ(a.probs_of, b.probs_of) << where << ": probs_of";
+  same_floats(a.probs_of, b.probs_of, "probs_of");
   EXPECT_EQ(a.top_keys, b.top_keys) << where << ": top keys";
   EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
 }
@@ -219,6 +224,51 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
     for (std::size_t t = 0; t < ids.size(); ++t) opts.probs_of.insert(opts.probs_of.end(), {ids[t], static_cast<int>((t * 977) % c.d_vocab)});
   });
   EXPECT_GT(reused, 30);
+}
+
+// A pass may leave the last row of logits out (RunOptions::last_row, what the induction view asks
+// while typing); the next pass that needs it (a token appended reads its log-sum-exp for the new
+// token's loss) or asks for it computes it: every pass, whichever of the two it asked, gives the
+// bits of a fresh pass asked the same, with a probsOf that holds -1 on the row left out (an
+// ablated pass's top k).
+TEST(IncrementalForward, ALastRowLeftOutIsComputedWhenALaterPassNeedsIt) {
+  Config c = tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
+  c.d_vocab = 2 * kLogitBlock + 904;
+  c.n_ctx = 40;
+  const Params<float> p = random_params<float>(c, 17);
+  RunOptions o;
+  o.topk = 4, o.text_scores = true, o.probs_k = 2, o.top_keys = 2;
+  const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "last row", [&](std::vector<int>& ids, RunOptions& opts, int step) {
+    opts.last_row = step % 3 == 2;
+    opts.probs_of.clear();
+    for (std::size_t t = 0; t < ids.size(); ++t) opts.probs_of.insert(opts.probs_of.end(), {ids[t], t + 1 == ids.size() ? -1 : 3});
+    if (opts.last_row) opts.probs_of.back() = 5;
+  });
+  EXPECT_GT(reused, 30);
+
+  // Left out: -1 and NaN on the last row, and every other row what a pass with it gives.
+  const std::vector<int> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+  RunOptions with = o, without = o;
+  with.probs_of.assign(2 * ids.size(), 7);
+  without.probs_of = with.probs_of;
+  without.last_row = false;
+  ActivationCache<float> a, b;
+  const RunExtras x = run_sequence(p, ids, Intervention(), with, -1, a);
+  const RunExtras y = run_sequence(p, ids, Intervention(), without, -1, b);
+  const std::size_t T = ids.size(), last = (T - 1) * 4;
+  EXPECT_EQ(0, std::memcmp(x.loss.data(), y.loss.data(), T * sizeof(float)));
+  EXPECT_TRUE(std::equal(x.top->ids.data.begin(), x.top->ids.data.begin() + last, y.top->ids.data.begin()));
+  EXPECT_TRUE(std::equal(x.top->probs.data.begin(), x.top->probs.data.begin() + last, y.top->probs.data.begin()));
+  for (std::size_t j = last; j < T * 4; ++j) {
+    EXPECT_EQ(y.top->ids.data[j], -1);
+    EXPECT_TRUE(std::isnan(y.top->probs.data[j]));
+  }
+  EXPECT_TRUE(std::equal(x.probs_of.begin(), x.probs_of.end() - 2, y.probs_of.begin()));
+  EXPECT_TRUE(std::isnan(y.probs_of[2 * T - 1]) && std::isnan(y.probs_of[2 * T - 2]));
+  EXPECT_TRUE(std::isfinite(x.probs_of[2 * T - 1]));
+  // A -1 is refused on a row that is computed.
+  with.probs_of.back() = -1;
+  EXPECT_THROW(run_sequence(p, ids, Intervention(), with, -1, a), std::invalid_argument);
 }
 
 // Under an intervention that replaces what it replaces position by position (zero, mean and

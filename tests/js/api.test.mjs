@@ -620,6 +620,24 @@ test('analyseText(): the induction view\'s call equals tokenize({fit}), run() an
   } finally {
     other.delete();
   }
+  // {lastRow: false} (what the view asks while typing): the last token's top k and the clean
+  // pass's probabilities of them left out, every other row as above; asked again with it (only
+  // that row computed, in the kept passes) or with `at` on the last token, the whole analysis.
+  const T = a.ids.length, K = 5;
+  const full = { ids: Array.from(a.run.top_ids.data), probs: Array.from(a.run.top_probs.data), clean: Array.from(a.clean.probs_of.data), loss: Array.from(a.run.loss.data) };
+  const lazy = char.analyseText(text, iv, { at: 40, lastRow: false });
+  assert.equal(lazy.run.last_row, false);
+  assert.deepEqual(Array.from(lazy.run.loss.data), full.loss);
+  assert.deepEqual(Array.from(lazy.run.top_ids.data.subarray(0, (T - 1) * K)), full.ids.slice(0, (T - 1) * K));
+  assert.deepEqual(Array.from(lazy.run.top_probs.data.subarray(0, (T - 1) * K)), full.probs.slice(0, (T - 1) * K));
+  assert.deepEqual(Array.from(lazy.clean.probs_of.data.subarray(0, (T - 1) * K)), full.clean.slice(0, (T - 1) * K));
+  assert.deepEqual(Array.from(lazy.run.top_ids.data.subarray((T - 1) * K)), [-1, -1, -1, -1, -1]);
+  assert.ok([...lazy.run.top_probs.data.subarray((T - 1) * K), ...lazy.clean.probs_of.data.subarray((T - 1) * K)].every(Number.isNaN));
+  for (const again of [char.analyseText(text, iv, { at: 40, lastRow: true }), char.analyseText(text, iv, { at: T - 1, lastRow: false })]) {
+    assert.equal(again.run.last_row, true);
+    assert.equal(again.run.changed_from, T - 1, 'the same text: only the last position computed again');
+    assert.deepEqual([Array.from(again.run.top_ids.data), Array.from(again.run.top_probs.data), Array.from(again.clean.probs_of.data)], [full.ids, full.probs, full.clean]);
+  }
   // Without an intervention there is no clean pass to compare with (a text of no tokens runs no pass: the core test).
   assert.equal(char.analyseText(TEXT).clean, null);
   throwsReadable(() => char.analyseText(TEXT, undefined, { into: { patterns: new Float32Array(4) } }), /into.patterns holds 4 floats/, 'a short buffer');

@@ -8,9 +8,10 @@
 // web/panels/induction/: tokens (the token strip, mean loss, top-5), heads (the head grid),
 // pattern (the chosen head enlarged), scores (the head-score table) and patching (activation
 // patching, store key patch = denoise | noise). They share one core call per change
-// (panels/induction/analysis.js: model.analyseText); patching makes one more, once typing pauses (showPatching). A keystroke is rendered at once, in the input
-// handler, so it is painted in the coming frame, and each panel updates in place only what
-// changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
+// (panels/induction/analysis.js: model.analyseText); once typing pauses, patching makes one more
+// (showPatching) and the last token's next tokens, left out while typing, are added (completeLastRow).
+// A keystroke is rendered at once, in the input handler, so it is painted in the coming frame,
+// and each panel updates in place only what changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
 // as a DOM event: it is not state.
 //
 // Standalone use (without the app shell), from any page, this site's or another's (SITE is where
@@ -41,6 +42,7 @@ export const TAG = 'cs-induction';
 const PANELS = [[tokensPanel, 'ind-loss'], [headsPanel, 'ind-patterns'], [patternPanel, 'ind-pattern'], [scoresPanel, 'ind-score-panel'],
   [patchingPanel, 'ind-patching']];
 const PATCH_DELAY = 250;   // ms without a change before the patching panel computes (its passes take up to seconds)
+const LAST_ROW_DELAY = 100;   // ms without a change before the last token's next tokens are computed (less than PATCH_DELAY)
 
 export class CsInduction extends CsView {
   static view = 'induction';
@@ -102,7 +104,7 @@ export class CsInduction extends CsView {
     if (!m) return;
     let a;
     try {
-      a = analyse(m, this.state);
+      a = analyse(m, this.state, { lastRow: false });
     } catch (e) {
       this.showError(e);
       this.dataset.complete = 'true';
@@ -114,6 +116,7 @@ export class CsInduction extends CsView {
     renderNote(this.els.note, a, m.tokenizer.units);
     await Promise.all(PANELS.map(([p], i) => (p === patchingPanel ? null : showPanel(this.sections[i], p, this.modelName, this.store))));
     await showPatching(this);
+    completeLastRow(this, m, a);
     const head = chosenHead(m, this.state);
     const ablate = [...(this.state.ablate || [])];
     const lr = this.lastResult;
@@ -161,6 +164,29 @@ export class CsInduction extends CsView {
     randomScores(m).then(() => { if (this.model === m) this.requestRender(); });
     return m;
   }
+}
+
+/**
+ * The last token's next tokens, which the view's analysis leaves out while the text is typed (at a
+ * 50,000-token vocabulary they read all of W_U, most of a keystroke): once the state has stayed
+ * the same for LAST_ROW_DELAY ms the analysis is made again with them and the view drawn again.
+ * Until then the view's data-complete is "false".
+ */
+function completeLastRow(view, m, a) {
+  clearTimeout(view._lastRowTimer);
+  if (!a.run || a.run.last_row) return;
+  const state = view.state;
+  view.dataset.complete = 'false';
+  view._lastRowTimer = setTimeout(() => {
+    if (view.state !== state || view.model !== m || !view.isConnected) return;   // a later render asks its own
+    try {
+      analyse(m, state, { lastRow: true });
+    } catch (e) {
+      view.showError(e);
+      return;
+    }
+    view.requestRender();
+  }, LAST_ROW_DELAY);
 }
 
 /**

@@ -24,14 +24,20 @@ export const showTok = showToken;
 const perModel = new WeakMap();    // model -> {buffers, last (analysis), scores (promise), known}
 const slot = (m) => { let s = perModel.get(m); if (!s) perModel.set(m, (s = { buffers: null, last: null, scores: null, known: null })); return s; };
 
-/** The analysis of the state's text on `model` (see the header); `sk` says what it was run on. */
-export function analyse(model, state) {
+/**
+ * The analysis of the state's text on `model` (see the header); `sk` says what it was run on.
+ * lastRow: the last token's next tokens (a.run.last_row says whether they are there). At a
+ * 50,000-token vocabulary that row is most of a keystroke's work, so the induction view asks
+ * without it (false) as the text is typed and with it (true) once typing pauses; without the
+ * option an analysis of the state is taken as it is, and one made afresh has the row.
+ */
+export function analyse(model, state, { lastRow = undefined } = {}) {
   const s = slot(model);
   const c = model.config;
   const text = state.text ?? sampleFor(model);
   // The panels of one render ask with the same state: answered without calling the core again.
   const sk = `${(state.ablate || []).join()}|${(state.cut || []).join()}|${!!state.nopos}|${state.abl ?? ''}|${state.pos ?? ''}|${text}`;
-  if (s.last && s.last.sk === sk) return s.last;
+  if (s.last && s.last.sk === sk && (lastRow !== true || !s.last.run || s.last.run.last_row)) return s.last;
   const intervention = interventionOf(state, c);
   s.last = null;   // the buffers are overwritten below
   // The core fits the text to the context, runs it under the intervention (the top next tokens
@@ -39,7 +45,7 @@ export function analyse(model, state) {
   // gives by default; every head's scores on the repeated block holding the picked token) and,
   // under one, runs it clean for comparison; each pass computes only the positions from the first
   // changed token. No logits are copied (at a 50,000-token vocabulary they are 100 MB at 512 tokens).
-  const r = model.analyseText(text, intervention, { at: state.pos ?? -1, into: (s.buffers ??= buffersFor(c)) });
+  const r = model.analyseText(text, intervention, { at: state.pos ?? -1, lastRow: lastRow !== false, into: (s.buffers ??= buffersFor(c)) });
   const { ids, begins, ends, bos, truncated, run } = r;
   const ablating = r.clean !== null;
   s.last = {

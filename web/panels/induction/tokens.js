@@ -191,7 +191,8 @@ function focusDetails(t) {
     el('p', {}, el('strong', {}, `Token ${q} `), el('code', {}, tokenText(a, q)), next ? ' (next: ' : '', next ? el('code', {}, tokenText(a, q + 1)) : '', next ? ')' : ''),
     name ? el('p', {}, `${name} attends most to: `, keys.map((k, i) => [i ? ', ' : '', el('code', {}, tokenText(a, k)), ` @${k} (${(P[base + k] * 100).toFixed(0)}%)`])) : '',
     el('p', { class: 'muted' }, a.ablating ? `Top-${k} next tokens (with the ablation):` : `Top-${k} next tokens:`),
-    topkList({
+    // Left out while the text is typed (analysis.js): the view computes them once typing pauses.
+    q === a.T - 1 && !a.run.last_row ? el('p', { class: 'muted ind-top-pending' }, 'computed when typing pauses…') : topkList({
       ...top, className: 'ind-top', actual: next ? a.ids[q + 1] : null,
       label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
       compare: a.ablating ? (id) => cleanProb(a, q, id) : null, compareLabel: 'clean',
