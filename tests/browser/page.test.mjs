@@ -531,14 +531,19 @@ test('induction view: after typing, every thumbnail and the enlarged pattern sho
           out.push({ head: `L${l}H${h}`, size: [slot.width, slot.height], differing: differ(img.data, pixels(ref)) + (inSlot(slot, img) ? 0 : 1) });
         }
       }
-      const big = v.querySelector('canvas.ind-big');
+      const big = v.querySelector('canvas.ind-big'), box = big.parentElement.getBoundingClientRect();
       const [bl, bh] = v.lastResult.head.slice(1).split('H').map(Number);
-      // Past 40 tokens (no labels) the enlarged pattern has one pixel a cell, enlarged by the stylesheet.
+      // Past 40 tokens (no labels) the enlarged pattern has one pixel a cell, enlarged by the
+      // stylesheet; its canvas has room for more tokens (a multiple of 128 pixels a side) and its
+      // box shows the top-left T x T, the box's whole width T cells.
       const cell = T > 40 ? 1 : Math.max(1, Math.floor(Math.min(520, 14 * T) / T));
       const ref = document.createElement('canvas');
       heatmap(ref, { data: patterns.data, offset: (bl * H + bh) * T * T, rows: T, cols: T }, { min: 0, max: 1, mask: (r, c) => c > r, palette: attnPalette, cell });
-      const shown = big.getBoundingClientRect().width;
-      out.push({ head: `big ${v.lastResult.head}`, size: [big.width, big.height], refSize: [ref.width, ref.height], differing: differ(pixels(big), pixels(ref)), shown });
+      const canvasCells = (big.getBoundingClientRect().width / big.parentElement.clientWidth) * T;   // inside the box's border
+      const roomy = big.width % 128 === 0 && big.width >= T && big.width === big.height && Math.abs(canvasCells - big.width) < 0.5;
+      const size = T <= 40 ? [big.width, big.height] : roomy ? [T, T] : { canvas: [big.width, big.height], cellsAcrossTheCanvas: canvasCells };
+      const shownPixels = big.getContext('2d').getImageData(0, 0, ref.width, ref.height).data;
+      out.push({ head: `big ${v.lastResult.head}`, size, refSize: [ref.width, ref.height], differing: differ(shownPixels, pixels(ref)), shown: box.width });
       return { T, out };
     });
     const check = (r, when) => {

@@ -1083,8 +1083,9 @@ test('induction: the enlarged pattern opens on the strongest induction head; eve
     assert.match(await page.getAttribute('cs-induction canvas.ind-big', 'aria-label'), new RegExp(`^Attention pattern of ${best} `));
     assert.equal(await page.getAttribute(`cs-induction .ind-head-cell[data-head="${best}"] .ind-head`, 'aria-pressed'), 'true');
     // Hovering a cell of the enlarged pattern names the two tokens and the weight.
-    const box = await page.$eval('cs-induction canvas.ind-big', (c) => { const r = c.getBoundingClientRect(); return { w: r.width, h: r.height }; });
-    await page.hover('cs-induction canvas.ind-big', { position: { x: box.w * 0.02, y: box.h * 0.9 } });
+    // (The box shows the canvas's top-left T x T cells: the canvas may have room for more.)
+    const box = await page.$eval('cs-induction .ind-big-box', (c) => { const r = c.getBoundingClientRect(); return { w: r.width, h: r.height }; });
+    await page.hover('cs-induction .ind-big-box', { position: { x: box.w * 0.02, y: box.h * 0.9 } });
     assert.match(await page.textContent('cs-induction .ind-big-hover'), /@\d+ → .* @\d+: attention \d\.\d{3}/);
     assert.ok(await page.$('cs-induction .tok[data-attn]'), 'hovering a row of the pattern shows that token\'s attention in the strip');
     // Tab through the view: every control that takes the focus shows it.

@@ -13,6 +13,9 @@
 //     each pixel shows the largest weight of its block of cells (rows and columns
 //     floor(i T / side) .. floor((i + 1) T / side) - 1, the causal ones only), so a thin stripe
 //     stays visible and a longer text does not resize the canvas.
+//     With `room` (the enlarged figure) and one pixel a cell, the canvas is a multiple of 128
+//     pixels a side, at least T, so typing does not resize it: the caller shows its top-left
+//     T x T (the geometry's `side` is the canvas's side; scale it side / T times the box).
 //     `canvas` may also be a slot of a thumbnail sheet (thumb-sheet.js): the pixels go to its
 //     surface, one canvas drawing many slots.
 //     Returns the geometry {cell, x0, y0, rows, cols}; it is also kept on the canvas for:
@@ -43,7 +46,9 @@ export function attnColor(t) {
 
 const labelOf = (spec, i) => (typeof spec.labels === 'function' ? spec.labels(i) : spec.labels ? String(spec.labels[i]) : String(i));
 
-export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14, maxPx = 520, side = 0 } = {}) {
+const ROOM = 128;
+
+export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14, maxPx = 520, side = 0, room = false } = {}) {
   const { pattern, offset = 0, T } = spec;
   const st = (canvas.csPattern ??= { mode: null, img: null, px: null, ctx: null, geom: null, spec: null });
   st.spec = spec;
@@ -66,9 +71,13 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
   st.mode = 'pixels';
   // The pixels are kept in an image at least T wide (it grows by doubling), so a text one token
   // longer or shorter paints only its rows from `from` on; resizing the canvas clears it, so then
-  // the whole T x T square is put back from the kept image.
+  // the whole T x T square is put back from the kept image. With `room`, the canvas is a multiple
+  // of ROOM pixels a side, resized only when T passes it or falls below it by more than ROOM:
+  // the caller shows its top-left T x T (geometry.side is the canvas's side). A canvas resized at
+  // every keystroke that changes the number of tokens costs the browser a new canvas each time.
   let put = from;
-  if (surface.width !== T || surface.height !== T) { surface.width = T; surface.height = T; put = 0; }
+  const want = room ? (T > surface.width || T <= surface.width - ROOM || surface.width !== surface.height ? Math.ceil(T / ROOM) * ROOM : surface.width) : T;
+  if (surface.width !== want || surface.height !== want) { surface.width = want; surface.height = want; put = 0; }
   if (!st.img || st.img.width < T) {
     // A fresh ImageData is transparent: the masked upper triangle is never written.
     const W = T ? Math.max(T, Math.min(2 * (st.img?.width ?? 0), 4096)) : 0;
@@ -77,7 +86,7 @@ export function drawPattern(canvas, spec, { from = 0, labelled = 40, cellPx = 14
     from = 0;
     put = 0;
   }
-  st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1 };
+  st.geom = { cell: 1, x0: 0, y0: 0, rows: T, cols: T, min: 0, max: 1, side: want };
   if (put >= T) return st.geom;
   st.ctx ??= surface.getContext('2d');
   if (from < T) paintRows(st.px, st.img.width, pattern, offset, T, from);

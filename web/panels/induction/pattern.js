@@ -33,11 +33,14 @@ export default definePanel({
 
   render(data, ctx) {
     const canvas = el('canvas', { class: 'ind-big', width: 256, height: 256, role: 'img' });
+    // One pixel a cell, the canvas has room for more tokens than it shows: the box shows its
+    // top-left T x T cells (drawPattern's room).
+    const box = el('div', { class: 'ind-big-box' }, canvas);
     const caption = el('p', { class: 'ind-big-caption' });
     const readout = el('p', { class: 'ind-big-hover cs-hover', 'aria-hidden': 'true' });
     const none = el('p', { class: 'muted', hidden: true }, 'This model has no attention heads.');
-    const node = el('figure', { class: 'ind-big-fig' }, canvas, el('figcaption', {}, caption, readout), none);
-    node.csPattern = { canvas, caption, readout, none, drawn: null, drawnName: null, hover: null, data, shown: {} };
+    const node = el('figure', { class: 'ind-big-fig' }, box, el('figcaption', {}, caption, readout), none);
+    node.csPattern = { canvas, box, caption, readout, none, drawn: null, drawnName: null, hover: null, data, shown: {} };
     hoverPattern(canvas, (cell) => {
       readout.textContent = describeCell(cell);
       node.dispatchEvent(new CustomEvent(HOVER, { bubbles: true, detail: { pos: cell ? cell.q : null } }));
@@ -54,7 +57,7 @@ function update(node, data) {
   s.data = data;
   const { a, head, name, ablated } = data;
   const none = !a.run || !head;   // no tokens, or a model without attention heads
-  if (s.canvas.hidden !== none) s.canvas.hidden = none;
+  if (s.box.hidden !== none) s.box.hidden = none;
   s.none.hidden = !!head;
   if (none) {
     if (s.shown.caption) { s.shown.caption = ''; s.caption.textContent = ''; }
@@ -66,7 +69,10 @@ function update(node, data) {
     const from = s.drawnName === name ? unchangedRows(s.drawn, a) : 0;
     s.drawn = a;
     s.drawnName = name;
-    drawPattern(s.canvas, { pattern: a.run.patterns.data, offset: (head[0] * c.n_heads + head[1]) * a.T * a.T, T: a.T, labels: (k) => tokenText(a, k) }, { from });
+    const g = drawPattern(s.canvas, { pattern: a.run.patterns.data, offset: (head[0] * c.n_heads + head[1]) * a.T * a.T, T: a.T, labels: (k) => tokenText(a, k) }, { from, room: true });
+    const width = g.side ? `${(100 * g.side) / a.T}%` : '';
+    if (s.canvas.style.width !== width) s.canvas.style.width = width;
+    s.box.classList.toggle('ind-big-pixels', !!g.side);
   }
   const label = `Attention pattern of ${name} over ${a.T} tokens${ablated ? ' (this head is ablated: its pattern is computed but its output is zeroed)' : ''}`;
   if (s.shown.label !== label) { s.shown.label = label; s.canvas.setAttribute('aria-label', label); }
