@@ -325,7 +325,10 @@ export interface AnalyseTextOptions {
   /**
    * Caller-owned Float32Arrays that receive the patterns, the losses and the clean losses
    * instead of new arrays, each long enough for the whole context (patterns: n_layers * n_heads *
-   * n_ctx * n_ctx floats; loss, cleanLoss: n_ctx), as run()'s into.
+   * n_ctx * n_ctx floats; loss, cleanLoss: n_ctx), as run()'s into. Called again with the same
+   * patterns buffer, the same intervention and as many tokens (and no run() between), only the
+   * rows from run.changed_from on are written: the rows before are the last call's, which the
+   * caller must leave as they are.
    */
   into?: { patterns?: Float32Array; loss?: Float32Array; cleanLoss?: Float32Array };
 }

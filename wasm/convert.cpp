@@ -724,15 +724,28 @@ val Model::tokenBytes(const val& ids_js) const {
 namespace {
 // The patterns [L, H, T, T] and (with want_logits) logits [T, V] of the pass `cache` holds, set
 // on `out`, copied into the caller's buffers `into` where given (the result's data is then a
-// subarray of the caller's buffer).
+// subarray of the caller's buffer). Rows of each head's pattern before `from_row` are left as the
+// caller's patterns buffer holds them (the caller knows they are this pass's).
 void set_pass_tables(val& out, const cs::ActivationCache<float>& cache, const cs::Config& c, int T, bool want_patterns,
-                     bool want_logits, const val& into) {
+                     bool want_logits, const val& into, int from_row = 0) {
   const bool reuse = !into.isUndefined() && !into.isNull();
   auto buffer = [&](const char* key) { return reuse ? into[key] : val::undefined(); };
   if (want_logits)
     out.set("logits", tagged(fill_or_copy(buffer("logits"), {{cache.logits.ptr(), cache.logits.size()}}), {T, c.d_vocab},
                              {"pos", "d_vocab"}));
-  if (want_patterns) {
+  if (want_patterns && reuse && from_row > 0) {
+    const val buf = buffer("patterns");
+    const std::size_t square = static_cast<std::size_t>(T) * T, kept = static_cast<std::size_t>(from_row) * T;
+    for (std::size_t l = 0; l < cache.layers.size(); ++l)
+      for (int h = 0; h < c.n_heads; ++h) {
+        const std::size_t head = (l * c.n_heads + h) * square;
+        // Each view is made and used at once: nothing allocates in between.
+        buf.call<void>("set", val(emscripten::typed_memory_view(square - kept, cache.layers[l].pattern.ptr() + h * square + kept)),
+                       static_cast<double>(head + kept));
+      }
+    out.set("patterns", tagged(buf.call<val>("subarray", 0, static_cast<double>(cache.layers.size() * c.n_heads * square)),
+                               {c.n_layers, c.n_heads, T, T}, {"layer", "head", "query_pos", "key_pos"}));
+  } else if (want_patterns) {
     std::vector<std::pair<const float*, std::size_t>> parts;
     for (const auto& lc : cache.layers) parts.emplace_back(lc.pattern.ptr(), lc.pattern.size());
     out.set("patterns", tagged(fill_or_copy(buffer("patterns"), parts), {c.n_layers, c.n_heads, T, T},
@@ -797,6 +810,7 @@ val Model::run(const val& ids_js, const val& iv_js, const val& opts) {
     const bool want_patterns = opt_bool(opts, "patterns", true), want_logits = opt_bool(opts, "logits", true);
     const val into = opt(opts, "into");
     o.logits = want_logits;  // without, the core computes logit rows only where it reads them
+    written_.reset();  // this pass may change the kept pass analyseText's rows are counted from
     const cs::RunExtras x = session_->run(ids, iv, o);
     const int T = static_cast<int>(ids.size());
     val out = val::object();
@@ -822,9 +836,18 @@ val Model::analyseText(const val& text, const val& iv_js, const val& opts) {
     const val into = opt(opts, "into");
     const cs::Config& c = session_->config();
     val run = val::null();
-    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, top_keys, last_row, [&](const cs::ActivationCache<float>& cache) {
+    const val patterns = buffer_of(into, "patterns");
+    std::optional<PatternsWritten> was = std::move(written_);
+    written_.reset();  // until this call has written its patterns
+    const cs::ModelSession::TextAnalysis a = session_->analyse_text(text.as<std::string>(), iv, at, topk, top_keys, last_row,
+                                                                    [&](const cs::ActivationCache<float>& cache, int changed_from) {
+      const int T = cache.n_pos;
+      // The caller's buffer holds the last pass of this intervention over T tokens: its rows
+      // before this pass's first changed token are this pass's.
+      const bool kept = was && !patterns.isUndefined() && was->buffer.strictlyEquals(patterns) && was->T == T && cs::same_intervention(was->iv, iv);
       run = val::object();
-      set_pass_tables(run, cache, c, cache.n_pos, true, false, into);
+      set_pass_tables(run, cache, c, T, true, false, into, kept ? changed_from : 0);
+      if (!patterns.isUndefined()) written_ = PatternsWritten{patterns, T, iv};
     });
     const int T = static_cast<int>(a.tokens.tokens.size());
     val out = val::object();

@@ -21,6 +21,7 @@
 #include <emscripten/val.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,17 @@ class Model {
 
  private:
   std::unique_ptr<cs::ModelSession> session_;
+  // What analyseText() last wrote into a caller's patterns buffer (`into.patterns`): the buffer,
+  // the number of tokens and the intervention of the pass. The next analyseText() into the same
+  // buffer under the same intervention over as many tokens writes only the rows from its pass's
+  // changed_from on (the rows before are that pass's, in this session's kept pass); any run()
+  // forgets it, since it may change the kept pass the rows are counted from.
+  struct PatternsWritten {
+    val buffer = val::undefined();
+    int T = -1;
+    cs::Intervention iv;
+  };
+  std::optional<PatternsWritten> written_;
 };
 
 // A model file given in pieces, in order (cs::ModelReader): new ModelReader(size, options), then

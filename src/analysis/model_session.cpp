@@ -169,7 +169,7 @@ RunExtras ModelSession::run(const std::vector<int>& ids, const Intervention& iv,
 }
 
 ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, const Intervention& iv, int at, int topk, int top_keys,
-                                                      bool last_row, const std::function<void(const ActivationCache<float>&)>& read_pass) {
+                                                      bool last_row, const std::function<void(const ActivationCache<float>&, int)>& read_pass) {
   if (topk < 0) throw std::invalid_argument("analyseText: topk must be 0 or more, got " + std::to_string(topk));
   if (top_keys < 0) throw std::invalid_argument("analyseText: topKeys must be 0 or more, got " + std::to_string(top_keys));
   TextAnalysis a;
@@ -194,7 +194,7 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   o.last_row = last_row || at == static_cast<int>(ids.size()) - 1;
   a.run = run(ids, iv, o);
   a.ran = true;
-  if (read_pass) read_pass(cache());
+  if (read_pass) read_pass(cache(), a.run.changed_from);
   if (iv.empty()) return a;
   RunOptions clean;
   clean.logits = false;

@@ -145,12 +145,12 @@ class ModelSession {
   // holding position `at`, else the longest; no logits), and under
   // an intervention the same text without it, for comparison: its losses, its mean loss and its
   // probability of each of the intervened pass's top k. Each pass is incremental in its own kept
-  // pass, as run()'s are. `read_pass` is given the intervened pass's cache before the clean pass
-  // runs (the clean pass may take its place within kKeptPassBytes): the API copies the patterns
-  // there. No pass runs when the text gives no tokens. Without `last_row`, the last position's
-  // top k (and the clean pass's probabilities of them) are left out unless `at` picks it
-  // (RunOptions::last_row: at a large vocabulary that row is most of a keystroke); the page asks
-  // for it when the last token is focused.
+  // pass, as run()'s are. `read_pass` is given the intervened pass's cache and changed_from
+  // before the clean pass runs (the clean pass may take its place within kKeptPassBytes): the API
+  // copies the patterns there. No pass runs when the text gives no tokens. Without `last_row`,
+  // the last position's top k (and the clean pass's probabilities of them) are left out unless
+  // `at` picks it (RunOptions::last_row: at a large vocabulary that row is most of a keystroke);
+  // the page asks for it once typing pauses.
   // What the induction view shows: the top 5 next tokens and the 3 keys each head attends to most.
   static constexpr int kTextTopK = 5, kTextTopKeys = 3;
   struct TextAnalysis {
@@ -168,7 +168,7 @@ class ModelSession {
     std::vector<float> clean_probs_of;  // [T, topk]: the clean pass's probability of run's top k
   };
   TextAnalysis analyse_text(const std::string& text, const Intervention& iv, int at, int topk, int top_keys, bool last_row = true,
-                            const std::function<void(const ActivationCache<float>&)>& read_pass = {});
+                            const std::function<void(const ActivationCache<float>&, int changed_from)>& read_pass = {});
   // The cache of this session's last run() or forward_batch() (empty when the budget dropped it).
   const ActivationCache<float>& cache() const;
   // One forward pass over a [B, T] batch into a kept pass of its own; the mean next-token loss.

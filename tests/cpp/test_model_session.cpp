@@ -156,7 +156,7 @@ TEST(ModelSession, AnalyseTextIsTheViewsPassesInOneCall) {
   iv.ablations.push_back({1, 1});
   const int at = 30;
   int copied_T = -1;
-  const ModelSession::TextAnalysis a = m.analyse_text(text, iv, at, 5, 3, true, [&](const ActivationCache<float>& c) { copied_T = c.n_pos; });
+  const ModelSession::TextAnalysis a = m.analyse_text(text, iv, at, 5, 3, true, [&](const ActivationCache<float>& c, int) { copied_T = c.n_pos; });
   const auto fit = m.tokenize_to_context(text);
   std::vector<int> ids;
   for (const Token& t : fit.tokens) ids.push_back(t.id);
