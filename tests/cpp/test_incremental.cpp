@@ -208,11 +208,17 @@ int typed_passes_equal_fresh(const Params<float>& p, const Intervention& iv, Run
 // A vocabulary of several logit blocks (kLogitBlock): a session's passes, incremental and computing
 // the logits a block at a time, give the bits of a fresh pass that keeps every logit, over random
 // edits (the text scores read from the kept parts of the queries before the first change).
-TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
+// Random weights of a 2-layer model whose vocabulary is several logit blocks, 40 positions.
+Params<float> many_logit_blocks(std::uint64_t seed) {
   Config c = tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
   c.d_vocab = 2 * kLogitBlock + 904;
   c.n_ctx = 40;
-  const Params<float> p = random_params<float>(c, 7);
+  return random_params<float>(c, seed);
+}
+
+TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
+  const Params<float> p = many_logit_blocks(7);
+  const Config& c = p.cfg;
   RunOptions o;
   o.topk = 5, o.text_scores = true, o.probs_k = 2, o.top_keys = 3;
   const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "clean", [&](std::vector<int>& ids, RunOptions& opts, int step) {
@@ -232,10 +238,7 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
 // bits of a fresh pass asked the same, with a probsOf that holds -1 on the row left out (an
 // ablated pass's top k).
 TEST(IncrementalForward, ALastRowLeftOutIsComputedWhenALaterPassNeedsIt) {
-  Config c = tiny_norm_mlp_config(2, PosEmbed::Standard, Norm::LNPre, 0, Act::GELU);
-  c.d_vocab = 2 * kLogitBlock + 904;
-  c.n_ctx = 40;
-  const Params<float> p = random_params<float>(c, 17);
+  const Params<float> p = many_logit_blocks(17);
   RunOptions o;
   o.topk = 4, o.text_scores = true, o.probs_k = 2, o.top_keys = 2;
   const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "last row", [&](std::vector<int>& ids, RunOptions& opts, int step) {
