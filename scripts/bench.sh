@@ -16,8 +16,9 @@
 #   - typing at attn-only-2l's shape: the induction view's core call per keystroke, incremental
 #     and full (tests/bench/bench_typing.mjs);
 #   - the Circuits view's core calls at attn-only-2l's shape (tests/bench/bench_circuits.mjs);
-#   - in Chromium: keystroke to rendered induction view, and in-browser training of the induction
-#     recipe until its phase change (tests/bench/bench_browser.mjs).
+#   - in Chromium: keystroke to rendered induction view (char-2l, and at attn-only-2l's and ARENA's
+#     shapes with GPT-2's vocabulary, opened through Open file), and in-browser training of the
+#     induction recipe until its phase change (tests/bench/bench_browser.mjs).
 # Nothing here asserts a time.
 #   FORWARD_REPS=30 TRAIN_REPS=15 scripts/bench.sh      (the defaults)
 #   SKIP_PEERS=1 / SKIP_BROWSER=1                       leave those parts out

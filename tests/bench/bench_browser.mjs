@@ -21,6 +21,8 @@
 //               about 512 tokens in the view (also split: keystrokes that left the number of
 //               tokens as it was, and those that changed it), and the view's run() call over 1,024 tokens in the
 //               page's module (relaxed SIMD in Chromium);
+//   arena       the same with ARENA's attn_only_2L_half layers (2 x 12 x 64, d_model 768, n_ctx
+//               2,048, no normalization, shortformer positions) and GPT-2's vocabulary (a 319 MB file);
 //   tokenize    a Hugging Face tokenizer.json (GPT-2's, tests/js/hf-tokenizer-files.mjs) encoding
 //               prose in the page's WebAssembly core (model.tokenize of a TransformerLens file
 //               opened with it: ids and UTF-16 spans) and in @huggingface/tokenizers, the same
@@ -36,7 +38,8 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../../scripts/serve.mjs';
 import { tlVocabFixture } from '../js/tlens-fixture.mjs';
 import { gpt2TokenizerJson } from '../js/hf-tokenizer-files.mjs';
-import { attnOnly2l } from './bench_series.mjs';
+import { SHAPES, shapeWithVocab } from './bench_series.mjs';
+import { realShapeLines } from './common.mjs';
 import { launchChromium, keystrokeTimes, summarize, waitForInduction, waitForText, trainInPage, KEYSTROKE_TEXT } from '../browser/chromium.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -76,11 +79,12 @@ async function keystrokes(browser, url, count) {
   }
 }
 
-// attn-only-2l's shape in the page: open, render, type (see the header).
-async function realShape(browser, url, count) {
+// A real shape (bench_series.mjs SHAPES: attn-only-2l, arena) with GPT-2's vocabulary in the
+// page: open, render, type (see the header).
+async function realShape(browser, url, count, shape = 'attn-only-2l') {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cs-realshape-'));
-  const model = path.join(dir, 'attn-only-2l-shape.safetensors'), tok = path.join(dir, 'tokenizer.json');
-  const bytes = attnOnly2l(50257);
+  const model = path.join(dir, `${shape}-shape.safetensors`), tok = path.join(dir, 'tokenizer.json');
+  const bytes = shapeWithVocab(shape, 50257);
   writeFileSync(model, bytes);
   writeFileSync(tok, JSON.stringify(gpt2TokenizerJson()));
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
@@ -127,7 +131,7 @@ async function realShape(browser, url, count) {
     // The keystrokes that left the number of tokens as it was (a keystroke replaces the last
     // character) and those that changed it (every head's kept data moves to the new length).
     const kind = (same) => frame.times.filter((_, i) => (frame.tokens[i] === (i ? frame.tokens[i - 1] : before.T)) === same);
-    return { file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times),
+    return { shape: SHAPES[shape].describe.replace(/, d_vocab [\d,]*\d/, ''), file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times),
       same_count: stats(kind(true)), count_changed: stats(kind(false)),
       forward_1024: { simd: full.simd, ...stats(full.times) } };
   } finally {
@@ -269,7 +273,7 @@ async function main() {
   const json = process.argv.includes('--json');
   const o = process.argv.indexOf('--only');
   const only = o < 0 ? null : process.argv[o + 1];
-  if (only !== null && !['keystroke', 'realshape', 'tokenize', 'training', 'workers'].includes(only)) throw new Error('--only takes keystroke, realshape, tokenize, training or workers');
+  if (only !== null && !['keystroke', 'realshape', 'arena', 'tokenize', 'training', 'workers'].includes(only)) throw new Error('--only takes keystroke, realshape, arena, tokenize, training or workers');
   const want = (part) => only === null || only === part;
   if (!existsSync(path.join(site, 'index.html'))) throw new Error(`${path.relative(root, site) || site}/index.html is missing: run \`npm run build\` first`);
   const server = await startServer({ root: site, port: 0 });
@@ -282,6 +286,7 @@ async function main() {
       machine: { cpus: os.cpus().length, load_average_1min: { before: round(loadBefore), after: null } },
       keystroke: want('keystroke') ? await keystrokes(browser, server.url, count) : null,
       realshape: want('realshape') ? await realShape(browser, server.url, count) : null,
+      arena: want('arena') ? await realShape(browser, server.url, count, 'arena') : null,
       tokenize: want('tokenize') ? await tokenizing(browser, server.url, intArg('--tokenize-reps', 15, 3)) : null,
       training: want('training') ? await training(browser, server.url) : null,
       workers: want('workers') ? await workerScaling(browser, server.url, intArg('--worker-steps', 60, EVERY)) : null,
@@ -303,14 +308,7 @@ async function main() {
       console.log(`  keystroke as a frame begins:          ${line(k.frame_aligned)} (target: median <= ${TARGET_KEYSTROKE_MS} ms)`);
       console.log(`  keystroke at a random point of frame: ${line(k.random_phase)} (includes the wait for the display's next frame)`);
     }
-    const r = result.realshape;
-    if (r) {
-      console.log(`attn-only-2l's shape with GPT-2's vocabulary (${r.file_mb} MB file, random weights), Open file with its tokenizer.json:`);
-      console.log(`  choosing the files to the induction view rendered: ${r.open_to_rendered_ms} ms (target: <= 3,000 ms)`);
-      console.log(`  keystroke at the end of ${r.tokens} tokens, as a frame begins: ${line(r.frame_aligned)} (target: median <= 16 ms)`);
-      console.log(`    of which the number of tokens stayed: ${line(r.same_count)}; it changed: ${line(r.count_changed)}`);
-      console.log(`  a full pass over 1,024 tokens (the view's run() call, ${r.forward_1024.simd}): ${line(r.forward_1024)} (target: median <= 1,500 ms)`);
-    }
+    for (const r of [result.realshape, result.arena]) if (r) for (const text of realShapeLines(r, line)) console.log(text);
     if (result.tokenize) {
       const z = result.tokenize;
       console.log(`tokenizer.json (GPT-2's) encoding prose, WebAssembly core vs @huggingface/tokenizers, same page (opening it: ${z.load_ms.wasm.toFixed(0)} ms with the model vs ${z.load_ms.tokenizers_js.toFixed(0)} ms):`);

@@ -12,6 +12,7 @@
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { realShapeLines } from './common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dir = process.argv[2];
@@ -151,6 +152,7 @@ if (browser) {
   console.log(`keystroke to rendered induction view, ${k.model}, ${k.tokens} tokens, ${k.viewport}:`);
   console.log(`  keystroke as a frame begins (the work):            ${line(k.frame_aligned)}`);
   console.log(`  keystroke at a random point of the frame (+ vsync): ${line(k.random_phase)}`);
+  for (const r of [browser.realshape, browser.arena]) if (r) for (const text of realShapeLines(r, line)) console.log(text);
   if (browser.workers) {
     const w = browser.workers;
     console.log(`reference model's training step in the page's worker (${w.steps} steps, a sample per ${w.steps_per_sample ?? 1}): 1 worker ${line(w.one_worker)}; ` +

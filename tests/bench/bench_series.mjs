@@ -52,6 +52,11 @@ function attnOnly2l(V) {
   return shapeFile({ ...SHAPES['attn-only-2l'], V });
 }
 
+/** The safetensors bytes of random weights of SHAPES[name] with a vocabulary of V tokens. */
+export function shapeWithVocab(name, V) {
+  return shapeFile({ ...SHAPES[name], V });
+}
+
 function shapeFile({ L, H, D, Dh, C, V, meta }) {
   const t = [];
   const add = (name, shape, std) => t.push({ name, dtype: 'F32', shape, bytes: randomBytes(shape.reduce((x, y) => x * y, 1), std, t.length + 1) });

@@ -1,5 +1,6 @@
 // Helpers shared by the benchmark scripts (bench_wasm.mjs, gemm/bench_gemm.mjs, peers/): the
-// command-line numbers, the reference batch, the timing statistics and the built module.
+// command-line numbers, the reference batch, the timing statistics and the built module; and the
+// lines a real shape's result in Chromium prints (bench_browser.mjs and bench_report.mjs).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -41,4 +42,15 @@ export function summary(times) {
   const mid = s.length >> 1;
   const median = s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
   return { n: s.length, median_ms: median, min_ms: s[0], max_ms: s[s.length - 1], times_ms: times };
+}
+
+/** A real shape's result in Chromium (bench_browser.mjs realShape()) as the lines it and bench_report.mjs print; `line` formats {median_ms, min_ms, max_ms, n}. */
+export function realShapeLines(r, line) {
+  return [
+    `${r.shape ?? "attn-only-2l's shape"} with GPT-2's vocabulary (${r.file_mb} MB file, random weights), Open file with its tokenizer.json:`,
+    `  choosing the files to the induction view rendered: ${r.open_to_rendered_ms} ms (target: <= 3,000 ms)`,
+    `  keystroke at the end of ${r.tokens} tokens, as a frame begins: ${line(r.frame_aligned)} (target: median <= 16 ms)`,
+    `    of which the number of tokens stayed: ${line(r.same_count)}; it changed: ${line(r.count_changed)}`,
+    `  a full pass over 1,024 tokens (the view's run() call, ${r.forward_1024.simd}): ${line(r.forward_1024)} (target: median <= 1,500 ms)`,
+  ];
 }
