@@ -449,6 +449,17 @@ export function withoutQuotes(message, hash) {
     .replace(/\b(model|snapshot) (\S+)/g, (m, k, name) => (values.includes(name) ? `${k} …` : m));
 }
 
+const LATE_MS = 20_000;   // how long an unsettled page is given beyond the guard, to tell slow from stuck
+const short = (h) => (h.length > 120 ? `${h.slice(0, 120)}… (${h.length.toLocaleString('en')} characters)` : h);
+
+/** In the page: the store's version and view, and what the shown view says it rendered. */
+function shownVersion() {
+  const s = /** @type {any} */ (window).__cs?.store;
+  const v = /** @type {HTMLElement | null} */ (document.querySelector('#view-host > .view:not([hidden])'));
+  const said = [...document.querySelectorAll('#app-status, #app-error, .cs-view-error, .cs-unavailable')].map((e) => (e.textContent ?? '').trim().slice(0, 200)).filter(Boolean);
+  return { store: s?.version ?? null, view: s?.state.view ?? null, body: document.body.dataset.view ?? null, element: v?.localName ?? null, version: v?.dataset.version ?? null, ready: v?.dataset.ready ?? null, said };
+}
+
 /** Looks at the page once its view settled: what a hostile link may have left behind. */
 function inspect() {
   const w = /** @type {any} */ (window);
@@ -541,7 +552,7 @@ export async function openLinks(links, { site, modes = ['fresh', 'hashchange'], 
             const again = job.mode === 'fresh' ? await watchedPage(context, proxy.origin) : kept;
             try {
               const second = await openOne(again, job.link, job.mode, { origin: proxy.origin, limit, timeout, defaultState });
-              if (second.ms !== null && second.ms < result.ms) result = { ...second, first: result.ms };
+              if (second.ms !== null && (result.ms === null || second.ms < result.ms)) result = { ...second, first: result.ms };
             } finally {
               if (job.mode === 'fresh') await again.close().catch(() => {});
             }
@@ -605,6 +616,7 @@ async function watchedPage(context, origin) {
     try { o = new URL(url).origin; } catch { /* not a URL */ }
     if (o !== origin) page.log.push({ kind: 'other-origin', what: url.slice(0, 200) });
   });
+  page.on('response', (r) => { if (r.status() >= 400) page.log.push({ kind: 'http', what: `${r.status()} ${r.url().slice(0, 200)}` }); });
   page.on('crash', () => { page.crashed = true; page.log.push({ kind: 'crash', what: 'the page crashed' }); });
   return page;
 }
@@ -623,6 +635,7 @@ async function openOne(page, link, mode, { origin, limit, timeout: guard, defaul
   let wall = null;   // fresh: ms from the navigation's request to the settled view, by the clock
   page.lastOpened = null;
   const started = Date.now();
+  let phase = mode === 'fresh' ? 'the link' : 'the kept page\'s zoom';   // what is being waited for
   try {
     if (mode === 'fresh') {
       await page.goto(`${origin}/${link.hash}`, { waitUntil: 'commit', timeout });
@@ -642,6 +655,7 @@ async function openOne(page, link, mode, { origin, limit, timeout: guard, defaul
       page.log.length = 0;
       t0 = await page.evaluate((hash) => { const t = performance.now(); location.hash = hash; return t; }, link.hash);
       minVersion += 1;
+      phase = 'the link';
     }
     const handle = await page.waitForFunction(SETTLED, minVersion, { timeout, polling: 'raf' });
     const done = await handle.jsonValue();
@@ -652,8 +666,23 @@ async function openOne(page, link, mode, { origin, limit, timeout: guard, defaul
     // Time for a payload's handlers (an image's onerror) to fire, had one reached the DOM.
     await page.evaluate(() => new Promise((r) => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)), 50)));
   } catch (e) {
-    failures.push({ kind: page.crashed ? 'crash' : 'unsettled', what: String(e.message).split('\n')[0].slice(0, 200) });
+    // What the page showed when the guard ran out, and whether it settles at all given LATE_MS
+    // more: a page that does was slow (on this 2-core machine under load a fresh open took up
+    // to 21 s, a hashchange to the Training view 13 s, in a run beside a busy loop) and is listed
+    // as such; one that does not is stuck, and fails.
+    const shown = page.crashed ? null : await page.evaluate(shownVersion).catch(() => null);
+    const late = page.crashed ? null : await page.waitForFunction(SETTLED, minVersion, { timeout: LATE_MS, polling: 'raf' })
+      .then((h) => h.jsonValue()).catch(() => null);
+    const what = `${String(e.message).split('\n')[0].slice(0, 200)} waiting for ${phase}${page.previous ? ` (the page showed ${short(page.previous)} before)` : ''}; ${shown ? `it showed ${JSON.stringify(shown)} (store version ${minVersion} asked for)` : 'the page could not be read'}`;
+    if (late !== null && phase === 'the link') {
+      ms = late - t0;
+      failures.push({ kind: 'slow', what: `settled only after ${Math.round(ms)} ms: ${what}` });
+    } else if (late !== null) {
+      // The kept page settled its zoom late: the link was not opened (ms null; opened again below).
+      failures.push({ kind: 'slow', what: `not opened: ${what}; settled ${LATE_MS / 1000} s later` });
+    } else failures.push({ kind: page.crashed ? 'crash' : 'unsettled', what: late !== null ? `${what}; settled ${LATE_MS / 1000} s later` : `${what}; not settled ${LATE_MS / 1000} s later` });
   }
+  page.previous = link.hash;
   if (!page.crashed) {
     const seen = await page.evaluate(inspect).catch((e) => ({ error: e.message }));
     if (seen.error) failures.push({ kind: 'unsettled', what: `the page could not be inspected: ${seen.error.slice(0, 100)}` });
