@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include "checks.h"
-#include "params.h"
 
 #include <cmath>
 #include <set>
@@ -85,11 +84,6 @@ void Config::validate() const {
         std::to_string(n_layers) + " layers of " + std::to_string(n_heads) + " heads make " +
             std::to_string(n_layers * n_heads) + " heads; circuitscope handles at most " +
             std::to_string(kMaxTotalHeads) + " (every per-head analysis grows with their number)");
-  // Every dimension is within its limit here (below 2^20), so the count cannot overflow.
-  const std::uint64_t weights = count_weights(*this);
-  check(weights <= kMaxWeights, "this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
-                                    std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
-                                    " MB as float32), so that a browser tab can hold it with its file and a forward pass");
   // A forward pass's activations are checked against its own length (forward(), model.h), not
   // here: the context may be longer than any one request.
 }

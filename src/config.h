@@ -6,8 +6,8 @@
 
 namespace cs {
 
-// Limits no model file or recipe may exceed, checked by Config::validate() before anything is
-// allocated. The explorer runs in a browser tab whose WebAssembly memory stops at 2 GB (and a
+// Limits no model file or recipe may exceed, checked by Config::validate() (kMaxWeights by
+// check_size(), params.h) before anything is allocated. The explorer runs in a browser tab whose WebAssembly memory stops at 2 GB (and a
 // phone has less): these keep loading a model, one forward pass over its whole context and every
 // analysis of any accepted model well inside that, and the CLI inside a laptop's memory.
 constexpr int kMaxLayers = 64;        // deeper than any model this explorer is meant for (GPT-2 XL has 48)
@@ -88,7 +88,8 @@ struct Config {
   float init_std = 0.0f;      // <= 0 means 0.8 / sqrt(d_model), TransformerLens's default
 
   // Throws std::invalid_argument with a sentence naming the bad field or the limit (above) that
-  // the architecture exceeds.
+  // the architecture exceeds. The whole model's weight count (kMaxWeights) needs the list of its
+  // tensors: check_size() (params.h) checks both.
   void validate() const;
   bool has_mlp() const { return d_mlp > 0; }
   // The model is not attention-only with a linear unembed: some analyses need the frozen final

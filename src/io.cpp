@@ -638,7 +638,7 @@ Config infer_tl_config(const json& header, const json* meta, const std::string& 
   c.use_bias = bias;
   c.smeared_keys = smear;
   try {
-    c.validate();
+    check_size(c);
   } catch (const std::exception& e) {
     fail(std::string("the architecture read from the tensor shapes is not one circuitscope runs: ") + e.what());
   }
@@ -774,6 +774,7 @@ Filling begin_circuitscope(const Header& h, const json& meta) {
     const json cj = parse_meta_json(*meta_string(meta, "config", true), "config");
     try {
       m.cfg = config_from_json(cj);
+      check_size(m.cfg);
     } catch (const std::exception& e) {
       fail(std::string("the stored config is invalid: ") + e.what());
     }
@@ -808,7 +809,7 @@ Filling begin_circuitscope(const Header& h, const json& meta) {
 std::vector<std::uint8_t> save_model_bytes(const ModelFile& m, Dtype dtype) {
   const Config& cfg = m.cfg;
   try {
-    cfg.validate();
+    check_size(cfg);
   } catch (const std::exception& e) {
     fail(std::string("cannot save: ") + e.what());
   }

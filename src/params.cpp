@@ -7,7 +7,7 @@ namespace cs {
 
 template <class T>
 Params<T> make_params(const Config& c, bool zeroed) {
-  c.validate();
+  check_size(c);
   Params<T> p;
   p.cfg = c;
   p.blocks.resize(c.n_layers);
@@ -23,7 +23,7 @@ Params<T> make_params(const Config& c, bool zeroed) {
 }
 
 Shape expected_shape(const Config& c, const std::string& name) {
-  c.validate();
+  check_size(c);
   Shape found;
   bool ok = false;
   for_each_param_slot(c, static_cast<const Params<float>*>(nullptr), [&](const ParamKey& key, const Tensor<float>*, const ParamDims& d) {
@@ -43,8 +43,18 @@ std::uint64_t count_weights(const Config& c) {
   return n;
 }
 
-std::size_t param_count(const Config& c) {
+void check_size(const Config& c) {
   c.validate();
+  // Every dimension is within its limit here (below 2^20), so the count cannot overflow.
+  const std::uint64_t weights = count_weights(c);
+  if (weights > kMaxWeights)
+    throw std::invalid_argument("config: this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
+                                std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
+                                " MB as float32), so that a browser tab can hold it with its file and a forward pass");
+}
+
+std::size_t param_count(const Config& c) {
+  check_size(c);
   return static_cast<std::size_t>(count_weights(c));
 }
 

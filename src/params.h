@@ -183,6 +183,10 @@ Shape expected_shape(const Config& cfg, const std::string& name);
 // bounds every factor).
 std::uint64_t count_weights(const Config& cfg);
 
+// Config::validate() and the whole model's size: throws std::invalid_argument with a sentence
+// when cfg has more than kMaxWeights weights. What allocates a model checks this first.
+void check_size(const Config& cfg);
+
 // Random initialisation: weights ~ N(0, init_std^2) from the portable Rng, biases zero,
 // smear_alpha zero (s = 0.5), LayerNorm weights one (each slot's Init). Deterministic in
 // (cfg, seed) on every build.

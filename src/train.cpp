@@ -396,7 +396,7 @@ Trainer::Trainer(const Recipe& r)
       opt_(make_params<float>([&] {
              Config c = r.model;
              c.d_vocab = tok_.size();
-             c.validate();  // the limits again, now with the tokenizer's size, before allocating
+             check_size(c);  // the limits again, now with the tokenizer's size, before allocating
              const std::uint64_t weights = count_weights(c);
              if (weights > kMaxTrainWeights)
                throw std::invalid_argument("recipe: this architecture has " + std::to_string(weights) +
@@ -497,8 +497,9 @@ StepMetrics Trainer::apply_gradient(const DataBatch& d, double loss, const std::
 }
 
 #if !defined(__EMSCRIPTEN__)
-// Threads kept from step to step (each keeps its GEMM scratch and caches warm): run(n, fn) calls
-// fn(0) on the caller's thread and fn(1) .. fn(n-1) on the pool's, and returns when all are done.
+// Threads kept from step to step (each keeps its GEMM scratch and caches warm): run_parts(n, fn)
+// calls fn(0) on the caller's thread and fn(1) .. fn(n-1) on the pool's, and returns when all are
+// done.
 class WorkerPool {
  public:
   explicit WorkerPool(int n) {
@@ -514,7 +515,7 @@ class WorkerPool {
   }
   int threads() const { return static_cast<int>(threads_.size()); }  // besides the calling thread
   template <class F>
-  void run(int n, F& fn) {
+  void run_parts(int n, F& fn) {
     {
       std::lock_guard<std::mutex> lk(mu_);
       job_ = [&fn](std::size_t i) { fn(i); };
@@ -692,7 +693,7 @@ StepMetrics Trainer::step_parallel(int shards) {
 #else
   if (!pool_ || pool_->threads() != static_cast<int>(parts.size()) - 1)
     pool_ = std::make_shared<WorkerPool>(static_cast<int>(parts.size()) - 1);
-  pool_->run(static_cast<int>(parts.size()), work);
+  pool_->run_parts(static_cast<int>(parts.size()), work);
 #endif
   for (std::size_t i = 0; i < parts.size(); ++i)
     if (errors[i]) {

@@ -178,7 +178,7 @@ class Trainer {
   const Recipe& recipe() const { return recipe_; }
   const Params<float>& params() const { return params_; }
   const Tokenizer& tokenizer() const { return tok_; }
-  DataSource& data() { return *data_; }
+  DataSource& data_source() { return *data_; }
   ModelFile model_file() const;  // config, tokenizer, weights and training info
 
   // Everything the next step depends on (the weights, AdamW's moments and step count, the random

@@ -652,7 +652,7 @@ LeadingCurve leading_term_curve(const Recipe& recipe, const LeadingCurveSpec& sp
   c.n_heads = cfg.n_heads;
   c.d_model = cfg.d_model;
   Rng rng(r.seed * 0x9E3779B97F4A7C15ULL + 1);
-  const Batch batch = trainer.data().next(rng, c.rows).batch;
+  const Batch batch = trainer.data_source().next(rng, c.rows).batch;
   c.seq_len = batch.T;
   const CorpusStats st = batch_stats(batch, cfg.d_vocab, batch.T);
   const Tensor<float> direct_term = direct_path_leading_term(st), ov_term = ov_leading_term(st),

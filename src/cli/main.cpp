@@ -381,7 +381,7 @@ int cmd_train(int argc, char** argv) {
     cs::EvalSpec spec = with_recipe(recipe_path, [&] { return cs::eval_spec_from_json(r.eval, r.base_dir); });
     if (spec.every > 0) {
       evaluator = with_recipe(recipe_path, [&] {
-        return std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data());
+        return std::make_unique<cs::Evaluator>(spec, tr.recipe(), tr.tokenizer(), tr.data_source());
       });
       if (!resumed) records.push_back(evaluator->evaluate(tr.params(), 0, std::nan("")));
     }

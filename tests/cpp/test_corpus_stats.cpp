@@ -290,7 +290,7 @@ TEST(CorpusStats, OneGradientStepFromZeroIsTheBigramLeadingTerm) {
   for (auto& x : p.W_E.data) x = 0;
   for (int i = 0; i < V; ++i) p.W_E.data[static_cast<std::size_t>(i) * V + i] = 1;
   Rng rng(5);
-  const Batch b = t2.data().next(rng, 16).batch;
+  const Batch b = t2.data_source().next(rng, 16).batch;
   ActivationCache<float> cache;
   ShardResult res;
   shard_gradient(p, b, cache, res);
@@ -316,7 +316,7 @@ TEST(CorpusStats, OneGradientStepMovesEachFactorAlongItsLeadingTerm) {
   Params<float> p = tr.params();
   const int V = p.cfg.d_vocab;
   Rng rng(5);
-  const Batch b = tr.data().next(rng, 16).batch;
+  const Batch b = tr.data_source().next(rng, 16).batch;
   const CorpusStats s = batch_stats(b, V, b.T);
   ActivationCache<float> cache;
   ShardResult res;

@@ -39,7 +39,7 @@ struct RepeatLoss {
 // Mean loss on tokens predictable by copying versus the others, on fresh held-out sequences.
 RepeatLoss evaluate(Trainer& tr, std::uint64_t seed) {
   Rng rng(seed);
-  DataBatch d = tr.data().next(rng, 256);
+  DataBatch d = tr.data_source().next(rng, 256);
   ActivationCache<float> cache;
   forward(tr.params(), d.batch.tokens, d.batch.B, d.batch.T, cache);
   LossResult lr = loss_from_logits(cache, d.batch);
@@ -117,7 +117,7 @@ TEST(Train, SameSeedSameWeightsBitForBit) {
 TEST(Train, ShardsAddUpToTheWholeBatch) {
   Trainer tr(recipe_from_json(induction_recipe(2, "shortformer", true, 10, 3)));
   for (int i = 0; i < 3; ++i) tr.step();
-  DataSource& data = tr.data();
+  DataSource& data = tr.data_source();
   Rng rng(5);
   const DataBatch d = data.next(rng, 7);
   ActivationCache<float> cache;
@@ -205,7 +205,7 @@ TEST(Train, SavedModelGivesIdenticalOutputs) {
   ModelFile loaded = load_model_bytes(bytes.data(), bytes.size());
   EXPECT_EQ(loaded.info["step"], 5);
   Rng rng(9);
-  DataBatch d = tr.data().next(rng, 3);
+  DataBatch d = tr.data_source().next(rng, 3);
   ActivationCache<float> a, b;
   forward(tr.params(), d.batch.tokens, d.batch.B, d.batch.T, a);
   forward(loaded.params, d.batch.tokens, d.batch.B, d.batch.T, b);
@@ -223,7 +223,7 @@ TEST(Train, LayerNormAndMlpRecipesTrainAndSave) {
   Trainer tr(recipe_from_json(j));
   EXPECT_EQ(tr.params().cfg.normalization, Norm::LN);
   Rng rng(4);
-  DataBatch d = tr.data().next(rng, 32);
+  DataBatch d = tr.data_source().next(rng, 32);
   const auto loss = [&](const Params<float>& p) {
     ActivationCache<float> cache;
     forward(p, d.batch.tokens, d.batch.B, d.batch.T, cache);
@@ -340,12 +340,12 @@ TEST(Recipe, ModelsPastTheTrainingLimitOpenButAreNotTrained) {
   const std::uint64_t weights = count_weights(arena);
   EXPECT_GT(weights, kMaxTrainWeights);
   EXPECT_LE(weights, kMaxWeights);
-  EXPECT_NO_THROW(arena.validate());
+  EXPECT_NO_THROW(check_size(arena));
   Config wider = arena;
   wider.d_model = 1024;  // 105 M weights
   ASSERT_GT(count_weights(wider), kMaxWeights);
   try {
-    wider.validate();
+    check_size(wider);
     ADD_FAILURE() << "accepted " << count_weights(wider) << " weights";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("circuitscope handles at most 100663296 (384 MB as float32)"), std::string::npos) << e.what();

@@ -26,7 +26,7 @@ TEST(TrainingMetrics, RecordsAndPcaTrajectory) {
   Recipe r = recipe_from_json(j);
   Trainer tr(r);
   EvalSpec spec = eval_spec_from_json(r.eval);
-  Evaluator ev(spec, tr.recipe(), tr.tokenizer(), tr.data());
+  Evaluator ev(spec, tr.recipe(), tr.tokenizer(), tr.data_source());
   std::vector<EvalRecord> recs{ev.evaluate(tr.params(), 0, std::nan(""))};
   for (int s = 1; s <= 60; ++s) {
     StepMetrics m = tr.step();
@@ -254,7 +254,7 @@ TEST(TrainingMetrics, EvaluatorUsesTheIclWindows) {
                       {"eval", {{"every", 5}, {"valid_path", path}, {"batch", 4}, {"icl_early", 3}, {"icl_late", 20}, {"icl_windows", 10}}}};
   Recipe r = recipe_from_json(j);
   Trainer tr(r);
-  Evaluator ev(eval_spec_from_json(r.eval), tr.recipe(), tr.tokenizer(), tr.data());
+  Evaluator ev(eval_spec_from_json(r.eval), tr.recipe(), tr.tokenizer(), tr.data_source());
   const EvalRecord rec = ev.evaluate(tr.params(), 0, 0.0);
   const std::vector<Batch> bs = icl_window_batches(tr.tokenizer().encode_ids(text, false), tr.tokenizer().bos_id(), 22, 10, 4);
   const IclEstimate e = icl_over_batches(tr.params(), bs, 3, 20);
@@ -267,7 +267,7 @@ TEST(TrainingMetrics, EvaluatorUsesTheIclWindows) {
   j["eval"]["icl_pairs"] = 12;
   Recipe rp = recipe_from_json(j);
   Trainer tp(rp);
-  Evaluator evp(eval_spec_from_json(rp.eval), tp.recipe(), tp.tokenizer(), tp.data());
+  Evaluator evp(eval_spec_from_json(rp.eval), tp.recipe(), tp.tokenizer(), tp.data_source());
   const EvalRecord pr = evp.evaluate(tp.params(), 0, 0.0);
   const IclEstimate pe = icl_paired(tp.params(), icl_paired_windows(tp.tokenizer().encode_ids(text, false), tp.tokenizer().bos_id(), 3, 20, 12, 4));
   EXPECT_EQ(pe.n, 12);
@@ -278,7 +278,7 @@ TEST(TrainingMetrics, EvaluatorUsesTheIclWindows) {
   j["eval"]["icl_late"] = 21;
   Recipe late = recipe_from_json(j);
   Trainer tl(late);
-  EXPECT_THROW(Evaluator(eval_spec_from_json(late.eval), tl.recipe(), tl.tokenizer(), tl.data()), std::invalid_argument);
+  EXPECT_THROW(Evaluator(eval_spec_from_json(late.eval), tl.recipe(), tl.tokenizer(), tl.data_source()), std::invalid_argument);
   j["eval"]["icl_windows"] = 10;
   EXPECT_THROW(eval_spec_from_json(j["eval"]), std::invalid_argument);
   std::remove(path.c_str());
@@ -408,7 +408,7 @@ TEST(TrainingMetrics, CheckpointScoresAreTheTrainersRecord) {
   Trainer tr(r);
   for (int s = 0; s < 5; ++s) tr.step();
   const EvalSpec spec = eval_spec_from_json(r.eval);
-  const EvalRecord want = Evaluator(spec, tr.recipe(), tr.tokenizer(), tr.data()).evaluate(tr.params(), 5, std::nan(""));
+  const EvalRecord want = Evaluator(spec, tr.recipe(), tr.tokenizer(), tr.data_source()).evaluate(tr.params(), 5, std::nan(""));
   const Evaluator ev(spec, tr.recipe().model, tr.tokenizer(), tr.tokenizer().encode_ids(text, false), 32);
   const EvalRecord got = ev.evaluate(tr.params(), 5, std::nan(""));
   EXPECT_EQ(got.valid_loss, want.valid_loss);
