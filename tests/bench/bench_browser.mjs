@@ -131,7 +131,7 @@ async function realShape(browser, url, count, shape = 'attn-only-2l') {
     // The keystrokes that left the number of tokens as it was (a keystroke replaces the last
     // character) and those that changed it (every head's kept data moves to the new length).
     const kind = (same) => frame.times.filter((_, i) => (frame.tokens[i] === (i ? frame.tokens[i - 1] : before.T)) === same);
-    return { shape: SHAPES[shape].describe.replace(/, d_vocab [\d,]*\d/, ''), file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times),
+    return { shape: SHAPES[shape].label, file_mb: round(bytes.length / 2 ** 20, 1), open_to_rendered_ms: openMs, tokens: frame.T, frame_aligned: stats(frame.times),
       same_count: stats(kind(true)), count_changed: stats(kind(false)),
       forward_1024: { simd: full.simd, ...stats(full.times) } };
   } finally {

@@ -34,11 +34,15 @@ function randomBytes(n, std, seed) {
 // The real shapes the benches run (random weights, as TransformerLens state dicts): attn-only-2l
 // (LNPre, learned positions) and ARENA's attn_only_2L_half (no normalization, shortformer).
 export const SHAPES = {
-  'attn-only-2l': { L: 2, H: 8, D: 512, Dh: 64, C: 1024, V: 48262, meta: { normalization_type: 'LNPre' },
-    describe: 'attn-only-2l (2 x 8 x 64, d_model 512, n_ctx 1,024, d_vocab 48,262, LNPre)' },
-  arena: { L: 2, H: 12, D: 768, Dh: 64, C: 2048, V: 50278, meta: { normalization_type: 'None', positional_embedding_type: 'shortformer' },
-    describe: "ARENA's attn_only_2L_half (2 x 12 x 64, d_model 768, n_ctx 2,048, d_vocab 50,278, no normalization, shortformer)" },
+  'attn-only-2l': described('attn-only-2l', { L: 2, H: 8, D: 512, Dh: 64, C: 1024, V: 48262, meta: { normalization_type: 'LNPre' } }, 'LNPre'),
+  arena: described("ARENA's attn_only_2L_half", { L: 2, H: 12, D: 768, Dh: 64, C: 2048, V: 50278, meta: { normalization_type: 'None', positional_embedding_type: 'shortformer' } }, 'no normalization, shortformer'),
 };
+
+/** A shape with its names: `label` its layers and widths, `describe` the same with its vocabulary. */
+function described(name, s, notes) {
+  const dims = `${s.L} x ${s.H} x ${s.Dh}, d_model ${s.D}, n_ctx ${s.C.toLocaleString('en')}`;
+  return { ...s, label: `${name} (${dims}, ${notes})`, describe: `${name} (${dims}, d_vocab ${s.V.toLocaleString('en')}, ${notes})` };
+}
 
 // --shape NAME from the command line (default attn-only-2l), with its file of random weights.
 export function shapeArg() {
@@ -46,10 +50,6 @@ export function shapeArg() {
   const name = i < 0 ? 'attn-only-2l' : process.argv[i + 1];
   if (!SHAPES[name]) throw new Error(`--shape takes ${Object.keys(SHAPES).join(' or ')}`);
   return { name, ...SHAPES[name], file: () => shapeFile(SHAPES[name]) };
-}
-
-function attnOnly2l(V) {
-  return shapeFile({ ...SHAPES['attn-only-2l'], V });
 }
 
 /** The safetensors bytes of random weights of SHAPES[name] with a vocabulary of V tokens. */
@@ -70,15 +70,13 @@ function shapeFile({ L, H, D, Dh, C, V, meta }) {
   return writeSafetensors(t, { format: 'pt', ...meta });
 }
 
-export { attnOnly2l };
-
 async function main() {
   const n = intArg('--checkpoints', 3);
   if (!existsSync(wrapper)) throw new Error(`${path.relative(root, wrapper)} is missing: run \`npm run build\` first`);
   const { init } = await import(pathToFileURL(wrapper).href);
   const cs = await init({ simd: 'simd128' });
   const tokenizer = JSON.stringify(gpt2TokenizerJson());
-  const file = attnOnly2l(50260);
+  const file = shapeWithVocab('attn-only-2l', 50260);
   const text = readFileSync(path.join(root, 'models', 'corpus', 'gutenberg-valid.txt'), 'utf8');
   const loads = [], scores = [];
   let spec = null, tokens = 0;

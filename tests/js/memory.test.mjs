@@ -7,13 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { wrapperModule } from './module.mjs';
-import { attnOnly2l } from '../bench/bench_series.mjs';
+import { shapeWithVocab } from '../bench/bench_series.mjs';
 
 test('ten 100 MB model files opened, used and closed: allocations back at the baseline, the memory stops growing', async () => {
   const api = await wrapperModule();
   const cs = await api.init();   // an instance of its own: nothing else in its memory
   const V = 23500;
-  const file = attnOnly2l(V);
+  const file = shapeWithVocab('attn-only-2l', V);
   assert.ok(file.length > 100e6 * 0.98, `a file of about 100 MB (${file.length} bytes)`);
   const baseline = cs.memory().allocated;
   const heap = [];

@@ -8,11 +8,12 @@
 // web/panels/induction/: tokens (the token strip, mean loss, top-5), heads (the head grid),
 // pattern (the chosen head enlarged), scores (the head-score table) and patching (activation
 // patching, store key patch = denoise | noise). They share one core call per change
-// (panels/induction/analysis.js: model.analyseText); once typing pauses, patching makes one more
-// (showPatching) and the last token's next tokens, left out while typing, are added (completeLastRow).
+// (panels/induction/analysis.js: model.analyseText); once typing pauses, patching makes one
+// more (showPatching) and the last token's next tokens, left out while typing, are added
+// (completeLastRow).
 // A keystroke is rendered at once, in the input handler, so it is painted in the coming frame,
-// and each panel updates in place only what changed. A token hover (in the strip or on the enlarged pattern) is passed between the panels
-// as a DOM event: it is not state.
+// and each panel updates in place only what changed. A token hover (in the strip or on the
+// enlarged pattern) is passed between the panels as a DOM event: it is not state.
 //
 // Standalone use (without the app shell), from any page, this site's or another's (SITE is where
 // the site is served):

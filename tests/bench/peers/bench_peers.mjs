@@ -42,7 +42,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { intArg, referenceTokens, timeCalls } from './common.mjs';
-import { attnOnly2l } from '../bench_series.mjs';
+import { shapeWithVocab } from '../bench_series.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..', '..');
@@ -97,7 +97,7 @@ async function main() {
   const cs = await init();
   let bytes;
   if (realShape) {
-    const raw = cs.load(attnOnly2l(48262), { processing: 'none' });   // the weights as written
+    const raw = cs.load(shapeWithVocab('attn-only-2l', 48262), { processing: 'none' });   // the weights as written
     bytes = raw.save();
     raw.delete();
   } else {
@@ -150,7 +150,7 @@ async function main() {
     v8: process.versions.v8,
     shape: realShape ? { B, T, ...config } : { B, T, ...recipe.model, d_vocab: V },
     weights: realShape
-      ? "random weights of attn-only-2l's shape (tests/bench/bench_series.mjs attnOnly2l, loaded unprocessed and saved), read by every peer"
+      ? "random weights of attn-only-2l's shape (tests/bench/bench_series.mjs shapeWithVocab, loaded unprocessed and saved), read by every peer"
       : 'initial weights of our trainer for tests/bench/reference_recipe.json (Trainer.save()), read by every peer',
     ...(ours ? { ours_1t: { module: cs.simd, forward: ours } } : {}),
     ...(ours128 ? { ours_1t_simd128: { module: 'simd128', forward: ours128 } } : {}),
