@@ -571,6 +571,12 @@ test('circuits: all 2,048 tokens of a byte-pair model at a large zoom stay withi
     // The top 40 at the same zoom fit: no note.
     await page.selectOption('cs-circuits select[id$="-top"]', '40');
     await page.waitForFunction(() => !document.querySelector('cs-circuits .cs-zoom-note') && document.querySelector('cs-circuits .cs-heat-wrap canvas').width < 1000);
+    // From a zoom of 10 the tokens are labelled on both margins (40 cells of 10 pixels and the labels).
+    await page.evaluate(() => /** @type {any} */ (document.querySelector('cs-circuits')).update({ zoom: 10 }));
+    await page.waitForFunction(() => document.querySelector('cs-circuits').dataset.version === String(/** @type {any} */ (window).__cs.store.version));
+    const sizes = await page.$$eval('cs-circuits .cs-heat-wrap canvas', (cs) => cs.map((c) => [c.width, c.height]));
+    for (const [w, h] of sizes) assert.ok(w > 400 && h > 400, `labelled at zoom 10: ${w} x ${h} pixels`);
+    assert.equal(await page.$('cs-circuits .cs-zoom-note'), null);
     await check(t);
   } finally {
     await context.close();
@@ -783,6 +789,53 @@ function parseCSV(text) {
   if (rows.at(-1).length === 0) rows.pop();
   return rows;
 }
+
+test('export: the enlarged pattern\'s PNG shows what its box shows, not the canvas\'s rows beyond the text', async (t) => {
+  // 100 characters, then 60: the canvas keeps room for 128 tokens and the rows of the longer text
+  // below the 60 shown (drawPattern's room); the box shows the top-left 60 x 60.
+  const text = 'The cat sat on the mat. The dog ran to the cat. '.repeat(3).slice(0, 100);
+  const { context, page, check } = await openView('cs-induction', { model: 'char-2l', text });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    await page.evaluate((s) => /** @type {any} */ (document.querySelector('cs-induction')).update({ text: s }), text.slice(0, 60));
+    await page.waitForFunction(() => { const v = document.querySelector('cs-induction'); return v.dataset.version === String(v.store.version) && v.dataset.ready === 'true'; });
+    const panel = await page.$('cs-induction section[data-panel="induction-pattern"]');
+    await panel.evaluate((p) => p.scrollIntoView({ block: 'start' }));
+    const strip = await panel.evaluate((p) => {
+      const b = p.getBoundingClientRect();
+      const box = p.querySelector('.ind-big-box').getBoundingClientRect();
+      const c = p.querySelector('.ind-big-box canvas');
+      const r = c.getBoundingClientRect();
+      // Below the box, as far down as the canvas reaches inside the panel.
+      return { x: box.left - b.left, y: box.bottom - b.top + 1, w: box.width, h: Math.min(r.bottom, b.bottom) - box.bottom - 1, pw: b.width, canvas: [c.width, c.height], page: [b.left, b.top] };
+    });
+    assert.deepEqual(strip.canvas, [128, 128], 'the canvas has room beyond the 60 tokens');
+    assert.ok(strip.h > 100, `the canvas reaches ${Math.round(strip.h)} pixels below its box`);
+    // Pattern blue: the darker cells of the palette (text below the box is grey).
+    const blue = (png) => page.evaluate(async ({ b64, c }) => {
+      const bmp = await createImageBitmap(new Blob([Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0))], { type: 'image/png' }));
+      const cv = document.createElement('canvas');
+      cv.width = bmp.width, cv.height = bmp.height;
+      const ctx = cv.getContext('2d');
+      ctx.drawImage(bmp, 0, 0);
+      const s = bmp.width / c.pw;
+      const d = ctx.getImageData(Math.round(c.x * s), Math.round(c.y * s), Math.round(c.w * s), Math.round(c.h * s)).data;
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 2] - d[i] > 60) n++;
+      return { n, total: d.length / 4 };
+    }, { b64: png.toString('base64'), c: strip });
+    const shot = await page.screenshot({ clip: { x: strip.page[0], y: strip.page[1], width: strip.pw, height: strip.y + strip.h } });
+    const [download] = await Promise.all([page.waitForEvent('download'), panel.evaluate((p) => p.querySelector('.cs-panel-png').click())]);
+    const png = readFileSync(await download.path());
+    await download.saveAs(path.join(artifacts, 'views-pattern-export.png'));
+    const onScreen = await blue(shot), exported = await blue(png);
+    t.diagnostic(`below the box: ${onScreen.n} blue pixels on screen, ${exported.n} in the PNG, of ${exported.total}`);
+    assert.ok(exported.n <= onScreen.n + 0.002 * exported.total, `the PNG shows the canvas beyond its box: ${exported.n} blue pixels below it (${onScreen.n} on screen)`);
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
 
 test('export: the token strip is in the per-token loss PNG; head scores download as CSV with the core\'s numbers', async (t) => {
   const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });

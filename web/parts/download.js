@@ -86,10 +86,42 @@ function drawBorders(ctx, s, x, y, w, h) {
 }
 
 /**
+ * The box (relative to `box`) that clips what `e` draws: the intersection of its ancestors up to
+ * `root` whose overflow is not visible (a figure showing part of a larger canvas, a scrolled
+ * table), or null when none clips. `memo` keeps each ancestor's answer for one export.
+ */
+function clipOf(e, root, box, memo) {
+  const p = e.parentElement;
+  if (!p || p === root || !root.contains(p)) return null;
+  if (memo.has(p)) return memo.get(p);
+  let clip = clipOf(p, root, box, memo);
+  const s = getComputedStyle(p);
+  if (s.overflowX !== 'visible' || s.overflowY !== 'visible') {
+    const r = p.getBoundingClientRect();
+    const own = { x0: r.left - box.left, y0: r.top - box.top, x1: r.right - box.left, y1: r.bottom - box.top };
+    clip = clip ? { x0: Math.max(clip.x0, own.x0), y0: Math.max(clip.y0, own.y0), x1: Math.min(clip.x1, own.x1), y1: Math.min(clip.y1, own.y1) } : own;
+  }
+  memo.set(p, clip);
+  return clip;
+}
+
+/** Runs draw() on ctx clipped to `clip` (as clipOf gives it; none: unclipped). */
+async function clipped(ctx, clip, draw) {
+  if (!clip) return draw();
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(clip.x0, clip.y0, Math.max(0, clip.x1 - clip.x0), Math.max(0, clip.y1 - clip.y0));
+  ctx.clip();
+  try { await draw(); } finally { ctx.restore(); }
+}
+
+/**
  * A canvas: its pixels. Any other element: its canvases (heatmaps, the uPlot line charts) and
  * inline SVG charts laid out at their on-screen positions, plus its other text nodes (each drawn
  * at its box in its computed colour) and its form controls' values, on the element's background colour. Elements marked .cs-png-skip (the export buttons) are left
- * out. Good enough for panels of canvases, charts and labels; no CSS effects.
+ * out. What an ancestor's overflow hides stays hidden (clipOf: the enlarged attention pattern's
+ * canvas is larger than the part its box shows). Good enough for panels of canvases, charts
+ * and labels; no CSS effects.
  */
 export async function downloadPNG(name, element) {
   let canvas = element;
@@ -109,22 +141,25 @@ export async function downloadPNG(name, element) {
     ctx.fillRect(0, 0, box.width, box.height);
     // Backgrounds of coloured inline elements (e.g. loss-coloured tokens), then canvases, then text.
     const skipped = (e) => e.closest('.cs-png-skip') || e.closest('svg')?.parentElement?.closest('svg');
+    const memo = new Map();
     for (const e of element.querySelectorAll('*')) {
       if (skipped(e) || (e instanceof SVGElement && !(e instanceof SVGSVGElement))) continue;
       const s = getComputedStyle(e);
       if (s.display === 'none' || s.visibility === 'hidden') continue;
       const r = e.getBoundingClientRect();
-      if (e instanceof SVGSVGElement) {
-        if (r.width && r.height) ctx.drawImage(await svgImage(e), r.left - box.left, r.top - box.top, r.width, r.height);
-      } else if (e instanceof HTMLCanvasElement) {
-        // As on screen: canvases the stylesheet enlarges without smoothing stay sharp.
-        ctx.imageSmoothingEnabled = s.imageRendering !== 'pixelated';
-        ctx.drawImage(e, r.left - box.left, r.top - box.top, r.width, r.height);
-      } else if (s.backgroundColor && s.backgroundColor !== 'rgba(0, 0, 0, 0)') {
-        ctx.fillStyle = s.backgroundColor;
-        ctx.fillRect(r.left - box.left, r.top - box.top, r.width, r.height);
-      }
-      if (e.matches(SWATCHES)) drawBorders(ctx, s, r.left - box.left, r.top - box.top, r.width, r.height);
+      await clipped(ctx, clipOf(e, element, box, memo), async () => {
+        if (e instanceof SVGSVGElement) {
+          if (r.width && r.height) ctx.drawImage(await svgImage(e), r.left - box.left, r.top - box.top, r.width, r.height);
+        } else if (e instanceof HTMLCanvasElement) {
+          // As on screen: canvases the stylesheet enlarges without smoothing stay sharp.
+          ctx.imageSmoothingEnabled = s.imageRendering !== 'pixelated';
+          ctx.drawImage(e, r.left - box.left, r.top - box.top, r.width, r.height);
+        } else if (s.backgroundColor && s.backgroundColor !== 'rgba(0, 0, 0, 0)') {
+          ctx.fillStyle = s.backgroundColor;
+          ctx.fillRect(r.left - box.left, r.top - box.top, r.width, r.height);
+        }
+        if (e.matches(SWATCHES)) drawBorders(ctx, s, r.left - box.left, r.top - box.top, r.width, r.height);
+      });
     }
     const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
     const range = document.createRange();
@@ -137,21 +172,23 @@ export async function downloadPNG(name, element) {
       const rects = range.getClientRects();
       if (!rects.length) continue;
       const r = rects[0];
-      ctx.fillStyle = s.color;
-      ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
-      ctx.textBaseline = 'top';
-      if (rects.length === 1) {
-        ctx.fillText(text.replace(/\s+/g, ' ').trim(), r.left - box.left, r.top - box.top);
-        continue;
-      }
-      // Text wrapped over several lines (e.g. a chart title in a narrow column): word by word, each
-      // at its own box.
-      for (const m of text.matchAll(/\S+/g)) {
-        range.setStart(t, m.index);
-        range.setEnd(t, m.index + m[0].length);
-        const w = range.getClientRects()[0];
-        if (w) ctx.fillText(m[0], w.left - box.left, w.top - box.top);
-      }
+      await clipped(ctx, clipOf(t, element, box, memo), () => {
+        ctx.fillStyle = s.color;
+        ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+        ctx.textBaseline = 'top';
+        if (rects.length === 1) {
+          ctx.fillText(text.replace(/\s+/g, ' ').trim(), r.left - box.left, r.top - box.top);
+          return;
+        }
+        // Text wrapped over several lines (e.g. a chart title in a narrow column): word by word,
+        // each at its own box.
+        for (const m of text.matchAll(/\S+/g)) {
+          range.setStart(t, m.index);
+          range.setEnd(t, m.index + m[0].length);
+          const w = range.getClientRects()[0];
+          if (w) ctx.fillText(m[0], w.left - box.left, w.top - box.top);
+        }
+      });
     }
     // Form controls (they have no text nodes): a box with the current value, a select's chosen
     // option, a checkbox's tick or a slider's position, where the panel shows them.

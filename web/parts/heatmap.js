@@ -26,8 +26,9 @@ function scratchCanvas(w, h) {
  * upwards when two or more are), cell (pixel size of a cell; default fits canvas.width), mask(r, c)
  * (true = draw as blank, e.g. the causal upper triangle), maxSide (the canvas's largest side
  * when `cell` sizes it: the cell shrinks to fit, MAX_SIDE by default). The canvas's CSS size is
- * left alone. Returns {cell, limited (the cell asked for did not fit), x0, y0, rows, cols} so
- * callers can map pointer positions back to cells and say when the zoom was limited.
+ * left alone. Returns {cell, limited (the cell asked for did not fit), labelled (labels were
+ * drawn), x0, y0, rows, cols} so callers can map pointer positions back to cells and say when
+ * the zoom was limited and what it cost.
  */
 export function heatmap(canvas, tagged, options = {}) {
   const rows = tagged.rows ?? tagged.shape[tagged.shape.length - 2];
@@ -72,7 +73,8 @@ export function heatmap(canvas, tagged, options = {}) {
   }
   // A cell size asked for is kept only while the canvas stays within maxSide pixels a side (all
   // 2,048 tokens of a byte-pair vocabulary at 8 pixels would be a canvas of 16,384 x 16,384,
-  // a gigabyte that takes seconds to draw); below a label's height the labels are left out.
+  // a gigabyte that takes seconds to draw); a cell shrunk below a label's height loses the
+  // labels (a small cell asked for keeps them: its labels are the caller's choice).
   const asked = cell;
   if (options.cell) {
     const within = () => Math.min(cell, (maxSide - marginX) / cols, (maxSide - marginY) / rows);
@@ -82,7 +84,7 @@ export function heatmap(canvas, tagged, options = {}) {
       marginY = margin(labelsX);
       cell = within();
     }
-    if (cell < font && (labelsX || labelsY)) {
+    if (cell < asked && cell < font && (labelsX || labelsY)) {
       labelsX = labelsY = null;
       marginX = marginY = 0;
       cell = Math.min(asked, maxSide / cols, maxSide / rows);
@@ -142,6 +144,6 @@ export function heatmap(canvas, tagged, options = {}) {
       labelsX.forEach((s, c) => ctx.fillText(String(s), marginX + (c + 0.5) * cell, marginY / 2));
     }
   }
-  return { cell, limited: cell < asked, x0: marginX, y0: marginY, rows, cols, min, max };
+  return { cell, limited: cell < asked, labelled: !!(labelsX || labelsY), x0: marginX, y0: marginY, rows, cols, min, max };
 }
 

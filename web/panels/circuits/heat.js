@@ -24,7 +24,7 @@ export function circuitHeat(d, describe) {
   canvas.setAttribute('aria-label', describe(g));
   hoverCells(canvas, hover, g, d);
   const limited = g.limited
-    ? el('p', { class: 'cs-note cs-zoom-note' }, `At ${d.zoom} pixels a cell, ${d.rows.length} × ${d.cols.length} tokens would not fit on one canvas (${MAX_SIDE.toLocaleString('en')} pixels a side): cells are drawn ${+g.cell.toFixed(1)} pixels${g.cell < 10 && labelled ? ', without token labels' : ''}. Show fewer tokens to zoom in.`)
+    ? el('p', { class: 'cs-note cs-zoom-note' }, `At ${d.zoom} pixels a cell, ${d.rows.length} × ${d.cols.length} tokens would not fit on one canvas (${MAX_SIDE.toLocaleString('en')} pixels a side): cells are drawn ${+g.cell.toFixed(1)} pixels${labelled && !g.labelled ? ', without token labels' : ''}. Show fewer tokens to zoom in.`)
     : '';
   return [el('div', { class: 'cs-heat-wrap' }, canvas), hover, limited];
 }
