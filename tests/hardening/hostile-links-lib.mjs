@@ -680,7 +680,7 @@ async function openOne(page, link, mode, { origin, limit, timeout: guard, defaul
     } else if (late !== null) {
       // The kept page settled its zoom late: the link was not opened (ms null; opened again below).
       failures.push({ kind: 'slow', what: `not opened: ${what}; settled ${LATE_MS / 1000} s later` });
-    } else failures.push({ kind: page.crashed ? 'crash' : 'unsettled', what: late !== null ? `${what}; settled ${LATE_MS / 1000} s later` : `${what}; not settled ${LATE_MS / 1000} s later` });
+    } else failures.push({ kind: page.crashed ? 'crash' : 'unsettled', what: `${what}; not settled ${LATE_MS / 1000} s later` });
   }
   page.previous = link.hash;
   if (!page.crashed) {
