@@ -7,9 +7,10 @@
 namespace cs {
 
 // Limits no model file or recipe may exceed, checked by Config::validate() (kMaxWeights by
-// check_size(), params.h) before anything is allocated. The explorer runs in a browser tab whose WebAssembly memory stops at 2 GB (and a
-// phone has less): these keep loading a model, one forward pass over its whole context and every
-// analysis of any accepted model well inside that, and the CLI inside a laptop's memory.
+// check_size(), params.h) before anything is allocated. The explorer runs in a browser tab whose
+// WebAssembly memory stops at 2 GB (and a phone has less): these keep loading a model, one
+// forward pass over its whole context and every analysis of any accepted model well inside that,
+// and the CLI inside a laptop's memory.
 constexpr int kMaxLayers = 64;        // deeper than any model this explorer is meant for (GPT-2 XL has 48)
 constexpr int kMaxHeads = 64;         // heads per layer
 constexpr int kMaxTotalHeads = 256;   // n_layers * n_heads: attribution, composition scores ([3, L, H, L, H])
