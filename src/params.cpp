@@ -43,14 +43,14 @@ std::uint64_t count_weights(const Config& c) {
   return n;
 }
 
-void check_size(const Config& c) {
+void check_size(const Config& c, const SizeLimit& limit) {
   c.validate();
   // Every dimension is within its limit here (below 2^20), so the count cannot overflow.
   const std::uint64_t weights = count_weights(c);
-  if (weights > kMaxWeights)
-    throw std::invalid_argument("config: this architecture has " + std::to_string(weights) + " weights; circuitscope handles at most " +
-                                std::to_string(kMaxWeights) + " (" + std::to_string(kMaxWeights * 4 >> 20) +
-                                " MB as float32), so that a browser tab can hold it with its file and a forward pass");
+  if (weights > limit.weights)
+    throw std::invalid_argument(std::string(limit.who) + ": this architecture has " + std::to_string(weights) + " weights; circuitscope " +
+                                limit.verb + " at most " + std::to_string(limit.weights) + " (" +
+                                std::to_string(limit.weights * limit.bytes_per_weight >> 20) + " MB: " + limit.what + ")");
 }
 
 std::size_t param_count(const Config& c) {

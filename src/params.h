@@ -183,9 +183,26 @@ Shape expected_shape(const Config& cfg, const std::string& name);
 // bounds every factor).
 std::uint64_t count_weights(const Config& cfg);
 
+// A bound on a model's weights and the words that explain it: "<who>: this architecture has N
+// weights; circuitscope <verb> at most <weights> (<weights * bytes_per_weight> MB: <what>)".
+struct SizeLimit {
+  std::uint64_t weights;
+  std::uint64_t bytes_per_weight;
+  const char* who;
+  const char* verb;
+  const char* what;
+};
+// What a browser tab holds: the weights as float32 beside the file and a forward pass.
+inline constexpr SizeLimit kOpenLimit{kMaxWeights, 4, "config", "handles",
+                                      "the weights as float32, which a browser tab holds with its file and a forward pass"};
+// What the trainer holds: the weights, their gradients and two AdamW moments.
+inline constexpr SizeLimit kTrainLimit{kMaxTrainWeights, 16, "recipe", "trains",
+                                       "the weights, their gradients and two AdamW moments, as float32"};
+
 // Config::validate() and the whole model's size: throws std::invalid_argument with a sentence
-// when cfg has more than kMaxWeights weights. What allocates a model checks this first.
-void check_size(const Config& cfg);
+// when cfg has more weights than the limit. What allocates a model checks this first (the trainer
+// with kTrainLimit).
+void check_size(const Config& cfg, const SizeLimit& limit = kOpenLimit);
 
 // Random initialisation: weights ~ N(0, init_std^2) from the portable Rng, biases zero,
 // smear_alpha zero (s = 0.5), LayerNorm weights one (each slot's Init). Deterministic in

@@ -396,13 +396,7 @@ Trainer::Trainer(const Recipe& r)
       opt_(make_params<float>([&] {
              Config c = r.model;
              c.d_vocab = tok_.size();
-             check_size(c);  // the limits again, now with the tokenizer's size, before allocating
-             const std::uint64_t weights = count_weights(c);
-             if (weights > kMaxTrainWeights)
-               throw std::invalid_argument("recipe: this architecture has " + std::to_string(weights) +
-                                           " weights; circuitscope trains at most " + std::to_string(kMaxTrainWeights) +
-                                           " (training keeps the weights, their gradients and two AdamW moments: " +
-                                           std::to_string(kMaxTrainWeights * 16 >> 20) + " MB)");
+             check_size(c, kTrainLimit);  // the limits again, now with the tokenizer's size, before allocating
              return c;
            }()),
            r.optim),

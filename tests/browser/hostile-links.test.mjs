@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadSite, hostileLinks, sampleLinks, openLinks, settleFigures } from '../hardening/hostile-links-lib.mjs';
+import { loadSite, hostileLinks, sampleLinks, openLinks, settleFigures, short } from '../hardening/hostile-links-lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -19,7 +19,6 @@ const SEED = Number(process.env.HOSTILE_SEED ?? 1);
 const LANES = Number(process.env.HOSTILE_LANES ?? 2);
 const LIMIT = Number(process.env.HOSTILE_LIMIT_MS ?? 1000);
 
-const short = (h) => (h.length > 200 ? `${h.slice(0, 200)}… (${h.length.toLocaleString('en')} characters)` : h);
 
 test(`hostile links: a sample of ${SAMPLE} (seed ${SEED}) settle with no payload run, no error and no internals shown`, async (t) => {
   const started = Date.now();
@@ -37,7 +36,7 @@ test(`hostile links: a sample of ${SAMPLE} (seed ${SEED}) settle with no payload
   const slow = results.filter((r) => r.failures.length && r.failures.every((f) => f.kind === 'slow'));
   for (const r of slow) {
     t.diagnostic(r.ms === null ? `slow ${r.mode} open: ${r.failures[0].what.slice(0, 400)}`
-      : `slow ${r.mode} open (${Math.round(r.ms)} ms, opened ${r.opened}): ${short(r.link.hash).slice(0, 120)}`);
+      : `slow ${r.mode} open (${Math.round(r.ms)} ms, opened ${r.opened}): ${short(r.link.hash, 120)}`);
   }
   const failed = results.filter((r) => r.failures.length && !slow.includes(r));
   for (const m of ['fresh', 'hashchange']) {

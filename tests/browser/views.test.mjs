@@ -706,11 +706,12 @@ for (const name of ['char-2l', 'char-1l', 'char-1l-smeared', 'bpe-2l-prose']) {
 
 /**
  * Decodes a panel's PNG in the page and counts, inside box {x, y, w, h} (CSS pixels of a panel
- * pw wide, shrunk by `inset` device pixels on every side), the pixels of a colour other than the
- * most common one (the background). Returns {inked, total}.
+ * pw wide, shrunk by `inset` device pixels on every side), the inked pixels: by default those of
+ * a colour other than the most common one (the background); with `ink: 'blue'`, those of the
+ * patterns' blue (blue over red by more than 60). Returns {inked, total}.
  */
-function inkedInBox(page, png, box, inset = 0) {
-  return page.evaluate(async ({ b64, c, inset }) => {
+function inkedInBox(page, png, box, { inset = 0, ink = 'other' } = {}) {
+  return page.evaluate(async ({ b64, c, inset, ink }) => {
     const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
     const bmp = await createImageBitmap(new Blob([bytes], { type: 'image/png' }));
     const cv = document.createElement('canvas');
@@ -720,10 +721,15 @@ function inkedInBox(page, png, box, inset = 0) {
     const s = bmp.width / c.pw;
     const d = ctx.getImageData(Math.round(c.x * s) + inset, Math.round(c.y * s) + inset,
       Math.max(1, Math.round(c.w * s) - 2 * inset), Math.max(1, Math.round(c.h * s) - 2 * inset)).data;
+    if (ink === 'blue') {
+      let n = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 2] - d[i] > 60) n++;
+      return { inked: n, total: d.length / 4 };
+    }
     const counts = new Map();
     for (let i = 0; i < d.length; i += 4) { const k = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2]; counts.set(k, (counts.get(k) || 0) + 1); }
     return { inked: d.length / 4 - Math.max(...counts.values()), total: d.length / 4 };
-  }, { b64: png.toString('base64'), c: box, inset });
+  }, { b64: png.toString('base64'), c: box, inset, ink });
 }
 
 test('export: a panel downloads as a PNG that shows its chart, not just its text', async (t) => {
@@ -760,7 +766,7 @@ test('export: a panel downloads as a PNG that shows its chart, not just its text
     const [download2] = await Promise.all([page.waitForEvent('download'), withSelect.evaluate((panel) => panel.querySelector('.cs-panel-png').click())]);
     const png2 = readFileSync(await download2.path());
     // Inside the select's box, less its border: the chosen option's text.
-    const ink2 = await inkedInBox(page, png2, sel, 2);
+    const ink2 = await inkedInBox(page, png2, sel, { inset: 2 });
     t.diagnostic(`select box in the PNG: ${ink2.inked} of ${ink2.total} pixels not background`);
     assert.ok(ink2.inked > 0.03 * ink2.total, `the select's chosen option is drawn in the PNG (${ink2.inked} of ${ink2.total} pixels)`);
     await check(t);
@@ -812,25 +818,14 @@ test('export: the enlarged pattern\'s PNG shows what its box shows, not the canv
     assert.deepEqual(strip.canvas, [128, 128], 'the canvas has room beyond the 60 tokens');
     assert.ok(strip.h > 100, `the canvas reaches ${Math.round(strip.h)} pixels below its box`);
     // Pattern blue: the darker cells of the palette (text below the box is grey).
-    const blue = (png) => page.evaluate(async ({ b64, c }) => {
-      const bmp = await createImageBitmap(new Blob([Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0))], { type: 'image/png' }));
-      const cv = document.createElement('canvas');
-      cv.width = bmp.width, cv.height = bmp.height;
-      const ctx = cv.getContext('2d');
-      ctx.drawImage(bmp, 0, 0);
-      const s = bmp.width / c.pw;
-      const d = ctx.getImageData(Math.round(c.x * s), Math.round(c.y * s), Math.round(c.w * s), Math.round(c.h * s)).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i + 2] - d[i] > 60) n++;
-      return { n, total: d.length / 4 };
-    }, { b64: png.toString('base64'), c: strip });
+    const blue = (png) => inkedInBox(page, png, strip, { ink: 'blue' });
     const shot = await page.screenshot({ clip: { x: strip.page[0], y: strip.page[1], width: strip.pw, height: strip.y + strip.h } });
     const [download] = await Promise.all([page.waitForEvent('download'), panel.evaluate((p) => p.querySelector('.cs-panel-png').click())]);
     const png = readFileSync(await download.path());
     await download.saveAs(path.join(artifacts, 'views-pattern-export.png'));
     const onScreen = await blue(shot), exported = await blue(png);
-    t.diagnostic(`below the box: ${onScreen.n} blue pixels on screen, ${exported.n} in the PNG, of ${exported.total}`);
-    assert.ok(exported.n <= onScreen.n + 0.002 * exported.total, `the PNG shows the canvas beyond its box: ${exported.n} blue pixels below it (${onScreen.n} on screen)`);
+    t.diagnostic(`below the box: ${onScreen.inked} blue pixels on screen, ${exported.inked} in the PNG, of ${exported.total}`);
+    assert.ok(exported.inked <= onScreen.inked + 0.002 * exported.total, `the PNG shows the canvas beyond its box: ${exported.inked} blue pixels below it (${onScreen.inked} on screen)`);
     await check(t);
   } finally {
     await context.close();

@@ -450,7 +450,8 @@ export function withoutQuotes(message, hash) {
 }
 
 const LATE_MS = 20_000;   // how long an unsettled page is given beyond the guard, to tell slow from stuck
-const short = (h) => (h.length > 120 ? `${h.slice(0, 120)}… (${h.length.toLocaleString('en')} characters)` : h);
+/** A link cut to n characters for a message, with its whole length said. */
+export const short = (h, n = 200) => (h.length > n ? `${h.slice(0, n)}… (${h.length.toLocaleString('en')} characters)` : h);
 
 /** In the page: the store's version and view, and what the shown view says it rendered. */
 function shownVersion() {
@@ -673,7 +674,7 @@ async function openOne(page, link, mode, { origin, limit, timeout: guard, defaul
     const shown = page.crashed ? null : await page.evaluate(shownVersion).catch(() => null);
     const late = page.crashed ? null : await page.waitForFunction(SETTLED, minVersion, { timeout: LATE_MS, polling: 'raf' })
       .then((h) => h.jsonValue()).catch(() => null);
-    const what = `${String(e.message).split('\n')[0].slice(0, 200)} waiting for ${phase}${page.previous ? ` (the page showed ${short(page.previous)} before)` : ''}; ${shown ? `it showed ${JSON.stringify(shown)} (store version ${minVersion} asked for)` : 'the page could not be read'}`;
+    const what = `${String(e.message).split('\n')[0].slice(0, 200)} waiting for ${phase}${page.previous ? ` (the page showed ${short(page.previous, 120)} before)` : ''}; ${shown ? `it showed ${JSON.stringify(shown)} (store version ${minVersion} asked for)` : 'the page could not be read'}`;
     if (late !== null && phase === 'the link') {
       ms = late - t0;
       failures.push({ kind: 'slow', what: `settled only after ${Math.round(ms)} ms: ${what}` });

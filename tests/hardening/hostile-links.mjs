@@ -14,7 +14,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadSite, hostileLinks, sampleLinks, openLinks, settleFigures } from './hostile-links-lib.mjs';
+import { loadSite, hostileLinks, sampleLinks, openLinks, settleFigures, short } from './hostile-links-lib.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const site = path.resolve(root, process.env.CIRCUITSCOPE_SITE ?? 'build/site');
@@ -39,13 +39,12 @@ if (opt('--match')) links = links.filter((l) => new RegExp(opt('--match')).test(
 if (args.includes('--sample')) links = sampleLinks(links, Number(opt('--sample', 300)), seed);
 if (args.includes('--link')) links = args.flatMap((a, i) => (args[i - 1] === '--link' ? [{ hash: a, kind: 'given', note: 'from the command line' }] : []));
 
-const short = (h) => (h.length > 240 ? `${h.slice(0, 240)}… (${h.length.toLocaleString('en')} characters)` : h);
 console.log(`hostile links: ${links.length} of the corpus's ${corpus} (seed ${seed}), opened ${modes.join(' and ')}, ${lanes} lanes, settle limit ${limit} ms`);
 const started = Date.now();
 const results = await openLinks(links, {
   site, modes, lanes, limit, alternate: args.includes('--alternate'), defaultState: loaded.S.decodeHash('').state,
   onResult: (r, n, total) => {
-    for (const f of r.failures) console.log(`FAIL ${f.kind} (${r.mode}, ${r.link.kind}: ${r.link.note}; opened ${r.opened}): ${f.what}\n  link: ${short(r.link.hash)}`);
+    for (const f of r.failures) console.log(`FAIL ${f.kind} (${r.mode}, ${r.link.kind}: ${r.link.note}; opened ${r.opened}): ${f.what}\n  link: ${short(r.link.hash, 240)}`);
     if (n % 100 === 0) console.log(`  ${n} / ${total} opened, ${((Date.now() - started) / 1000).toFixed(0)} s`);
   },
 });
@@ -67,6 +66,6 @@ mkdirSync(path.join(root, 'build', 'hardening'), { recursive: true });
 writeFileSync(path.join(root, 'build', 'hardening', 'hostile-links.json'), JSON.stringify({
   seed, modes, lanes, limit, corpus, links: links.length, seconds, byKind,
   settle: Object.fromEntries([...modes, 'all'].map((m) => [m, settleFigures(m === 'all' ? results : results.filter((r) => r.mode === m))])),
-  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash), mode: r.mode, ms: r.ms, wall: r.wall, floor: r.floor, heard: r.heard, opened: r.opened, failures: r.failures })),
+  results: results.map((r) => ({ kind: r.link.kind, note: r.link.note, hash: short(r.link.hash, 240), mode: r.mode, ms: r.ms, wall: r.wall, floor: r.floor, heard: r.heard, opened: r.opened, failures: r.failures })),
 }, null, 1));
 process.exit(failed.length ? 1 : 0);

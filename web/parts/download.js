@@ -191,40 +191,43 @@ export async function downloadPNG(name, element) {
       });
     }
     // Form controls (they have no text nodes): a box with the current value, a select's chosen
-    // option, a checkbox's tick or a slider's position, where the panel shows them.
+    // option, a checkbox's tick or a slider's position, where the panel shows them (and clipped as
+    // the rest).
     for (const c of element.querySelectorAll('select, input, textarea')) {
       if (skipped(c) || c.type === 'hidden') continue;
       const s = getComputedStyle(c);
       const r = c.getBoundingClientRect();
       if (s.display === 'none' || s.visibility === 'hidden' || !r.width || !r.height) continue;
       const x = r.left - box.left, y = r.top - box.top;
-      ctx.save();
-      ctx.strokeStyle = s.borderTopColor;
-      ctx.fillStyle = s.color;
-      ctx.lineWidth = 1;
-      if (c.type === 'range') {
-        const lo = Number(c.min || 0), hi = Number(c.max || 100);
-        const f = hi > lo ? (Number(c.value) - lo) / (hi - lo) : 0;
-        ctx.beginPath();
-        ctx.moveTo(x + 4, y + r.height / 2);
-        ctx.lineTo(x + r.width - 4, y + r.height / 2);
-        ctx.stroke();
-        ctx.beginPath();
-        ctx.arc(x + 4 + f * (r.width - 8), y + r.height / 2, Math.min(6, r.height / 2), 0, 2 * Math.PI);
-        ctx.fill();
-      } else {
-        ctx.strokeRect(x + 0.5, y + 0.5, r.width - 1, r.height - 1);
-        const value = c.type === 'checkbox' || c.type === 'radio' ? (c.checked ? '✓' : '')
-          : c instanceof HTMLSelectElement ? (c.selectedOptions[0]?.text ?? '') : c.value;
-        ctx.beginPath();
-        ctx.rect(x + 1, y + 1, r.width - 2, r.height - 2);
-        ctx.clip();
-        ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
-        ctx.textBaseline = 'middle';
-        const pad = c.type === 'checkbox' || c.type === 'radio' ? 1 : parseFloat(s.paddingLeft) || 2;
-        ctx.fillText(String(value).replace(/\s+/g, ' '), x + pad, y + r.height / 2);
-      }
-      ctx.restore();
+      await clipped(ctx, clipOf(c, element, box, memo), () => {
+        ctx.save();
+        ctx.strokeStyle = s.borderTopColor;
+        ctx.fillStyle = s.color;
+        ctx.lineWidth = 1;
+        if (c.type === 'range') {
+          const lo = Number(c.min || 0), hi = Number(c.max || 100);
+          const f = hi > lo ? (Number(c.value) - lo) / (hi - lo) : 0;
+          ctx.beginPath();
+          ctx.moveTo(x + 4, y + r.height / 2);
+          ctx.lineTo(x + r.width - 4, y + r.height / 2);
+          ctx.stroke();
+          ctx.beginPath();
+          ctx.arc(x + 4 + f * (r.width - 8), y + r.height / 2, Math.min(6, r.height / 2), 0, 2 * Math.PI);
+          ctx.fill();
+        } else {
+          ctx.strokeRect(x + 0.5, y + 0.5, r.width - 1, r.height - 1);
+          const value = c.type === 'checkbox' || c.type === 'radio' ? (c.checked ? '✓' : '')
+            : c instanceof HTMLSelectElement ? (c.selectedOptions[0]?.text ?? '') : c.value;
+          ctx.beginPath();
+          ctx.rect(x + 1, y + 1, r.width - 2, r.height - 2);
+          ctx.clip();
+          ctx.font = `${s.fontStyle} ${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+          ctx.textBaseline = 'middle';
+          const pad = c.type === 'checkbox' || c.type === 'radio' ? 1 : parseFloat(s.paddingLeft) || 2;
+          ctx.fillText(String(value).replace(/\s+/g, ' '), x + pad, y + r.height / 2);
+        }
+        ctx.restore();
+      });
     }
   }
   const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/png'));
