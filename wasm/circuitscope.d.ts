@@ -206,8 +206,10 @@ export interface RunOptions {
   /**
    * false: the last position's row of logits is not computed (no loss reads it), so its top_ids
    * are -1, its top_probs and probs_of NaN. At a 50,000-token vocabulary that row reads all of
-   * W_U: most of a keystroke at the end of a text. A later run computes it when it needs it (a
-   * token appended) or when asked. Default true.
+   * W_U: most of a keystroke at the end of a text. Tokens appended after rows the last run left
+   * out leave those rows out too, with every row after them (reading the row only for the new
+   * token's loss would read all of W_U again): their losses are NaN until a run with lastRow
+   * computes them (`pending_from` says from which row). Default true.
    */
   lastRow?: boolean;
 }
@@ -270,8 +272,14 @@ export interface RunResult {
    * drawn.
    */
   changed_from: number;
-  /** Whether the last position's top k and probs_of were computed (the lastRow asked for; analyseText's also true when `at` picks the last token). */
+  /** Whether every row was computed, the last position's top k and probs_of included (pending_from is T). */
   last_row: boolean;
+  /**
+   * Rows from here on were not computed (lastRow: false): their top_ids are -1, their top_probs
+   * and probs_of NaN, and the losses they give (loss[t] for t >= pending_from) NaN. T when every
+   * row was.
+   */
+  pending_from: number;
   /** With {probsOf}: shape [T, k], axes ["pos", "rank"], each asked token's probability. */
   probs_of?: Tagged;
   /**
@@ -318,8 +326,9 @@ export interface AnalyseTextOptions {
   topKeys?: number;
   /**
    * false: the last position's top k (and under an intervention the clean pass's probabilities of
-   * them) are left out, as run()'s lastRow, unless `at` is the last position (the view then shows
-   * that token's next tokens). Default true.
+   * them) are left out, and the rows of tokens appended after it, as run()'s lastRow (the result's
+   * `pending_from`), unless `at` is one of them (the view then shows that token's next tokens).
+   * Default true.
    */
   lastRow?: boolean;
   /**

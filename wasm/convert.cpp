@@ -761,7 +761,8 @@ void set_run_extras(val& out, const cs::RunExtras& x, const cs::RunOptions& o, c
   const int L = c.n_layers, H = c.n_heads, D = c.d_model;
   out.set("loss", tagged(fill_or_copy(loss_buffer, {{x.loss.data(), x.loss.size()}}), {T}, {"pos"}));
   out.set("changed_from", x.changed_from);
-  out.set("last_row", o.last_row);
+  out.set("last_row", x.pending_from >= T);
+  out.set("pending_from", x.pending_from);
   out.set("mean_loss", x.mean_loss);
   if (!x.probs_of.empty()) out.set("probs_of", tagged(x.probs_of, {T, o.probs_k}, {"pos", "rank"}));
   out.set("first_copy_loss", x.first_copy_loss);

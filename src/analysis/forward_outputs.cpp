@@ -51,16 +51,24 @@ void position_outputs(const Params<float>& p, const ActivationCache<float>& cach
                       const RunOptions& o, int from, const KeptRun& before, RunExtras& x, std::vector<float>& lse) {
   const int T = static_cast<int>(ids.size()), V = p.cfg.d_vocab, k = o.topk, pk = o.probs_k;
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  // Rows end.. are left out (the last without o.last_row; its loss is NaN in any case).
-  const int end = o.last_row ? T : T - 1;
   x.loss.assign(T, nan);
   lse.assign(T, nan);
   std::copy(before.lse.begin(), before.lse.begin() + std::clamp(std::min(from, static_cast<int>(before.lse.size())), 0, T), lse.begin());
   // The kept rows that were computed (a row left out has no log-sum-exp): top k and probs_of are
   // taken from the last pass up to here.
   const int have = static_cast<int>(std::find_if(lse.begin(), lse.begin() + std::clamp(from, 0, T), [](float z) { return !std::isfinite(z); }) - lse.begin());
-  // Loss t reads the logits at t and token t + 1: unchanged for t + 1 < from.
-  int loss_from = std::clamp(std::min(from - 1, static_cast<int>(before.loss.size())), 0, T);
+  // Rows end.. are left out. Without o.last_row, the last (its loss is NaN in any case); and when
+  // the last pass left out the first row missing here (tokens typed at the end: the first
+  // changed token is at or after it), that row and every later one stay out (pending: the losses
+  // they give are NaN), unless o.shown_row is among them: a row computed only for the log-sum-exp
+  // that a token typed after it reads reads all of W_U.
+  int end = o.last_row || o.shown_row == T - 1 ? T : T - 1;
+  const bool left_out_before = have < static_cast<int>(before.lse.size()) && !std::isfinite(before.lse[have]);
+  if (end < T && left_out_before && o.shown_row < have) end = have;
+  x.pending_from = end;
+  // Loss t reads the logits at t and token t + 1: unchanged for t + 1 < from, and left out (NaN)
+  // in the last pass from its first missing row.
+  int loss_from = std::clamp(std::min({from - 1, static_cast<int>(before.loss.size()), have}), 0, T);
   std::copy(before.loss.begin(), before.loss.begin() + loss_from, x.loss.begin());
   // The position before the first changed token predicts a new token: with its row's log-sum-exp
   // kept, its loss needs one logit, not the row (at a 48k vocabulary the row reads all of W_U).

@@ -46,15 +46,22 @@ struct RunOptions {
   int top_keys = 0;          // the keys each query attends to most, per head (top_attended_keys); 0: none
   // false: the last position's row of logits is not computed (no loss reads it): its top k are
   // -1 with probability NaN and its probs_of NaN. At a 50,000-token vocabulary that row reads all
-  // of W_U, most of a keystroke at the end of a text; a later pass computes it when it needs it
-  // (a token appended: the row's log-sum-exp gives the new token's loss) or is asked for it.
+  // of W_U, most of a keystroke at the end of a text. A token appended after it would read the
+  // row only for its log-sum-exp (the new token's loss): rows the last pass left out stay out,
+  // with every row after them, while the change comes after them (RunExtras::pending_from says
+  // from where); a pass with last_row computes them all.
   bool last_row = true;
+  // A row whose top k the caller shows (e.g. the picked token): computed whatever last_row says.
+  int shown_row = -1;
 };
 struct RunExtras {
   // Positions before this one hold what the previous pass of the same model gave them (its tokens
   // up to there were these and the pass was incremental, model.h forward_incremental); 0 when every
   // position was computed. A view redraws only rows from here.
   int changed_from = 0;
+  // Rows from here on were not computed (RunOptions::last_row): their top k are -1, their
+  // probabilities and the losses they give NaN. T when every row was.
+  int pending_from = 0;
   // Entry t = -log p(token t+1 | tokens 0..t); NaN at the last position.
   std::vector<float> loss;                 // [T]
   // The mean loss per predicted token (mean_token_loss over the tokens after a leading <BOS>), and,

@@ -191,7 +191,8 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   o.repeat_at = at;
   o.top_keys = top_keys;
   // The picked token's next tokens are shown: its row is computed whatever was asked.
-  o.last_row = last_row || at == static_cast<int>(ids.size()) - 1;
+  o.last_row = last_row;
+  o.shown_row = at;
   a.run = run(ids, iv, o);
   a.ran = true;
   if (read_pass) read_pass(cache(), a.run.changed_from);
@@ -199,6 +200,7 @@ ModelSession::TextAnalysis ModelSession::analyse_text(const std::string& text, c
   RunOptions clean;
   clean.logits = false;
   clean.last_row = o.last_row;
+  clean.shown_row = o.shown_row;
   if (a.run.top) {
     clean.probs_of = a.run.top->ids.data;
     clean.probs_k = a.run.top->k;

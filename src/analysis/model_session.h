@@ -148,9 +148,10 @@ class ModelSession {
   // pass, as run()'s are. `read_pass` is given the intervened pass's cache and changed_from
   // before the clean pass runs (the clean pass may take its place within kKeptPassBytes): the API
   // copies the patterns there. No pass runs when the text gives no tokens. Without `last_row`,
-  // the last position's top k (and the clean pass's probabilities of them) are left out unless
-  // `at` picks it (RunOptions::last_row: at a large vocabulary that row is most of a keystroke);
-  // the page asks for it once typing pauses.
+  // the last position's top k (and the clean pass's probabilities of them) are left out, with the
+  // rows of tokens appended after it, unless `at` picks one (RunOptions::last_row and shown_row:
+  // at a large vocabulary each such row reads all of W_U, most of a keystroke); the page asks
+  // for them once typing pauses.
   // What the induction view shows: the top 5 next tokens and the 3 keys each head attends to most.
   static constexpr int kTextTopK = 5, kTextTopKeys = 3;
   struct TextAnalysis {

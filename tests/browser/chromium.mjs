@@ -54,11 +54,14 @@ export async function waitForInduction(page, timeout = 60_000) {
   await page.waitForSelector('cs-induction[data-ready="true"]', { timeout });
 }
 
-/** Waits until the induction view has rendered `text` (tokens: text + <BOS>, at most 256). */
+/**
+ * Waits until the induction view has rendered `text` (tokens: text + <BOS>, at most 256) with
+ * every row's loss (data-complete: the rows typed at the end come once typing pauses).
+ */
 export async function waitForText(page, text) {
   await page.waitForFunction((t) => {
     const v = document.querySelector('cs-induction');
-    return v && v.dataset.ready === 'true' && v.state.text === t && v.lastResult &&
+    return v && v.dataset.ready === 'true' && v.dataset.complete === 'true' && v.state.text === t && v.lastResult &&
       v.lastResult.T === Math.min(t.length + 1, 256) && document.querySelector('cs-induction textarea').value === t;
   }, text, { timeout: 20_000 });
   // One more frame so that the render of this text is done.

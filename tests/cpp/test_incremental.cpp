@@ -172,29 +172,62 @@ void expect_same_run(const RunExtras& a, const RunExtras& b, const std::string& 
   EXPECT_EQ(std::isnan(a.mean_loss) ? 0.0 : a.mean_loss, std::isnan(b.mean_loss) ? 0.0 : b.mean_loss) << where;
 }
 
+// A fresh pass's results as a pass that left rows `from`.. out gives them (RunExtras::pending_from):
+// their losses NaN, top k -1 with probability NaN, probs_of NaN, the mean over the rest.
+RunExtras left_out_from(RunExtras y, int from, int first) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int T = static_cast<int>(y.loss.size());
+  std::fill(y.loss.begin() + from, y.loss.end(), nan);
+  if (y.top) {
+    std::fill(y.top->ids.data.begin() + static_cast<std::size_t>(from) * y.top->k, y.top->ids.data.end(), -1);
+    std::fill(y.top->probs.data.begin() + static_cast<std::size_t>(from) * y.top->k, y.top->probs.data.end(), nan);
+  }
+  if (!y.probs_of.empty()) std::fill(y.probs_of.begin() + y.probs_of.size() / T * from, y.probs_of.end(), nan);
+  y.mean_loss = mean_token_loss(y.loss, first, T);
+  y.pending_from = from;
+  return y;
+}
+
 // `steps` random edits typed into one kept pass under `iv` (run_sequence with a KeptRun, logits
 // computed where read), each pass's results against a fresh pass under `iv` that keeps every logit,
 // and the two caches' patterns and residual streams compared; `edit` may change the ids and the
-// options after each edit. Returns how many passes reused positions (-1 after a failure).
+// options after each edit. A pass without RunOptions::last_row is compared with the fresh pass's
+// rows before its pending_from, which must be the last row or, when the pass changed nothing
+// before the first row the last one left out, that row (`deferred` counts these). Returns how many passes
+// reused positions (-1 after a failure).
 int typed_passes_equal_fresh(const Params<float>& p, const Intervention& iv, RunOptions o, int steps, const std::string& what,
-                             const std::function<void(std::vector<int>&, RunOptions&, int)>& edit) {
+                             const std::function<void(std::vector<int>&, RunOptions&, int)>& edit, int* deferred = nullptr) {
   Rng r(5);
   std::vector<int> ids = {1, 2, 3, 1, 2, 3};
   ActivationCache<float> cache;
   KeptRun kept;
   o.logits = false;
   int reused = 0;
+  int pending = 0, prev_T = 0;  // the kept pass's pending_from and length (none kept: 0)
   for (int step = 0; step < steps; ++step) {
     int first = 0;
     ids = random_edit(ids, p.cfg.n_ctx, p.cfg.d_vocab, r, first);
     edit(ids, o, step);
     RunOptions full = o;
     full.logits = true;
+    const int missing = pending;  // the first row the kept pass left out
     const RunExtras x = run_sequence(p, ids, iv, o, -1, cache, "run", &kept);
     ActivationCache<float> own;
-    const RunExtras y = run_sequence(p, ids, iv, full, -1, own);
+    RunExtras y = run_sequence(p, ids, iv, full, -1, own);
     const std::string where = what + ", step " + std::to_string(step);
+    const int T = static_cast<int>(ids.size());
     reused += x.changed_from > 0;
+    if (o.last_row) {
+      EXPECT_EQ(x.pending_from, T) << where;
+    } else if (missing < prev_T && missing <= x.changed_from && o.shown_row < missing) {
+      EXPECT_EQ(x.pending_from, missing) << where << ": rows left out before the change stay out";
+      if (deferred && missing < T - 1) ++*deferred;
+    } else {
+      EXPECT_EQ(x.pending_from, o.shown_row == T - 1 ? T : T - 1) << where;
+    }
+    if (x.pending_from < T) y = left_out_from(std::move(y), x.pending_from, 0);
+    pending = x.pending_from;
+    prev_T = T;
     expect_same_run(x, y, where);
     for (int l = 0; l < p.cfg.n_layers; ++l) {
       EXPECT_EQ(cache.layers[l].pattern.data, own.layers[l].pattern.data) << where << ": layer " << l << " pattern";
@@ -233,21 +266,35 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
 }
 
 // A pass may leave the last row of logits out (RunOptions::last_row, what the induction view asks
-// while typing); the next pass that needs it (a token appended reads its log-sum-exp for the new
-// token's loss) or asks for it computes it: every pass, whichever of the two it asked, gives the
-// bits of a fresh pass asked the same, with a probsOf that holds -1 on the row left out (an
-// ablated pass's top k).
+// while typing); tokens typed at or after it (the last token replaced, tokens appended) leave it
+// out with their own rows (pending_from), unless a row among them is shown (shown_row); a pass
+// that asks for the rows, or changes a token before them, computes them: every pass, whichever it asked, gives the bits of a fresh pass asked the
+// same on the rows before its pending_from (typed_passes_equal_fresh), with a probsOf that holds
+// -1 on the last row (an ablated pass's top k).
 TEST(IncrementalForward, ALastRowLeftOutIsComputedWhenALaterPassNeedsIt) {
   const Params<float> p = many_logit_blocks(17);
   RunOptions o;
   o.topk = 4, o.text_scores = true, o.probs_k = 2, o.top_keys = 2;
+  int deferred = 0;
+  std::vector<int> before;
   const int reused = typed_passes_equal_fresh(p, Intervention(), o, 60, "last row", [&](std::vector<int>& ids, RunOptions& opts, int step) {
+    // Typing at the end of the last text, three passes in five: a token appended, the last one
+    // replaced (a sub-word that grows), or both (one that splits).
+    if (step % 5 != 0 && step % 5 != 4 && !before.empty()) {
+      ids = before;
+      if (static_cast<int>(ids.size()) > p.cfg.n_ctx - 2) ids.resize(p.cfg.n_ctx / 2);
+      if (step % 4 != 0) ids.back() = (step * 17 + 1) % p.cfg.d_vocab;
+      if (step % 4 != 1) ids.push_back((step * 31) % p.cfg.d_vocab);
+    }
+    before = ids;
     opts.last_row = step % 3 == 2;
+    opts.shown_row = step % 7 == 3 ? static_cast<int>(ids.size()) - 2 : -1;  // a picked token among the last
     opts.probs_of.clear();
     for (std::size_t t = 0; t < ids.size(); ++t) opts.probs_of.insert(opts.probs_of.end(), {ids[t], t + 1 == ids.size() ? -1 : 3});
     if (opts.last_row) opts.probs_of.back() = 5;
-  });
+  }, &deferred);
   EXPECT_GT(reused, 30);
+  EXPECT_GT(deferred, 5) << "passes that left out more than the last row";
 
   // Left out: -1 and NaN on the last row, and every other row what a pass with it gives.
   const std::vector<int> ids = {3, 1, 4, 1, 5, 9, 2, 6};

@@ -15,7 +15,8 @@ import { shippedRun, snapshotStep, recordAt } from '../panels/training/shipped.j
 /** A measure's head: "L1H4", or "shown" for the head the state shows. [layer, head] or []. */
 const headOf = (head, state) => parseHead(head === 'shown' ? state.head : head) ?? [];
 
-const induction = (f) => ({ view: 'induction', get: ({ model, state }) => { const a = analyse(model, state); return a.run ? f(a) : null; } });
+// With every row's loss (lastRow: the view leaves the rows typed at the end out until typing pauses).
+const induction = (f) => ({ view: 'induction', get: ({ model, state }) => { const a = analyse(model, state, { lastRow: true }); return a.run ? f(a) : null; } });
 const inductionHead = (key) => ({
   view: 'induction', head: true,
   get: ({ model, state }, head) => {

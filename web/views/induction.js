@@ -319,7 +319,7 @@ function insertRandom(view) {
 
 function exportCSV(view) {
   if (!view.model) return;
-  const a = analyse(view.model, view.state);
+  const a = analyse(view.model, view.state, { lastRow: true });   // every row's loss, also while typing
   if (!a.run) return;
   const rows = [['pos', 'token', 'token_id', 'loss_nats', ...(a.ablating ? ['clean_loss_nats'] : []), 'occurrence']];
   const r = repeatOf(a);

@@ -99,8 +99,11 @@ function update(node, data, ctx) {
     if (i < a.bos) return { title: '<BOS>: the start token (many heads rest their attention here)', label: null };
     const s = shownText(a, i);
     const bytes = a.bytes.bytes.subarray(a.bytes.offsets[i], a.bytes.offsets[i + 1]);
-    const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''} (${tokenIdBytes(a.ids[i], bytes)}), position ${i}: loss ${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats` +
-      (cleanLoss ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
+    // A token typed after rows the core left out while typing (run.pending_from) has its loss once typing pauses.
+    const pending = i > 0 && a.run && i - 1 >= a.run.pending_from;
+    const lossText = pending ? 'computed when typing pauses' : `${fmt(loss && i > 0 ? loss[i - 1] : NaN, 3)} nats`;
+    const label = `${tokenTitle(s)}${a.ids[i] === a.unk ? ' (read as <UNK>)' : ''} (${tokenIdBytes(a.ids[i], bytes)}), position ${i}: loss ${lossText}` +
+      (cleanLoss && !pending ? ` (without ablation ${fmt(cleanLoss[i - 1], 3)})` : '');
     return { title: label, label };
   }, a.bos);
   summary(node, t, a);
@@ -192,7 +195,7 @@ function focusDetails(t) {
     name ? el('p', {}, `${name} attends most to: `, keys.map((k, i) => [i ? ', ' : '', el('code', {}, tokenText(a, k)), ` @${k} (${(P[base + k] * 100).toFixed(0)}%)`])) : '',
     el('p', { class: 'muted' }, a.ablating ? `Top-${k} next tokens (with the ablation):` : `Top-${k} next tokens:`),
     // Left out while the text is typed (analysis.js): the view computes them once typing pauses.
-    q === a.T - 1 && !a.run.last_row ? el('p', { class: 'muted ind-top-pending' }, 'computed when typing pauses…') : topkList({
+    q >= a.run.pending_from ? el('p', { class: 'muted ind-top-pending' }, 'computed when typing pauses…') : topkList({
       ...top, className: 'ind-top', actual: next ? a.ids[q + 1] : null,
       label: (id) => showTok(a.vocab[id] ?? `#${id}`), title: (id) => tokenTitle(a.vocab[id] ?? `#${id}`),
       compare: a.ablating ? (id) => cleanProb(a, q, id) : null, compareLabel: 'clean',
@@ -218,7 +221,10 @@ function summary(node, t, a) {
   }
   const m = a.run.mean_loss;        // the core's means (run())
   const mc = a.clean.mean_loss;
-  set('mean', t.mean, `${fmt(m, 3)} nats over ${a.T - a.bos} tokens` + (a.ablating ? ` (clean ${fmt(mc, 3)}, change ${m - mc >= 0 ? '+' : ''}${fmt(m - mc, 3)})` : ''));
+  // Tokens typed after rows the core left out while typing have their losses once typing pauses.
+  const pending = Math.max(0, a.T - 1 - a.run.pending_from);
+  set('mean', t.mean, `${fmt(m, 3)} nats over ${a.T - a.bos - pending} tokens` + (a.ablating ? ` (clean ${fmt(mc, 3)}, change ${m - mc >= 0 ? '+' : ''}${fmt(m - mc, 3)})` : '') +
+    (pending ? `; the last ${pending} when typing pauses…` : ''));
   data('meanLoss', fmt(m, 4));
   const r = repeatOf(a);
   const mode = r ? 'cards' : 'none';
@@ -242,9 +248,11 @@ function summary(node, t, a) {
   const first = a.run.first_copy_loss;
   const second = a.run.second_copy_loss;
   set('repeatText', t.repeatText, `${r.held ? 'The repeated block holding the picked token' : 'The longest repeated block'}: ${r.r} tokens (the second copy starts ${r.d} tokens after the first). Mean loss per token:`);
-  set('first', t.cards.first, `${fmt(first, 3)} nats`);
-  set('second', t.cards.second, `${fmt(second, 3)} nats`);
-  set('diff', t.cards.diff, `${fmt(second - first, 3)} nats`);
+  // A copy that reaches past the rows left out while typing: its mean so far (the core skips NaN).
+  const sofar = (end) => (end - 1 > a.run.pending_from ? ' so far…' : '');
+  set('first', t.cards.first, `${fmt(first, 3)} nats${sofar(r.a + r.r)}`);
+  set('second', t.cards.second, `${fmt(second, 3)} nats${sofar(r.a + r.d + r.r)}`);
+  set('diff', t.cards.diff, `${fmt(second - first, 3)} nats${sofar(r.a + r.d + r.r)}`);
   data('firstLoss', fmt(first, 4));
   data('secondLoss', fmt(second, 4));
 }
