@@ -48,8 +48,8 @@ struct RunOptions {
   // -1 with probability NaN and its probs_of NaN. At a 50,000-token vocabulary that row reads all
   // of W_U, most of a keystroke at the end of a text. A token appended after it would read the
   // row only for its log-sum-exp (the new token's loss): rows the last pass left out stay out,
-  // with every row after them, while the change comes after them (RunExtras::pending_from says
-  // from where); a pass with last_row computes them all.
+  // with every row after them, while the first changed token is at or after the first of them
+  // (RunExtras::pending_from says from where); a pass with last_row computes them all.
   bool last_row = true;
   // A row whose top k the caller shows (e.g. the picked token): computed whatever last_row says.
   int shown_row = -1;
