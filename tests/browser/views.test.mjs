@@ -832,6 +832,42 @@ test('export: the enlarged pattern\'s PNG shows what its box shows, not the canv
   }
 });
 
+test('export: form controls in a PNG are clipped as the box that holds them clips them', async (t) => {
+  const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });
+  try {
+    await page.waitForSelector('cs-induction[data-ready="true"]', { timeout: 60_000 });
+    // A panel-like box 200 x 120: a 30-pixel box that hides its overflow, holding a text field
+    // it shows and, 60 pixels down, a select and a slider it hides.
+    await page.evaluate(() => {
+      const box = document.createElement('section');
+      box.id = 'clip-test';
+      box.style.cssText = 'position:absolute;left:0;top:0;width:200px;height:120px;background:#fff;color:#000;z-index:99';
+      // Styles set through the CSSOM: the page's CSP refuses style attributes.
+      const make = (tag, css, props = {}) => { const e = Object.assign(document.createElement(tag), props); e.style.cssText = css; return e; };
+      const clip = make('div', 'height:30px;overflow:hidden');
+      const hidden = make('div', 'margin-top:60px');
+      const select = make('select', 'width:180px;height:24px');
+      select.append(make('option', '', { textContent: 'hidden option text' }));
+      hidden.append(select, make('input', 'width:180px', { type: 'range', value: '70' }));
+      clip.append(make('input', 'width:150px;height:24px', { type: 'text', value: 'seen' }), hidden);
+      box.append(clip);
+      document.body.append(box);
+    });
+    const [download] = await Promise.all([page.waitForEvent('download'),
+      page.evaluate(async () => (await import('/parts/download.js')).downloadPNG('clip-test.png', document.getElementById('clip-test')))]);
+    const png = readFileSync(await download.path());
+    await download.saveAs(path.join(artifacts, 'views-clipped-controls.png'));
+    const shown = await inkedInBox(page, png, { x: 0, y: 0, w: 200, h: 30, pw: 200 });
+    const below = await inkedInBox(page, png, { x: 0, y: 32, w: 200, h: 88, pw: 200 });
+    t.diagnostic(`inside the clipping box ${shown.inked} inked pixels, below it ${below.inked} of ${below.total}`);
+    assert.ok(shown.inked > 50, `the text field the box shows is in the PNG (${shown.inked} inked pixels)`);
+    assert.equal(below.inked, 0, 'the select and the slider the box hides are not drawn below it');
+    await check(t);
+  } finally {
+    await context.close();
+  }
+});
+
 test('export: the token strip is in the per-token loss PNG; head scores download as CSV with the core\'s numbers', async (t) => {
   const { context, page, check } = await openView('cs-induction', { model: 'char-2l' });
   try {
