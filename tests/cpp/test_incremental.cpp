@@ -193,8 +193,8 @@ RunExtras left_out_from(RunExtras y, int from, int first) {
 // and the two caches' patterns and residual streams compared; `edit` may change the ids and the
 // options after each edit. A pass without RunOptions::last_row is compared with the fresh pass's
 // rows before its pending_from, which must be the last row or, when the pass changed nothing
-// before the first row the last one left out, that row (`deferred` counts these). Returns how many passes
-// reused positions (-1 after a failure).
+// before the first row the last one left out, that row (`deferred` counts these). Returns how
+// many passes reused positions (-1 after a failure).
 int typed_passes_equal_fresh(const Params<float>& p, const Intervention& iv, RunOptions o, int steps, const std::string& what,
                              const std::function<void(std::vector<int>&, RunOptions&, int)>& edit, int* deferred = nullptr) {
   Rng r(5);
@@ -268,9 +268,10 @@ TEST(IncrementalForward, ManyLogitBlocksGiveTheBitsOfTheKeptLogits) {
 // A pass may leave the last row of logits out (RunOptions::last_row, what the induction view asks
 // while typing); tokens typed at or after it (the last token replaced, tokens appended) leave it
 // out with their own rows (pending_from), unless a row among them is shown (shown_row); a pass
-// that asks for the rows, or changes a token before them, computes them: every pass, whichever it asked, gives the bits of a fresh pass asked the
-// same on the rows before its pending_from (typed_passes_equal_fresh), with a probsOf that holds
-// -1 on the last row (an ablated pass's top k).
+// that asks for the rows, or changes a token before them, computes them: every pass, whichever
+// it asked, gives the bits of a fresh pass asked the same on the rows before its pending_from
+// (typed_passes_equal_fresh), with a probsOf that holds -1 on the last row (an ablated pass's
+// top k).
 TEST(IncrementalForward, ALastRowLeftOutIsComputedWhenALaterPassNeedsIt) {
   const Params<float> p = many_logit_blocks(17);
   RunOptions o;
